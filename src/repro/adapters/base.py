@@ -1,0 +1,146 @@
+"""The adapter contract: how a simulator is connected, and the registry that finds adapters."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.metadata
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, Protocol as TypingProtocol
+
+from attrs import frozen
+
+from repro.errors import BadInput
+from repro.models import AdapterFacts, Condition, PlanEntry, Protocol, Source
+
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "Adapter",
+    "Evidence",
+    "Frozen",
+    "Session",
+    "TraceDigest",
+    "file_source",
+    "get_adapter",
+    "module_file_source",
+    "package_source",
+]
+
+ENTRY_POINT_GROUP = "repro.adapters"
+
+
+@frozen
+class Evidence:
+    """What one run yields: the step rewards (or, when the adapter cannot see them, the reported
+    measure), the step count and a digest of the action/observation trace where observable."""
+
+    step_rewards: tuple[float, ...] | None
+    reported_measure: float | None
+    steps: int | None
+    trace_sha256: str | None
+
+
+@frozen
+class Frozen:
+    """What an adapter resolved at freeze time: its facts and the sources it pinned."""
+
+    facts: AdapterFacts
+    sources: tuple[Source, ...]
+
+
+class Session(TypingProtocol):
+    """One condition's open simulator. ``contract`` holds the facts checked when it opened."""
+
+    contract: dict[str, Any]
+
+    def run(self, entry: PlanEntry) -> Evidence:
+        """Run one episode for ``entry``; raise :class:`repro.errors.RunFailed` when it cannot."""
+
+    def close(self) -> None:
+        """Release the simulator."""
+
+
+class Adapter(TypingProtocol):
+    """A simulator connection, registered by name."""
+
+    name: str
+
+    def freeze(self, protocol: Protocol, options: Mapping[str, str]) -> Frozen:
+        """Validate the protocol's adapter options, factors and participants (raising
+        :class:`BadInput` naming the JSON path), and pin every source that defines the runs."""
+
+    def open(self, protocol: Protocol, condition: Condition, frozen: Frozen) -> Session:
+        """Open a session for one condition."""
+
+
+class TraceDigest:
+    """Incremental sha256 over a run's actions and observations, with type-tagged framing."""
+
+    def __init__(self) -> None:
+        self._h = hashlib.sha256(b"repro.trace/1")
+
+    def add(self, tag: bytes, payload: bytes) -> None:
+        """Add one framed item."""
+        self._h.update(tag + len(payload).to_bytes(8, "big") + payload)
+
+    def hexdigest(self) -> str:
+        """The digest so far."""
+        return self._h.hexdigest()
+
+
+def file_source(role: str, name: str, data: bytes) -> Source:
+    """A file source pinned by size and sha256; ``name`` is its path inside its package or
+    directory, never a host path."""
+    return Source(
+        kind="file", role=role, name=name, sha256=hashlib.sha256(data).hexdigest(), size=len(data)
+    )
+
+
+def package_source(role: str, distribution: str) -> Source:
+    """A package source pinned by its installed version."""
+    try:
+        version = importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        raise BadInput(f"package {distribution!r} is not installed") from None
+    return Source(kind="package", role=role, name=distribution, version=version)
+
+
+def module_file_source(role: str, module_name: str) -> Source:
+    """The source file of an importable module, named by its path relative to its import root."""
+    module = importlib.import_module(module_name)
+    file = getattr(module, "__file__", None)
+    if file is None:
+        raise BadInput(f"module {module_name!r} has no source file to pin")
+    path = Path(file)
+    depth = module_name.count(".") + (1 if path.name == "__init__.py" else 0)
+    relative = Path(*path.parts[len(path.parts) - depth - 1 :]).as_posix()
+    return file_source(role, relative, path.read_bytes())
+
+
+_BUILTIN: dict[str, str] = {
+    "gymnasium": "repro.adapters.gymnasium:GymnasiumAdapter",
+    "cyborg": "repro.adapters.cyborg:CybORGAdapter",
+}
+
+
+def _load(target: str) -> Callable[[], Adapter]:
+    module, _, attribute = target.partition(":")
+    factory: Callable[[], Adapter] = getattr(importlib.import_module(module), attribute)
+    return factory
+
+
+def get_adapter(name: str) -> Adapter:
+    """The adapter registered as ``name``: built in, or from the ``repro.adapters`` entry points."""
+    if name in _BUILTIN:
+        return _load(_BUILTIN[name])()
+    for entry_point in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+        if entry_point.name == name:
+            factory: Callable[[], Adapter] = entry_point.load()
+            return factory()
+    known = sorted(
+        set(_BUILTIN) | {e.name for e in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)}
+    )
+    raise BadInput(
+        f"protocol: unknown adapter {name!r} (known: {', '.join(known)}) @ $.adapter.name"
+    )

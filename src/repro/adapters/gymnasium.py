@@ -1,0 +1,228 @@
+"""The embedded default adapter: any registered Gymnasium environment.
+
+Factors: ``env_id`` (required), ``max_episode_steps`` (optional; required when the environment
+registers no time limit). Participants (``kind``):
+
+- ``random``: samples the action space, seeded with the run's seed;
+- ``constant``: ``params.action`` at every step (checked against the action space at freeze);
+- ``callable``: ``params.target`` = ``"module:function"``, called as ``function(observation, rng)``
+  with a NumPy generator seeded from the run's seed; its module's source file is pinned by sha256
+  (and, if ``params.sha256`` is given, must match it).
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+import random
+import struct
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+
+from repro.adapters.base import (
+    Evidence,
+    Frozen,
+    TraceDigest,
+    module_file_source,
+    package_source,
+)
+from repro.errors import BadInput, RunFailed
+from repro.models import AdapterFacts, Condition, Participant, PlanEntry, Protocol, Source
+
+__all__ = ["GymnasiumAdapter"]
+
+Policy = Callable[[Any], Any]
+_PARAMS = {"random": set(), "constant": {"action"}, "callable": {"target", "sha256"}}
+
+
+def _gym() -> Any:
+    import gymnasium
+
+    return gymnasium
+
+
+def _array_bytes(value: Any) -> bytes:
+    array = np.asarray(value)
+    return f"{array.dtype.str}{array.shape}".encode() + array.tobytes()
+
+
+def _resolve_callable(target: str, where: str) -> Callable[..., Any]:
+    module_name, _, attribute = target.partition(":")
+    if not module_name or not attribute:
+        raise BadInput(f"protocol: target must look like 'module:function' @ {where}")
+    try:
+        module = importlib.import_module(module_name)
+        function = getattr(module, attribute)
+    except (ImportError, AttributeError) as exc:
+        raise BadInput(f"protocol: cannot import {target!r} ({exc}) @ {where}") from None
+    if not callable(function):
+        raise BadInput(f"protocol: {target!r} is not callable @ {where}")
+    return function  # type: ignore[no-any-return]
+
+
+class GymnasiumAdapter:
+    """Runs episodes of registered Gymnasium environments."""
+
+    name = "gymnasium"
+
+    def freeze(self, protocol: Protocol, options: Mapping[str, str]) -> Frozen:
+        """Check factors, participants and spaces; pin gymnasium, numpy and every source file."""
+        gym = _gym()
+        for key in (*protocol.adapter.options, *options):
+            raise BadInput(
+                f"protocol: the gymnasium adapter takes no option {key!r} @ $.adapter.options"
+            )
+        names = [f.name for f in protocol.matrix]
+        for i, name in enumerate(names):
+            if name not in {"env_id", "max_episode_steps"}:
+                raise BadInput(
+                    f"protocol: unknown factor {name!r} for gymnasium @ $.matrix[{i}].name"
+                )
+        if "env_id" not in names:
+            raise BadInput("protocol: the gymnasium adapter needs an 'env_id' factor @ $.matrix")
+        sources: list[Source] = [
+            package_source("simulator", "gymnasium"),
+            package_source("rng", "numpy"),
+        ]
+        pinned: set[str] = set()
+        env_factor = names.index("env_id")
+        spaces = {}
+        for j, env_id in enumerate(protocol.matrix[env_factor].levels):
+            where = f"$.matrix[{env_factor}].levels[{j}]"
+            if not isinstance(env_id, str):
+                raise BadInput(f"protocol: env_id must be a string @ {where}")
+            try:
+                spec = gym.spec(env_id)
+            except Exception as exc:
+                raise BadInput(f"protocol: {exc} @ {where}") from None
+            if spec.max_episode_steps is None and "max_episode_steps" not in names:
+                raise BadInput(
+                    f"protocol: {env_id} has no time limit; add a max_episode_steps factor @ {where}"
+                )
+            entry = spec.entry_point
+            module_name = entry.partition(":")[0] if isinstance(entry, str) else entry.__module__
+            if module_name not in pinned:
+                sources.append(module_file_source(f"environment {env_id}", module_name))
+                pinned.add(module_name)
+            env = gym.make(env_id)
+            spaces[env_id] = env.action_space
+            env.close()
+        for i, participant in enumerate(protocol.participants):
+            where = f"$.participants[{i}]"
+            allowed = _PARAMS.get(participant.kind)
+            if allowed is None:
+                raise BadInput(
+                    f"protocol: unknown participant kind {participant.kind!r} for gymnasium "
+                    f"(random, constant, callable) @ {where}.kind"
+                )
+            extra = sorted(set(participant.params) - allowed)
+            if extra:
+                raise BadInput(f"protocol: unknown key(s) {', '.join(extra)} @ {where}.params")
+            if participant.kind == "constant":
+                if "action" not in participant.params:
+                    raise BadInput(f"protocol: required key missing @ {where}.params.action")
+                for env_id, space in spaces.items():
+                    if not space.contains(
+                        np.asarray(participant.params["action"], dtype=space.dtype)
+                    ):
+                        raise BadInput(
+                            f"protocol: action {participant.params['action']!r} is not in the "
+                            f"action space {space} of {env_id} @ {where}.params.action"
+                        )
+            if participant.kind == "callable":
+                target = participant.params.get("target")
+                if not isinstance(target, str):
+                    raise BadInput(f"protocol: target must be a string @ {where}.params.target")
+                _resolve_callable(target, f"{where}.params.target")
+                source = module_file_source(f"policy {participant.id}", target.partition(":")[0])
+                expected = participant.params.get("sha256")
+                if expected is not None and expected != source.sha256:
+                    raise BadInput(
+                        f"protocol: pinned sha256 {expected} does not match {source.name} "
+                        f"({source.sha256}) @ {where}.params.sha256"
+                    )
+                sources.append(source)
+        facts = AdapterFacts(
+            name=self.name,
+            version=importlib.metadata.version("gymnasium"),
+            observation_scope="full",
+            observation_note=(
+                "every observation the environment emits, every action and every reward is "
+                "digested into each run's trace"
+            ),
+            measure_inputs="step-rewards",
+        )
+        return Frozen(facts=facts, sources=tuple(sources))
+
+    def open(self, protocol: Protocol, condition: Condition, frozen: Frozen) -> _GymSession:
+        """Make the condition's environment and policy."""
+        participant = next(p for p in protocol.participants if p.id == condition.participant)
+        return _GymSession(condition, participant, protocol.seeding.mode == "stream")
+
+
+class _GymSession:
+    def __init__(self, condition: Condition, participant: Participant, stream: bool) -> None:
+        gym = _gym()
+        kwargs = {}
+        if "max_episode_steps" in condition.factors:
+            kwargs["max_episode_steps"] = condition.factors["max_episode_steps"]
+        self._env = gym.make(condition.factors["env_id"], **kwargs)
+        self._participant = participant
+        self._stream = stream
+        self.contract: dict[str, Any] = {
+            "env_id": condition.factors["env_id"],
+            "action_space": str(self._env.action_space),
+            "observation_space": str(self._env.observation_space),
+            "max_episode_steps": self._env.spec.max_episode_steps,
+            "participant": participant.id,
+            "policy": participant.kind,
+        }
+
+    def _policy(self, seed: int) -> Policy:
+        kind, params = self._participant.kind, self._participant.params
+        space = self._env.action_space
+        if kind == "random":
+            space.seed(seed)
+            return lambda _obs: space.sample()
+        if kind == "constant":
+            action = np.asarray(params["action"], dtype=space.dtype)
+            if action.ndim == 0:
+                action = action.item()
+            return lambda _obs: action
+        function = _resolve_callable(params["target"], "$")
+        rng = np.random.default_rng(seed)
+        return lambda obs: function(obs, rng)
+
+    def run(self, entry: PlanEntry) -> Evidence:
+        # In stream mode each episode's seed is drawn from the stream set once at study start.
+        seed = random.getrandbits(63) if self._stream else entry.seed
+        assert seed is not None
+        policy = self._policy(seed)
+        trace = TraceDigest()
+        rewards: list[float] = []
+        try:
+            obs, _ = self._env.reset(seed=seed)
+            trace.add(b"O", _array_bytes(obs))
+            while True:
+                action = policy(obs)
+                obs, reward, terminated, truncated, _ = self._env.step(action)
+                r = float(reward)
+                rewards.append(r)
+                trace.add(b"A", _array_bytes(action))
+                trace.add(b"O", _array_bytes(obs))
+                trace.add(b"R", struct.pack(">d", r))
+                if terminated or truncated:
+                    break
+        except Exception as exc:
+            raise RunFailed(f"environment-error:{type(exc).__name__}") from None
+        return Evidence(
+            step_rewards=tuple(rewards),
+            reported_measure=None,
+            steps=len(rewards),
+            trace_sha256=trace.hexdigest(),
+        )
+
+    def close(self) -> None:
+        self._env.close()

@@ -1,0 +1,127 @@
+"""The bundle on disk: its layout, atomic writes into a fresh root, and BagIt tag files."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from repro.errors import BadInput
+from repro.serde import to_bytes
+
+__all__ = [
+    "BAGIT_TXT",
+    "MANIFEST",
+    "MANIFEST_LINE",
+    "TAG_FILES",
+    "TAGMANIFEST",
+    "BundleWriter",
+    "bag_info",
+    "create_root",
+    "manifest_text",
+]
+
+BAGIT_TXT = b"BagIt-Version: 1.0\nTag-File-Character-Encoding: UTF-8\n"
+MANIFEST = "manifest-sha256.txt"
+TAGMANIFEST = "tagmanifest-sha256.txt"
+TAG_FILES = ("bagit.txt", "bag-info.txt", MANIFEST, TAGMANIFEST)
+#: A manifest line as repro writes it (and ``sha256sum -c`` reads it): digest, two spaces, path.
+MANIFEST_LINE = re.compile(r"^([0-9a-f]{64})  (\S+)$")
+
+
+def create_root(out: Path) -> None:
+    """Create the fresh output root with mode 0700; refuse any existing path."""
+    if os.path.lexists(out):
+        raise BadInput(f"output root {out} already exists: repro never resumes, appends or overwrites")
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        os.mkdir(out, 0o700)
+    except OSError as exc:
+        raise BadInput(f"cannot create output root {out} ({exc.strerror})") from None
+    os.chmod(out, 0o700)  # the umask may have narrowed it further; make it exactly 0700
+
+
+def manifest_text(digests: Mapping[str, str]) -> bytes:
+    """A BagIt manifest: one ``<sha256>  <path>`` line per file, sorted by path."""
+    return "".join(f"{digests[name]}  {name}\n" for name in sorted(digests)).encode()
+
+
+def bag_info(octets: int, count: int, fields: Mapping[str, str]) -> bytes:
+    """bag-info.txt with the Payload-Oxum of the payload and the given fields."""
+    lines = [f"{k}: {v}" for k, v in fields.items()] + [f"Payload-Oxum: {octets}.{count}"]
+    return ("\n".join(lines) + "\n").encode()
+
+
+class BundleWriter:
+    """Writes files under a fresh root, each to a temporary name and then renamed, and keeps
+    their digests for the manifest, which :meth:`finish` writes last."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._payload: dict[str, str] = {}
+        self._octets = 0
+
+    def _target(self, name: str) -> Path:
+        path = self.root / name
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        return path
+
+    def _commit(self, tmp: Path, path: Path) -> None:
+        os.replace(tmp, path)
+
+    def write(self, name: str, data: bytes) -> None:
+        """Write ``data`` as ``name`` (a path inside the root, ``/``-separated)."""
+        path = self._target(name)
+        tmp = path.with_name(f".{path.name}.partial")
+        with open(tmp, "xb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        self._commit(tmp, path)
+        if name.startswith("data/"):
+            self._payload[name] = hashlib.sha256(data).hexdigest()
+            self._octets += len(data)
+
+    def model(self, name: str, value: Any) -> None:
+        """Write a model as canonical JSON."""
+        self.write(name, to_bytes(value))
+
+    @contextmanager
+    def lines(self, name: str) -> Iterator[Any]:
+        """Stream canonical JSON Lines into ``name``; the file appears only when complete."""
+        path = self._target(name)
+        tmp = path.with_name(f".{path.name}.partial")
+        digest = hashlib.sha256()
+        size = 0
+        with open(tmp, "xb") as fh:
+
+            def emit(value: Any) -> None:
+                nonlocal size
+                data = to_bytes(value)
+                fh.write(data)
+                digest.update(data)
+                size += len(data)
+
+            yield emit
+            fh.flush()
+            os.fsync(fh.fileno())
+        self._commit(tmp, path)
+        self._payload[name] = digest.hexdigest()
+        self._octets += size
+
+    def finish(self, fields: Mapping[str, str]) -> None:
+        """Write the BagIt tag files; the tag manifest goes last, so a crashed study is visibly
+        incomplete."""
+        self.write("bagit.txt", BAGIT_TXT)
+        self.write("bag-info.txt", bag_info(self._octets, len(self._payload), fields))
+        manifest = manifest_text(self._payload)
+        self.write(MANIFEST, manifest)
+        tags = {
+            name: hashlib.sha256((self.root / name).read_bytes()).hexdigest()
+            for name in ("bagit.txt", "bag-info.txt", MANIFEST)
+        }
+        self.write(TAGMANIFEST, manifest_text(tags))

@@ -1,0 +1,220 @@
+"""The ``repro`` command line: parse, call, print. Exit 0 ok, 1 verification failed, 2 bad input."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+from rich.progress import Progress as RichBar
+from rich.table import Table
+
+from repro.errors import EXIT_BAD_INPUT, EXIT_VERIFY_FAILED, BadInput
+from repro.execute import prepare, study as run_study
+from repro.models import Aggregates, Tiers
+from repro.report import condition_label
+from repro.verify import verify as verify_bundle
+
+__all__ = ["app", "main"]
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="Freeze a protocol, run it into a sealed bundle, and verify bundles offline.",
+)
+err = Console(stderr=True)
+out = Console()
+
+
+class _BarProgress:
+    """A progress bar with ETA, for terminals."""
+
+    def __init__(self) -> None:
+        self._bar = RichBar(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TextColumn("eta"),
+            TimeRemainingColumn(),
+            console=err,
+        )
+        self._task = self._bar.add_task("runs", total=None)
+
+    def start(self, total: int) -> None:
+        self._bar.update(self._task, total=total)
+        self._bar.start()
+
+    def advance(self, condition: str) -> None:
+        self._bar.update(self._task, advance=1, description=condition)
+
+    def finish(self) -> None:
+        self._bar.stop()
+
+
+class _LineProgress:
+    """Plain lines at every tenth of the work, for logs and pipes."""
+
+    def __init__(self) -> None:
+        self._done = 0
+        self._total = 0
+        self._next = 0
+        self._t0 = 0.0
+
+    def start(self, total: int) -> None:
+        self._total, self._t0 = total, time.perf_counter()
+        self._next = max(1, total // 10)
+        print(f"study: {total} runs to go", file=sys.stderr, flush=True)
+
+    def advance(self, condition: str) -> None:
+        self._done += 1
+        if self._done >= self._next or self._done == self._total:
+            elapsed = time.perf_counter() - self._t0
+            left = elapsed / self._done * (self._total - self._done)
+            print(
+                f"study: {self._done}/{self._total} runs ({100 * self._done // self._total}%), "
+                f"{elapsed:.1f} s elapsed, about {left:.1f} s left ({condition})",
+                file=sys.stderr,
+                flush=True,
+            )
+            self._next += max(1, self._total // 10)
+
+    def finish(self) -> None:
+        pass
+
+
+def _fail(message: str) -> typer.Exit:
+    err.print(f"[red]error:[/red] {message}", highlight=False, markup=True, soft_wrap=True)
+    return typer.Exit(EXIT_BAD_INPUT)
+
+
+def _options(pairs: list[str]) -> dict[str, str]:
+    options = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise _fail(f"--option takes KEY=VALUE, not {pair!r}")
+        options[key] = value
+    return options
+
+
+@app.command()
+def study(
+    protocol: Annotated[Path, typer.Argument(help="Protocol JSON file.")],
+    out: Annotated[Path, typer.Option("--out", help="Output root; must not exist.")],
+    option: Annotated[
+        list[str] | None, typer.Option("--option", help="Adapter option KEY=VALUE (repeatable).")
+    ] = None,
+) -> None:
+    """Freeze and seal PROTOCOL, run every slot into the fresh root OUT, and bundle the evidence."""
+    try:
+        prepared = prepare(protocol, _options(option or []))
+        progress = _BarProgress() if err.is_terminal else _LineProgress()
+        result = run_study(prepared, out, progress)
+    except BadInput as exc:
+        raise _fail(str(exc)) from None
+    rep = result.derived.tiers.reproduction
+    e = result.derived.aggregates.estimand
+    summary = f"{e.kind} = {e.value:.4f}" if e.value is not None else f"{e.kind} undefined"
+    if e.interval is not None:
+        summary += f" ± {e.interval.halfwidth:.4f}"
+    err.print(f"done in {result.wall_seconds:.1f} s: {summary}; reproduction {rep.verdict}", highlight=False)
+    print(f"repro verify {out}")
+
+
+@app.command()
+def verify(
+    bundle: Annotated[Path, typer.Argument(help="Bundle directory.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print findings as JSON.")] = False,
+) -> None:
+    """Check a bundle offline: integrity, strict parse and schema, joins, re-derivations."""
+    try:
+        findings = verify_bundle(bundle)
+    except BadInput as exc:
+        raise _fail(str(exc)) from None
+    if as_json:
+        print(json.dumps({"ok": not findings, "findings": [f.as_dict() for f in findings]}, indent=2))
+    elif findings:
+        for f in findings:
+            err.print(f"FAIL {f.file}: {f.what}: expected {f.expected}, found {f.found}", highlight=False, markup=False)
+        err.print(f"{len(findings)} finding(s): {bundle} does not verify", highlight=False)
+    else:
+        print(f"OK: {bundle} verifies (integrity, schema, joins, re-derived aggregates, tiers, class)")
+    if findings:
+        raise typer.Exit(EXIT_VERIFY_FAILED)
+
+
+def _read(bundle: Path) -> tuple[Aggregates, Tiers]:
+    from repro.verify import Finding, _Reader
+
+    findings: list[Finding] = []
+    files = {n: bundle / n for n in ("data/aggregates.json", "data/tiers.json") if (bundle / n).is_file()}
+    reader = _Reader(files, findings)
+    agg = reader.json("data/aggregates.json", "aggregates", Aggregates)
+    tiers = reader.json("data/tiers.json", "tiers", Tiers)
+    if agg is None or tiers is None:
+        raise _fail(f"{bundle}: unreadable bundle: " + "; ".join(f"{f.file}: {f.what}: {f.found}" for f in findings))
+    return agg, tiers
+
+
+@app.command()
+def show(
+    bundle: Annotated[Path, typer.Argument(help="Bundle directory.")],
+    plot: Annotated[Path | None, typer.Option("--plot", help="Also draw a PNG comparison plot.")] = None,
+) -> None:
+    """Print the conditions, the estimand, the reproduction class and the tier verdicts."""
+    agg, tiers = _read(bundle)
+    published = {f.figure.removesuffix(" mean"): f for f in tiers.reproduction.figures}
+    table = Table(title=f"{agg.measure} by condition")
+    for column in ("id", "condition", "n", "mean", "95% interval", "published", "at precision"):
+        table.add_column(column, justify="right" if column in ("n", "mean") else "left")
+    for c in agg.conditions:
+        f = published.get(c.condition)
+        table.add_row(
+            c.condition,
+            condition_label(c.factors, c.participant),
+            str(c.valid),
+            "n/a" if c.mean is None else f"{c.mean:.4f}",
+            "n/a" if c.interval is None else f"[{c.interval.low:.4f}, {c.interval.high:.4f}]",
+            "" if f is None else str(f.published),
+            "" if f is None else ("equal" if f.equal_at_precision else f"differs ({f.observed_rounded})"),
+        )
+    out.print(table)
+    e = agg.estimand
+    if e.value is not None and e.interval is not None:
+        out.print(f"{e.kind}: {e.value:.4f} ± {e.interval.halfwidth:.4f} ({e.interval.method}, {e.interval.level:.0%})", highlight=False)
+    rep = tiers.reproduction
+    out.print(f"reproduction: [bold]{rep.verdict}[/bold] ({rep.reason})", highlight=False)
+    tiers_table = Table(title="tiers")
+    tiers_table.add_column("tier")
+    tiers_table.add_column("verdict")
+    tiers_table.add_column("reason")
+    for t in tiers.tiers:
+        tiers_table.add_row(t.name, t.verdict, t.reason or "")
+    out.print(tiers_table)
+    if plot is not None:
+        try:
+            from repro.report import plot as draw
+        except ImportError:
+            raise _fail("plotting needs matplotlib: install repro[plot]") from None
+        try:
+            draw(agg, tiers, plot)
+        except ImportError:
+            raise _fail("plotting needs matplotlib: install repro[plot]") from None
+        out.print(f"plot written to {plot}", highlight=False)
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()

@@ -1,0 +1,313 @@
+"""The reproduction class and the six equivalence tiers, as pure functions of bundle data."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from repro import canonical
+from repro.models import (
+    Aggregates,
+    FigureComparison,
+    FrozenProtocol,
+    IntervalValue,
+    Ledger,
+    Partition,
+    Reproduction,
+    Seal,
+    Tier,
+    Tiers,
+)
+from repro.outcomes import SlotOutcome, join_problems, measure_of
+from repro.plan import sources_sha256
+
+__all__ = ["contract_sha256", "reproduction", "rounded", "tiers"]
+
+
+def rounded(value: float, decimals: int) -> str:
+    """``value`` at ``decimals`` places, rounding the exact binary value half to even; a negative
+    zero prints as zero."""
+    text = format(value, f".{decimals}f")
+    return text[1:] if text.startswith("-") and float(text) == 0 else text
+
+
+def contract_sha256(facts: dict[str, object]) -> str:
+    """Digest of one condition's contract facts, as each run records it."""
+    return canonical.sha256_hex(canonical.dumps(facts))
+
+
+def _contains(low: float, high: float, point: float) -> bool:
+    return low <= point <= high
+
+
+def _compare(
+    figure: str,
+    published: float,
+    published_half: float | None,
+    observed: float | None,
+    observed_interval: IntervalValue | None,
+    decimals: int,
+) -> FigureComparison:
+    if observed is None:
+        return FigureComparison(figure, published, None, None, False, None, None)
+    text = rounded(observed, decimals)
+    return FigureComparison(
+        figure=figure,
+        published=published,
+        observed=observed,
+        observed_rounded=text,
+        equal_at_precision=text == rounded(published, decimals),
+        published_interval_contains_observed=(
+            None
+            if published_half is None
+            else _contains(published - published_half, published + published_half, observed)
+        ),
+        observed_interval_contains_published=(
+            None
+            if observed_interval is None
+            else _contains(observed_interval.low, observed_interval.high, published)
+        ),
+    )
+
+
+def reproduction(
+    frozen_protocol: FrozenProtocol, agg: Aggregates, failed_slots: int
+) -> Reproduction:
+    """exact: every published figure equals the observed one at the published precision;
+    bounded: every available interval contains the other side's point estimate; failed
+    otherwise; unavailable without published figures or with an incomplete plan."""
+    published = frozen_protocol.protocol.published
+    if published is None:
+        return Reproduction("unavailable", "the protocol declares no published figures", ())
+    d = published.decimals
+    by_factors = {(tuple(sorted(c.factors.items())), c.participant): c for c in agg.conditions}
+    single = len(frozen_protocol.protocol.participants) == 1
+    figures = []
+    for pc in published.conditions:
+        key_factors = tuple(sorted(pc.factors.items()))
+        row = next(
+            c
+            for (f, participant), c in by_factors.items()
+            if f == key_factors and (single or participant == pc.participant)
+        )
+        figures.append(
+            _compare(f"{row.condition} mean", pc.mean, pc.halfwidth, row.mean, row.interval, d)
+        )
+    if published.estimand is not None:
+        e = agg.estimand
+        pe = published.estimand
+        figures.append(_compare("estimand value", pe.value, pe.halfwidth, e.value, e.interval, d))
+        if pe.halfwidth is not None:
+            half = e.interval.halfwidth if e.interval is not None else None
+            figures.append(_compare("estimand half-width", pe.halfwidth, None, half, None, d))
+    result = tuple(figures)
+    if failed_slots:
+        return Reproduction(
+            "unavailable", f"the plan is incomplete: {failed_slots} slot(s) failed", result
+        )
+    if any(f.observed is None for f in result):
+        return Reproduction(
+            "unavailable", "an observed figure is undefined (fewer than two valid runs)", result
+        )
+    differing = [f.figure for f in result if not f.equal_at_precision]
+    if not differing:
+        return Reproduction(
+            "exact", f"all {len(result)} published figures equal at {d} decimals", result
+        )
+    checks = [
+        c
+        for f in result
+        for c in (f.published_interval_contains_observed, f.observed_interval_contains_published)
+        if c is not None
+    ]
+    head = f"differ at {d} decimals: {', '.join(differing)}"
+    if checks and all(checks):
+        return Reproduction(
+            "bounded", f"{head}; every interval contains the other point estimate", result
+        )
+    return Reproduction("failed", f"{head}; an interval excludes the other point estimate", result)
+
+
+def tiers(
+    frozen_protocol: FrozenProtocol,
+    seal: Seal,
+    partitions: Sequence[Partition],
+    outcomes: Sequence[SlotOutcome],
+    ledger: Ledger,
+    agg: Aggregates,
+) -> Tiers:
+    """tiers.json: the six tiers and the reproduction class."""
+    p = frozen_protocol.protocol
+    records = [r for o in outcomes for r in o.attempts]
+    valid = [o.terminal for o in outcomes if o.outcome == "valid" and o.terminal is not None]
+    failed = sum(o.outcome == "failed" for o in outcomes)
+    excluded = sum(o.outcome == "excluded" for o in outcomes)
+    out: list[Tier] = []
+
+    # authored-source
+    evidence = tuple(
+        f"{s.kind} {s.name} ({s.role}): "
+        + (f"sha256 {s.sha256}, {s.size} bytes" if s.kind == "file" else f"version {s.version}")
+        for s in ledger.sources
+    )
+    if sources_sha256(ledger.sources) != seal.sources_sha256:
+        out.append(
+            Tier(
+                "authored-source",
+                "fail",
+                evidence,
+                "the ledger's sources differ from those sealed with the plan",
+            )
+        )
+    elif not any(s.kind == "file" for s in ledger.sources):
+        out.append(
+            Tier(
+                "authored-source",
+                "weakened",
+                evidence,
+                "sources are pinned by package version only, no file digest",
+            )
+        )
+    else:
+        out.append(Tier("authored-source", "pass", evidence, None))
+
+    # contract
+    ran = [r for r in records if r.status in ("valid", "invalid")]
+    expected = {c: contract_sha256(f) for c, f in ledger.contracts.items()}
+    mismatched = [r.attempt_id for r in ran if r.contract_sha256 != expected.get(r.condition)]
+    evidence = tuple(
+        f"{c}: " + ", ".join(f"{k}={v}" for k, v in sorted(f.items()))
+        for c, f in sorted(ledger.contracts.items())
+    )
+    if mismatched:
+        out.append(
+            Tier(
+                "contract",
+                "fail",
+                evidence,
+                f"{len(mismatched)} run(s) saw other contract facts than their condition, first {mismatched[0]}",
+            )
+        )
+    elif not ledger.contracts or not all(ledger.contracts.values()):
+        out.append(
+            Tier(
+                "contract",
+                "weakened",
+                evidence,
+                "the adapter recorded no contract facts for some condition",
+            )
+        )
+    else:
+        out.append(Tier("contract", "pass", evidence, None))
+
+    # execution-control
+    entries = [e for part in partitions for e in part.entries]
+    problems = join_problems(entries, records, p.retry.max_attempts)
+    seed_note = f"seeding {p.seeding.mode}" + (
+        f" ({p.seeding.statement})" if p.seeding.statement else f" (master seed {p.seeding.seed})"
+    )
+    evidence = (
+        f"{len(entries)} slots sealed in {len(partitions)} partitions; {len(valid)} valid, {failed} failed, {excluded} excluded",
+        f"{len(records)} attempt records; at most {p.retry.max_attempts} attempt(s) per slot",
+        seed_note + ("; one process, sealed order" if p.seeding.mode == "stream" else ""),
+    )
+    if problems:
+        first = problems[0]
+        out.append(
+            Tier(
+                "execution-control",
+                "fail",
+                evidence,
+                f"{len(problems)} join problem(s), first: {first.where}: {first.what}",
+            )
+        )
+    elif failed:
+        out.append(
+            Tier(
+                "execution-control",
+                "weakened",
+                evidence,
+                f"{failed} slot(s) failed after exhausting their attempts",
+            )
+        )
+    else:
+        out.append(Tier("execution-control", "pass", evidence, None))
+
+    # state-observation
+    traced = sum(r.trace_sha256 is not None for r in valid)
+    evidence = (
+        f"observation scope {ledger.adapter.observation_scope}: {ledger.adapter.observation_note}",
+        f"{traced} of {len(valid)} valid runs carry a trace digest",
+    )
+    if ledger.adapter.observation_scope != "full":
+        out.append(Tier("state-observation", "weakened", evidence, ledger.adapter.observation_note))
+    elif traced != len(valid):
+        out.append(
+            Tier(
+                "state-observation",
+                "weakened",
+                evidence,
+                f"{len(valid) - traced} valid run(s) have no trace digest",
+            )
+        )
+    else:
+        out.append(Tier("state-observation", "pass", evidence, None))
+
+    # outcome-evaluation
+    recomputed = [r for r in valid if r.step_rewards is not None]
+    wrong = [r.attempt_id for r in recomputed if r.measure != measure_of(r.step_rewards or ())]
+    evidence = (
+        f"measure {p.measure.name}: {p.measure.description}",
+        f"{len(recomputed)} of {len(valid)} valid measures recomputed from their step rewards",
+        f"estimand {p.estimand}, {p.interval.method} interval at level {p.interval.level}",
+    )
+    if wrong:
+        out.append(
+            Tier(
+                "outcome-evaluation",
+                "fail",
+                evidence,
+                f"{len(wrong)} measure(s) differ from their step rewards, first {wrong[0]}",
+            )
+        )
+    elif len(recomputed) != len(valid) or ledger.adapter.measure_inputs != "step-rewards":
+        out.append(
+            Tier(
+                "outcome-evaluation",
+                "weakened",
+                evidence,
+                "some measures are taken as reported by the adapter, not recomputed",
+            )
+        )
+    else:
+        out.append(Tier("outcome-evaluation", "pass", evidence, None))
+
+    # disclosure
+    cite = p.published.citation if p.published else None
+    evidence = (
+        "published figures: "
+        + (
+            f"{cite.title} <{cite.url}>" + (f" {cite.locator}" if cite.locator else "")
+            if cite
+            else "none declared"
+        ),
+        f"{len(p.disagreements)} source disagreement(s) recorded",
+        f"{len(ledger.losses)} loss(es) and exclusion(s) listed with their causes",
+    )
+    if cite is not None and cite.commit is None and cite.locator is None:
+        out.append(
+            Tier(
+                "disclosure",
+                "weakened",
+                evidence,
+                "the citation names no commit or locator for the published figures",
+            )
+        )
+    else:
+        out.append(Tier("disclosure", "pass", evidence, None))
+
+    return Tiers(
+        schema="repro.tiers/1",
+        protocol_sha256=frozen_protocol.sha256,
+        tiers=tuple(out),
+        reproduction=reproduction(frozen_protocol, agg, failed),
+    )

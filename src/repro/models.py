@@ -1,0 +1,531 @@
+"""Frozen value objects for everything repro reads or writes.
+
+Every bundle file is the canonical JSON of exactly one of the top-level models here
+(:class:`Protocol` wrapped in :class:`FrozenProtocol`, :class:`Seal`, :class:`Partition`,
+:class:`RunRecord`, :class:`Aggregates`, :class:`Tiers`, :class:`Ledger`, :class:`Environment`).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any, Literal
+
+from attrs import field, frozen
+
+__all__ = [
+    "TIER_NAMES",
+    "AdapterFacts",
+    "AdapterSpec",
+    "Aggregates",
+    "Citation",
+    "Condition",
+    "ConditionAggregate",
+    "Criteria",
+    "Disagreement",
+    "Environment",
+    "EstimandValue",
+    "Exclusion",
+    "Factor",
+    "FigureComparison",
+    "FrozenProtocol",
+    "Interval",
+    "IntervalValue",
+    "Ledger",
+    "Level",
+    "Loss",
+    "Measure",
+    "Partition",
+    "PartitionRef",
+    "Participant",
+    "PlanEntry",
+    "Protocol",
+    "Published",
+    "PublishedCondition",
+    "PublishedEstimand",
+    "Reproduction",
+    "Retry",
+    "RunRecord",
+    "Seal",
+    "Seeding",
+    "Source",
+    "Tier",
+    "Tiers",
+]
+
+Level = str | int
+"""A factor level: a name or a whole number."""
+
+_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+_HEX64 = re.compile(r"^[0-9a-f]{64}$")
+
+
+def _ident(_: object, attribute: Any, value: str) -> None:
+    if not _ID.match(value):
+        raise ValueError(
+            f"{attribute.name} {value!r} must be 1-64 characters of letters, digits, '_', '.', '-'"
+        )
+
+
+def _sha256(_: object, attribute: Any, value: str | None) -> None:
+    if value is not None and not _HEX64.match(value):
+        raise ValueError(f"{attribute.name} must be 64 lower-case hex digits")
+
+
+def _positive(_: object, attribute: Any, value: int) -> None:
+    if value < 1:
+        raise ValueError(f"{attribute.name} must be at least 1, not {value}")
+
+
+def _probability(_: object, attribute: Any, value: float) -> None:
+    if not 0.5 <= value < 1:
+        raise ValueError(f"{attribute.name} must be in [0.5, 1), not {value}")
+
+
+def _finite(_: object, attribute: Any, value: float | None) -> None:
+    if value is not None and not math.isfinite(value):
+        raise ValueError(f"{attribute.name} must be finite")
+
+
+def _non_empty(_: object, attribute: Any, value: tuple[Any, ...]) -> None:
+    if not value:
+        raise ValueError(f"{attribute.name} must not be empty")
+
+
+# --------------------------------------------------------------------------- protocol
+
+
+@frozen
+class AdapterSpec:
+    """Which adapter runs the study, and its adapter-specific options."""
+
+    name: str = field(validator=_ident)
+    options: dict[str, Any] = field(factory=dict)
+
+
+@frozen
+class Factor:
+    """One dimension of the condition matrix; the first factor declared is the outermost loop."""
+
+    name: str = field(validator=_ident)
+    levels: tuple[Level, ...] = field(validator=_non_empty)
+
+
+@frozen
+class Participant:
+    """An agent or policy under evaluation; ``kind`` and ``params`` are the adapter's to check."""
+
+    id: str = field(validator=_ident)
+    kind: str = field(validator=_ident)
+    params: dict[str, Any] = field(factory=dict)
+
+
+@frozen
+class Seeding:
+    """``stream``: one seed set once, every run consumes the stream in sealed order.
+    ``per-run``: each slot's seed is derived from ``seed`` and the slot ID."""
+
+    mode: Literal["stream", "per-run"]
+    seed: int = field()
+    statement: str | None = None
+
+    @seed.validator
+    def _check_seed(self, _: Any, value: int) -> None:
+        if not 0 <= value < 2**63:
+            raise ValueError("seed must be in [0, 2**63)")
+
+
+@frozen
+class Measure:
+    """What one run yields. ``episode_return`` is the exact sum of the run's step rewards."""
+
+    name: Literal["episode_return"]
+    description: str
+    minimum: float | None = field(default=None, validator=_finite)
+    maximum: float | None = field(default=None, validator=_finite)
+
+
+@frozen
+class Interval:
+    """How intervals are computed: normal approximation, Student t, or a seeded bootstrap."""
+
+    method: Literal["normal", "t", "bootstrap"]
+    level: float = field(default=0.95, validator=_probability)
+    resamples: int = field(default=9999, validator=_positive)
+    seed: int = 0
+
+
+@frozen
+class Retry:
+    """How many attempts a slot may use before it is recorded failed."""
+
+    max_attempts: int = field(default=1)
+
+    @max_attempts.validator
+    def _check(self, _: Any, value: int) -> None:
+        if not 1 <= value <= 100:
+            raise ValueError("max_attempts must be between 1 and 100")
+
+
+@frozen
+class Exclusion:
+    """A slot excluded before sealing, with the reason that is reported."""
+
+    slot: str
+    reason: str
+
+
+@frozen
+class Citation:
+    """Where published figures come from."""
+
+    title: str
+    url: str
+    locator: str | None = None
+    commit: str | None = None
+
+
+@frozen
+class PublishedCondition:
+    """A published per-condition mean, named by its factor levels (and participant if several)."""
+
+    factors: dict[str, Level]
+    mean: float = field(validator=_finite)
+    participant: str | None = None
+    halfwidth: float | None = field(default=None, validator=_finite)
+
+
+@frozen
+class PublishedEstimand:
+    """The published value of the primary estimand, with its interval half-width if given."""
+
+    value: float = field(validator=_finite)
+    halfwidth: float | None = field(default=None, validator=_finite)
+
+
+@frozen
+class Published:
+    """Figures to compare with, at the precision they were published."""
+
+    citation: Citation
+    decimals: int = field()
+    level: float = field(default=0.95, validator=_probability)
+    conditions: tuple[PublishedCondition, ...] = ()
+    estimand: PublishedEstimand | None = None
+
+    @decimals.validator
+    def _check(self, _: Any, value: int) -> None:
+        if not 0 <= value <= 12:
+            raise ValueError("decimals must be between 0 and 12")
+
+
+@frozen
+class Criteria:
+    """The reproduction criteria, named so that a bundle records which rule classified it."""
+
+    exact: Literal["all-published-figures-at-published-precision"] = (
+        "all-published-figures-at-published-precision"
+    )
+    bounded: Literal["mutual-interval-containment"] = "mutual-interval-containment"
+
+
+@frozen
+class Disagreement:
+    """A known disagreement between sources, recorded rather than hidden."""
+
+    topic: str
+    published: str
+    source: str
+    resolution: str
+
+
+@frozen
+class Protocol:
+    """An experiment protocol as authored: everything that shapes the results."""
+
+    schema: Literal["repro.protocol/1"]
+    id: str = field(validator=_ident)
+    title: str
+    adapter: AdapterSpec
+    matrix: tuple[Factor, ...] = field(validator=_non_empty)
+    participants: tuple[Participant, ...] = field(validator=_non_empty)
+    runs_per_condition: int = field(validator=_positive)
+    seeding: Seeding
+    measure: Measure
+    estimand: Literal["sum-of-condition-means", "mean-of-condition-means"]
+    interval: Interval
+    retry: Retry = Retry()
+    exclusions: tuple[Exclusion, ...] = ()
+    published: Published | None = None
+    criteria: Criteria = Criteria()
+    disagreements: tuple[Disagreement, ...] = ()
+    description: str = ""
+
+
+@frozen
+class FrozenProtocol:
+    """protocol.json: the protocol with defaults made explicit, and the sha256 of its canonical
+    bytes."""
+
+    schema: Literal["repro.frozen-protocol/1"]
+    sha256: str = field(validator=_sha256)
+    protocol: Protocol
+
+
+# --------------------------------------------------------------------------- plan
+
+
+@frozen
+class Condition:
+    """One cell of the matrix crossed with one participant."""
+
+    id: str
+    factors: dict[str, Level]
+    participant: str
+
+
+@frozen
+class PlanEntry:
+    """One admitted run slot. ``order`` is its place in the sealed execution order; ``seed`` is
+    its derived seed in per-run mode and null in stream mode; ``excluded`` the declared reason."""
+
+    slot: str
+    condition: str
+    replicate: int
+    order: int
+    seed: int | None
+    excluded: str | None = None
+
+
+@frozen
+class Partition:
+    """plans/<id>.json: one sealed partition of the plan."""
+
+    schema: Literal["repro.partition/1"]
+    id: str
+    condition: str
+    entries: tuple[PlanEntry, ...]
+
+
+@frozen
+class PartitionRef:
+    """A partition as listed in the seal, with the sha256 of its canonical file bytes."""
+
+    id: str
+    file: str
+    entries: int
+    sha256: str = field(validator=_sha256)
+
+
+@frozen
+class Seal:
+    """plans/seal.json: the sealed plan, written before any run."""
+
+    schema: Literal["repro.seal/1"]
+    protocol_sha256: str = field(validator=_sha256)
+    sources_sha256: str = field(validator=_sha256)
+    seeding: Literal["stream", "per-run"]
+    conditions: tuple[Condition, ...]
+    partitions: tuple[PartitionRef, ...]
+
+
+# --------------------------------------------------------------------------- runs
+
+
+@frozen
+class RunRecord:
+    """One attempt at one slot. A retry has a new ``attempt_id`` and names its ``predecessor``.
+
+    ``status``: valid, invalid (completed but outside the protocol's validity rules), failed
+    (the adapter could not complete it) or excluded (declared before sealing; never run).
+    """
+
+    attempt_id: str
+    slot: str
+    condition: str
+    attempt: int
+    predecessor: str | None
+    status: Literal["valid", "invalid", "failed", "excluded"]
+    cause: str | None
+    measure: float | None
+    steps: int | None
+    step_rewards: tuple[float, ...] | None
+    trace_sha256: str | None = field(validator=_sha256)
+    contract_sha256: str | None = field(validator=_sha256)
+
+
+# --------------------------------------------------------------------------- derived
+
+
+@frozen
+class IntervalValue:
+    """A two-sided interval at ``level``."""
+
+    method: Literal["normal", "t", "bootstrap"]
+    level: float
+    low: float
+    high: float
+    halfwidth: float
+
+
+@frozen
+class ConditionAggregate:
+    """Per-condition summary of the valid runs; mean, sd and interval are null when undefined."""
+
+    condition: str
+    factors: dict[str, Level]
+    participant: str
+    scheduled: int
+    valid: int
+    failed: int
+    excluded: int
+    mean: float | None
+    sd: float | None
+    interval: IntervalValue | None
+
+
+@frozen
+class EstimandValue:
+    """The primary estimand across conditions, with its standard error and interval."""
+
+    kind: Literal["sum-of-condition-means", "mean-of-condition-means"]
+    value: float | None
+    se: float | None
+    interval: IntervalValue | None
+
+
+@frozen
+class Aggregates:
+    """aggregates.json."""
+
+    schema: Literal["repro.aggregates/1"]
+    protocol_sha256: str
+    measure: str
+    conditions: tuple[ConditionAggregate, ...]
+    estimand: EstimandValue
+
+
+TIER_NAMES = (
+    "authored-source",
+    "contract",
+    "execution-control",
+    "state-observation",
+    "outcome-evaluation",
+    "disclosure",
+)
+
+
+@frozen
+class Tier:
+    """One equivalence tier's verdict, the evidence it cites and the reason for any weakening."""
+
+    name: Literal[
+        "authored-source",
+        "contract",
+        "execution-control",
+        "state-observation",
+        "outcome-evaluation",
+        "disclosure",
+    ]
+    verdict: Literal["pass", "fail", "weakened"]
+    evidence: tuple[str, ...]
+    reason: str | None
+
+
+@frozen
+class FigureComparison:
+    """One published figure against its observed counterpart."""
+
+    figure: str
+    published: float
+    observed: float | None
+    observed_rounded: str | None
+    equal_at_precision: bool
+    published_interval_contains_observed: bool | None
+    observed_interval_contains_published: bool | None
+
+
+@frozen
+class Reproduction:
+    """The reproduction class and the figure-by-figure comparison behind it."""
+
+    verdict: Literal["exact", "bounded", "failed", "unavailable"]
+    reason: str
+    figures: tuple[FigureComparison, ...]
+
+
+@frozen
+class Tiers:
+    """tiers.json."""
+
+    schema: Literal["repro.tiers/1"]
+    protocol_sha256: str
+    tiers: tuple[Tier, ...]
+    reproduction: Reproduction
+
+
+# --------------------------------------------------------------------------- ledger, environment
+
+
+@frozen
+class Source:
+    """A pinned source: a file (path inside its package or scenario directory, never a host
+    path) with size and sha256, or a package with its version."""
+
+    kind: Literal["file", "package"]
+    role: str
+    name: str
+    sha256: str | None = field(default=None, validator=_sha256)
+    size: int | None = None
+    version: str | None = None
+
+
+@frozen
+class AdapterFacts:
+    """What an adapter is and what it can observe; tiers weaken on what it cannot."""
+
+    name: str
+    version: str
+    observation_scope: Literal["full", "partial", "none"]
+    observation_note: str
+    measure_inputs: Literal["step-rewards", "reported"]
+
+
+@frozen
+class Loss:
+    """A slot that did not end valid."""
+
+    slot: str
+    outcome: Literal["failed", "excluded"]
+    cause: str
+    attempts: int
+
+
+@frozen
+class Ledger:
+    """source-ledger.json."""
+
+    schema: Literal["repro.source-ledger/1"]
+    protocol_sha256: str
+    adapter: AdapterFacts
+    sources: tuple[Source, ...]
+    contracts: dict[str, dict[str, Any]]
+    citation: Citation | None
+    disagreements: tuple[Disagreement, ...]
+    losses: tuple[Loss, ...]
+
+
+@frozen
+class Environment:
+    """environment.json: where the study ran, without host paths, user or host names."""
+
+    schema: Literal["repro.environment/1"]
+    repro_version: str
+    python: str
+    implementation: str
+    platform: str
+    machine: str
+    packages: dict[str, str]
+    started_utc: str
+    finished_utc: str
+    wall_seconds: float

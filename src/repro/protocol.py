@@ -1,0 +1,101 @@
+"""Load, validate and freeze a protocol."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from repro import canonical
+from repro.errors import BadInput
+from repro.models import FrozenProtocol, Protocol
+from repro.plan import conditions_of, slot_ids
+from repro.serde import structure, to_bytes
+
+__all__ = ["MAX_PROTOCOL_BYTES", "check_consistency", "freeze", "load_protocol", "parse_protocol"]
+
+MAX_PROTOCOL_BYTES = 1 << 20
+
+
+def load_protocol(path: Path) -> Protocol:
+    """Read and validate the protocol at ``path``; every refusal names the JSON path."""
+    try:
+        if not path.is_file():
+            raise BadInput(f"protocol {path}: not a readable file")
+        size = path.stat().st_size
+        if size > MAX_PROTOCOL_BYTES:
+            raise BadInput(
+                f"protocol: {size} bytes is over the limit of {MAX_PROTOCOL_BYTES} bytes @ $"
+            )
+        data = path.read_bytes()
+    except OSError as exc:
+        raise BadInput(f"protocol {path}: cannot read ({exc.strerror})") from None
+    return parse_protocol(data)
+
+
+def parse_protocol(data: bytes) -> Protocol:
+    """Parse and validate protocol bytes."""
+    raw = canonical.loads(data, what="protocol", max_bytes=MAX_PROTOCOL_BYTES)
+    if not isinstance(raw, dict):
+        raise BadInput("protocol: expected an object @ $")
+    protocol = structure(raw, Protocol, what="protocol")
+    check_consistency(protocol)
+    return protocol
+
+
+def check_consistency(p: Protocol) -> None:
+    problems: list[str] = []
+    names = [f.name for f in p.matrix]
+    for i, factor in enumerate(p.matrix):
+        if names.index(factor.name) != i:
+            problems.append(f"duplicate factor name {factor.name!r} @ $.matrix[{i}].name")
+        if len(set(factor.levels)) != len(factor.levels):
+            problems.append(f"duplicate level in factor {factor.name!r} @ $.matrix[{i}].levels")
+    ids = [q.id for q in p.participants]
+    for i, participant in enumerate(p.participants):
+        if ids.index(participant.id) != i:
+            problems.append(f"duplicate participant id {participant.id!r} @ $.participants[{i}].id")
+    m = p.measure
+    if m.minimum is not None and m.maximum is not None and m.minimum > m.maximum:
+        problems.append("minimum is greater than maximum @ $.measure")
+    if p.interval.method == "bootstrap" and p.interval.resamples < 100:
+        problems.append("a bootstrap needs at least 100 resamples @ $.interval.resamples")
+    valid_slots = set(slot_ids(p))
+    seen: set[str] = set()
+    for i, exclusion in enumerate(p.exclusions):
+        if exclusion.slot not in valid_slots:
+            problems.append(f"unknown slot {exclusion.slot!r} @ $.exclusions[{i}].slot")
+        if exclusion.slot in seen:
+            problems.append(f"slot {exclusion.slot!r} excluded twice @ $.exclusions[{i}].slot")
+        seen.add(exclusion.slot)
+    if p.published is not None:
+        conditions = conditions_of(p)
+        matched: set[str] = set()
+        for i, figure in enumerate(p.published.conditions):
+            where = f"$.published.conditions[{i}]"
+            if figure.participant is None and len(p.participants) > 1:
+                problems.append(f"participant required when there are several @ {where}")
+                continue
+            hits = [
+                c
+                for c in conditions
+                if c.factors == figure.factors
+                and (figure.participant is None or figure.participant == c.participant)
+            ]
+            if len(hits) != 1:
+                problems.append(f"matches no condition of the matrix @ {where}.factors")
+            elif hits[0].id in matched:
+                problems.append(f"condition published twice @ {where}")
+            else:
+                matched.add(hits[0].id)
+        if not p.published.conditions and p.published.estimand is None:
+            problems.append("published figures declared but none given @ $.published")
+    if problems:
+        raise BadInput("protocol: " + "; ".join(problems))
+
+
+def freeze(protocol: Protocol) -> FrozenProtocol:
+    """The frozen form: defaults explicit, digested over canonical bytes."""
+    return FrozenProtocol(
+        schema="repro.frozen-protocol/1",
+        sha256=canonical.sha256_hex(to_bytes(protocol)),
+        protocol=protocol,
+    )

@@ -1,0 +1,127 @@
+"""The one cattrs converter for every model: strict types, no extra keys, path-named errors."""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar, get_args, get_origin
+
+import cattrs
+from cattrs.errors import (
+    ClassValidationError,
+    ForbiddenExtraKeysError,
+    IterableValidationError,
+    IterableValidationNote,
+)
+from cattrs.v import transform_error
+
+from repro import canonical
+from repro.errors import BadInput
+from repro.models import Level
+
+__all__ = ["converter", "structure", "to_bytes", "unstructure"]
+
+T = TypeVar("T")
+
+converter = cattrs.Converter(forbid_extra_keys=True)
+
+
+def _strict_int(value: Any, _: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"expected an integer, found {type(value).__name__}")
+    return value
+
+
+def _strict_float(value: Any, _: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"expected a number, found {type(value).__name__}")
+    return float(value)
+
+
+def _strict_str(value: Any, _: Any) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"expected a string, found {type(value).__name__}")
+    return value
+
+
+def _strict_bool(value: Any, _: Any) -> bool:
+    if not isinstance(value, bool):
+        raise TypeError(f"expected true or false, found {type(value).__name__}")
+    return value
+
+
+def _level(value: Any, _: Any) -> Level:
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        raise TypeError(f"expected a string or an integer, found {type(value).__name__}")
+    return value
+
+
+def _json_object(value: Any, _: Any) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise TypeError(f"expected an object, found {type(value).__name__}")
+    return value
+
+
+converter.register_structure_hook(int, _strict_int)
+converter.register_structure_hook(float, _strict_float)
+converter.register_structure_hook(str, _strict_str)
+converter.register_structure_hook(bool, _strict_bool)
+converter.register_structure_hook(Level, _level)
+converter.register_structure_hook_func(lambda t: t == dict[str, Any], _json_object)
+
+
+def _is_tuple(type_: Any) -> bool:
+    return get_origin(type_) is tuple
+
+
+def _tuple_hook(type_: Any) -> Any:
+    element = get_args(type_)[0]
+
+    def structure_tuple(value: Any, _: Any) -> tuple[Any, ...]:
+        # cattrs would happily iterate a string or an object; JSON arrays only here.
+        if not isinstance(value, list):
+            raise TypeError(f"expected an array, found {type(value).__name__}")
+        out, errors = [], []
+        for index, item in enumerate(value):
+            try:
+                out.append(converter.structure(item, element))
+            except Exception as exc:
+                exc.add_note(IterableValidationNote(f"@ index {index}", index, element))
+                errors.append(exc)
+        if errors:
+            raise IterableValidationError("invalid array", errors, type_)
+        return tuple(out)
+
+    return structure_tuple
+
+
+converter.register_structure_hook_factory(_is_tuple, _tuple_hook)
+
+
+def _message(exc: BaseException, type_: Any) -> str:
+    if isinstance(exc, ForbiddenExtraKeysError):
+        return f"unknown key(s) {', '.join(sorted(exc.extra_fields))}"
+    if isinstance(exc, KeyError):
+        return "required key missing"
+    if isinstance(exc, (TypeError, ValueError)) and str(exc):
+        return str(exc)
+    return f"invalid value for type {getattr(type_, '__name__', type_)}"
+
+
+def structure(data: Any, cls: type[T], *, what: str) -> T:
+    """Structure ``data`` into ``cls`` or raise :class:`BadInput` naming every failing path."""
+    try:
+        return converter.structure(data, cls)
+    except (ClassValidationError, IterableValidationError) as exc:
+        lines = transform_error(exc, path="$", format_exception=_message)
+        raise BadInput(f"{what}: " + "; ".join(lines)) from None
+    except (TypeError, ValueError) as exc:
+        raise BadInput(f"{what}: {exc} @ $") from None
+
+
+def unstructure(value: Any) -> Any:
+    """Plain JSON-ready data for a model."""
+    return converter.unstructure(value)
+
+
+def to_bytes(value: Any) -> bytes:
+    """Canonical JSON bytes of a model."""
+    return canonical.dumps(unstructure(value))
