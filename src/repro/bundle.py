@@ -17,8 +17,8 @@ __all__ = [
     "BAGIT_TXT",
     "MANIFEST",
     "MANIFEST_LINE",
-    "TAG_FILES",
     "TAGMANIFEST",
+    "TAG_FILES",
     "BundleWriter",
     "bag_info",
     "create_root",
@@ -36,7 +36,9 @@ MANIFEST_LINE = re.compile(r"^([0-9a-f]{64})  (\S+)$")
 def create_root(out: Path) -> None:
     """Create the fresh output root with mode 0700; refuse any existing path."""
     if os.path.lexists(out):
-        raise BadInput(f"output root {out} already exists: repro never resumes, appends or overwrites")
+        raise BadInput(
+            f"output root {out} already exists: repro never resumes, appends or overwrites"
+        )
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
         os.mkdir(out, 0o700)

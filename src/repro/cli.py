@@ -21,7 +21,8 @@ from rich.progress import Progress as RichBar
 from rich.table import Table
 
 from repro.errors import EXIT_BAD_INPUT, EXIT_VERIFY_FAILED, BadInput
-from repro.execute import prepare, study as run_study
+from repro.execute import prepare
+from repro.execute import study as run_study
 from repro.models import Aggregates, Tiers
 from repro.report import condition_label
 from repro.verify import verify as verify_bundle
@@ -129,7 +130,10 @@ def study(
     summary = f"{e.kind} = {e.value:.4f}" if e.value is not None else f"{e.kind} undefined"
     if e.interval is not None:
         summary += f" ± {e.interval.halfwidth:.4f}"
-    err.print(f"done in {result.wall_seconds:.1f} s: {summary}; reproduction {rep.verdict}", highlight=False)
+    err.print(
+        f"done in {result.wall_seconds:.1f} s: {summary}; reproduction {rep.verdict}",
+        highlight=False,
+    )
     print(f"repro verify {out}")
 
 
@@ -144,13 +148,21 @@ def verify(
     except BadInput as exc:
         raise _fail(str(exc)) from None
     if as_json:
-        print(json.dumps({"ok": not findings, "findings": [f.as_dict() for f in findings]}, indent=2))
+        print(
+            json.dumps({"ok": not findings, "findings": [f.as_dict() for f in findings]}, indent=2)
+        )
     elif findings:
         for f in findings:
-            err.print(f"FAIL {f.file}: {f.what}: expected {f.expected}, found {f.found}", highlight=False, markup=False)
+            err.print(
+                f"FAIL {f.file}: {f.what}: expected {f.expected}, found {f.found}",
+                highlight=False,
+                markup=False,
+            )
         err.print(f"{len(findings)} finding(s): {bundle} does not verify", highlight=False)
     else:
-        print(f"OK: {bundle} verifies (integrity, schema, joins, re-derived aggregates, tiers, class)")
+        print(
+            f"OK: {bundle} verifies (integrity, schema, joins, re-derived aggregates, tiers, class)"
+        )
     if findings:
         raise typer.Exit(EXIT_VERIFY_FAILED)
 
@@ -159,19 +171,26 @@ def _read(bundle: Path) -> tuple[Aggregates, Tiers]:
     from repro.verify import Finding, _Reader
 
     findings: list[Finding] = []
-    files = {n: bundle / n for n in ("data/aggregates.json", "data/tiers.json") if (bundle / n).is_file()}
+    files = {
+        n: bundle / n for n in ("data/aggregates.json", "data/tiers.json") if (bundle / n).is_file()
+    }
     reader = _Reader(files, findings)
     agg = reader.json("data/aggregates.json", "aggregates", Aggregates)
     tiers = reader.json("data/tiers.json", "tiers", Tiers)
     if agg is None or tiers is None:
-        raise _fail(f"{bundle}: unreadable bundle: " + "; ".join(f"{f.file}: {f.what}: {f.found}" for f in findings))
+        raise _fail(
+            f"{bundle}: unreadable bundle: "
+            + "; ".join(f"{f.file}: {f.what}: {f.found}" for f in findings)
+        )
     return agg, tiers
 
 
 @app.command()
 def show(
     bundle: Annotated[Path, typer.Argument(help="Bundle directory.")],
-    plot: Annotated[Path | None, typer.Option("--plot", help="Also draw a PNG comparison plot.")] = None,
+    plot: Annotated[
+        Path | None, typer.Option("--plot", help="Also draw a PNG comparison plot.")
+    ] = None,
 ) -> None:
     """Print the conditions, the estimand, the reproduction class and the tier verdicts."""
     agg, tiers = _read(bundle)
@@ -188,12 +207,18 @@ def show(
             "n/a" if c.mean is None else f"{c.mean:.4f}",
             "n/a" if c.interval is None else f"[{c.interval.low:.4f}, {c.interval.high:.4f}]",
             "" if f is None else str(f.published),
-            "" if f is None else ("equal" if f.equal_at_precision else f"differs ({f.observed_rounded})"),
+            ""
+            if f is None
+            else ("equal" if f.equal_at_precision else f"differs ({f.observed_rounded})"),
         )
     out.print(table)
     e = agg.estimand
     if e.value is not None and e.interval is not None:
-        out.print(f"{e.kind}: {e.value:.4f} ± {e.interval.halfwidth:.4f} ({e.interval.method}, {e.interval.level:.0%})", highlight=False)
+        out.print(
+            f"{e.kind}: {e.value:.4f} ± {e.interval.halfwidth:.4f} "
+            f"({e.interval.method}, {e.interval.level:.0%})",
+            highlight=False,
+        )
     rep = tiers.reproduction
     out.print(f"reproduction: [bold]{rep.verdict}[/bold] ({rep.reason})", highlight=False)
     tiers_table = Table(title="tiers")

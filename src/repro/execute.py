@@ -77,7 +77,9 @@ def prepare(protocol_path: Path, options: Mapping[str, str]) -> Prepared:
     fp = freeze(protocol)
     adapter = get_adapter(protocol.adapter.name)
     frozen_adapter = adapter.freeze(protocol, options)
-    return Prepared(protocol, fp, adapter, frozen_adapter, seal(protocol, fp.sha256, frozen_adapter.sources))
+    return Prepared(
+        protocol, fp, adapter, frozen_adapter, seal(protocol, fp.sha256, frozen_adapter.sources)
+    )
 
 
 def _record(entry: PlanEntry, attempt: int, **fields: object) -> RunRecord:
@@ -107,7 +109,9 @@ def run_slot(
 ) -> Iterator[RunRecord]:
     """Attempt one slot until the first valid attempt or the protocol's attempt limit."""
     if entry.excluded is not None:
-        yield _record(entry, 1, status="excluded", cause=f"excluded before sealing: {entry.excluded}")
+        yield _record(
+            entry, 1, status="excluded", cause=f"excluded before sealing: {entry.excluded}"
+        )
         return
     m = protocol.measure
     for attempt in range(1, protocol.retry.max_attempts + 1):

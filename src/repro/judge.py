@@ -184,7 +184,8 @@ def tiers(
                 "contract",
                 "fail",
                 evidence,
-                f"{len(mismatched)} run(s) saw other contract facts than their condition, first {mismatched[0]}",
+                f"{len(mismatched)} run(s) saw other contract facts than their condition, "
+                f"first {mismatched[0]}",
             )
         )
     elif not ledger.contracts or not all(ledger.contracts.values()):
@@ -206,7 +207,8 @@ def tiers(
         f" ({p.seeding.statement})" if p.seeding.statement else f" (master seed {p.seeding.seed})"
     )
     evidence = (
-        f"{len(entries)} slots sealed in {len(partitions)} partitions; {len(valid)} valid, {failed} failed, {excluded} excluded",
+        f"{len(entries)} slots sealed in {len(partitions)} partitions; "
+        f"{len(valid)} valid, {failed} failed, {excluded} excluded",
         f"{len(records)} attempt records; at most {p.retry.max_attempts} attempt(s) per slot",
         seed_note + ("; one process, sealed order" if p.seeding.mode == "stream" else ""),
     )

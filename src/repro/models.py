@@ -12,6 +12,7 @@ import re
 from typing import Any, Literal
 
 from attrs import field, frozen
+from attrs.validators import optional
 
 __all__ = [
     "TIER_NAMES",
@@ -35,9 +36,9 @@ __all__ = [
     "Level",
     "Loss",
     "Measure",
+    "Participant",
     "Partition",
     "PartitionRef",
-    "Participant",
     "PlanEntry",
     "Protocol",
     "Published",
@@ -67,8 +68,8 @@ def _ident(_: object, attribute: Any, value: str) -> None:
         )
 
 
-def _sha256(_: object, attribute: Any, value: str | None) -> None:
-    if value is not None and not _HEX64.match(value):
+def _sha256(_: object, attribute: Any, value: str) -> None:
+    if not _HEX64.match(value):
         raise ValueError(f"{attribute.name} must be 64 lower-case hex digits")
 
 
@@ -82,8 +83,8 @@ def _probability(_: object, attribute: Any, value: float) -> None:
         raise ValueError(f"{attribute.name} must be in [0.5, 1), not {value}")
 
 
-def _finite(_: object, attribute: Any, value: float | None) -> None:
-    if value is not None and not math.isfinite(value):
+def _finite(_: object, attribute: Any, value: float) -> None:
+    if not math.isfinite(value):
         raise ValueError(f"{attribute.name} must be finite")
 
 
@@ -141,8 +142,8 @@ class Measure:
 
     name: Literal["episode_return"]
     description: str
-    minimum: float | None = field(default=None, validator=_finite)
-    maximum: float | None = field(default=None, validator=_finite)
+    minimum: float | None = field(default=None, validator=optional(_finite))
+    maximum: float | None = field(default=None, validator=optional(_finite))
 
 
 @frozen
@@ -192,7 +193,7 @@ class PublishedCondition:
     factors: dict[str, Level]
     mean: float = field(validator=_finite)
     participant: str | None = None
-    halfwidth: float | None = field(default=None, validator=_finite)
+    halfwidth: float | None = field(default=None, validator=optional(_finite))
 
 
 @frozen
@@ -200,7 +201,7 @@ class PublishedEstimand:
     """The published value of the primary estimand, with its interval half-width if given."""
 
     value: float = field(validator=_finite)
-    halfwidth: float | None = field(default=None, validator=_finite)
+    halfwidth: float | None = field(default=None, validator=optional(_finite))
 
 
 @frozen
@@ -350,8 +351,8 @@ class RunRecord:
     measure: float | None
     steps: int | None
     step_rewards: tuple[float, ...] | None
-    trace_sha256: str | None = field(validator=_sha256)
-    contract_sha256: str | None = field(validator=_sha256)
+    trace_sha256: str | None = field(validator=optional(_sha256))
+    contract_sha256: str | None = field(validator=optional(_sha256))
 
 
 # --------------------------------------------------------------------------- derived
@@ -475,7 +476,7 @@ class Source:
     kind: Literal["file", "package"]
     role: str
     name: str
-    sha256: str | None = field(default=None, validator=_sha256)
+    sha256: str | None = field(default=None, validator=optional(_sha256))
     size: int | None = None
     version: str | None = None
 

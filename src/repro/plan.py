@@ -29,7 +29,7 @@ def conditions_of(protocol: Protocol) -> tuple[Condition, ...]:
     cells = list(itertools.product(*(f.levels for f in protocol.matrix)))
     total = len(cells) * len(protocol.participants)
     width = _width(total, 2)
-    out = []
+    out: list[Condition] = []
     for cell in cells:
         factors = {f.name: level for f, level in zip(protocol.matrix, cell, strict=True)}
         for participant in protocol.participants:

@@ -26,7 +26,8 @@ def validation_report(fp: FrozenProtocol, agg: Aggregates, tiers: Tiers, ledger:
     lines = [
         f"# Validation report: {p.title}",
         "",
-        f"Protocol `{p.id}`, sha256 `{fp.sha256}`. Adapter `{ledger.adapter.name}` {ledger.adapter.version}.",
+        f"Protocol `{p.id}`, sha256 `{fp.sha256}`.",
+        f"Adapter `{ledger.adapter.name}` {ledger.adapter.version}.",
         "",
         "## Claim",
         "",
@@ -44,23 +45,41 @@ def validation_report(fp: FrozenProtocol, agg: Aggregates, tiers: Tiers, ledger:
         lines.append(f"{valid} of {total} scheduled runs ended valid; the estimand is undefined.")
     lines += ["", f"Reproduction class: **{rep.verdict}** ({rep.reason})."]
     if rep.figures:
-        lines += ["", "| figure | published | observed | observed, rounded | equal | intervals |", "|---|---|---|---|---|---|"]
+        lines += [
+            "",
+            "| figure | published | observed | observed, rounded | equal | intervals |",
+            "|---|---|---|---|---|---|",
+        ]
         for f in rep.figures:
             both = (f.published_interval_contains_observed, f.observed_interval_contains_published)
             cover = "; ".join(
                 label
-                for label, ok in zip(("published contains observed", "observed contains published"), both, strict=True)
+                for label, ok in zip(
+                    ("published contains observed", "observed contains published"),
+                    both,
+                    strict=True,
+                )
                 if ok is not None
                 for label in [f"{label}: {'yes' if ok else 'no'}"]
             )
             lines.append(
-                f"| {f.figure} | {f.published} | {_num(f.observed, 6)} | {f.observed_rounded or 'n/a'} | "
+                f"| {f.figure} | {f.published} | {_num(f.observed, 6)} | "
+                f"{f.observed_rounded or 'n/a'} | "
                 f"{'yes' if f.equal_at_precision else 'no'} | {cover or 'n/a'} |"
             )
-    lines += ["", "## Conditions", "", "| id | condition | n | mean | sd | interval |", "|---|---|---|---|---|---|"]
+    lines += [
+        "",
+        "## Conditions",
+        "",
+        "| id | condition | n | mean | sd | interval |",
+        "|---|---|---|---|---|---|",
+    ]
     for c in agg.conditions:
         iv = f"[{c.interval.low:.4f}, {c.interval.high:.4f}]" if c.interval else "n/a"
-        lines.append(f"| {c.condition} | {condition_label(c.factors, c.participant)} | {c.valid} | {_num(c.mean)} | {_num(c.sd)} | {iv} |")
+        lines.append(
+            f"| {c.condition} | {condition_label(c.factors, c.participant)} | {c.valid} | "
+            f"{_num(c.mean)} | {_num(c.sd)} | {iv} |"
+        )
     lines += ["", "## Tiers", ""]
     for t in tiers.tiers:
         lines.append(f"- **{t.name}**: {t.verdict}" + (f": {t.reason}" if t.reason else ""))
@@ -72,9 +91,15 @@ def validation_report(fp: FrozenProtocol, agg: Aggregates, tiers: Tiers, ledger:
             lines.append(f"- {t.name} equivalence is not claimed ({t.verdict}).")
     lines.append("- Nothing about conditions, seeds or episode counts outside this protocol.")
     if ledger.losses:
-        lines.append(f"- {len(ledger.losses)} slot(s) did not end valid and are not in the means (listed in source-ledger.json); nothing was imputed.")
+        lines.append(
+            f"- {len(ledger.losses)} slot(s) did not end valid and are not in the means "
+            "(listed in source-ledger.json); nothing was imputed."
+        )
     for d in ledger.disagreements:
-        lines.append(f"- Source disagreement on {d.topic}: published: {d.published}; source: {d.source}; followed: {d.resolution}.")
+        lines.append(
+            f"- Source disagreement on {d.topic}: published: {d.published}; "
+            f"source: {d.source}; followed: {d.resolution}."
+        )
     lines += [
         "",
         "## Re-check",
@@ -94,15 +119,34 @@ def plot(agg: Aggregates, tiers: Tiers, out: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    published = {f.figure.removesuffix(" mean"): f.published for f in tiers.reproduction.figures if f.figure.endswith(" mean")}
+    published = {
+        f.figure.removesuffix(" mean"): f.published
+        for f in tiers.reproduction.figures
+        if f.figure.endswith(" mean")
+    }
     rows = agg.conditions
     fig, ax = plt.subplots(figsize=(8, 0.5 * len(rows) + 1.6))
     for y, c in enumerate(rows):
         if c.mean is not None:
             err = [[c.mean - c.interval.low], [c.interval.high - c.mean]] if c.interval else None
-            ax.errorbar(c.mean, y, xerr=err, fmt="o", color="tab:blue", capsize=4, label="observed mean, interval" if y == 0 else None)
+            ax.errorbar(
+                c.mean,
+                y,
+                xerr=err,
+                fmt="o",
+                color="tab:blue",
+                capsize=4,
+                label="observed mean, interval" if y == 0 else None,
+            )
         if c.condition in published:
-            ax.plot(published[c.condition], y, "x", color="tab:red", markersize=9, label="published" if "published" not in ax.get_legend_handles_labels()[1] else None)
+            ax.plot(
+                published[c.condition],
+                y,
+                "x",
+                color="tab:red",
+                markersize=9,
+                label="published" if "published" not in ax.get_legend_handles_labels()[1] else None,
+            )
     ax.set_yticks(range(len(rows)), [condition_label(c.factors, c.participant) for c in rows])
     ax.invert_yaxis()
     ax.set_xlabel(agg.measure)

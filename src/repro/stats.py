@@ -74,7 +74,7 @@ def _bootstrap(
 
     def statistic(*xs: np.ndarray, axis: int = -1) -> np.ndarray:
         means = [x.mean(axis=axis) for x in xs]
-        total = np.sum(means, axis=0)
+        total: np.ndarray = np.sum(means, axis=0)
         return total if combine == "sum" else total / len(means)
 
     result = sps.bootstrap(

@@ -22,7 +22,16 @@ from repro.bundle import BAGIT_TXT, MANIFEST, MANIFEST_LINE, TAG_FILES, TAGMANIF
 from repro.derive import derive
 from repro.errors import BadInput
 from repro.judge import contract_sha256
-from repro.models import Aggregates, Environment, FrozenProtocol, Ledger, Partition, RunRecord, Seal, Tiers
+from repro.models import (
+    Aggregates,
+    Environment,
+    FrozenProtocol,
+    Ledger,
+    Partition,
+    RunRecord,
+    Seal,
+    Tiers,
+)
 from repro.outcomes import join_problems, measure_of
 from repro.plan import seal as seal_plan
 from repro.protocol import check_consistency
@@ -48,7 +57,12 @@ class Finding:
 
     def as_dict(self) -> dict[str, str]:
         """Plain data for ``--json``."""
-        return {"file": self.file, "what": self.what, "expected": self.expected, "found": self.found}
+        return {
+            "file": self.file,
+            "what": self.what,
+            "expected": self.expected,
+            "found": self.found,
+        }
 
 
 def _scan(root: Path) -> tuple[dict[str, Path], list[Finding]]:
@@ -62,13 +76,19 @@ def _scan(root: Path) -> tuple[dict[str, Path], list[Finding]]:
                 rel = Path(entry.path).relative_to(root).as_posix()
                 mode = entry.stat(follow_symlinks=False).st_mode
                 if stat.S_ISLNK(mode):
-                    findings.append(Finding(rel, "symbolic link in the bundle", "a regular file", "a symlink"))
+                    findings.append(
+                        Finding(rel, "symbolic link in the bundle", "a regular file", "a symlink")
+                    )
                 elif stat.S_ISDIR(mode):
                     stack.append(Path(entry.path))
                 elif stat.S_ISREG(mode):
                     files[rel] = Path(entry.path)
                 else:
-                    findings.append(Finding(rel, "special file in the bundle", "a regular file", "a special file"))
+                    findings.append(
+                        Finding(
+                            rel, "special file in the bundle", "a regular file", "a special file"
+                        )
+                    )
     return files, findings
 
 
@@ -87,17 +107,25 @@ def _parse_manifest(name: str, data: bytes, findings: list[Finding]) -> dict[str
     except UnicodeDecodeError:
         findings.append(Finding(name, "manifest is not UTF-8", "UTF-8 text", "undecodable bytes"))
         return out
-    for number, line in enumerate(text.split("\n")[:-1] if text.endswith("\n") else text.split("\n"), 1):
+    for number, line in enumerate(
+        text.split("\n")[:-1] if text.endswith("\n") else text.split("\n"), 1
+    ):
         match = MANIFEST_LINE.match(line)
         if not match:
-            findings.append(Finding(name, f"malformed manifest line {number}", "<sha256>  <path>", repr(line[:80])))
+            findings.append(
+                Finding(
+                    name, f"malformed manifest line {number}", "<sha256>  <path>", repr(line[:80])
+                )
+            )
             continue
         digest, path = match.groups()
         if path in out:
             findings.append(Finding(name, f"path listed twice (line {number})", "once", path))
         out[path] = digest
     if text and not text.endswith("\n"):
-        findings.append(Finding(name, "manifest does not end with a newline", "final newline", "none"))
+        findings.append(
+            Finding(name, "manifest does not end with a newline", "final newline", "none")
+        )
     return out
 
 
@@ -105,13 +133,18 @@ def _integrity(root: Path, files: dict[str, Path], findings: list[Finding]) -> N
     if files.get("bagit.txt") is None:
         findings.append(Finding("bagit.txt", "missing BagIt declaration", "present", "missing"))
     elif files["bagit.txt"].read_bytes() != BAGIT_TXT:
-        findings.append(Finding("bagit.txt", "BagIt declaration", BAGIT_TXT.decode().strip(), "other content"))
+        findings.append(
+            Finding("bagit.txt", "BagIt declaration", BAGIT_TXT.decode().strip(), "other content")
+        )
     for name in sorted(files):
-        if "/" not in name and name not in TAG_FILES:
+        if ("/" not in name and name not in TAG_FILES) or (
+            "/" in name and not name.startswith("data/")
+        ):
             findings.append(Finding(name, "file outside the bag layout", "absent", "present"))
-        elif "/" in name and not name.startswith("data/"):
-            findings.append(Finding(name, "file outside the bag layout", "absent", "present"))
-    for manifest, covered in ((MANIFEST, None), (TAGMANIFEST, ("bagit.txt", "bag-info.txt", MANIFEST))):
+    for manifest, covered in (
+        (MANIFEST, None),
+        (TAGMANIFEST, ("bagit.txt", "bag-info.txt", MANIFEST)),
+    ):
         if manifest not in files:
             findings.append(Finding(manifest, "missing manifest", "present", "missing"))
             continue
@@ -124,21 +157,29 @@ def _integrity(root: Path, files: dict[str, Path], findings: list[Finding]) -> N
                 if name not in listed:
                     findings.append(Finding(manifest, f"{name} not listed", "listed", "not listed"))
         for name in sorted(set(listed) - actual):
-            findings.append(Finding(name, f"listed in {manifest} but missing", "present", "missing"))
+            findings.append(
+                Finding(name, f"listed in {manifest} but missing", "present", "missing")
+            )
         for name in sorted(actual - set(listed)):
             if covered is None:
                 findings.append(Finding(name, f"not listed in {manifest}", "listed", "extra file"))
         for name in sorted(set(listed) & actual):
             digest = _sha256(files[name])
             if digest != listed[name]:
-                findings.append(Finding(name, "sha256 differs from the manifest", listed[name], digest))
+                findings.append(
+                    Finding(name, "sha256 differs from the manifest", listed[name], digest)
+                )
     if "bag-info.txt" in files:
         payload = [p for n, p in files.items() if n.startswith("data/")]
         oxum = f"{sum(p.stat().st_size for p in payload)}.{len(payload)}"
         info = files["bag-info.txt"].read_bytes().decode("utf-8", "replace").splitlines()
-        stated = [line.split(":", 1)[1].strip() for line in info if line.startswith("Payload-Oxum:")]
+        stated = [
+            line.split(":", 1)[1].strip() for line in info if line.startswith("Payload-Oxum:")
+        ]
         if stated != [oxum]:
-            findings.append(Finding("bag-info.txt", "Payload-Oxum", oxum, ", ".join(stated) or "missing"))
+            findings.append(
+                Finding("bag-info.txt", "Payload-Oxum", oxum, ", ".join(stated) or "missing")
+            )
     else:
         findings.append(Finding("bag-info.txt", "missing bag-info.txt", "present", "missing"))
 
@@ -152,11 +193,16 @@ class _Reader:
 
     def _validate(self, name: str, raw: Any, kind: str, cls: type[T], line: str = "") -> T | None:
         errors = sorted(
-            jsonschema.Draft202012Validator(schemas.load(kind)).iter_errors(raw), key=lambda e: list(e.absolute_path)
+            jsonschema.Draft202012Validator(schemas.load(kind)).iter_errors(raw),
+            key=lambda e: list(e.absolute_path),
         )
         for error in errors[:MAX_DIFFS]:
-            where = "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)
-            self.findings.append(Finding(name, f"schema {kind}{line} @ {where}", "valid", error.message[:200]))
+            where = "$" + "".join(
+                f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path
+            )
+            self.findings.append(
+                Finding(name, f"schema {kind}{line} @ {where}", "valid", error.message[:200])
+            )
         if errors:
             return None
         try:
@@ -168,10 +214,16 @@ class _Reader:
     def raw(self, name: str) -> bytes | None:
         path = self.files.get(name)
         if path is None:
-            self.findings.append(Finding(name, "expected bundle file is missing", "present", "missing"))
+            self.findings.append(
+                Finding(name, "expected bundle file is missing", "present", "missing")
+            )
             return None
         if path.stat().st_size > MAX_FILE_BYTES:
-            self.findings.append(Finding(name, "file too large", f"<= {MAX_FILE_BYTES} bytes", str(path.stat().st_size)))
+            self.findings.append(
+                Finding(
+                    name, "file too large", f"<= {MAX_FILE_BYTES} bytes", str(path.stat().st_size)
+                )
+            )
             return None
         return path.read_bytes()
 
@@ -186,7 +238,9 @@ class _Reader:
             return None
         value = self._validate(name, raw, kind, cls)
         if value is not None and to_bytes(value) != data:
-            self.findings.append(Finding(name, "bytes are not in canonical form", "canonical JSON", "other bytes"))
+            self.findings.append(
+                Finding(name, "bytes are not in canonical form", "canonical JSON", "other bytes")
+            )
         return value
 
     def json_lines(self, name: str, kind: str, cls: type[T]) -> list[T] | None:
@@ -194,7 +248,11 @@ class _Reader:
         if data is None:
             return None
         if data and not data.endswith(b"\n"):
-            self.findings.append(Finding(name, "JSON Lines file does not end with a newline", "final newline", "none"))
+            self.findings.append(
+                Finding(
+                    name, "JSON Lines file does not end with a newline", "final newline", "none"
+                )
+            )
             return None
         out: list[T] = []
         ok = True
@@ -202,7 +260,9 @@ class _Reader:
             try:
                 raw = canonical.loads(line, what=f"{name} line {number}", max_bytes=MAX_FILE_BYTES)
             except BadInput as exc:
-                self.findings.append(Finding(name, f"strict JSON parse, line {number}", "valid JSON", str(exc)))
+                self.findings.append(
+                    Finding(name, f"strict JSON parse, line {number}", "valid JSON", str(exc))
+                )
                 ok = False
                 continue
             value = self._validate(name, raw, kind, cls, f" line {number}")
@@ -210,7 +270,14 @@ class _Reader:
                 ok = False
                 continue
             if to_bytes(value) != line:
-                self.findings.append(Finding(name, f"line {number} is not in canonical form", "canonical JSON", "other bytes"))
+                self.findings.append(
+                    Finding(
+                        name,
+                        f"line {number} is not in canonical form",
+                        "canonical JSON",
+                        "other bytes",
+                    )
+                )
             out.append(value)
         return out if ok else None
 
@@ -231,7 +298,9 @@ def _short(value: Any) -> str:
     return text if len(text) <= 120 else text[:117] + "..."
 
 
-def _compare(name: str, expected: Any, found_bytes: bytes | None, findings: list[Finding], found: Any) -> None:
+def _compare(
+    name: str, expected: Any, found_bytes: bytes | None, findings: list[Finding], found: Any
+) -> None:
     if found_bytes is None or found is None:
         return
     expected_plain = unstructure(expected)
@@ -241,9 +310,15 @@ def _compare(name: str, expected: Any, found_bytes: bytes | None, findings: list
     for path, e, f in diffs[:MAX_DIFFS]:
         findings.append(Finding(name, f"re-derived value differs @ {path}", _short(e), _short(f)))
     if len(diffs) > MAX_DIFFS:
-        findings.append(Finding(name, f"{len(diffs) - MAX_DIFFS} further differing values", "none", "differences"))
+        findings.append(
+            Finding(
+                name, f"{len(diffs) - MAX_DIFFS} further differing values", "none", "differences"
+            )
+        )
     if not diffs:
-        findings.append(Finding(name, "re-derived bytes differ", "canonical re-derivation", "other bytes"))
+        findings.append(
+            Finding(name, "re-derived bytes differ", "canonical re-derivation", "other bytes")
+        )
 
 
 def verify(root: Path) -> list[Finding]:
@@ -265,14 +340,30 @@ def verify(root: Path) -> list[Finding]:
     if fp is None or seal is None:
         return findings
     if canonical.sha256_hex(to_bytes(fp.protocol)) != fp.sha256:
-        findings.append(Finding("data/protocol.json", "protocol digest", fp.sha256, canonical.sha256_hex(to_bytes(fp.protocol))))
+        findings.append(
+            Finding(
+                "data/protocol.json",
+                "protocol digest",
+                fp.sha256,
+                canonical.sha256_hex(to_bytes(fp.protocol)),
+            )
+        )
     try:
         check_consistency(fp.protocol)
     except BadInput as exc:
-        findings.append(Finding("data/protocol.json", "protocol consistency", "consistent", str(exc)))
+        findings.append(
+            Finding("data/protocol.json", "protocol consistency", "consistent", str(exc))
+        )
         return findings
     if seal.protocol_sha256 != fp.sha256:
-        findings.append(Finding("data/plans/seal.json", "protocol digest in the seal", fp.sha256, seal.protocol_sha256))
+        findings.append(
+            Finding(
+                "data/plans/seal.json",
+                "protocol digest in the seal",
+                fp.sha256,
+                seal.protocol_sha256,
+            )
+        )
 
     partitions: list[Partition] = []
     records: list[RunRecord] = []
@@ -283,7 +374,14 @@ def verify(root: Path) -> list[Finding]:
         expected_files.add(name)
         data = read.raw(name)
         if data is not None and canonical.sha256_hex(data) != ref.sha256:
-            findings.append(Finding(name, "partition digest differs from the seal", ref.sha256, canonical.sha256_hex(data)))
+            findings.append(
+                Finding(
+                    name,
+                    "partition digest differs from the seal",
+                    ref.sha256,
+                    canonical.sha256_hex(data),
+                )
+            )
         part = read.json(name, "partition", Partition) if data is not None else None
         runs_name = f"data/runs/{ref.id}.jsonl"
         expected_files.add(runs_name)
@@ -293,39 +391,97 @@ def verify(root: Path) -> list[Finding]:
             continue
         partitions.append(part)
         records.extend(runs)
-    for name in sorted(n for n in files if n.startswith("data/plans/") or n.startswith("data/runs/")):
+    for name in sorted(
+        n for n in files if n.startswith("data/plans/") or n.startswith("data/runs/")
+    ):
         if name not in expected_files:
             findings.append(Finding(name, "file not named by the seal", "absent", "present"))
     if not complete or ledger is None:
         return findings
 
     resealed = seal_plan(fp.protocol, fp.sha256, ledger.sources)
-    _compare("data/plans/seal.json", resealed.seal, files["data/plans/seal.json"].read_bytes(), findings, seal)
+    _compare(
+        "data/plans/seal.json",
+        resealed.seal,
+        files["data/plans/seal.json"].read_bytes(),
+        findings,
+        seal,
+    )
     for expected_part, part in zip(resealed.partitions, partitions, strict=False):
         _compare(f"data/plans/{part.id}.json", expected_part, to_bytes(part), findings, part)
 
     entries = [e for part in partitions for e in part.entries]
-    for problem in join_problems(entries, records, fp.protocol.retry.max_attempts)[:MAX_DIFFS * 4]:
-        findings.append(Finding(f"data/runs/{problem.where.split('-')[0]}.jsonl", f"{problem.where}: {problem.what}", problem.expected, problem.found))
+    for problem in join_problems(entries, records, fp.protocol.retry.max_attempts)[: MAX_DIFFS * 4]:
+        findings.append(
+            Finding(
+                f"data/runs/{problem.where.split('-')[0]}.jsonl",
+                f"{problem.where}: {problem.what}",
+                problem.expected,
+                problem.found,
+            )
+        )
     contracts = {c: contract_sha256(facts) for c, facts in ledger.contracts.items()}
     bad_measures = bad_contracts = 0
     for r in records:
         where = f"data/runs/{r.condition}.jsonl"
-        if r.step_rewards is not None and r.measure is not None and measure_of(r.step_rewards) != r.measure:
+        if (
+            r.step_rewards is not None
+            and r.measure is not None
+            and measure_of(r.step_rewards) != r.measure
+        ):
             bad_measures += 1
             if bad_measures <= MAX_DIFFS:
-                findings.append(Finding(where, f"{r.attempt_id}: measure differs from the sum of its step rewards", repr(measure_of(r.step_rewards)), repr(r.measure)))
+                findings.append(
+                    Finding(
+                        where,
+                        f"{r.attempt_id}: measure differs from the sum of its step rewards",
+                        repr(measure_of(r.step_rewards)),
+                        repr(r.measure),
+                    )
+                )
         if r.status in ("valid", "invalid") and r.contract_sha256 != contracts.get(r.condition):
             bad_contracts += 1
             if bad_contracts <= MAX_DIFFS:
-                findings.append(Finding(where, f"{r.attempt_id}: contract digest", str(contracts.get(r.condition)), str(r.contract_sha256)))
+                findings.append(
+                    Finding(
+                        where,
+                        f"{r.attempt_id}: contract digest",
+                        str(contracts.get(r.condition)),
+                        str(r.contract_sha256),
+                    )
+                )
 
     derived = derive(fp, seal, partitions, records, ledger)
-    _compare("data/source-ledger.json", derived.ledger, files["data/source-ledger.json"].read_bytes(), findings, ledger)
+    _compare(
+        "data/source-ledger.json",
+        derived.ledger,
+        files["data/source-ledger.json"].read_bytes(),
+        findings,
+        ledger,
+    )
     if aggregates_found is not None:
-        _compare("data/aggregates.json", derived.aggregates, files["data/aggregates.json"].read_bytes(), findings, aggregates_found)
+        _compare(
+            "data/aggregates.json",
+            derived.aggregates,
+            files["data/aggregates.json"].read_bytes(),
+            findings,
+            aggregates_found,
+        )
     if tiers_found is not None:
-        _compare("data/tiers.json", derived.tiers, files["data/tiers.json"].read_bytes(), findings, tiers_found)
+        _compare(
+            "data/tiers.json",
+            derived.tiers,
+            files["data/tiers.json"].read_bytes(),
+            findings,
+            tiers_found,
+        )
     if report_bytes is not None and report_bytes != derived.report.encode():
-        findings.append(Finding("data/validation-report.md", "report differs from its re-derivation", "re-derived text", "other text"))
+        findings.append(
+            Finding(
+                "data/validation-report.md",
+                "report differs from its re-derivation",
+                "re-derived text",
+                "other text",
+            )
+        )
     return findings

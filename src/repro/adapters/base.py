@@ -7,7 +7,8 @@ import importlib
 import importlib.metadata
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Protocol as TypingProtocol
+from typing import Any
+from typing import Protocol as TypingProtocol
 
 from attrs import frozen
 

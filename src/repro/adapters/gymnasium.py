@@ -99,7 +99,8 @@ class GymnasiumAdapter:
                 raise BadInput(f"protocol: {exc} @ {where}") from None
             if spec.max_episode_steps is None and "max_episode_steps" not in names:
                 raise BadInput(
-                    f"protocol: {env_id} has no time limit; add a max_episode_steps factor @ {where}"
+                    f"protocol: {env_id} has no time limit; "
+                    f"add a max_episode_steps factor @ {where}"
                 )
             entry = spec.entry_point
             module_name = entry.partition(":")[0] if isinstance(entry, str) else entry.__module__

@@ -1,0 +1,38 @@
+"""Sessions: tests, lint (ruff), types (mypy strict on src). Run all with ``uvx nox``."""
+
+from __future__ import annotations
+
+import nox
+
+nox.options.default_venv_backend = "uv"
+nox.options.sessions = ["tests", "lint", "types"]
+nox.options.reuse_existing_virtualenvs = True
+
+
+def _sync(session: nox.Session, *groups: str, extras: tuple[str, ...] = ()) -> None:
+    """Install the project, its locked dependencies and the given groups into the session."""
+    args = ["uv", "sync", "--locked", "--no-default-groups"]
+    args += [f"--group={g}" for g in groups] + [f"--extra={e}" for e in extras]
+    session.run_install(*args, env={"UV_PROJECT_ENVIRONMENT": session.virtualenv.location})
+
+
+@nox.session
+def tests(session: nox.Session) -> None:
+    """The whole test suite: unit, property, CLI, end-to-end, tamper corpus, interop."""
+    _sync(session, "test", extras=("plot",))
+    session.run("pytest", *session.posargs)
+
+
+@nox.session
+def lint(session: nox.Session) -> None:
+    """ruff: lint and format check."""
+    _sync(session, "lint")
+    session.run("ruff", "check", "src", "tests", "benchmarks", "noxfile.py")
+    session.run("ruff", "format", "--check", "src", "tests", "benchmarks", "noxfile.py")
+
+
+@nox.session
+def types(session: nox.Session) -> None:
+    """mypy, strict, on src/."""
+    _sync(session, "types")
+    session.run("mypy")

@@ -1,0 +1,86 @@
+"""Shared fixtures: small real studies on the embedded Gymnasium default."""
+
+from __future__ import annotations
+
+import copy
+import json
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from repro.execute import prepare, study
+
+ROOT = Path(__file__).resolve().parents[1]
+
+SMALL: dict[str, Any] = {
+    "schema": "repro.protocol/1",
+    "id": "small",
+    "title": "Small test study",
+    "adapter": {"name": "gymnasium", "options": {}},
+    "matrix": [{"name": "env_id", "levels": ["CartPole-v1", "MountainCar-v0"]}],
+    "participants": [
+        {"id": "random", "kind": "random", "params": {}},
+        {"id": "push-left", "kind": "constant", "params": {"action": 0}},
+    ],
+    "runs_per_condition": 8,
+    "seeding": {"mode": "per-run", "seed": 7},
+    "measure": {"name": "episode_return", "description": "sum of step rewards"},
+    "estimand": "sum-of-condition-means",
+    "interval": {"method": "normal", "level": 0.95},
+    "retry": {"max_attempts": 2},
+}
+
+
+class _Quiet:
+    def start(self, total: int) -> None:
+        pass
+
+    def advance(self, condition: str) -> None:
+        pass
+
+    def finish(self) -> None:
+        pass
+
+
+@pytest.fixture
+def small_protocol() -> dict[str, Any]:
+    """A fresh, mutable copy of the small protocol."""
+    return copy.deepcopy(SMALL)
+
+
+@pytest.fixture
+def write_protocol(tmp_path: Path) -> Callable[[dict[str, Any]], Path]:
+    """Write a protocol mapping to a file and return its path."""
+
+    def write(data: dict[str, Any], name: str = "protocol.json") -> Path:
+        path = tmp_path / name
+        path.write_text(json.dumps(data), "utf-8")
+        return path
+
+    return write
+
+
+def run_study(protocol_path: Path, out: Path) -> Path:
+    """Run a study quietly and return its root."""
+    study(prepare(protocol_path, {}), out, _Quiet())
+    return out
+
+
+@pytest.fixture(scope="session")
+def small_bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One real bundle of the small protocol, made once; copy it before changing it."""
+    base = tmp_path_factory.mktemp("small")
+    path = base / "protocol.json"
+    path.write_text(json.dumps(SMALL), "utf-8")
+    return run_study(path, base / "bundle")
+
+
+@pytest.fixture
+def bundle_copy(small_bundle: Path, tmp_path: Path) -> Path:
+    """A private copy of the small bundle, free to tamper with."""
+    target = tmp_path / "copy"
+    shutil.copytree(small_bundle, target, symlinks=True)
+    return target
