@@ -35,7 +35,6 @@ app = typer.Typer(
     help="Freeze a protocol, run it into a sealed bundle, and verify bundles offline.",
 )
 err = Console(stderr=True)
-out = Console()
 
 
 class _BarProgress:
@@ -194,23 +193,34 @@ def show(
 ) -> None:
     """Print the conditions, the estimand, the reproduction class and the tier verdicts."""
     agg, tiers = _read(bundle)
+    out = Console()
     published = {f.figure.removesuffix(" mean"): f for f in tiers.reproduction.figures}
+    has_published = bool(published)
     table = Table(title=f"{agg.measure} by condition")
-    for column in ("id", "condition", "n", "mean", "95% interval", "published", "at precision"):
-        table.add_column(column, justify="right" if column in ("n", "mean") else "left")
+    columns = ["id", "condition", "n", "mean", "95% interval"]
+    columns += ["published", "at precision"] if has_published else []
+    for column in columns:
+        table.add_column(
+            column,
+            justify="right" if column in ("n", "mean", "published") else "left",
+            no_wrap=column != "condition",
+            overflow="fold",
+        )
     for c in agg.conditions:
-        f = published.get(c.condition)
-        table.add_row(
+        row = [
             c.condition,
             condition_label(c.factors, c.participant),
             str(c.valid),
             "n/a" if c.mean is None else f"{c.mean:.4f}",
             "n/a" if c.interval is None else f"[{c.interval.low:.4f}, {c.interval.high:.4f}]",
-            "" if f is None else str(f.published),
-            ""
-            if f is None
-            else ("equal" if f.equal_at_precision else f"differs ({f.observed_rounded})"),
-        )
+        ]
+        if has_published:
+            f = published.get(c.condition)
+            row += [
+                "" if f is None else str(f.published),
+                "" if f is None else ("equal" if f.equal_at_precision else f"differs ({f.observed_rounded})"),
+            ]
+        table.add_row(*row)
     out.print(table)
     e = agg.estimand
     if e.value is not None and e.interval is not None:

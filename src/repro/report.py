@@ -154,7 +154,7 @@ def plot(agg: Aggregates, tiers: Tiers, out: Path) -> None:
     title = f"{e.kind}: {e.value:.2f}" if e.value is not None else e.kind
     if e.interval is not None:
         title += f" ± {e.interval.halfwidth:.2f}"
-    ax.set_title(f"{title}; reproduction: {tiers.reproduction.verdict}")
+    ax.set_title(f"{title}\nreproduction: {tiers.reproduction.verdict}")
     ax.grid(axis="x", alpha=0.3)
     ax.legend(loc="best")
     fig.tight_layout()
