@@ -17,7 +17,9 @@ json_values = st.recursive(
     | st.integers(min_value=-canonical.MAX_INT, max_value=canonical.MAX_INT)
     | st.floats(allow_nan=False, allow_infinity=False)
     | st.text(),
-    lambda children: st.lists(children, max_size=5) | st.dictionaries(st.text(), children, max_size=5),
+    lambda children: (
+        st.lists(children, max_size=5) | st.dictionaries(st.text(), children, max_size=5)
+    ),
     max_leaves=30,
 )
 
@@ -70,7 +72,7 @@ class TestStrictReading:
 
     def test_absurd_nesting_does_not_crash(self) -> None:
         """A hundred thousand open brackets give a clean refusal, not a RecursionError."""
-        with pytest.raises(BadInput, match="nesting deeper|not JSON"):
+        with pytest.raises(BadInput, match=r"nesting deeper|not JSON"):
             canonical.loads(b"[" * 100_000)
 
     def test_size_limit(self) -> None:

@@ -19,7 +19,9 @@ def _load(bundle: Path) -> tuple[FrozenProtocol, Seal, list[Partition], list[Run
     data = bundle / "data"
 
     def read(name: str, cls: type) -> object:
-        return structure(canonical.loads((data / name).read_bytes(), max_bytes=1 << 30), cls, what=name)
+        return structure(
+            canonical.loads((data / name).read_bytes(), max_bytes=1 << 30), cls, what=name
+        )
 
     fp = read("protocol.json", FrozenProtocol)
     seal = read("plans/seal.json", Seal)
@@ -38,7 +40,9 @@ class TestOrderInvariance:
 
     @settings(max_examples=15, deadline=None)
     @given(st.randoms(use_true_random=False))
-    def test_shuffled_records_give_identical_bytes(self, small_bundle: Path, rnd: random.Random) -> None:
+    def test_shuffled_records_give_identical_bytes(
+        self, small_bundle: Path, rnd: random.Random
+    ) -> None:
         """Aggregates, tiers, ledger and report come out byte-identical from shuffled records."""
         fp, seal, parts, records, ledger = _load(small_bundle)
         shuffled = records[:]

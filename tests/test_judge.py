@@ -33,7 +33,9 @@ def _agg(mean: float, half: float, total_half: float) -> Aggregates:
     iv = IntervalValue("normal", 0.95, mean - half, mean + half, half)
     row = ConditionAggregate("c00", {"env_id": "CartPole-v1"}, "random", 8, 8, 0, 0, mean, 1.0, iv)
     est = EstimandValue(
-        "sum-of-condition-means", mean, total_half / 1.96,
+        "sum-of-condition-means",
+        mean,
+        total_half / 1.96,
         IntervalValue("normal", 0.95, mean - total_half, mean + total_half, total_half),
     )
     return Aggregates("repro.aggregates/1", "0" * 64, "episode_return", (row,), est)
@@ -88,7 +90,13 @@ class TestRounding:
 
     @pytest.mark.parametrize(
         ("value", "decimals", "text"),
-        [(-3112.2049, 2, "-3112.20"), (-0.001, 2, "0.00"), (-0.0, 2, "0.00"), (2.675, 2, "2.67"), (1.005, 1, "1.0")],
+        [
+            (-3112.2049, 2, "-3112.20"),
+            (-0.001, 2, "0.00"),
+            (-0.0, 2, "0.00"),
+            (2.675, 2, "2.67"),
+            (1.005, 1, "1.0"),
+        ],
     )
     def test_rounded(self, value: float, decimals: int, text: str) -> None:
         """Rounding uses the exact binary value, half to even, and prints no negative zero."""

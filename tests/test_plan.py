@@ -14,7 +14,9 @@ from repro.plan import derive_seed, seal, slot_ids
 from repro.protocol import freeze
 from repro.serde import structure, to_bytes
 
-levels = st.lists(st.text(alphabet="abcdefgh", min_size=1, max_size=4), min_size=1, max_size=4, unique=True)
+levels = st.lists(
+    st.text(alphabet="abcdefgh", min_size=1, max_size=4), min_size=1, max_size=4, unique=True
+)
 
 
 def _protocol(factors: list[list[str]], participants: int, runs: int) -> Protocol:
@@ -30,7 +32,9 @@ class TestSlotIds:
 
     @settings(max_examples=50, deadline=None)
     @given(st.lists(levels, min_size=1, max_size=3), st.integers(1, 3), st.integers(1, 120))
-    def test_unique_and_stable(self, factors: list[list[str]], participants: int, runs: int) -> None:
+    def test_unique_and_stable(
+        self, factors: list[list[str]], participants: int, runs: int
+    ) -> None:
         """Every slot ID appears once, and expanding the same protocol again gives the same IDs."""
         p = _protocol(factors, participants, runs)
         ids = slot_ids(p)

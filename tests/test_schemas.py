@@ -26,7 +26,7 @@ class TestSchemas:
 
     @pytest.mark.parametrize("name", sorted(schemas.SCHEMAS))
     def test_committed_schema_is_current(self, name: str) -> None:
-        """schemas/<name>.schema.json equals what the models generate (run python -m repro.schemas)."""
+        """schemas/<name>.schema.json equals what the models generate (python -m repro.schemas)."""
         committed = json.loads((ROOT / "schemas" / f"{name}.schema.json").read_text())
         assert committed == schemas.generate(name)
         jsonschema.Draft202012Validator.check_schema(committed)
@@ -44,7 +44,9 @@ class TestSchemas:
             for line in path.read_text().splitlines():
                 jsonschema.validate(json.loads(line), schemas.load("run-record"))
 
-    @pytest.mark.parametrize("path", sorted((ROOT / "protocols").glob("*.json")), ids=lambda p: p.name)
+    @pytest.mark.parametrize(
+        "path", sorted((ROOT / "protocols").glob("*.json")), ids=lambda p: p.name
+    )
     def test_shipped_protocols_validate(self, path: Path) -> None:
         """Every protocol in protocols/ validates against the protocol schema."""
         jsonschema.validate(json.loads(path.read_text()), schemas.load("protocol"))

@@ -73,7 +73,9 @@ class TestIntervals:
         """Sum of condition means: SE = sqrt(sum(var_i / n_i))."""
         groups = [[1.0, 2.0, 3.0], [10.0, 12.0, 14.0, 16.0]]
         summaries = [stats.summarize(g) for g in groups]
-        value, se, iv = stats.estimand_interval(summaries, "sum-of-condition-means", "normal", 0.95, 100, 0)
+        value, se, iv = stats.estimand_interval(
+            summaries, "sum-of-condition-means", "normal", 0.95, 100, 0
+        )
         expected_se = math.sqrt(1.0 / 3 + (20.0 / 3) / 4)
         assert value == 2.0 + 13.0
         assert se == pytest.approx(expected_se, rel=1e-15)
@@ -82,8 +84,12 @@ class TestIntervals:
     def test_mean_of_means(self) -> None:
         """Mean of condition means divides value and SE by the number of conditions."""
         summaries = [stats.summarize(g) for g in ([1.0, 3.0], [5.0, 9.0])]
-        value, se, _ = stats.estimand_interval(summaries, "mean-of-condition-means", "normal", 0.95, 100, 0)
-        s_value, s_se, _ = stats.estimand_interval(summaries, "sum-of-condition-means", "normal", 0.95, 100, 0)
+        value, se, _ = stats.estimand_interval(
+            summaries, "mean-of-condition-means", "normal", 0.95, 100, 0
+        )
+        s_value, s_se, _ = stats.estimand_interval(
+            summaries, "sum-of-condition-means", "normal", 0.95, 100, 0
+        )
         assert value == s_value / 2 and se == s_se / 2
 
     @settings(max_examples=20, deadline=None)
@@ -91,7 +97,9 @@ class TestIntervals:
     def test_estimand_interval_contains_value(self, groups: list[list[float]], method: str) -> None:
         """The estimand lies inside its own symmetric interval."""
         summaries = [stats.summarize(g) for g in groups]
-        value, _, iv = stats.estimand_interval(summaries, "sum-of-condition-means", method, 0.95, 100, 0)  # type: ignore[arg-type]
+        value, _, iv = stats.estimand_interval(
+            summaries, "sum-of-condition-means", method, 0.95, 100, 0
+        )  # type: ignore[arg-type]
         assert iv is not None and value is not None
         assert iv.low <= value <= iv.high
 
@@ -100,5 +108,7 @@ class TestIntervals:
         zero-width contribution, not an error."""
         summaries = [stats.summarize([0.0] * 10), stats.summarize([1.0, 2.0, 3.0])]
         for method in ("normal", "t"):
-            value, se, iv = stats.estimand_interval(summaries, "sum-of-condition-means", method, 0.95, 100, 0)  # type: ignore[arg-type]
+            value, _se, iv = stats.estimand_interval(
+                summaries, "sum-of-condition-means", method, 0.95, 100, 0
+            )  # type: ignore[arg-type]
             assert value == 2.0 and iv is not None and math.isfinite(iv.halfwidth)

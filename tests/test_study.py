@@ -21,7 +21,11 @@ runner = CliRunner()
 
 
 def _runs(bundle: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for f in sorted((bundle / "data/runs").iterdir()) for line in f.read_text().splitlines()]
+    return [
+        json.loads(line)
+        for f in sorted((bundle / "data/runs").iterdir())
+        for line in f.read_text().splitlines()
+    ]
 
 
 def _digests(bundle: Path, names: list[str]) -> dict[str, str]:
@@ -39,7 +43,10 @@ class TestQuickStart:
     def test_quickstart_via_cli(self, tmp_path: Path) -> None:
         """study exits 0, prints the verify command last, and verify then exits 0."""
         out = tmp_path / "bundle"
-        result = runner.invoke(app, ["study", str(ROOT / "protocols/gymnasium-classic-control.json"), "--out", str(out)])
+        result = runner.invoke(
+            app,
+            ["study", str(ROOT / "protocols/gymnasium-classic-control.json"), "--out", str(out)],
+        )
         assert result.exit_code == 0, result.output
         assert result.stdout.strip().splitlines()[-1] == f"repro verify {out}"
         assert "study: 600/600 runs (100%)" in result.stderr
@@ -47,7 +54,11 @@ class TestQuickStart:
         assert check.exit_code == 0, check.output
         bagit.Bag(str(out)).validate()
         shown = runner.invoke(app, ["show", str(out)], env={"COLUMNS": "200"})
-        assert shown.exit_code == 0 and "CartPole-v1" in shown.stdout and "execution-control" in shown.stdout
+        assert (
+            shown.exit_code == 0
+            and "CartPole-v1" in shown.stdout
+            and "execution-control" in shown.stdout
+        )
 
 
 class TestFreshRoot:
@@ -69,16 +80,27 @@ class TestFreshRoot:
 class TestDeterminism:
     """Running the same protocol twice gives byte-identical derived files."""
 
-    def test_byte_identical(self, write_protocol: Callable[..., Path], small_protocol: dict[str, Any], tmp_path: Path) -> None:
+    def test_byte_identical(
+        self, write_protocol: Callable[..., Path], small_protocol: dict[str, Any], tmp_path: Path
+    ) -> None:
         """runs/, plans/, aggregates.json and tiers.json are identical across two studies."""
         path = write_protocol(small_protocol)
         a = run_study(path, tmp_path / "a")
         b = run_study(path, tmp_path / "b")
-        names = ["runs/*.jsonl", "plans/*.json", "aggregates.json", "tiers.json", "source-ledger.json", "validation-report.md"]
+        names = [
+            "runs/*.jsonl",
+            "plans/*.json",
+            "aggregates.json",
+            "tiers.json",
+            "source-ledger.json",
+            "validation-report.md",
+        ]
         da, db = _digests(a, names), _digests(b, names)
         assert da and da == db
 
-    def test_stream_mode_is_deterministic(self, write_protocol: Callable[..., Path], small_protocol: dict[str, Any], tmp_path: Path) -> None:
+    def test_stream_mode_is_deterministic(
+        self, write_protocol: Callable[..., Path], small_protocol: dict[str, Any], tmp_path: Path
+    ) -> None:
         """Stream seeding, set once, also gives identical runs twice; and differs from per-run."""
         small_protocol["seeding"] = {"mode": "stream", "seed": 153, "statement": "random.seed(153)"}
         path = write_protocol(small_protocol)
@@ -91,23 +113,35 @@ class TestDeterminism:
 class TestRetriesAndExclusions:
     """Every slot ends with one terminal outcome; nothing is dropped or imputed."""
 
-    def test_first_valid_attempt_wins(self, write_protocol: Callable[..., Path], small_protocol: dict[str, Any], tmp_path: Path) -> None:
+    def test_first_valid_attempt_wins(
+        self, write_protocol: Callable[..., Path], small_protocol: dict[str, Any], tmp_path: Path
+    ) -> None:
         """A transient failure is retried under a new attempt ID linked to its predecessor."""
-        small_protocol["participants"] = [{"id": "flaky", "kind": "callable", "params": {"target": "repro_test_policies:flaky"}}]
+        small_protocol["participants"] = [
+            {"id": "flaky", "kind": "callable", "params": {"target": "repro_test_policies:flaky"}}
+        ]
         small_protocol["matrix"] = [{"name": "env_id", "levels": ["CartPole-v1"]}]
         out = run_study(write_protocol(small_protocol), tmp_path / "b")
         runs = _runs(out)
         failed = [r for r in runs if r["status"] == "failed"]
         assert len(failed) == 1 and failed[0]["cause"] == "environment-error:RuntimeError"
         retry = next(r for r in runs if r["predecessor"] == failed[0]["attempt_id"])
-        assert retry["status"] == "valid" and retry["attempt"] == 2 and retry["attempt_id"].endswith("-a2")
+        assert (
+            retry["status"] == "valid"
+            and retry["attempt"] == 2
+            and retry["attempt_id"].endswith("-a2")
+        )
         assert len({r["slot"] for r in runs}) == 8
         assert verify(out) == []
 
-    def test_exhausted_slot_is_failed_not_dropped(self, write_protocol: Callable[..., Path], small_protocol: dict[str, Any], tmp_path: Path) -> None:
+    def test_exhausted_slot_is_failed_not_dropped(
+        self, write_protocol: Callable[..., Path], small_protocol: dict[str, Any], tmp_path: Path
+    ) -> None:
         """A slot that fails every attempt is recorded failed, listed as a loss, and the class is
         unavailable because the plan is incomplete."""
-        small_protocol["participants"] = [{"id": "broken", "kind": "callable", "params": {"target": "repro_test_policies:broken"}}]
+        small_protocol["participants"] = [
+            {"id": "broken", "kind": "callable", "params": {"target": "repro_test_policies:broken"}}
+        ]
         small_protocol["matrix"] = [{"name": "env_id", "levels": ["CartPole-v1"]}]
         small_protocol["published"] = {
             "citation": {"title": "t", "url": "https://example.org", "locator": "x"},
@@ -127,7 +161,9 @@ class TestRetriesAndExclusions:
         assert agg["conditions"][0]["failed"] == 8 and agg["conditions"][0]["mean"] is None
         assert verify(out) == []
 
-    def test_exclusion_is_recorded_and_reported(self, write_protocol: Callable[..., Path], small_protocol: dict[str, Any], tmp_path: Path) -> None:
+    def test_exclusion_is_recorded_and_reported(
+        self, write_protocol: Callable[..., Path], small_protocol: dict[str, Any], tmp_path: Path
+    ) -> None:
         """A declared exclusion yields one 'excluded' record, is not run, and is reported."""
         small_protocol["exclusions"] = [{"slot": "c02-r0001", "reason": "declared before sealing"}]
         out = run_study(write_protocol(small_protocol), tmp_path / "b")
@@ -142,24 +178,38 @@ class TestRetriesAndExclusions:
 class TestCallablePolicy:
     """An importable callable policy is pinned by the sha256 of its source file."""
 
-    def test_pinned_in_ledger(self, write_protocol: Callable[..., Path], small_protocol: dict[str, Any], tmp_path: Path) -> None:
+    def test_pinned_in_ledger(
+        self, write_protocol: Callable[..., Path], small_protocol: dict[str, Any], tmp_path: Path
+    ) -> None:
         """The ledger lists the policy file by path inside its import root and sha256."""
         expected = hashlib.sha256((ROOT / "tests/repro_test_policies.py").read_bytes()).hexdigest()
         small_protocol["participants"] = [
-            {"id": "left", "kind": "callable", "params": {"target": "repro_test_policies:always_left", "sha256": expected}}
+            {
+                "id": "left",
+                "kind": "callable",
+                "params": {"target": "repro_test_policies:always_left", "sha256": expected},
+            }
         ]
         out = run_study(write_protocol(small_protocol), tmp_path / "b")
         ledger = json.loads((out / "data/source-ledger.json").read_text())
         pinned = [s for s in ledger["sources"] if s["name"] == "repro_test_policies.py"]
         assert pinned and pinned[0]["sha256"] == expected
 
-    def test_digest_mismatch_refused(self, write_protocol: Callable[..., Path], small_protocol: dict[str, Any], tmp_path: Path) -> None:
+    def test_digest_mismatch_refused(
+        self, write_protocol: Callable[..., Path], small_protocol: dict[str, Any], tmp_path: Path
+    ) -> None:
         """A pinned digest that does not match the file refuses to run: exit 2, nothing written."""
         small_protocol["participants"] = [
-            {"id": "left", "kind": "callable", "params": {"target": "repro_test_policies:always_left", "sha256": "0" * 64}}
+            {
+                "id": "left",
+                "kind": "callable",
+                "params": {"target": "repro_test_policies:always_left", "sha256": "0" * 64},
+            }
         ]
         out = tmp_path / "b"
-        result = runner.invoke(app, ["study", str(write_protocol(small_protocol)), "--out", str(out)])
+        result = runner.invoke(
+            app, ["study", str(write_protocol(small_protocol)), "--out", str(out)]
+        )
         assert result.exit_code == 2
         assert "$.participants[0].params.sha256" in result.stderr
         assert not out.exists()

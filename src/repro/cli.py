@@ -23,8 +23,9 @@ from rich.table import Table
 from repro.errors import EXIT_BAD_INPUT, EXIT_VERIFY_FAILED, BadInput
 from repro.execute import prepare
 from repro.execute import study as run_study
-from repro.models import Aggregates, Tiers
+from repro.models import Aggregates, FrozenProtocol, Tiers
 from repro.report import condition_label
+from repro.verify import BundleReader, Finding
 from repro.verify import verify as verify_bundle
 
 __all__ = ["app", "main"]
@@ -166,22 +167,19 @@ def verify(
         raise typer.Exit(EXIT_VERIFY_FAILED)
 
 
-def _read(bundle: Path) -> tuple[Aggregates, Tiers]:
-    from repro.verify import Finding, _Reader
-
+def _read(bundle: Path) -> tuple[Aggregates, Tiers, list[str]]:
     findings: list[Finding] = []
-    files = {
-        n: bundle / n for n in ("data/aggregates.json", "data/tiers.json") if (bundle / n).is_file()
-    }
-    reader = _Reader(files, findings)
+    names = ("data/aggregates.json", "data/tiers.json", "data/protocol.json")
+    reader = BundleReader({n: bundle / n for n in names if (bundle / n).is_file()}, findings)
     agg = reader.json("data/aggregates.json", "aggregates", Aggregates)
     tiers = reader.json("data/tiers.json", "tiers", Tiers)
-    if agg is None or tiers is None:
+    fp = reader.json("data/protocol.json", "frozen-protocol", FrozenProtocol)
+    if agg is None or tiers is None or fp is None:
         raise _fail(
             f"{bundle}: unreadable bundle: "
             + "; ".join(f"{f.file}: {f.what}: {f.found}" for f in findings)
         )
-    return agg, tiers
+    return agg, tiers, [f.name for f in fp.protocol.matrix]
 
 
 @app.command()
@@ -192,7 +190,7 @@ def show(
     ] = None,
 ) -> None:
     """Print the conditions, the estimand, the reproduction class and the tier verdicts."""
-    agg, tiers = _read(bundle)
+    agg, tiers, order = _read(bundle)
     out = Console()
     published = {f.figure.removesuffix(" mean"): f for f in tiers.reproduction.figures}
     has_published = bool(published)
@@ -209,7 +207,7 @@ def show(
     for c in agg.conditions:
         row = [
             c.condition,
-            condition_label(c.factors, c.participant),
+            condition_label(c.factors, c.participant, order),
             str(c.valid),
             "n/a" if c.mean is None else f"{c.mean:.4f}",
             "n/a" if c.interval is None else f"[{c.interval.low:.4f}, {c.interval.high:.4f}]",
@@ -218,7 +216,9 @@ def show(
             f = published.get(c.condition)
             row += [
                 "" if f is None else str(f.published),
-                "" if f is None else ("equal" if f.equal_at_precision else f"differs ({f.observed_rounded})"),
+                ""
+                if f is None
+                else ("equal" if f.equal_at_precision else f"differs ({f.observed_rounded})"),
             ]
         table.add_row(*row)
     out.print(table)
@@ -244,7 +244,7 @@ def show(
         except ImportError:
             raise _fail("plotting needs matplotlib: install repro[plot]") from None
         try:
-            draw(agg, tiers, plot)
+            draw(agg, tiers, plot, order)
         except ImportError:
             raise _fail("plotting needs matplotlib: install repro[plot]") from None
         out.print(f"plot written to {plot}", highlight=False)

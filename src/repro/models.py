@@ -28,6 +28,7 @@ __all__ = [
     "EstimandValue",
     "Exclusion",
     "Factor",
+    "FieldError",
     "FigureComparison",
     "FrozenProtocol",
     "Interval",
@@ -61,36 +62,45 @@ _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
 
 
+class FieldError(ValueError):
+    """A field value of the right type that a validator refuses; ``field`` names it."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
 def _ident(_: object, attribute: Any, value: str) -> None:
     if not _ID.match(value):
-        raise ValueError(
-            f"{attribute.name} {value!r} must be 1-64 characters of letters, digits, '_', '.', '-'"
+        raise FieldError(
+            attribute.name,
+            f"{attribute.name} {value!r} must be 1-64 characters of letters, digits, '_', '.', '-'",
         )
 
 
 def _sha256(_: object, attribute: Any, value: str) -> None:
     if not _HEX64.match(value):
-        raise ValueError(f"{attribute.name} must be 64 lower-case hex digits")
+        raise FieldError(attribute.name, f"{attribute.name} must be 64 lower-case hex digits")
 
 
 def _positive(_: object, attribute: Any, value: int) -> None:
     if value < 1:
-        raise ValueError(f"{attribute.name} must be at least 1, not {value}")
+        raise FieldError(attribute.name, f"{attribute.name} must be at least 1, not {value}")
 
 
 def _probability(_: object, attribute: Any, value: float) -> None:
     if not 0.5 <= value < 1:
-        raise ValueError(f"{attribute.name} must be in [0.5, 1), not {value}")
+        raise FieldError(attribute.name, f"{attribute.name} must be in [0.5, 1), not {value}")
 
 
 def _finite(_: object, attribute: Any, value: float) -> None:
     if not math.isfinite(value):
-        raise ValueError(f"{attribute.name} must be finite")
+        raise FieldError(attribute.name, f"{attribute.name} must be finite")
 
 
 def _non_empty(_: object, attribute: Any, value: tuple[Any, ...]) -> None:
     if not value:
-        raise ValueError(f"{attribute.name} must not be empty")
+        raise FieldError(attribute.name, f"{attribute.name} must not be empty")
 
 
 # --------------------------------------------------------------------------- protocol
@@ -133,7 +143,7 @@ class Seeding:
     @seed.validator
     def _check_seed(self, _: Any, value: int) -> None:
         if not 0 <= value < 2**63:
-            raise ValueError("seed must be in [0, 2**63)")
+            raise FieldError("seed", "seed must be in [0, 2**63)")
 
 
 @frozen
@@ -165,7 +175,7 @@ class Retry:
     @max_attempts.validator
     def _check(self, _: Any, value: int) -> None:
         if not 1 <= value <= 100:
-            raise ValueError("max_attempts must be between 1 and 100")
+            raise FieldError("max_attempts", "max_attempts must be between 1 and 100")
 
 
 @frozen
@@ -217,7 +227,7 @@ class Published:
     @decimals.validator
     def _check(self, _: Any, value: int) -> None:
         if not 0 <= value <= 12:
-            raise ValueError("decimals must be between 0 and 12")
+            raise FieldError("decimals", "decimals must be between 0 and 12")
 
 
 @frozen

@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
-from repro.models import Aggregates, FrozenProtocol, Ledger, Level, Tiers
+from repro.models import Aggregates, FrozenProtocol, IntervalValue, Ledger, Level, Tiers
 
 __all__ = ["condition_label", "plot", "validation_report"]
 
 
-def condition_label(factors: dict[str, Level], participant: str) -> str:
-    """A condition as a reader names it: its factor levels and participant."""
-    return ", ".join(f"{k}={v}" for k, v in factors.items()) + f" / {participant}"
+def condition_label(factors: dict[str, Level], participant: str, order: Sequence[str] = ()) -> str:
+    """A condition as a reader names it: its factor levels (those named in ``order`` first, in
+    that order, the rest sorted) and participant."""
+    names = [n for n in order if n in factors] + sorted(set(factors) - set(order))
+    return ", ".join(f"{n}={factors[n]}" for n in names) + f" / {participant}"
 
 
 def _num(value: float | None, places: int = 4) -> str:
@@ -21,6 +24,7 @@ def _num(value: float | None, places: int = 4) -> str:
 def validation_report(fp: FrozenProtocol, agg: Aggregates, tiers: Tiers, ledger: Ledger) -> str:
     """What was claimed, what was not, and the one command that re-checks it."""
     p = fp.protocol
+    order = [f.name for f in p.matrix]
     rep = tiers.reproduction
     e = agg.estimand
     lines = [
@@ -77,7 +81,7 @@ def validation_report(fp: FrozenProtocol, agg: Aggregates, tiers: Tiers, ledger:
     for c in agg.conditions:
         iv = f"[{c.interval.low:.4f}, {c.interval.high:.4f}]" if c.interval else "n/a"
         lines.append(
-            f"| {c.condition} | {condition_label(c.factors, c.participant)} | {c.valid} | "
+            f"| {c.condition} | {condition_label(c.factors, c.participant, order)} | {c.valid} | "
             f"{_num(c.mean)} | {_num(c.sd)} | {iv} |"
         )
     lines += ["", "## Tiers", ""]
@@ -112,51 +116,53 @@ def validation_report(fp: FrozenProtocol, agg: Aggregates, tiers: Tiers, ledger:
     return "\n".join(lines)
 
 
-def plot(agg: Aggregates, tiers: Tiers, out: Path) -> None:
-    """Each condition's observed mean and interval beside its published value, as a PNG."""
+def plot(agg: Aggregates, tiers: Tiers, out: Path, order: Sequence[str] = ()) -> None:
+    """One panel per condition, each on its own scale: the observed mean with its interval, and
+    the published value where there is one; a last panel for the estimand. Written as a PNG."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    published = {
-        f.figure.removesuffix(" mean"): f.published
-        for f in tiers.reproduction.figures
-        if f.figure.endswith(" mean")
-    }
-    rows = agg.conditions
-    fig, ax = plt.subplots(figsize=(8, 0.5 * len(rows) + 1.6))
-    for y, c in enumerate(rows):
-        if c.mean is not None:
-            err = [[c.mean - c.interval.low], [c.interval.high - c.mean]] if c.interval else None
-            ax.errorbar(
-                c.mean,
-                y,
-                xerr=err,
-                fmt="o",
-                color="tab:blue",
-                capsize=4,
-                label="observed mean, interval" if y == 0 else None,
-            )
-        if c.condition in published:
-            ax.plot(
-                published[c.condition],
-                y,
-                "x",
-                color="tab:red",
-                markersize=9,
-                label="published" if "published" not in ax.get_legend_handles_labels()[1] else None,
-            )
-    ax.set_yticks(range(len(rows)), [condition_label(c.factors, c.participant) for c in rows])
-    ax.invert_yaxis()
-    ax.set_xlabel(agg.measure)
+    figures = {f.figure: f for f in tiers.reproduction.figures}
     e = agg.estimand
-    title = f"{e.kind}: {e.value:.2f}" if e.value is not None else e.kind
-    if e.interval is not None:
-        title += f" ± {e.interval.halfwidth:.2f}"
-    ax.set_title(f"{title}\nreproduction: {tiers.reproduction.verdict}")
-    ax.grid(axis="x", alpha=0.3)
-    ax.legend(loc="best")
+    panels: list[tuple[str, float | None, IntervalValue | None, float | None]] = [
+        (
+            condition_label(c.factors, c.participant, order),
+            c.mean,
+            c.interval,
+            figures[f"{c.condition} mean"].published if f"{c.condition} mean" in figures else None,
+        )
+        for c in agg.conditions
+    ]
+    published_total = figures.get("estimand value")
+    panels.append(
+        (e.kind, e.value, e.interval, published_total.published if published_total else None)
+    )
+    fig, axes = plt.subplots(len(panels), 1, figsize=(8, 0.9 * len(panels) + 1.2), squeeze=False)
+    for ax, (label, mean, interval, published) in zip(axes[:, 0], panels, strict=True):
+        if mean is not None:
+            err = [[mean - interval.low], [interval.high - mean]] if interval else None
+            ax.errorbar([mean], [0], xerr=err, fmt="o", color="tab:blue", capsize=5)
+        if published is not None:
+            ax.plot([published], [0], "x", color="tab:red", markersize=10, mew=2)
+        points = [v for v in (mean, published) if v is not None]
+        if interval is not None:
+            points += [interval.low, interval.high]
+        if points:
+            low, high = min(points), max(points)
+            pad = max((high - low) * 0.6, abs(high) * 1e-3, 0.05)
+            ax.set_xlim(low - pad, high + pad)
+        ax.set_yticks([])
+        ax.set_ylabel(label, rotation=0, ha="right", va="center", fontsize=8)
+        ax.tick_params(axis="x", labelsize=7)
+        ax.grid(axis="x", alpha=0.3)
+    level = e.interval.level if e.interval else 0.95
+    fig.suptitle(
+        f"{agg.measure}: observed mean with {level:.0%} interval (blue), published (red x)\n"
+        f"reproduction: {tiers.reproduction.verdict}",
+        fontsize=9,
+    )
     fig.tight_layout()
     fig.savefig(out, dpi=120)
     plt.close(fig)

@@ -15,7 +15,7 @@ from cattrs.v import transform_error
 
 from repro import canonical
 from repro.errors import BadInput
-from repro.models import Level
+from repro.models import FieldError, Level
 
 __all__ = ["converter", "structure", "to_bytes", "unstructure"]
 
@@ -24,39 +24,54 @@ T = TypeVar("T")
 converter = cattrs.Converter(forbid_extra_keys=True)
 
 
+_JSON_TYPES = {
+    dict: "an object",
+    list: "an array",
+    str: "a string",
+    bool: "a boolean",
+    int: "an integer",
+    float: "a number",
+    type(None): "null",
+}
+
+
+def _found(value: Any) -> str:
+    return f"found {_JSON_TYPES.get(type(value), type(value).__name__)}"
+
+
 def _strict_int(value: Any, _: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"expected an integer, found {type(value).__name__}")
+        raise TypeError(f"expected an integer, {_found(value)}")
     return value
 
 
 def _strict_float(value: Any, _: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"expected a number, found {type(value).__name__}")
+        raise TypeError(f"expected a number, {_found(value)}")
     return float(value)
 
 
 def _strict_str(value: Any, _: Any) -> str:
     if not isinstance(value, str):
-        raise TypeError(f"expected a string, found {type(value).__name__}")
+        raise TypeError(f"expected a string, {_found(value)}")
     return value
 
 
 def _strict_bool(value: Any, _: Any) -> bool:
     if not isinstance(value, bool):
-        raise TypeError(f"expected true or false, found {type(value).__name__}")
+        raise TypeError(f"expected true or false, {_found(value)}")
     return value
 
 
 def _level(value: Any, _: Any) -> Level:
     if isinstance(value, bool) or not isinstance(value, (str, int)):
-        raise TypeError(f"expected a string or an integer, found {type(value).__name__}")
+        raise TypeError(f"expected a string or an integer, {_found(value)}")
     return value
 
 
 def _json_object(value: Any, _: Any) -> dict[str, Any]:
     if not isinstance(value, dict):
-        raise TypeError(f"expected an object, found {type(value).__name__}")
+        raise TypeError(f"expected an object, {_found(value)}")
     return value
 
 
@@ -78,7 +93,7 @@ def _tuple_hook(type_: Any) -> Any:
     def structure_tuple(value: Any, _: Any) -> tuple[Any, ...]:
         # cattrs would happily iterate a string or an object; JSON arrays only here.
         if not isinstance(value, list):
-            raise TypeError(f"expected an array, found {type(value).__name__}")
+            raise TypeError(f"expected an array, {_found(value)}")
         out, errors = [], []
         for index, item in enumerate(value):
             try:
@@ -96,7 +111,14 @@ def _tuple_hook(type_: Any) -> Any:
 converter.register_structure_hook_factory(_is_tuple, _tuple_hook)
 
 
+_FIELD = "\x00"
+
+
 def _message(exc: BaseException, type_: Any) -> str:
+    if isinstance(exc, FieldError):
+        # A validator ran while the object was built, so cattrs knows only the object's path;
+        # carry the field name along and append it to the path below.
+        return f"{exc}{_FIELD}{exc.field}"
     if isinstance(exc, ForbiddenExtraKeysError):
         return f"unknown key(s) {', '.join(sorted(exc.extra_fields))}"
     if isinstance(exc, KeyError):
@@ -111,7 +133,13 @@ def structure(data: Any, cls: type[T], *, what: str) -> T:
     try:
         return converter.structure(data, cls)
     except (ClassValidationError, IterableValidationError) as exc:
-        lines = transform_error(exc, path="$", format_exception=_message)
+        lines = []
+        for line in transform_error(exc, path="$", format_exception=_message):
+            if _FIELD in line:
+                message, _, rest = line.partition(_FIELD)
+                field, _, path = rest.partition(" @ ")
+                line = f"{message} @ {path}.{field}"
+            lines.append(line)
         raise BadInput(f"{what}: " + "; ".join(lines)) from None
     except (TypeError, ValueError) as exc:
         raise BadInput(f"{what}: {exc} @ $") from None

@@ -37,7 +37,7 @@ from repro.plan import seal as seal_plan
 from repro.protocol import check_consistency
 from repro.serde import structure, to_bytes, unstructure
 
-__all__ = ["Finding", "verify"]
+__all__ = ["BundleReader", "Finding", "verify"]
 
 T = TypeVar("T")
 
@@ -167,7 +167,7 @@ def _integrity(root: Path, files: dict[str, Path], findings: list[Finding]) -> N
             digest = _sha256(files[name])
             if digest != listed[name]:
                 findings.append(
-                    Finding(name, "sha256 differs from the manifest", listed[name], digest)
+                    Finding(name, f"sha256 differs from {manifest}", listed[name], digest)
                 )
     if "bag-info.txt" in files:
         payload = [p for n, p in files.items() if n.startswith("data/")]
@@ -184,7 +184,7 @@ def _integrity(root: Path, files: dict[str, Path], findings: list[Finding]) -> N
         findings.append(Finding("bag-info.txt", "missing bag-info.txt", "present", "missing"))
 
 
-class _Reader:
+class BundleReader:
     """Reads bundle files strictly: canonical JSON, schema, model."""
 
     def __init__(self, files: dict[str, Path], findings: list[Finding]) -> None:
@@ -328,7 +328,7 @@ def verify(root: Path) -> list[Finding]:
         raise BadInput(f"{root}: not a bundle directory")
     files, findings = _scan(root)
     _integrity(root, files, findings)
-    read = _Reader(files, findings)
+    read = BundleReader(files, findings)
     fp = read.json("data/protocol.json", "frozen-protocol", FrozenProtocol)
     seal = read.json("data/plans/seal.json", "seal", Seal)
     ledger = read.json("data/source-ledger.json", "source-ledger", Ledger)
