@@ -1,0 +1,427 @@
+"""CAGE Challenge 2 (CybORG 2.1, Scenario2) through upstream CybORG or the csle-cyborg fork.
+
+Factors: ``trial_length`` (blue steps per episode) and ``red_agent`` (``B_lineAgent``,
+``RedMeanderAgent``, ``SleepAgent``). Participants (``kind``): ``sleep`` (ChallengeWrapper action 0
+at every step: the "Sleeping Agent") and ``agent_class`` (``params.target = "module:Class"``, an
+object with ``get_action(observation, action_space)`` and ``end_episode()``, instantiated once per
+condition and pinned by the sha256 of its module's source file).
+
+Options (protocol ``adapter.options`` or ``--option``): ``backend`` (``auto``, ``cyborg`` for
+upstream, ``csle-cyborg``), ``scenario_dir`` (required for csle-cyborg, whose wheel ships no
+scenario files), ``scenario_sha256`` (protocol only: file name -> pinned sha256; a mismatch
+refuses the run).
+
+Per condition, as the leaderboard's evaluator does: build a fresh environment with the red agent,
+wrap it in ChallengeWrapper for Blue, reset; per episode take ``trial_length`` blue steps, sum
+the step rewards, reset.
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib
+import importlib.metadata
+import importlib.util
+import struct
+import sys
+import types
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from repro.adapters.base import (
+    Evidence,
+    Frozen,
+    TraceDigest,
+    file_source,
+    module_file_source,
+    package_source,
+)
+from repro.errors import BadInput, RunFailed
+from repro.models import AdapterFacts, Condition, PlanEntry, Protocol, Source
+
+__all__ = ["RED_AGENTS", "CybORGAdapter", "load_backend", "resolve_scenario"]
+
+RED_AGENTS = ("B_lineAgent", "RedMeanderAgent", "SleepAgent")
+_OPTIONS = {"backend", "scenario_dir", "scenario_sha256"}
+_CLI_OPTIONS = {"backend", "scenario_dir"}
+_SB3 = "stable_baselines3"
+
+
+@contextmanager
+def _without_stable_baselines3() -> Iterator[None]:
+    """csle-cyborg imports stable_baselines3 (and so torch) for a blue agent that a Scenario2
+    evaluation never uses. When it is not installed, stand in a module for the length of the
+    import only, and take it out of sys.modules afterwards so no other library sees it."""
+    if _SB3 in sys.modules or importlib.util.find_spec(_SB3) is not None:
+        yield
+        return
+    stub = types.ModuleType(_SB3, "temporary stand-in while importing csle_cyborg")
+
+    class PPO:
+        def __init__(self, *args: object, **kwargs: object) -> None:
+            raise RuntimeError("stable_baselines3 is not installed")
+
+        @classmethod
+        def load(cls, *args: object, **kwargs: object) -> None:
+            raise RuntimeError("stable_baselines3 is not installed")
+
+    stub.PPO = PPO  # type: ignore[attr-defined]
+    sys.modules[_SB3] = stub
+    try:
+        yield
+    finally:
+        if sys.modules.get(_SB3) is stub:
+            del sys.modules[_SB3]
+
+
+class Backend:
+    """One of the two CybORG distributions, behind the calls the evaluator makes."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        if name == "csle-cyborg":
+            with _without_stable_baselines3():
+                main = importlib.import_module("csle_cyborg.main")
+                self.modules = {
+                    "B_lineAgent": "csle_cyborg.agents.simple_agents.b_line",
+                    "RedMeanderAgent": "csle_cyborg.agents.simple_agents.meander",
+                    "SleepAgent": "csle_cyborg.agents.simple_agents.sleep_agent",
+                    "ChallengeWrapper": "csle_cyborg.agents.wrappers.challenge_wrapper",
+                    "Main": "csle_cyborg.main",
+                }
+                self.classes = {
+                    k: getattr(importlib.import_module(m), k) for k, m in self.modules.items()
+                }
+            self.distribution = "csle-cyborg"
+            self.package_dir = Path(str(main.__file__)).resolve().parent
+        else:
+            cyborg = importlib.import_module("CybORG")
+            agents = importlib.import_module("CybORG.Agents")
+            wrappers = importlib.import_module("CybORG.Agents.Wrappers")
+            self.classes = {
+                "B_lineAgent": agents.B_lineAgent,
+                "RedMeanderAgent": agents.RedMeanderAgent,
+                "SleepAgent": agents.SleepAgent,
+                "ChallengeWrapper": wrappers.ChallengeWrapper,
+                "Main": cyborg.CybORG,
+            }
+            self.modules = {k: c.__module__ for k, c in self.classes.items()}
+            self.distribution = "CybORG"
+            self.package_dir = Path(str(cyborg.__file__)).resolve().parent
+
+    def default_scenario_dir(self) -> Path | None:
+        """Upstream finds its scenario files inside the package; the fork ships none."""
+        if self.name == "cyborg":
+            return self.package_dir / "Shared" / "Scenarios"
+        return None
+
+    def make(self, scenario: dict[str, Any], scenario_file: Path, red: str) -> Any:
+        """A fresh environment with the red agent, wrapped for Blue."""
+        agents = {"Red": self.classes[red]}
+        if self.name == "csle-cyborg":
+            env = self.classes["Main"](copy.deepcopy(scenario), "sim", agents=agents)
+        else:
+            env = self.classes["Main"](str(scenario_file), "sim", agents=agents)
+        return env, self.classes["ChallengeWrapper"](env=env, agent_name="Blue")
+
+    def reset(self, wrapped: Any) -> Any:
+        """Reset and return the observation (the fork returns (obs, info))."""
+        out = wrapped.reset()
+        return out[0] if self.name == "csle-cyborg" else out
+
+    def step(self, wrapped: Any, action: int) -> tuple[Any, float]:
+        """One blue step: observation and reward (4 values upstream, 5 in the fork)."""
+        out = wrapped.step(action)
+        return out[0], out[1]
+
+
+def load_backend(name: str) -> Backend:
+    """The requested backend; ``auto`` prefers upstream CybORG, then csle-cyborg."""
+    candidates = ["cyborg", "csle-cyborg"] if name == "auto" else [name]
+    if name not in ("auto", "cyborg", "csle-cyborg"):
+        raise BadInput(
+            f"protocol: unknown backend {name!r} (auto, cyborg, csle-cyborg) "
+            "@ $.adapter.options.backend"
+        )
+    for candidate in candidates:
+        module = "CybORG" if candidate == "cyborg" else "csle_cyborg"
+        if importlib.util.find_spec(module) is not None:
+            return Backend(candidate)
+    raise BadInput(
+        "CybORG is not installed: install upstream CybORG 2.1, or the fork with "
+        "`pip install 'repro[cyborg]'` (csle-cyborg)"
+    )
+
+
+def _yaml() -> Any:
+    try:
+        return importlib.import_module("yaml")
+    except ImportError:
+        raise BadInput("the cyborg adapter needs PyYAML: install 'repro[cyborg]'") from None
+
+
+def scenario_files(directory: Path) -> dict[str, Path]:
+    """Scenario2.yaml and every image file, by their names inside the scenario directory."""
+    files = {"Scenario2.yaml": directory / "Scenario2.yaml"}
+    images = directory / "images"
+    if images.is_dir():
+        files.update({f"images/{p.name}": p for p in sorted(images.glob("*.yaml"))})
+    return files
+
+
+def resolve_scenario(directory: Path) -> dict[str, Any]:
+    """Scenario2 with host images resolved, as upstream does from the file path: each host's
+    image is looked up in images/images.yaml; an entry with a ``path`` contributes the
+    ``Test_Host`` mapping of images/<path>.yaml (and the ``image`` key goes), otherwise the host
+    becomes a copy of the image entry."""
+    yaml = _yaml()
+    scenario = yaml.safe_load((directory / "Scenario2.yaml").read_text("utf-8"))
+    images = yaml.safe_load((directory / "images" / "images.yaml").read_text("utf-8"))
+    for hostname, host in list(scenario["Hosts"].items()):
+        image = images[host["image"]]
+        if "path" in image:
+            loaded = yaml.safe_load(
+                (directory / "images" / f"{image['path']}.yaml").read_text("utf-8")
+            )
+            host.update(loaded["Test_Host"])
+            host.pop("image")
+        else:
+            scenario["Hosts"][hostname] = copy.deepcopy(image)
+    return scenario  # type: ignore[no-any-return]
+
+
+class _Settings:
+    def __init__(self, protocol: Protocol, options: Mapping[str, str]) -> None:
+        merged: dict[str, Any] = dict(protocol.adapter.options)
+        for key in protocol.adapter.options:
+            if key not in _OPTIONS:
+                raise BadInput(
+                    f"protocol: unknown option {key!r} for cyborg @ $.adapter.options.{key}"
+                )
+        for key, value in options.items():
+            if key not in _CLI_OPTIONS:
+                raise BadInput(
+                    f"--option {key}: the cyborg adapter takes {', '.join(sorted(_CLI_OPTIONS))}"
+                )
+            merged[key] = value
+        self.backend: str = merged.get("backend", "auto")
+        self.scenario_dir: str | None = merged.get("scenario_dir")
+        self.pins: dict[str, str] = merged.get("scenario_sha256", {})
+        if not isinstance(self.pins, dict) or not all(
+            isinstance(v, str) for v in self.pins.values()
+        ):
+            raise BadInput(
+                "protocol: expected an object of file name -> sha256 "
+                "@ $.adapter.options.scenario_sha256"
+            )
+
+
+class CybORGAdapter:
+    """Runs CAGE-2 Scenario2 episodes."""
+
+    name = "cyborg"
+
+    def __init__(self) -> None:
+        self._backend: Backend | None = None
+        self._scenario: dict[str, Any] = {}
+        self._scenario_file = Path()
+
+    def freeze(self, protocol: Protocol, options: Mapping[str, str]) -> Frozen:
+        """Check factors and participants, load the backend, pin scenario, image, agent and
+        wrapper source files, and refuse any pinned digest that does not match."""
+        settings = _Settings(protocol, options)
+        names = [f.name for f in protocol.matrix]
+        for i, factor in enumerate(protocol.matrix):
+            if factor.name == "red_agent":
+                for j, level in enumerate(factor.levels):
+                    if level not in RED_AGENTS:
+                        raise BadInput(
+                            f"protocol: unknown red agent {level!r} ({', '.join(RED_AGENTS)}) "
+                            f"@ $.matrix[{i}].levels[{j}]"
+                        )
+            elif factor.name == "trial_length":
+                for j, level in enumerate(factor.levels):
+                    if not isinstance(level, int) or level < 1:
+                        raise BadInput(
+                            "protocol: trial_length must be a positive integer "
+                            f"@ $.matrix[{i}].levels[{j}]"
+                        )
+            else:
+                raise BadInput(
+                    f"protocol: unknown factor {factor.name!r} for cyborg @ $.matrix[{i}].name"
+                )
+        for required in ("trial_length", "red_agent"):
+            if required not in names:
+                raise BadInput(
+                    f"protocol: the cyborg adapter needs a {required!r} factor @ $.matrix"
+                )
+        for i, participant in enumerate(protocol.participants):
+            where = f"$.participants[{i}]"
+            if participant.kind == "sleep":
+                if participant.params:
+                    raise BadInput(
+                        f"protocol: the sleep participant takes no params @ {where}.params"
+                    )
+            elif participant.kind == "agent_class":
+                extra = sorted(set(participant.params) - {"target", "sha256"})
+                if extra:
+                    raise BadInput(f"protocol: unknown key(s) {', '.join(extra)} @ {where}.params")
+                if not isinstance(participant.params.get("target"), str):
+                    raise BadInput(f"protocol: target must be a string @ {where}.params.target")
+            else:
+                raise BadInput(
+                    f"protocol: unknown participant kind {participant.kind!r} for cyborg "
+                    f"(sleep, agent_class) @ {where}.kind"
+                )
+
+        backend = load_backend(settings.backend)
+        directory = (
+            Path(settings.scenario_dir) if settings.scenario_dir else backend.default_scenario_dir()
+        )
+        if directory is None:
+            raise BadInput("csle-cyborg ships no scenario files: give --option scenario_dir=DIR")
+        files = scenario_files(directory)
+        missing = [n for n in files if not files[n].is_file()]
+        if missing or not (directory / "images" / "images.yaml").is_file():
+            raise BadInput(
+                f"scenario directory {directory}: Scenario2.yaml or images/images.yaml missing"
+            )
+        sources: list[Source] = [
+            file_source("scenario", name, path.read_bytes()) for name, path in files.items()
+        ]
+        if settings.pins:
+            pinned = {s.name: s.sha256 for s in sources}
+            for name in sorted(set(settings.pins) | set(pinned)):
+                if settings.pins.get(name) != pinned.get(name):
+                    raise BadInput(
+                        f"protocol: scenario file {name} is pinned at "
+                        f"{settings.pins.get(name, 'nothing')} "
+                        f"but is {pinned.get(name, 'missing')} @ $.adapter.options.scenario_sha256"
+                    )
+        sources.append(package_source("simulator", backend.distribution))
+        for key in ("Main", "ChallengeWrapper", *RED_AGENTS):
+            sources.append(module_file_source(f"simulator {key}", backend.modules[key]))
+        for i, participant in enumerate(protocol.participants):
+            if participant.kind == "agent_class":
+                target = participant.params["target"]
+                cls = _import_target(target, f"$.participants[{i}].params.target")
+                source = module_file_source(f"blue agent {participant.id}", cls.__module__)
+                expected = participant.params.get("sha256")
+                if expected is not None and expected != source.sha256:
+                    raise BadInput(
+                        f"protocol: pinned sha256 {expected} does not match {source.name} "
+                        f"({source.sha256}) @ $.participants[{i}].params.sha256"
+                    )
+                sources.append(source)
+        self._backend = backend
+        self._scenario = resolve_scenario(directory)
+        self._scenario_file = directory / "Scenario2.yaml"
+        facts = AdapterFacts(
+            name=self.name,
+            version=f"{backend.distribution} {importlib.metadata.version(backend.distribution)}",
+            observation_scope="partial",
+            observation_note=(
+                "each step's blue ChallengeWrapper observation, the blue and red actions and the "
+                "reward are digested; the simulator's true state is not observed"
+            ),
+            measure_inputs="step-rewards",
+        )
+        return Frozen(facts=facts, sources=tuple(sources))
+
+    def open(self, protocol: Protocol, condition: Condition, frozen: Frozen) -> _CybORGSession:
+        """Build the condition's environment, wrap it for Blue and reset it."""
+        if self._backend is None:
+            raise RuntimeError("freeze() must run before open()")
+        participant = next(p for p in protocol.participants if p.id == condition.participant)
+        return _CybORGSession(
+            self._backend, self._scenario, self._scenario_file, condition, participant
+        )
+
+
+def _import_target(target: str, where: str) -> Any:
+    module_name, _, attribute = target.partition(":")
+    try:
+        return getattr(importlib.import_module(module_name), attribute)
+    except (ImportError, AttributeError, ValueError) as exc:
+        raise BadInput(f"protocol: cannot import {target!r} ({exc}) @ {where}") from None
+
+
+class _SleepingAgent:
+    """ChallengeWrapper action 0 (Sleep) at every step."""
+
+    def get_action(self, observation: Any, action_space: Any) -> int:
+        return 0
+
+    def end_episode(self) -> None:
+        pass
+
+
+class _CybORGSession:
+    def __init__(
+        self,
+        backend: Backend,
+        scenario: dict[str, Any],
+        scenario_file: Path,
+        condition: Condition,
+        participant: Any,
+    ) -> None:
+        self._backend = backend
+        self._steps = int(condition.factors["trial_length"])
+        red = str(condition.factors["red_agent"])
+        self._env, self._wrapped = backend.make(scenario, scenario_file, red)
+        self._observation = backend.reset(self._wrapped)
+        self._action_space = self._wrapped.get_action_space("Blue")
+        if participant.kind == "sleep":
+            self._agent: Any = _SleepingAgent()
+        else:
+            self._agent = _import_target(participant.params["target"], "$")()
+        self.contract: dict[str, Any] = {
+            "scenario": "Scenario2",
+            "red_agent": red,
+            "trial_length": self._steps,
+            "blue_actions": int(self._action_space)
+            if isinstance(self._action_space, int)
+            else str(self._action_space),
+            "observation_shape": list(np.asarray(self._observation).shape),
+            "participant": participant.id,
+            "policy": participant.kind,
+            "backend": backend.distribution,
+        }
+
+    def run(self, entry: PlanEntry) -> Evidence:
+        trace = TraceDigest()
+        rewards: list[float] = []
+        observation = self._observation
+        try:
+            trace.add(b"O", np.asarray(observation).tobytes())
+            for _ in range(self._steps):
+                action = self._agent.get_action(observation, self._action_space)
+                observation, reward = self._backend.step(self._wrapped, action)
+                r = float(reward)
+                rewards.append(r)
+                trace.add(b"A", str(action).encode())
+                trace.add(b"B", str(self._env.get_last_action("Blue")).encode())
+                trace.add(b"E", str(self._env.get_last_action("Red")).encode())
+                trace.add(b"O", np.asarray(observation).tobytes())
+                trace.add(b"R", struct.pack(">d", r))
+            self._agent.end_episode()
+            self._observation = self._backend.reset(self._wrapped)
+        except Exception as exc:
+            try:
+                self._observation = self._backend.reset(self._wrapped)
+            except Exception:
+                raise RunFailed(f"simulator-error:{type(exc).__name__}; reset failed") from None
+            raise RunFailed(f"simulator-error:{type(exc).__name__}") from None
+        return Evidence(
+            step_rewards=tuple(rewards),
+            reported_measure=None,
+            steps=len(rewards),
+            trace_sha256=trace.hexdigest(),
+        )
+
+    def close(self) -> None:
+        pass
