@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import nox
 
 nox.options.default_venv_backend = "uv"
@@ -19,8 +21,10 @@ def _sync(session: nox.Session, *groups: str, extras: tuple[str, ...] = ()) -> N
 @nox.session
 def tests(session: nox.Session) -> None:
     """The whole test suite: unit, property, CLI, end-to-end, tamper corpus, interop."""
-    _sync(session, "test", extras=("plot",))
-    session.run("pytest", *session.posargs)
+    _sync(session, "test", extras=("plot", "cyborg"))
+    # In CI the CAGE-2 tests must run, never skip quietly for want of csle-cyborg or shared/.
+    env = {"REPRO_REQUIRE_CYBORG": "1"} if os.environ.get("CI") else {}
+    session.run("pytest", *session.posargs, env=env)
 
 
 @nox.session

@@ -23,3 +23,22 @@ def flaky(observation: Any, rng: Any) -> int:
 def broken(observation: Any, rng: Any) -> int:
     """Always fail."""
     raise RuntimeError("permanent failure")
+
+
+class SleepyBlue:
+    """A CAGE-2 blue agent class that sleeps (action 0) at every step."""
+
+    def get_action(self, observation: Any, action_space: Any) -> int:
+        """Sleep."""
+        return 0
+
+    def end_episode(self) -> None:
+        """Nothing to reset."""
+
+
+class BrokenBlue(SleepyBlue):
+    """A CAGE-2 blue agent class that fails at its first step."""
+
+    def get_action(self, observation: Any, action_space: Any) -> int:
+        """Fail."""
+        raise RuntimeError("permanent failure")

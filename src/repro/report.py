@@ -51,25 +51,30 @@ def validation_report(fp: FrozenProtocol, agg: Aggregates, tiers: Tiers, ledger:
     if rep.figures:
         lines += [
             "",
-            "| figure | published | observed | observed, rounded | equal | intervals |",
-            "|---|---|---|---|---|---|",
+            "| figure | published | observed | observed, rounded | equal "
+            "| observed - published | intervals |",
+            "|---|---|---|---|---|---|---|",
         ]
+        labels = {
+            f"{c.condition} mean": (
+                f"{c.condition} mean ({condition_label(c.factors, c.participant, order)})"
+            )
+            for c in agg.conditions
+        }
         for f in rep.figures:
-            both = (f.published_interval_contains_observed, f.observed_interval_contains_published)
-            cover = "; ".join(
-                label
-                for label, ok in zip(
-                    ("published contains observed", "observed contains published"),
-                    both,
-                    strict=True,
+            checks = [
+                f"{label}: {'yes' if ok else 'no'}"
+                for label, ok in (
+                    ("published contains observed", f.published_interval_contains_observed),
+                    ("observed contains published", f.observed_interval_contains_published),
                 )
                 if ok is not None
-                for label in [f"{label}: {'yes' if ok else 'no'}"]
-            )
+            ]
+            gap = "n/a" if f.observed is None else f"{f.observed - f.published:+.6f}"
             lines.append(
-                f"| {f.figure} | {f.published} | {_num(f.observed, 6)} | "
-                f"{f.observed_rounded or 'n/a'} | "
-                f"{'yes' if f.equal_at_precision else 'no'} | {cover or 'n/a'} |"
+                f"| {labels.get(f.figure, f.figure)} | {f.published} | {_num(f.observed, 6)} | "
+                f"{f.observed_rounded or 'n/a'} | {'yes' if f.equal_at_precision else 'no'} | "
+                f"{gap} | {'; '.join(checks) or 'n/a'} |"
             )
     lines += [
         "",

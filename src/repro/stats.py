@@ -10,10 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from statistics import NormalDist
-from typing import Literal
-
-import numpy as np
-from scipy import stats as sps
+from typing import Any, Literal
 
 from repro.models import IntervalValue
 
@@ -54,6 +51,10 @@ def _z(level: float) -> float:
 
 
 def _t(level: float, df: float) -> float:
+    # SciPy is imported only where it is needed: importing scipy.stats costs over a second,
+    # which a study or a verification with normal intervals should not pay.
+    from scipy import stats as sps
+
     return float(sps.t.ppf(0.5 + level / 2, df))
 
 
@@ -70,11 +71,14 @@ def _bootstrap(
     resamples: int,
     seed: int,
 ) -> IntervalValue:
+    import numpy as np
+    from scipy import stats as sps
+
     arrays = [np.asarray(s, dtype=np.float64) for s in samples]
 
-    def statistic(*xs: np.ndarray, axis: int = -1) -> np.ndarray:
+    def statistic(*xs: Any, axis: int = -1) -> Any:
         means = [x.mean(axis=axis) for x in xs]
-        total: np.ndarray = np.sum(means, axis=0)
+        total = np.sum(means, axis=0)
         return total if combine == "sum" else total / len(means)
 
     result = sps.bootstrap(

@@ -1,0 +1,258 @@
+"""CAGE-2 through csle-cyborg and the shared Scenario2 files, end to end on real data.
+
+Skipped when csle-cyborg or ../shared/cage2 is absent, unless REPRO_REQUIRE_CYBORG is set (as the
+nox tests session does), in which case their absence fails the run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import attrs
+import bagit
+import pytest
+from typer.testing import CliRunner
+
+from conftest import ROOT
+from repro.cli import app
+from repro.judge import reproduction
+from repro.models import Aggregates, FrozenProtocol
+from repro.protocol import freeze
+from repro.serde import structure
+from repro.verify import verify
+
+SCENARIO = ROOT.parent / "shared" / "cage2" / "scenario"
+REDUCED = ROOT / "protocols" / "cage2-ccs-sleeper-reduced.json"
+FULL = ROOT / "protocols" / "cage2-ccs-sleeper.json"
+_missing = importlib.util.find_spec("csle_cyborg") is None or not SCENARIO.is_dir()
+if _missing and os.environ.get("REPRO_REQUIRE_CYBORG"):
+    raise RuntimeError(f"REPRO_REQUIRE_CYBORG is set but csle-cyborg or {SCENARIO} is missing")
+pytestmark = pytest.mark.skipif(_missing, reason="csle-cyborg or ../shared/cage2 not available")
+
+runner = CliRunner()
+
+
+def _study(protocol: dict[str, Any], tmp_path: Path, name: str = "bundle") -> Path:
+    path = tmp_path / f"{name}.json"
+    path.write_text(json.dumps(protocol))
+    out = tmp_path / name
+    from conftest import _Quiet
+    from repro.execute import prepare, study
+
+    study(prepare(path, {"scenario_dir": str(SCENARIO)}), out, _Quiet())
+    return out
+
+
+def _small(runs: int) -> dict[str, Any]:
+    data = json.loads(REDUCED.read_text())
+    data["runs_per_condition"] = runs
+    return data
+
+
+def _json(bundle: Path, name: str) -> Any:
+    return json.loads((bundle / "data" / name).read_text())
+
+
+@pytest.fixture(scope="module")
+def reduced_bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The reduced protocol in protocols/, run once through the CLI."""
+    out = tmp_path_factory.mktemp("cage2") / "bundle"
+    result = runner.invoke(
+        app, ["study", str(REDUCED), "--out", str(out), "--option", f"scenario_dir={SCENARIO}"]
+    )
+    assert result.exit_code == 0, result.output
+    return out
+
+
+class TestReducedStudy:
+    """The reduced CCS Sleeper protocol (published matrix, 20 episodes) on real data."""
+
+    def test_verifies_offline(self, reduced_bundle: Path) -> None:
+        """The bundle verifies, and bagit-python validates it."""
+        assert verify(reduced_bundle) == []
+        bagit.Bag(str(reduced_bundle)).validate()
+
+    def test_verifies_without_cyborg(self, reduced_bundle: Path, tmp_path: Path) -> None:
+        """A copied bundle verifies in a process where CybORG cannot be imported."""
+        copy_ = tmp_path / "copy"
+        shutil.copytree(reduced_bundle, copy_)
+        code = (
+            "import sys; sys.modules['csle_cyborg'] = None; sys.modules['CybORG'] = None\n"
+            "from repro.cli import main; sys.argv = ['repro', 'verify', sys.argv[1]]; main()"
+        )
+        done = subprocess.run(
+            [sys.executable, "-c", code, str(copy_)], capture_output=True, text=True
+        )
+        assert done.returncode == 0, done.stderr
+        assert "verifies" in done.stdout
+
+    def test_tier_verdicts(self, reduced_bundle: Path) -> None:
+        """All six tiers: sources, contract, execution and outcome pass; state/observation is
+        weakened because only the blue view is observed; disclosure passes."""
+        verdicts = {t["name"]: t["verdict"] for t in _json(reduced_bundle, "tiers.json")["tiers"]}
+        assert verdicts == {
+            "authored-source": "pass",
+            "contract": "pass",
+            "execution-control": "pass",
+            "state-observation": "weakened",
+            "outcome-evaluation": "pass",
+            "disclosure": "pass",
+        }
+
+    def test_class_on_twenty_episodes(self, reduced_bundle: Path) -> None:
+        """With 20 episodes per condition the published total's narrow interval (n=1000)
+        excludes the observed total, so mutual containment fails: class 'failed', while every
+        observed interval still contains its published value."""
+        rep = _json(reduced_bundle, "tiers.json")["reproduction"]
+        assert rep["verdict"] == "failed"
+        total = next(f for f in rep["figures"] if f["figure"] == "estimand value")
+        assert total["published_interval_contains_observed"] is False
+        assert all(f["observed_interval_contains_published"] is not False for f in rep["figures"])
+
+    def test_pins_every_scenario_file(self, reduced_bundle: Path) -> None:
+        """The ledger pins Scenario2.yaml and every image file by sha256, with no host path."""
+        sources = {s["name"]: s for s in _json(reduced_bundle, "source-ledger.json")["sources"]}
+        expected = hashlib.sha256((SCENARIO / "Scenario2.yaml").read_bytes()).hexdigest()
+        assert sources["Scenario2.yaml"]["sha256"] == expected
+        images = [n for n in sources if n.startswith("images/")]
+        assert len(images) == len(list((SCENARIO / "images").glob("*.yaml")))
+        assert str(SCENARIO) not in (reduced_bundle / "data/source-ledger.json").read_text()
+
+    def test_records_the_source_disagreement(self, reduced_bundle: Path) -> None:
+        """The shipped evaluator's 100 episodes and missing seed are recorded and reported."""
+        ledger = _json(reduced_bundle, "source-ledger.json")
+        assert "sets no seed" in ledger["disagreements"][0]["source"]
+        assert "Source disagreement" in (reduced_bundle / "data/validation-report.md").read_text()
+
+
+class TestEvaluatorLoop:
+    """The adapter runs exactly the leaderboard evaluator's loop."""
+
+    def test_same_episodes_as_bare_loop(self, tmp_path: Path) -> None:
+        """With random.seed(153) set once, repro's per-episode returns equal the bare
+        evaluator loop's, episode by episode, up to summation rounding."""
+        sys.path.insert(0, str(ROOT / "benchmarks"))
+        try:
+            from cage2_overhead import bare_loop
+        finally:
+            sys.path.remove(str(ROOT / "benchmarks"))
+        out = _study(_small(3), tmp_path)
+        repro = [
+            [json.loads(line)["measure"] for line in path.read_text().splitlines()]
+            for path in sorted((out / "data/runs").glob("c*.jsonl"))
+        ]
+        bare = bare_loop(SCENARIO, 3)
+        assert len(repro) == len(bare) == 9
+        for ours, theirs in zip(repro, bare, strict=True):
+            assert ours == pytest.approx(theirs, abs=1e-9)
+
+
+class TestClassesOnRealData:
+    """unavailable and bounded, on real CAGE-2 episodes."""
+
+    def test_bounded_without_published_total(self, reduced_bundle: Path) -> None:
+        """Judged against the published condition means alone (no total and so no published
+        interval), the reduced study's real aggregates are bounded: every observed interval
+        contains its published mean, and most means differ at two decimals."""
+        fp = structure(_json(reduced_bundle, "protocol.json"), FrozenProtocol, what="protocol")
+        published = attrs.evolve(fp.protocol.published, estimand=None)
+        fp = freeze(attrs.evolve(fp.protocol, published=published))
+        agg = structure(_json(reduced_bundle, "aggregates.json"), Aggregates, what="aggregates")
+        rep = reproduction(fp, agg, 0)
+        assert rep.verdict == "bounded", rep.reason
+
+    def test_unavailable_when_incomplete(self, tmp_path: Path) -> None:
+        """A blue agent class that fails every attempt leaves the plan incomplete: unavailable,
+        with every slot recorded failed and listed as a loss."""
+        data = _small(2)
+        data["participants"] = [
+            {
+                "id": "broken",
+                "kind": "agent_class",
+                "params": {"target": "repro_test_policies:BrokenBlue"},
+            }
+        ]
+        out = _study(data, tmp_path)
+        rep = _json(out, "tiers.json")["reproduction"]
+        assert rep["verdict"] == "unavailable" and "incomplete" in rep["reason"]
+        assert len(_json(out, "source-ledger.json")["losses"]) == 18
+        assert verify(out) == []
+
+    def test_unavailable_without_published(self, tmp_path: Path) -> None:
+        """Without published figures the class is unavailable."""
+        data = _small(2)
+        del data["published"]
+        rep = _json(_study(data, tmp_path), "tiers.json")["reproduction"]
+        assert rep["verdict"] == "unavailable"
+
+
+class TestPinsAndGuards:
+    """Refusals before anything runs, and the narrow import guard."""
+
+    def test_modified_scenario_file_refused(self, tmp_path: Path) -> None:
+        """A scenario file whose sha256 differs from the protocol's pin refuses the run:
+        exit 2, the file named, nothing written."""
+        scenario = tmp_path / "scenario"
+        shutil.copytree(SCENARIO, scenario)
+        image = scenario / "images" / "Gateway_image.yaml"
+        image.chmod(0o644)
+        image.write_bytes(image.read_bytes() + b"\n")
+        out = tmp_path / "out"
+        result = runner.invoke(
+            app, ["study", str(REDUCED), "--out", str(out), "--option", f"scenario_dir={scenario}"]
+        )
+        assert result.exit_code == 2
+        assert "images/Gateway_image.yaml" in result.stderr
+        assert "$.adapter.options.scenario_sha256" in result.stderr
+        assert not out.exists()
+
+    def test_unknown_red_agent_refused(self, tmp_path: Path) -> None:
+        """An unknown red agent is refused with its JSON path."""
+        data = _small(1)
+        data["matrix"][1]["levels"][2] = "PurpleAgent"
+        del data["published"]
+        path = tmp_path / "p.json"
+        path.write_text(json.dumps(data))
+        result = runner.invoke(app, ["study", str(path), "--out", str(tmp_path / "o")])
+        assert result.exit_code == 2 and "$.matrix[1].levels[2]" in result.stderr
+
+    def test_import_guard_leaves_nothing_behind(self) -> None:
+        """Loading csle-cyborg leaves no stand-in stable_baselines3 and no torch in
+        sys.modules, and SciPy still works afterwards."""
+        code = (
+            "import sys\n"
+            "from repro.adapters.cyborg import load_backend\n"
+            "load_backend('csle-cyborg')\n"
+            "assert 'stable_baselines3' not in sys.modules, 'stub left behind'\n"
+            "assert 'torch' not in sys.modules, 'torch imported'\n"
+            "from scipy import stats\n"
+            "assert abs(stats.t.ppf(0.975, 10) - 2.228138851986274) < 1e-12\n"
+            "print('ok')\n"
+        )
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+        assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
+
+    def test_agent_class_pinned(self, tmp_path: Path) -> None:
+        """An importable blue agent class is pinned by its module file's sha256 and runs."""
+        data = _small(1)
+        digest = hashlib.sha256((ROOT / "tests/repro_test_policies.py").read_bytes()).hexdigest()
+        data["participants"] = [
+            {
+                "id": "sleepy",
+                "kind": "agent_class",
+                "params": {"target": "repro_test_policies:SleepyBlue", "sha256": digest},
+            }
+        ]
+        del data["published"]
+        out = _study(data, tmp_path)
+        names = {s["name"]: s.get("sha256") for s in _json(out, "source-ledger.json")["sources"]}
+        assert names["repro_test_policies.py"] == digest
+        assert verify(out) == []
