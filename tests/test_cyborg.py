@@ -256,3 +256,88 @@ class TestPinsAndGuards:
         names = {s["name"]: s.get("sha256") for s in _json(out, "source-ledger.json")["sources"]}
         assert names["repro_test_policies.py"] == digest
         assert verify(out) == []
+
+
+FAKE_UPSTREAM = {
+    "CybORG/__init__.py": '''
+"""Stand-in with upstream CybORG 2.1's API, driving the csle-cyborg fork underneath."""
+import pathlib
+
+from repro.adapters.cyborg import load_backend, resolve_scenario
+
+_fork = load_backend("csle-cyborg")
+
+
+def CybORG(path, mode, agents):
+    """Upstream takes the scenario path and resolves the images itself."""
+    return _fork.classes["Main"](resolve_scenario(pathlib.Path(path).parent), mode, agents=agents)
+''',
+    "CybORG/Agents/__init__.py": """
+from CybORG import _fork
+
+B_lineAgent = _fork.classes["B_lineAgent"]
+RedMeanderAgent = _fork.classes["RedMeanderAgent"]
+SleepAgent = _fork.classes["SleepAgent"]
+""",
+    "CybORG/Agents/Wrappers/__init__.py": '''
+from CybORG import _fork
+
+
+class ChallengeWrapper:
+    """Upstream's wrapper: reset() returns the observation, step() four values."""
+
+    def __init__(self, env, agent_name):
+        self._inner = _fork.classes["ChallengeWrapper"](env=env, agent_name=agent_name)
+
+    def reset(self):
+        return self._inner.reset()[0]
+
+    def step(self, action):
+        return self._inner.step(action)[:4]
+
+    def get_action_space(self, agent):
+        return self._inner.get_action_space(agent)
+''',
+    "CybORG-2.1.dist-info/METADATA": "Metadata-Version: 2.1\nName: CybORG\nVersion: 2.1\n",
+}
+
+
+class TestUpstreamBackend:
+    """The upstream code path (module CybORG, scenario files inside the package, 4-value step)."""
+
+    def test_upstream_api_gives_the_same_episodes(self, tmp_path: Path) -> None:
+        """Through a stand-in package with upstream's API over the same simulator, backend
+        'cyborg' finds Scenario2 inside the package and yields the same episodes as the fork."""
+        site = tmp_path / "site"
+        for name, text in FAKE_UPSTREAM.items():
+            (site / name).parent.mkdir(parents=True, exist_ok=True)
+            (site / name).write_text(text)
+        shutil.copytree(SCENARIO, site / "CybORG/Shared/Scenarios")
+        data = _small(2)
+        data["adapter"]["options"]["backend"] = "cyborg"
+        protocol = tmp_path / "upstream.json"
+        protocol.write_text(json.dumps(data))
+        out = tmp_path / "upstream"
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(site), str(ROOT / "tests")]))
+        done = subprocess.run(
+            [sys.executable, "-m", "repro.cli", "study", str(protocol), "--out", str(out)],
+            capture_output=True,
+            text=True,
+            env=env,
+        )
+        assert done.returncode == 0, done.stderr
+        assert verify(out) == []
+        ledger = _json(out, "source-ledger.json")
+        assert ledger["adapter"]["version"] == "CybORG 2.1"
+        assert {c["backend"] for c in ledger["contracts"].values()} == {"CybORG"}
+        fork = _study(_small(2), tmp_path, "fork")
+        for name in ("c00.jsonl", "c04.jsonl", "c07.jsonl"):
+            ours = [
+                json.loads(x)["measure"]
+                for x in (out / "data/runs" / name).read_text().splitlines()
+            ]
+            theirs = [
+                json.loads(x)["measure"]
+                for x in (fork / "data/runs" / name).read_text().splitlines()
+            ]
+            assert ours == theirs

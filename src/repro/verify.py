@@ -7,6 +7,7 @@ completeness and digests, then parsing, then the joins and the re-derivations. E
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import stat
@@ -184,6 +185,11 @@ def _integrity(root: Path, files: dict[str, Path], findings: list[Finding]) -> N
         findings.append(Finding("bag-info.txt", "missing bag-info.txt", "present", "missing"))
 
 
+@functools.cache
+def _validator(kind: str) -> Any:
+    return jsonschema.Draft202012Validator(schemas.load(kind))
+
+
 class BundleReader:
     """Reads bundle files strictly: canonical JSON, schema, model."""
 
@@ -193,7 +199,7 @@ class BundleReader:
 
     def _validate(self, name: str, raw: Any, kind: str, cls: type[T], line: str = "") -> T | None:
         errors = sorted(
-            jsonschema.Draft202012Validator(schemas.load(kind)).iter_errors(raw),
+            _validator(kind).iter_errors(raw),
             key=lambda e: list(e.absolute_path),
         )
         for error in errors[:MAX_DIFFS]:
