@@ -24,8 +24,10 @@ __all__ = [
     "TraceDigest",
     "file_source",
     "get_adapter",
+    "import_target",
     "module_file_source",
     "package_source",
+    "pinned_target_source",
 ]
 
 ENTRY_POINT_GROUP = "repro.adapters"
@@ -117,6 +119,35 @@ def module_file_source(role: str, module_name: str) -> Source:
     depth = module_name.count(".") + (1 if path.name == "__init__.py" else 0)
     relative = Path(*path.parts[len(path.parts) - depth - 1 :]).as_posix()
     return file_source(role, relative, path.read_bytes())
+
+
+def import_target(target: str, where: str) -> Any:
+    """The object named by ``"module:attribute"``; refused with ``where`` (a JSON path) when it
+    cannot be imported."""
+    module_name, _, attribute = target.partition(":")
+    if not module_name or not attribute:
+        raise BadInput(f"protocol: target must look like 'module:attribute' @ {where}")
+    try:
+        return getattr(importlib.import_module(module_name), attribute)
+    except (ImportError, AttributeError, ValueError) as exc:
+        raise BadInput(f"protocol: cannot import {target!r} ({exc}) @ {where}") from None
+
+
+def pinned_target_source(role: str, params: Mapping[str, Any], where: str) -> Source:
+    """The source file of a participant's ``params.target``, checked against ``params.sha256``
+    when the protocol pins it: a mismatch refuses the run."""
+    target = params.get("target")
+    if not isinstance(target, str):
+        raise BadInput(f"protocol: target must be a string @ {where}.target")
+    import_target(target, f"{where}.target")
+    source = module_file_source(role, target.partition(":")[0])
+    expected = params.get("sha256")
+    if expected is not None and expected != source.sha256:
+        raise BadInput(
+            f"protocol: pinned sha256 {expected} does not match {source.name} "
+            f"({source.sha256}) @ {where}.sha256"
+        )
+    return source
 
 
 _BUILTIN: dict[str, str] = {

@@ -37,8 +37,10 @@ from repro.adapters.base import (
     Frozen,
     TraceDigest,
     file_source,
+    import_target,
     module_file_source,
     package_source,
+    pinned_target_source,
 )
 from repro.errors import BadInput, RunFailed
 from repro.models import AdapterFacts, Condition, PlanEntry, Protocol, Source
@@ -270,8 +272,6 @@ class CybORGAdapter:
                 extra = sorted(set(participant.params) - {"target", "sha256"})
                 if extra:
                     raise BadInput(f"protocol: unknown key(s) {', '.join(extra)} @ {where}.params")
-                if not isinstance(participant.params.get("target"), str):
-                    raise BadInput(f"protocol: target must be a string @ {where}.params.target")
             else:
                 raise BadInput(
                     f"protocol: unknown participant kind {participant.kind!r} for cyborg "
@@ -307,16 +307,13 @@ class CybORGAdapter:
             sources.append(module_file_source(f"simulator {key}", backend.modules[key]))
         for i, participant in enumerate(protocol.participants):
             if participant.kind == "agent_class":
-                target = participant.params["target"]
-                cls = _import_target(target, f"$.participants[{i}].params.target")
-                source = module_file_source(f"blue agent {participant.id}", cls.__module__)
-                expected = participant.params.get("sha256")
-                if expected is not None and expected != source.sha256:
-                    raise BadInput(
-                        f"protocol: pinned sha256 {expected} does not match {source.name} "
-                        f"({source.sha256}) @ $.participants[{i}].params.sha256"
+                sources.append(
+                    pinned_target_source(
+                        f"blue agent {participant.id}",
+                        participant.params,
+                        f"$.participants[{i}].params",
                     )
-                sources.append(source)
+                )
         self._backend = backend
         self._scenario = resolve_scenario(directory)
         self._scenario_file = directory / "Scenario2.yaml"
@@ -340,14 +337,6 @@ class CybORGAdapter:
         return _CybORGSession(
             self._backend, self._scenario, self._scenario_file, condition, participant
         )
-
-
-def _import_target(target: str, where: str) -> Any:
-    module_name, _, attribute = target.partition(":")
-    try:
-        return getattr(importlib.import_module(module_name), attribute)
-    except (ImportError, AttributeError, ValueError) as exc:
-        raise BadInput(f"protocol: cannot import {target!r} ({exc}) @ {where}") from None
 
 
 class _SleepingAgent:
@@ -378,7 +367,7 @@ class _CybORGSession:
         if participant.kind == "sleep":
             self._agent: Any = _SleepingAgent()
         else:
-            self._agent = _import_target(participant.params["target"], "$")()
+            self._agent = import_target(participant.params["target"], "$")()
         self.contract: dict[str, Any] = {
             "scenario": "Scenario2",
             "red_agent": red,

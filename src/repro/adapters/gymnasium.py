@@ -25,8 +25,10 @@ from repro.adapters.base import (
     Evidence,
     Frozen,
     TraceDigest,
+    import_target,
     module_file_source,
     package_source,
+    pinned_target_source,
 )
 from repro.errors import BadInput, RunFailed
 from repro.models import AdapterFacts, Condition, Participant, PlanEntry, Protocol, Source
@@ -46,20 +48,6 @@ def _gym() -> Any:
 def _array_bytes(value: Any) -> bytes:
     array = np.asarray(value)
     return f"{array.dtype.str}{array.shape}".encode() + array.tobytes()
-
-
-def _resolve_callable(target: str, where: str) -> Callable[..., Any]:
-    module_name, _, attribute = target.partition(":")
-    if not module_name or not attribute:
-        raise BadInput(f"protocol: target must look like 'module:function' @ {where}")
-    try:
-        module = importlib.import_module(module_name)
-        function = getattr(module, attribute)
-    except (ImportError, AttributeError) as exc:
-        raise BadInput(f"protocol: cannot import {target!r} ({exc}) @ {where}") from None
-    if not callable(function):
-        raise BadInput(f"protocol: {target!r} is not callable @ {where}")
-    return function  # type: ignore[no-any-return]
 
 
 class GymnasiumAdapter:
@@ -133,18 +121,11 @@ class GymnasiumAdapter:
                             f"action space {space} of {env_id} @ {where}.params.action"
                         )
             if participant.kind == "callable":
-                target = participant.params.get("target")
-                if not isinstance(target, str):
-                    raise BadInput(f"protocol: target must be a string @ {where}.params.target")
-                _resolve_callable(target, f"{where}.params.target")
-                source = module_file_source(f"policy {participant.id}", target.partition(":")[0])
-                expected = participant.params.get("sha256")
-                if expected is not None and expected != source.sha256:
-                    raise BadInput(
-                        f"protocol: pinned sha256 {expected} does not match {source.name} "
-                        f"({source.sha256}) @ {where}.params.sha256"
+                sources.append(
+                    pinned_target_source(
+                        f"policy {participant.id}", participant.params, f"{where}.params"
                     )
-                sources.append(source)
+                )
         facts = AdapterFacts(
             name=self.name,
             version=importlib.metadata.version("gymnasium"),
@@ -192,7 +173,7 @@ class _GymSession:
             if action.ndim == 0:
                 action = action.item()
             return lambda _obs: action
-        function = _resolve_callable(params["target"], "$")
+        function = import_target(params["target"], "$")
         rng = np.random.default_rng(seed)
         return lambda obs: function(obs, rng)
 
