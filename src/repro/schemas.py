@@ -1,7 +1,8 @@
 """JSON Schemas (2020-12) for the protocol and every bundle file, generated from the models.
 
 The generated files are committed under ``schemas/`` (a test keeps them in step with the models)
-and ship inside the wheel; the verifier validates every bundle file against them.
+and ship inside the wheel as ``repro/json_schemas``; the verifier validates every bundle file
+against them.
 """
 
 from __future__ import annotations
@@ -95,7 +96,7 @@ def generate(name: str) -> dict[str, Any]:
 def schema_dir() -> Path:
     """Where the committed schemas are: inside the installed package, or the source tree's
     top-level ``schemas/`` when running from a checkout."""
-    packaged = Path(__file__).with_name("schemas")
+    packaged = Path(__file__).with_name("json_schemas")
     return packaged if packaged.is_dir() else Path(__file__).resolve().parents[2] / "schemas"
 
 
