@@ -79,15 +79,13 @@ def reproduction(
     if published is None:
         return Reproduction("unavailable", "the protocol declares no published figures", ())
     d = published.decimals
-    by_factors = {(tuple(sorted(c.factors.items())), c.participant): c for c in agg.conditions}
-    single = len(frozen_protocol.protocol.participants) == 1
     figures = []
     for pc in published.conditions:
-        key_factors = tuple(sorted(pc.factors.items()))
+        # The protocol was checked to match each published condition to exactly one row.
         row = next(
             c
-            for (f, participant), c in by_factors.items()
-            if f == key_factors and (single or participant == pc.participant)
+            for c in agg.conditions
+            if c.factors == pc.factors and pc.participant in (None, c.participant)
         )
         figures.append(
             _compare(f"{row.condition} mean", pc.mean, pc.halfwidth, row.mean, row.interval, d)
