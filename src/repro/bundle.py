@@ -75,8 +75,9 @@ class BundleWriter:
     def _commit(self, tmp: Path, path: Path) -> None:
         os.replace(tmp, path)
 
-    def write(self, name: str, data: bytes) -> None:
-        """Write ``data`` as ``name`` (a path inside the root, ``/``-separated)."""
+    def write(self, name: str, data: bytes) -> str:
+        """Write ``data`` as ``name`` (a path inside the root, ``/``-separated); return its
+        sha256."""
         path = self._target(name)
         tmp = path.with_name(f".{path.name}.partial")
         with open(tmp, "xb") as fh:
@@ -84,9 +85,11 @@ class BundleWriter:
             fh.flush()
             os.fsync(fh.fileno())
         self._commit(tmp, path)
+        digest = hashlib.sha256(data).hexdigest()
         if name.startswith("data/"):
-            self._payload[name] = hashlib.sha256(data).hexdigest()
+            self._payload[name] = digest
             self._octets += len(data)
+        return digest
 
     def model(self, name: str, value: Any) -> None:
         """Write a model as canonical JSON."""
@@ -118,12 +121,11 @@ class BundleWriter:
     def finish(self, fields: Mapping[str, str]) -> None:
         """Write the BagIt tag files; the tag manifest goes last, so a crashed study is visibly
         incomplete."""
-        self.write("bagit.txt", BAGIT_TXT)
-        self.write("bag-info.txt", bag_info(self._octets, len(self._payload), fields))
-        manifest = manifest_text(self._payload)
-        self.write(MANIFEST, manifest)
         tags = {
-            name: hashlib.sha256((self.root / name).read_bytes()).hexdigest()
-            for name in ("bagit.txt", "bag-info.txt", MANIFEST)
+            "bagit.txt": self.write("bagit.txt", BAGIT_TXT),
+            "bag-info.txt": self.write(
+                "bag-info.txt", bag_info(self._octets, len(self._payload), fields)
+            ),
+            MANIFEST: self.write(MANIFEST, manifest_text(self._payload)),
         }
         self.write(TAGMANIFEST, manifest_text(tags))

@@ -33,17 +33,24 @@ class SlotOutcome:
         return self.attempts[-1] if self.attempts else None
 
 
-def slot_outcomes(entries: Iterable[PlanEntry], records: Iterable[RunRecord]) -> list[SlotOutcome]:
-    """Each plan entry in sealed order with its attempts sorted by attempt number. The order in
-    which ``records`` are read does not matter."""
+def _attempts_by_slot(records: Iterable[RunRecord]) -> dict[str, tuple[RunRecord, ...]]:
+    """Each slot's attempts sorted by attempt number, whatever order the records come in."""
     by_slot: dict[str, list[RunRecord]] = defaultdict(list)
     for record in records:
         by_slot[record.slot].append(record)
+    return {
+        slot: tuple(sorted(group, key=lambda r: (r.attempt, r.attempt_id)))
+        for slot, group in by_slot.items()
+    }
+
+
+def slot_outcomes(entries: Iterable[PlanEntry], records: Iterable[RunRecord]) -> list[SlotOutcome]:
+    """Each plan entry in sealed order with its attempts sorted by attempt number. The order in
+    which ``records`` are read does not matter."""
+    by_slot = _attempts_by_slot(records)
     out = []
     for entry in sorted(entries, key=lambda e: e.order):
-        attempts = tuple(
-            sorted(by_slot.get(entry.slot, ()), key=lambda r: (r.attempt, r.attempt_id))
-        )
+        attempts = by_slot.get(entry.slot, ())
         last = attempts[-1].status if attempts else None
         outcome = "valid" if last == "valid" else "excluded" if last == "excluded" else "failed"
         out.append(SlotOutcome(entry=entry, outcome=outcome, attempts=attempts))
@@ -90,9 +97,8 @@ def join_problems(
     """Every way the runs fail to join the plan: each admitted slot must have exactly one terminal
     outcome, reached through a correctly chained sequence of attempts."""
     problems: list[JoinProblem] = []
-    known = {e.slot: e for e in entries}
+    known = {e.slot for e in entries}
     seen_ids: set[str] = set()
-    by_slot: dict[str, list[RunRecord]] = defaultdict(list)
     for r in records:
         if r.attempt_id in seen_ids:
             problems.append(JoinProblem(r.attempt_id, "duplicate attempt ID", "unique", "repeated"))
@@ -103,10 +109,9 @@ def join_problems(
                     r.attempt_id, "run for a slot not in the sealed plan", "a planned slot", r.slot
                 )
             )
-            continue
-        by_slot[r.slot].append(r)
+    by_slot = _attempts_by_slot(records)
     for entry in sorted(entries, key=lambda e: e.order):
-        attempts = sorted(by_slot.get(entry.slot, ()), key=lambda r: (r.attempt, r.attempt_id))
+        attempts = by_slot.get(entry.slot, ())
         where = entry.slot
         if not attempts:
             problems.append(

@@ -196,6 +196,7 @@ class BundleReader:
     def __init__(self, files: dict[str, Path], findings: list[Finding]) -> None:
         self.files = files
         self.findings = findings
+        self._read: dict[str, bytes | None] = {}
 
     def _validate(self, name: str, raw: Any, kind: str, cls: type[T], line: str = "") -> T | None:
         errors = sorted(
@@ -218,6 +219,13 @@ class BundleReader:
             return None
 
     def raw(self, name: str) -> bytes | None:
+        """The file's bytes, read once however often they are asked for; None (with a
+        finding, made once) when missing or too large."""
+        if name not in self._read:
+            self._read[name] = self._load(name)
+        return self._read[name]
+
+    def _load(self, name: str) -> bytes | None:
         path = self.files.get(name)
         if path is None:
             self.findings.append(
@@ -388,7 +396,7 @@ def verify(root: Path) -> list[Finding]:
                     canonical.sha256_hex(data),
                 )
             )
-        part = read.json(name, "partition", Partition) if data is not None else None
+        part = read.json(name, "partition", Partition)
         runs_name = f"data/runs/{ref.id}.jsonl"
         expected_files.add(runs_name)
         runs = read.json_lines(runs_name, "run-record", RunRecord)
@@ -409,7 +417,7 @@ def verify(root: Path) -> list[Finding]:
     _compare(
         "data/plans/seal.json",
         resealed.seal,
-        files["data/plans/seal.json"].read_bytes(),
+        read.raw("data/plans/seal.json"),
         findings,
         seal,
     )
@@ -461,7 +469,7 @@ def verify(root: Path) -> list[Finding]:
     _compare(
         "data/source-ledger.json",
         derived.ledger,
-        files["data/source-ledger.json"].read_bytes(),
+        read.raw("data/source-ledger.json"),
         findings,
         ledger,
     )
@@ -469,7 +477,7 @@ def verify(root: Path) -> list[Finding]:
         _compare(
             "data/aggregates.json",
             derived.aggregates,
-            files["data/aggregates.json"].read_bytes(),
+            read.raw("data/aggregates.json"),
             findings,
             aggregates_found,
         )
@@ -477,7 +485,7 @@ def verify(root: Path) -> list[Finding]:
         _compare(
             "data/tiers.json",
             derived.tiers,
-            files["data/tiers.json"].read_bytes(),
+            read.raw("data/tiers.json"),
             findings,
             tiers_found,
         )
