@@ -1,4 +1,8 @@
-"""The ``repro`` command line: parse, call, print. Exit 0 ok, 1 verification failed, 2 bad input."""
+"""The ``repro`` command line: parse, call, print.
+
+Exit codes: 0 ok; 1 verification failed; 2 bad input (nothing written); 3 a study stopped by an
+I/O error (its root is incomplete); 128 + N a study stopped by signal N (130 SIGINT, 143 SIGTERM).
+"""
 
 from __future__ import annotations
 
@@ -20,7 +24,7 @@ from rich.progress import (
 from rich.progress import Progress as RichBar
 from rich.table import Table
 
-from repro.errors import EXIT_BAD_INPUT, EXIT_VERIFY_FAILED, BadInput
+from repro.errors import EXIT_BAD_INPUT, EXIT_VERIFY_FAILED, BadInput, StudyStopped
 from repro.execute import prepare
 from repro.execute import study as run_study
 from repro.models import Aggregates, FrozenProtocol, Tiers
@@ -125,6 +129,9 @@ def study(
         result = run_study(prepared, out, progress)
     except BadInput as exc:
         raise _fail(str(exc)) from None
+    except StudyStopped as exc:
+        err.print(f"[red]error:[/red] {exc}", highlight=False, markup=True, soft_wrap=True)
+        raise typer.Exit(exc.exit_code) from None
     rep = result.derived.tiers.reproduction
     e = result.derived.aggregates.estimand
     summary = f"{e.kind} = {e.value:.4f}" if e.value is not None else f"{e.kind} undefined"

@@ -2,11 +2,23 @@
 
 from __future__ import annotations
 
-__all__ = ["EXIT_BAD_INPUT", "EXIT_OK", "EXIT_VERIFY_FAILED", "BadInput", "ReproError", "RunFailed"]
+__all__ = [
+    "EXIT_BAD_INPUT",
+    "EXIT_OK",
+    "EXIT_STUDY_STOPPED",
+    "EXIT_VERIFY_FAILED",
+    "BadInput",
+    "Interrupted",
+    "ReproError",
+    "RunFailed",
+    "StudyStopped",
+]
 
 EXIT_OK = 0
 EXIT_VERIFY_FAILED = 1
 EXIT_BAD_INPUT = 2
+#: A study stopped by an I/O error after its root was created; signals exit 128 + the signal.
+EXIT_STUDY_STOPPED = 3
 
 
 class ReproError(Exception):
@@ -26,3 +38,21 @@ class RunFailed(ReproError):
     def __init__(self, cause: str) -> None:
         super().__init__(cause)
         self.cause = cause
+
+
+class StudyStopped(ReproError):
+    """A study stopped before it finished (a signal, an I/O error). Its root exists but is
+    incomplete: it has no tag manifest, so it never verifies. The CLI exits ``exit_code``."""
+
+    def __init__(self, message: str, exit_code: int) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+class Interrupted(BaseException):
+    """SIGTERM or SIGHUP arrived while a study ran; raised like KeyboardInterrupt so that no
+    ``except Exception`` swallows it."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum

@@ -4,23 +4,28 @@ from __future__ import annotations
 
 import importlib.metadata
 import math
+import os
 import platform
-import random
+import signal
+import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager, suppress
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 from typing import Protocol as TypingProtocol
 
 from attrs import frozen
 
 from repro import __version__
-from repro.adapters.base import Adapter, Frozen, Session, get_adapter
+from repro.adapters.base import Adapter, Evidence, Frozen, get_adapter
 from repro.bundle import BundleWriter, create_root
 from repro.derive import Derived, derive
-from repro.errors import RunFailed
+from repro.errors import EXIT_STUDY_STOPPED, Interrupted, StudyStopped
 from repro.judge import contract_sha256
 from repro.models import (
+    Condition,
     Environment,
     FrozenProtocol,
     Ledger,
@@ -31,6 +36,7 @@ from repro.models import (
 from repro.outcomes import attempt_id, measure_of
 from repro.plan import SealedPlan, seal
 from repro.protocol import freeze, load_protocol
+from repro.worker import Failure, Invalid, Job, Worker, WorkerLost, adapter_target
 
 __all__ = ["Progress", "StudyResult", "prepare", "run_slot", "study"]
 
@@ -58,6 +64,7 @@ class Prepared:
     protocol: Protocol
     frozen_protocol: FrozenProtocol
     adapter: Adapter
+    options: Mapping[str, str]
     frozen: Frozen
     plan: SealedPlan
 
@@ -78,7 +85,12 @@ def prepare(protocol_path: Path, options: Mapping[str, str]) -> Prepared:
     adapter = get_adapter(protocol.adapter.name)
     frozen_adapter = adapter.freeze(protocol, options)
     return Prepared(
-        protocol, fp, adapter, frozen_adapter, seal(protocol, fp.sha256, frozen_adapter.sources)
+        protocol,
+        fp,
+        adapter,
+        dict(options),
+        frozen_adapter,
+        seal(protocol, fp.sha256, frozen_adapter.sources),
     )
 
 
@@ -100,31 +112,39 @@ def _record(entry: PlanEntry, attempt: int, **fields: object) -> RunRecord:
     return RunRecord(**base)  # type: ignore[arg-type]
 
 
+#: What one attempt yields: well-typed evidence, or a failed or invalid attempt with its cause.
+AttemptResult = Evidence | Failure | Invalid
+
+
 def run_slot(
-    session: Session | None,
     entry: PlanEntry,
     protocol: Protocol,
-    contract: str | None,
-    open_error: str = "",
+    contract: Callable[[], str | None],
+    attempt: Callable[[PlanEntry], AttemptResult],
 ) -> Iterator[RunRecord]:
-    """Attempt one slot until the first valid attempt or the protocol's attempt limit."""
+    """Attempt one slot until the first valid attempt or the protocol's attempt limit.
+
+    ``attempt`` runs the entry once; ``contract`` gives the digest of the session's contract
+    facts at the time of each attempt.
+    """
     if entry.excluded is not None:
         yield _record(
             entry, 1, status="excluded", cause=f"excluded before sealing: {entry.excluded}"
         )
         return
     m = protocol.measure
-    for attempt in range(1, protocol.retry.max_attempts + 1):
-        if session is None:
-            yield _record(entry, attempt, status="failed", cause=open_error or "no-session")
+    for number in range(1, protocol.retry.max_attempts + 1):
+        result = attempt(entry)
+        if isinstance(result, Failure):
+            yield _record(entry, number, status="failed", cause=result.cause)
             continue
-        try:
-            evidence = session.run(entry)
-        except RunFailed as exc:
-            yield _record(entry, attempt, status="failed", cause=exc.cause)
+        if isinstance(result, Invalid):
+            yield _record(
+                entry, number, status="invalid", cause=result.cause, contract_sha256=contract()
+            )
             continue
-        rewards = evidence.step_rewards
-        measure = measure_of(rewards) if rewards is not None else evidence.reported_measure
+        rewards = result.step_rewards
+        measure = measure_of(rewards) if rewards is not None else result.reported_measure
         cause = None
         if rewards is not None and not all(math.isfinite(r) for r in rewards):
             cause, measure, rewards = "non-finite-step-reward", None, None
@@ -136,17 +156,80 @@ def run_slot(
             cause = "measure-above-maximum"
         yield _record(
             entry,
-            attempt,
+            number,
             status="invalid" if cause else "valid",
             cause=cause,
             measure=measure,
-            steps=evidence.steps,
+            steps=result.steps,
             step_rewards=rewards,
-            trace_sha256=evidence.trace_sha256,
-            contract_sha256=contract,
+            trace_sha256=result.trace_sha256,
+            contract_sha256=contract(),
         )
         if cause is None:
             return
+
+
+class _ConditionSession:
+    """One condition's session in the worker: opened on first use, opened again after the
+    worker was lost. A session that fails to open fails every later attempt of the condition
+    with the same cause, without trying again."""
+
+    def __init__(self, worker: Worker, condition: Condition) -> None:
+        self._worker = worker
+        self._condition = condition
+        self._open = False
+        self._open_error: str | None = None
+        self._digest: str | None = None
+        #: The contract facts of the first session that opened; the ledger records them.
+        self.contract: dict[str, Any] | None = None
+
+    def _ensure_open(self) -> Failure | None:
+        if self._open_error is not None:
+            return Failure(self._open_error)
+        if self._open:
+            return None
+        try:
+            answer = self._worker.request("open", self._condition)
+        except WorkerLost as lost:
+            self._open_error = f"session-open-failed:{lost.cause}"
+            return Failure(self._open_error)
+        if answer[0] != "opened":
+            self._open_error = str(answer[1])
+            return Failure(self._open_error)
+        self._open = True
+        self._digest = contract_sha256(answer[1])
+        if self.contract is None:
+            self.contract = answer[1]
+        return None
+
+    def digest(self) -> str | None:
+        """The contract digest of the session now open."""
+        return self._digest
+
+    def attempt(self, entry: PlanEntry) -> AttemptResult:
+        """Run ``entry`` once in the worker."""
+        failure = self._ensure_open()
+        if failure is not None:
+            return failure
+        try:
+            answer = self._worker.request("run", entry)
+        except WorkerLost as lost:
+            self._open = False
+            return Failure(lost.cause)
+        kind, value = answer
+        if kind == "evidence":
+            evidence: Evidence = value
+            return evidence
+        if kind == "invalid":
+            return Invalid(str(value))
+        return Failure(str(value))
+
+    def close(self) -> None:
+        """Close the session if it is open; a worker lost while closing is let go."""
+        if self._open:
+            self._open = False
+            with suppress(WorkerLost):
+                self._worker.request("close")
 
 
 def _utc() -> str:
@@ -163,9 +246,99 @@ def _versions(names: list[str]) -> dict[str, str]:
     return out
 
 
+@contextmanager
+def _signals_stop_the_study() -> Iterator[None]:
+    """While a study runs, SIGTERM and SIGHUP stop it the way Ctrl-C (SIGINT) does."""
+
+    def stop(signum: int, _: object) -> None:
+        raise Interrupted(signum)
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _execute(
+    prepared: Prepared, writer: BundleWriter, progress: Progress, done: list[int]
+) -> tuple[list[RunRecord], dict[str, dict[str, object]]]:
+    """Run every slot in sealed order in one worker process; count finished slots in ``done``."""
+    p, plan = prepared.protocol, prepared.plan
+    stream = ("seed", p.seeding.seed) if p.seeding.mode == "stream" else None
+    worker = Worker(
+        Job(adapter_target(prepared.adapter), p, prepared.options, prepared.frozen, stream),
+        p.retry.timeout_seconds,
+    )
+    conditions = {c.id: c for c in plan.seal.conditions}
+    contracts: dict[str, dict[str, object]] = {}
+    records: list[RunRecord] = []
+    try:
+        for part in plan.partitions:
+            session = _ConditionSession(worker, conditions[part.condition])
+            with writer.lines(f"data/runs/{part.id}.jsonl") as emit:
+                for entry in part.entries:
+                    for record in run_slot(entry, p, session.digest, session.attempt):
+                        emit(record)
+                        records.append(record)
+                    done[0] += 1
+                    progress.advance(part.condition)
+            session.close()
+            contracts[part.condition] = session.contract or {}
+    finally:
+        worker.stop()
+    return records, contracts
+
+
 def study(prepared: Prepared, out: Path, progress: Progress) -> StudyResult:
-    """Execute a prepared study into the fresh root ``out`` and write the whole bundle."""
+    """Execute a prepared study into the fresh root ``out`` and write the whole bundle.
+
+    Raises :class:`BadInput` (nothing written) when ``out`` cannot be created, and
+    :class:`StudyStopped` when a signal or an I/O error stops the study after the root exists:
+    the root is then left incomplete (no tag manifest), so it never verifies.
+    """
     create_root(out)
+    total = sum(len(part.entries) for part in prepared.plan.partitions)
+    done = [0]
+    try:
+        with _signals_stop_the_study():
+            try:
+                return _study(prepared, out, progress, done, total)
+            finally:
+                progress.finish()
+    except (KeyboardInterrupt, Interrupted) as exc:
+        signum = exc.signum if isinstance(exc, Interrupted) else signal.SIGINT
+        name = signal.Signals(signum).name
+        raise StudyStopped(
+            f"stopped by {name} after {done[0]} of {total} slots; {out} is incomplete and will "
+            "not verify (repro never resumes: run the study again into a fresh root)",
+            128 + signum,
+        ) from None
+    except OSError as exc:
+        where = exc.filename
+        what = (
+            f"cannot write {Path(where).relative_to(out) if _inside(where, out) else 'a file'}"
+            if where
+            else "an operating-system error"
+        )
+        raise StudyStopped(
+            f"{what}: {exc.strerror or type(exc).__name__}, after {done[0]} of {total} slots; "
+            f"{out} is incomplete and will not verify",
+            EXIT_STUDY_STOPPED,
+        ) from None
+
+
+def _inside(path: object, root: Path) -> bool:
+    return isinstance(path, str | os.PathLike) and Path(path).is_relative_to(root)
+
+
+def _study(
+    prepared: Prepared, out: Path, progress: Progress, done: list[int], total: int
+) -> StudyResult:
     p, fp, plan = prepared.protocol, prepared.frozen_protocol, prepared.plan
     writer = BundleWriter(out)
     writer.model("data/protocol.json", fp)
@@ -174,32 +347,8 @@ def study(prepared: Prepared, out: Path, progress: Progress) -> StudyResult:
     writer.model("data/plans/seal.json", plan.seal)
 
     started, clock = _utc(), time.perf_counter()
-    if p.seeding.mode == "stream":
-        # Set once; every run then consumes the same stream in sealed order, in this process.
-        random.seed(p.seeding.seed)
-    conditions = {c.id: c for c in plan.seal.conditions}
-    contracts: dict[str, dict[str, object]] = {}
-    records: list[RunRecord] = []
-    progress.start(sum(len(part.entries) for part in plan.partitions))
-    for part in plan.partitions:
-        condition = conditions[part.condition]
-        open_error = ""
-        session: Session | None
-        try:
-            session = prepared.adapter.open(p, condition, prepared.frozen)
-        except Exception as exc:  # recorded as failed attempts of every slot, never dropped
-            session, open_error = None, f"session-open-failed:{type(exc).__name__}"
-        contracts[condition.id] = dict(session.contract) if session is not None else {}
-        digest = contract_sha256(contracts[condition.id]) if session is not None else None
-        with writer.lines(f"data/runs/{part.id}.jsonl") as emit:
-            for entry in part.entries:
-                for record in run_slot(session, entry, p, digest, open_error):
-                    emit(record)
-                    records.append(record)
-                progress.advance(condition.id)
-        if session is not None:
-            session.close()
-    progress.finish()
+    progress.start(total)
+    records, contracts = _execute(prepared, writer, progress, done)
     wall = time.perf_counter() - clock
 
     facts = Ledger(

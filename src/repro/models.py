@@ -168,14 +168,23 @@ class Interval:
 
 @frozen
 class Retry:
-    """How many attempts a slot may use before it is recorded failed."""
+    """How attempts are made: at most ``max_attempts`` per slot before it is recorded failed,
+    each stopped and recorded failed (cause ``timeout``) after ``timeout_seconds`` if given."""
 
     max_attempts: int = field(default=1)
+    timeout_seconds: float | None = field(default=None)
 
     @max_attempts.validator
     def _check(self, _: Any, value: int) -> None:
         if not 1 <= value <= 100:
             raise FieldError("max_attempts", "max_attempts must be between 1 and 100")
+
+    @timeout_seconds.validator
+    def _check_timeout(self, _: Any, value: float | None) -> None:
+        if value is not None and not (math.isfinite(value) and 0 < value <= 604800):
+            raise FieldError(
+                "timeout_seconds", "timeout_seconds must be above 0 and at most 604800 (a week)"
+            )
 
 
 @frozen

@@ -1,0 +1,321 @@
+"""Adapter sessions run in a child process, so that a run which raises, returns garbage, hangs
+past the protocol's timeout or kills its process ends as one recorded attempt, never as the end
+of the study.
+
+The parent (:class:`Worker`) sends requests over a pipe and waits for each answer at most the
+protocol's ``retry.timeout_seconds``. The child (:func:`_serve`) answers every request with plain
+data it has already checked, so nothing an adapter returns can break the parent. A lost child
+(timed out, killed, exited) is replaced for the next attempt; in ``stream`` seeding mode the
+replacement resumes the generator stream from the state at the start of the lost attempt, which
+the child reports after every run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import multiprocessing
+import multiprocessing.connection
+import random
+import re
+import signal
+import sys
+from collections.abc import Mapping, Sequence
+from numbers import Real
+from typing import Any
+
+import attrs
+from attrs import frozen
+
+from repro import canonical
+from repro.adapters.base import Adapter, Evidence, Frozen, Session
+from repro.errors import ReproError, RunFailed
+from repro.models import Condition, PlanEntry, Protocol
+
+__all__ = [
+    "Failure",
+    "Invalid",
+    "Job",
+    "Worker",
+    "WorkerLost",
+    "adapter_target",
+    "check_evidence",
+    "safe_cause",
+]
+
+#: A cause code as the bundle keeps it: short, no path separators, no spaces at either end.
+_CAUSE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:;+=@ -]{0,118}[A-Za-z0-9._:;+=@-]|[A-Za-z0-9]")
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+#: How long a child that was asked to stop may take before it is killed.
+_STOP_GRACE_SECONDS = 5.0
+
+
+def safe_cause(cause: object) -> str:
+    """``cause`` when it is a well-formed cause code; otherwise a code saying it was not.
+
+    Adapters supply causes; a cause that could carry a message, a path or a traceback into the
+    bundle is replaced rather than trusted.
+    """
+    if isinstance(cause, str) and _CAUSE.fullmatch(cause):
+        return cause
+    return "malformed-cause"
+
+
+@frozen
+class Failure:
+    """An attempt that could not complete: ``status`` failed, with a cause code."""
+
+    cause: str
+
+
+@frozen
+class Invalid:
+    """An attempt that completed with unusable evidence: ``status`` invalid, with a cause code."""
+
+    cause: str
+
+
+class WorkerLost(ReproError):
+    """The child stopped answering: ``cause`` is ``timeout``, ``worker-died:SIGNAL`` or
+    ``worker-exited:CODE``."""
+
+    def __init__(self, cause: str) -> None:
+        super().__init__(cause)
+        self.cause = cause
+
+
+def _real(value: object) -> bool:
+    return isinstance(value, Real) and not isinstance(value, bool)
+
+
+def check_evidence(value: object) -> Evidence | Invalid:
+    """The adapter's return value as well-typed :class:`Evidence` of plain floats and ints, or
+    :class:`Invalid` naming the first thing wrong with it (finiteness is judged later, against
+    the protocol's measure)."""
+    if not isinstance(value, Evidence):
+        return Invalid(f"evidence-type:{type(value).__name__}")
+    rewards = value.step_rewards
+    if rewards is not None:
+        if not isinstance(rewards, Sequence) or isinstance(rewards, str | bytes):
+            return Invalid("evidence-step-rewards-type")
+        if not all(_real(r) for r in rewards):
+            return Invalid("evidence-step-reward-type")
+        rewards = tuple(float(r) for r in rewards)
+    measure = value.reported_measure
+    if measure is not None:
+        if not _real(measure):
+            return Invalid("evidence-measure-type")
+        measure = float(measure)
+    steps = value.steps
+    if steps is not None:
+        if not isinstance(steps, int) or isinstance(steps, bool):
+            return Invalid("evidence-steps-type")
+        if steps < 0 or steps >= 1 << 63:
+            return Invalid("evidence-steps-range")
+        steps = int(steps)
+    trace = value.trace_sha256
+    if trace is not None and not (isinstance(trace, str) and _SHA256.fullmatch(trace)):
+        return Invalid("evidence-trace-digest")
+    return Evidence(step_rewards=rewards, reported_measure=measure, steps=steps, trace_sha256=trace)
+
+
+def adapter_target(adapter: Adapter) -> str:
+    """``module:Class`` of an adapter instance, from which a child rebuilds it."""
+    cls = type(adapter)
+    return f"{cls.__module__}:{cls.__qualname__}"
+
+
+@frozen
+class Job:
+    """What a child needs to run sessions: the adapter (rebuilt from its class and frozen again
+    from the protocol and options, which must give the parent's ``frozen`` exactly), and, in
+    stream mode, where the generator stream starts."""
+
+    adapter: str
+    protocol: Protocol
+    options: Mapping[str, str]
+    frozen: Frozen
+    stream: tuple[str, Any] | None
+
+
+# --------------------------------------------------------------------------- the child
+
+
+def _die_with_parent() -> None:
+    """On Linux, ask the kernel to kill this child when its parent dies, so a study killed by
+    SIGKILL leaves no run going on behind it."""
+    if sys.platform.startswith("linux"):
+        pr_set_pdeathsig = 1
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(pr_set_pdeathsig, signal.SIGKILL, 0, 0, 0)
+
+
+def _stream_state() -> tuple[str, Any]:
+    numpy = sys.modules.get("numpy")
+    return ("state", (random.getstate(), numpy.random.get_state() if numpy else None))
+
+
+def _restore_stream(stream: tuple[str, Any]) -> None:
+    kind, value = stream
+    if kind == "seed":
+        random.seed(value)
+        return
+    python_state, numpy_state = value
+    random.setstate(python_state)
+    if numpy_state is not None:
+        import numpy
+
+        numpy.random.set_state(numpy_state)
+
+
+def _open(adapter: Adapter, job: Job, condition: Condition) -> tuple[Any, ...]:
+    try:
+        session = adapter.open(job.protocol, condition, job.frozen)
+        contract = dict(session.contract)
+    except Exception as exc:
+        return ("open-failed", f"session-open-failed:{type(exc).__name__}")
+    try:
+        canonical.dumps(contract)  # the ledger must be able to hold it
+    except Exception:
+        return ("open-failed", "session-open-failed:contract-not-json")
+    return ("opened", session, contract)
+
+
+def _run(session: Session, entry: PlanEntry) -> tuple[Any, ...]:
+    try:
+        checked = check_evidence(session.run(entry))
+    except RunFailed as exc:
+        return ("failed", safe_cause(exc.cause))
+    except Exception as exc:
+        return ("failed", f"adapter-raised:{type(exc).__name__}")
+    if isinstance(checked, Invalid):
+        return ("invalid", checked.cause)
+    return ("evidence", checked)
+
+
+def _serve(conn: multiprocessing.connection.Connection, job: Job) -> None:
+    """The child's loop: open, run, close on request; exit at ``stop`` or when the parent goes."""
+    # Interrupts are for the parent, which stops this child itself.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _die_with_parent()
+    module, _, name = job.adapter.partition(":")
+    adapter: Adapter = getattr(__import__(module, fromlist=[name]), name)()
+    # Sessions open only if this process pins the very sources the parent sealed.
+    try:
+        refrozen: Frozen | None = adapter.freeze(job.protocol, job.options)
+    except Exception:
+        refrozen = None
+    unpinned = refrozen != job.frozen
+    if job.stream is not None:
+        _restore_stream(job.stream)
+    session: Session | None = None
+    answer: tuple[Any, ...]
+    while True:
+        try:
+            request = conn.recv()
+        except (EOFError, OSError):
+            return
+        kind = request[0]
+        if kind == "open" and unpinned:
+            answer = ("open-failed", "session-open-failed:sources-differ-in-worker")
+        elif kind == "open":
+            answer = _open(adapter, job, request[1])
+            if answer[0] == "opened":
+                session, answer = answer[1], ("opened", answer[2])
+        elif kind == "run" and session is not None:
+            answer = _run(session, request[1])
+        elif kind == "close" and session is not None:
+            try:
+                session.close()
+            except Exception as exc:
+                answer = ("close-failed", type(exc).__name__)
+            else:
+                answer = ("closed",)
+            session = None
+        elif kind == "stop":
+            return
+        else:
+            answer = ("protocol-error", kind)
+        if job.stream is not None:
+            answer = (*answer, _stream_state())
+        conn.send(answer)
+
+
+# --------------------------------------------------------------------------- the parent
+
+
+def _context() -> multiprocessing.context.SpawnContext:
+    # spawn: a fresh interpreter, so no lock held by a parent thread is inherited, and (unlike
+    # forkserver) no socket directory is left in TMPDIR when the study is killed.
+    return multiprocessing.get_context("spawn")
+
+
+class Worker:
+    """One child process serving one adapter; replaced when lost."""
+
+    def __init__(self, job: Job, timeout: float | None) -> None:
+        self._job = job
+        self._timeout = timeout
+        self._stream = job.stream
+        self._process: multiprocessing.process.BaseProcess | None = None
+        self._conn: multiprocessing.connection.Connection | None = None
+
+    def _start(self) -> multiprocessing.connection.Connection:
+        ctx = _context()
+        parent, child = ctx.Pipe()
+        job = attrs.evolve(self._job, stream=self._stream)
+        process = ctx.Process(target=_serve, args=(child, job), daemon=True, name="repro-worker")
+        process.start()
+        child.close()
+        self._process, self._conn = process, parent
+        return parent
+
+    def request(self, *message: Any, timed: bool = True) -> tuple[Any, ...]:
+        """Send one request and return the child's answer; raise :class:`WorkerLost` (after
+        killing the child) when it times out or the child dies."""
+        conn = self._conn or self._start()
+        try:
+            conn.send(message)
+            timeout = self._timeout if timed else None
+            if not conn.poll(timeout):
+                self.kill()
+                raise WorkerLost("timeout")
+            answer: tuple[Any, ...] = conn.recv()
+        except (EOFError, OSError, BrokenPipeError):
+            raise WorkerLost(self._loss()) from None
+        if self._stream is not None:
+            *rest, self._stream = answer
+            answer = tuple(rest)
+        return answer
+
+    def _loss(self) -> str:
+        process = self._process
+        self.kill()
+        code = process.exitcode if process is not None else None
+        if code is not None and code < 0:
+            try:
+                return f"worker-died:{signal.Signals(-code).name}"
+            except ValueError:
+                return f"worker-died:signal-{-code}"
+        return f"worker-exited:{code}"
+
+    def kill(self) -> None:
+        """Kill the child, if any, and forget it; the next request starts a new one."""
+        process, conn = self._process, self._conn
+        self._process = self._conn = None
+        if conn is not None:
+            conn.close()
+        if process is not None:
+            if process.is_alive():
+                process.kill()
+            process.join()
+
+    def stop(self) -> None:
+        """Ask the child to exit, and kill it if it does not in a few seconds."""
+        process, conn = self._process, self._conn
+        if process is None or conn is None:
+            return
+        with contextlib.suppress(OSError):
+            conn.send(("stop",))
+        process.join(_STOP_GRACE_SECONDS)
+        self.kill()
