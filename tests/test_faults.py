@@ -1,0 +1,177 @@
+"""Faults during a study: every attempt of a misbehaving simulator gets the right terminal state
+and cause, retries follow the protocol, and the study still ends with a bundle that verifies."""
+
+from __future__ import annotations
+
+import json
+import math
+import types
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import _Quiet as Quiet
+from repro.adapters import base
+from repro.adapters.base import Evidence
+from repro.execute import prepare, study
+from repro.models import RunRecord
+from repro.serde import structure
+from repro.verify import verify
+from repro.worker import Invalid, check_evidence, safe_cause
+from repro_fault_adapter import FAULTS, FLAKY
+
+TIMEOUT = 0.5
+RUNS = 2
+
+
+@pytest.fixture(autouse=True)
+def _fault_adapter(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Register the test adapter as ``faults``, for this process (the worker rebuilds it from
+    its class, so it needs no registration)."""
+    monkeypatch.setitem(base._BUILTIN, "faults", "repro_fault_adapter:FaultAdapter")
+
+
+def _protocol(levels: list[str], mode: str = "per-run", attempts: int = 2) -> dict[str, Any]:
+    return {
+        "schema": "repro.protocol/1",
+        "id": "faults",
+        "title": "Fault injection",
+        "adapter": {"name": "faults", "options": {}},
+        "matrix": [{"name": "fault", "levels": levels}],
+        "participants": [{"id": "p", "kind": "fixed", "params": {}}],
+        "runs_per_condition": RUNS,
+        "seeding": {"mode": mode, "seed": 11},
+        "measure": {"name": "episode_return", "description": "sum of step rewards"},
+        "estimand": "sum-of-condition-means",
+        "interval": {"method": "normal", "level": 0.95},
+        "retry": {"max_attempts": attempts, "timeout_seconds": TIMEOUT},
+    }
+
+
+def _run(tmp_path: Path, protocol: dict[str, Any], name: str = "out") -> list[RunRecord]:
+    path = tmp_path / f"{name}.json"
+    path.write_text(json.dumps(protocol), "utf-8")
+    state = tmp_path / f"{name}-state"
+    state.mkdir()
+    root = tmp_path / name
+    study(prepare(path, {"state_dir": str(state)}), root, Quiet())
+    assert verify(root) == [], "a study with faults must still verify"
+    lines = b"".join(p.read_bytes() for p in sorted((root / "data" / "runs").glob("*.jsonl")))
+    return [structure(json.loads(line), RunRecord, what="run") for line in lines.splitlines()]
+
+
+@pytest.fixture(scope="module")
+def records(tmp_path_factory: pytest.TempPathFactory) -> list[RunRecord]:
+    """The run records of one study with every fault as a condition."""
+    base._BUILTIN["faults"] = "repro_fault_adapter:FaultAdapter"
+    try:
+        return _run(tmp_path_factory.mktemp("faults"), _protocol([*FAULTS, *FLAKY]))
+    finally:
+        del base._BUILTIN["faults"]
+
+
+class TestFaultyRuns:
+    """One study with every fault as a condition (the slow faults cost a timeout each)."""
+
+    @staticmethod
+    def _by_fault(records: list[RunRecord]) -> dict[str, list[RunRecord]]:
+        levels = [*FAULTS, *FLAKY]
+        out: dict[str, list[RunRecord]] = {level: [] for level in levels}
+        for r in records:
+            out[levels[int(r.condition[1:])]].append(r)
+        return out
+
+    @pytest.mark.parametrize("fault", list(FAULTS))
+    def test_each_attempt_gets_its_terminal_state_and_cause(
+        self, records: list[RunRecord], fault: str
+    ) -> None:
+        """A persistent fault gives every attempt of every slot the expected status and cause
+        code, and retries up to max_attempts (2); a healthy run is valid at its first attempt."""
+        status, cause = FAULTS[fault]
+        mine = self._by_fault(records)[fault]
+        attempts = 1 if status == "valid" else 2
+        assert len(mine) == RUNS * attempts
+        assert {(r.status, r.cause) for r in mine} == {(status, cause)}
+        assert Counter(r.slot for r in mine) == {s: attempts for s in {r.slot for r in mine}}
+
+    @pytest.mark.parametrize("fault", list(FLAKY))
+    def test_a_flaky_fault_is_retried_into_a_valid_run(
+        self, records: list[RunRecord], fault: str
+    ) -> None:
+        """A fault at the first attempt only: attempt 1 fails with the fault's cause, attempt 2
+        (a new attempt ID naming attempt 1 as predecessor) is valid."""
+        mine = self._by_fault(records)[fault]
+        assert len(mine) == 2 * RUNS
+        for first, second in zip(mine[::2], mine[1::2], strict=True):
+            assert (first.status, first.cause, first.attempt) == ("failed", FLAKY[fault], 1)
+            assert (second.status, second.attempt, second.predecessor) == (
+                "valid",
+                2,
+                first.attempt_id,
+            )
+
+    def test_no_cause_carries_a_message_or_a_path(self, records: list[RunRecord]) -> None:
+        """Causes are short codes: the exception messages (which hold a host path) and the
+        malformed cause an adapter gave never reach the bundle."""
+        for r in records:
+            assert r.cause is None or ("/" not in r.cause and "\n" not in r.cause), r.cause
+
+
+class TestStreamMode:
+    """In stream mode a lost worker does not shift the generator stream."""
+
+    def test_a_lost_attempt_is_replayed_from_the_state_at_its_start(self, tmp_path: Path) -> None:
+        """With every first attempt killed (after drawing from the stream) and retried in a new
+        worker, the valid measures equal those of a study without faults, slot by slot."""
+        healthy = _run(tmp_path, _protocol(["none"], mode="stream"), "healthy")
+        flaky = _run(tmp_path, _protocol(["flaky-kill"], mode="stream"), "flaky")
+        assert [r.measure for r in healthy] == [r.measure for r in flaky if r.status == "valid"]
+        assert [r.cause for r in flaky if r.status == "failed"] == ["worker-died:SIGKILL"] * RUNS
+
+
+class TestEvidenceChecks:
+    """The checks the worker applies to whatever an adapter returns."""
+
+    @pytest.mark.parametrize(
+        ("value", "cause"),
+        [
+            (None, "evidence-type:NoneType"),
+            (types.SimpleNamespace(step_rewards=(1.0,)), "evidence-type:SimpleNamespace"),
+            (Evidence("12", None, 1, None), "evidence-step-rewards-type"),  # type: ignore[arg-type]
+            (Evidence((True,), None, 1, None), "evidence-step-reward-type"),
+            (Evidence(None, "1", 1, None), "evidence-measure-type"),  # type: ignore[arg-type]
+            (Evidence((1.0,), None, True, None), "evidence-steps-type"),
+            (Evidence((1.0,), None, -1, None), "evidence-steps-range"),
+            (Evidence((1.0,), None, 1, "ABC"), "evidence-trace-digest"),
+        ],
+    )
+    def test_malformed_evidence_is_named(self, value: object, cause: str) -> None:
+        """Each kind of malformed evidence becomes Invalid with its own cause code."""
+        assert check_evidence(value) == Invalid(cause)
+
+    def test_numbers_become_plain_floats_and_ints(self) -> None:
+        """NumPy-like reals and ints are accepted and converted; non-finite values pass through
+        (the executor judges them against the measure)."""
+        checked = check_evidence(Evidence([1, 2.5, math.inf], 3, 4, "0" * 64))  # type: ignore[arg-type]
+        assert checked == Evidence((1.0, 2.5, math.inf), 3.0, 4, "0" * 64)
+        assert all(type(r) is float for r in checked.step_rewards or ())  # type: ignore[union-attr]
+
+    @pytest.mark.parametrize(
+        ("cause", "kept"),
+        [
+            ("simulator-error:KeyError", True),
+            ("session-open-failed:worker-died:SIGKILL", True),
+            ("bad /home/user/x", False),
+            ("line\nbreak", False),
+            ("C:\\Users\\x", False),
+            ("x" * 121, False),
+            ("", False),
+            (None, False),
+        ],
+    )
+    def test_adapter_causes_are_kept_only_when_well_formed(self, cause: object, kept: bool) -> None:
+        """A cause an adapter supplies is kept only if it is a short code without path
+        separators or line breaks; otherwise it is replaced by ``malformed-cause``."""
+        assert safe_cause(cause) == (cause if kept else "malformed-cause")
