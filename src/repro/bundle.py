@@ -58,6 +58,18 @@ def bag_info(octets: int, count: int, fields: Mapping[str, str]) -> bytes:
     return ("\n".join(lines) + "\n").encode()
 
 
+@contextmanager
+def _naming(path: Path) -> Iterator[None]:
+    """Let an I/O error that names no file name ``path``, so the user learns which file of the
+    bundle could not be written."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.filename is None:
+            exc.filename = str(path)
+        raise
+
+
 class BundleWriter:
     """Writes files under a fresh root, each to a temporary name and then renamed, and keeps
     their digests for the manifest, which :meth:`finish` writes last."""
@@ -80,7 +92,7 @@ class BundleWriter:
         sha256."""
         path = self._target(name)
         tmp = path.with_name(f".{path.name}.partial")
-        with open(tmp, "xb") as fh:
+        with _naming(path), open(tmp, "xb") as fh:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
@@ -102,7 +114,7 @@ class BundleWriter:
         tmp = path.with_name(f".{path.name}.partial")
         digest = hashlib.sha256()
         size = 0
-        with open(tmp, "xb") as fh:
+        with _naming(path), open(tmp, "xb") as fh:
 
             def emit(value: Any) -> None:
                 nonlocal size

@@ -7,10 +7,9 @@ import math
 import os
 import platform
 import signal
-import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager, suppress
+from contextlib import suppress
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -20,9 +19,10 @@ from attrs import frozen
 
 from repro import __version__
 from repro.adapters.base import Adapter, Evidence, Frozen, get_adapter
-from repro.bundle import BundleWriter, create_root
+from repro.bundle import TAGMANIFEST, BundleWriter, create_root
 from repro.derive import Derived, derive
 from repro.errors import EXIT_STUDY_STOPPED, Interrupted, StudyStopped
+from repro.interrupts import stop_on_signals
 from repro.judge import contract_sha256
 from repro.models import (
     Condition,
@@ -246,24 +246,6 @@ def _versions(names: list[str]) -> dict[str, str]:
     return out
 
 
-@contextmanager
-def _signals_stop_the_study() -> Iterator[None]:
-    """While a study runs, SIGTERM and SIGHUP stop it the way Ctrl-C (SIGINT) does."""
-
-    def stop(signum: int, _: object) -> None:
-        raise Interrupted(signum)
-
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGHUP)}
-    try:
-        yield
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-
-
 def _execute(
     prepared: Prepared, writer: BundleWriter, progress: Progress, done: list[int]
 ) -> tuple[list[RunRecord], dict[str, dict[str, object]]]:
@@ -305,14 +287,18 @@ def study(prepared: Prepared, out: Path, progress: Progress) -> StudyResult:
     total = sum(len(part.entries) for part in prepared.plan.partitions)
     done = [0]
     try:
-        with _signals_stop_the_study():
+        with stop_on_signals():
             try:
                 return _study(prepared, out, progress, done, total)
             finally:
                 progress.finish()
-    except (KeyboardInterrupt, Interrupted) as exc:
-        signum = exc.signum if isinstance(exc, Interrupted) else signal.SIGINT
+    except Interrupted as exc:
+        signum = exc.signum
         name = signal.Signals(signum).name
+        if (out / TAGMANIFEST).is_file():  # the signal came after the last file was in place
+            raise StudyStopped(
+                f"stopped by {name} after the bundle was complete; {out} is whole", 128 + signum
+            ) from None
         raise StudyStopped(
             f"stopped by {name} after {done[0]} of {total} slots; {out} is incomplete and will "
             "not verify (repro never resumes: run the study again into a fresh root)",

@@ -30,6 +30,7 @@ from attrs import frozen
 from repro import canonical
 from repro.adapters.base import Adapter, Evidence, Frozen, Session
 from repro.errors import ReproError, RunFailed
+from repro.interrupts import STOP_SIGNALS, held
 from repro.models import Condition, PlanEntry, Protocol
 
 __all__ = [
@@ -195,8 +196,10 @@ def _run(session: Session, entry: PlanEntry) -> tuple[Any, ...]:
 
 def _serve(conn: multiprocessing.connection.Connection, job: Job) -> None:
     """The child's loop: open, run, close on request; exit at ``stop`` or when the parent goes."""
-    # Interrupts are for the parent, which stops this child itself.
+    # Interrupts are for the parent, which stops this child itself. The parent blocked them
+    # while it started this child, and the mask is inherited: unblock the others.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
     _die_with_parent()
     module, _, name = job.adapter.partition(":")
     adapter: Adapter = getattr(__import__(module, fromlist=[name]), name)()
@@ -238,7 +241,10 @@ def _serve(conn: multiprocessing.connection.Connection, job: Job) -> None:
             answer = ("protocol-error", kind)
         if job.stream is not None:
             answer = (*answer, _stream_state())
-        conn.send(answer)
+        try:
+            conn.send(answer)
+        except OSError:  # the parent is gone
+            return
 
 
 # --------------------------------------------------------------------------- the parent
@@ -265,7 +271,10 @@ class Worker:
         parent, child = ctx.Pipe()
         job = attrs.evolve(self._job, stream=self._stream)
         process = ctx.Process(target=_serve, args=(child, job), daemon=True, name="repro-worker")
-        process.start()
+        # A signal while the child is being started would leave it half-started, printing a
+        # traceback; it is held until the start is done, then stops the study as usual.
+        with held():
+            process.start()
         child.close()
         self._process, self._conn = process, parent
         return parent

@@ -1,0 +1,5 @@
+"""``python -m repro``: the same command line as the ``repro`` console script."""
+
+from repro.cli import main
+
+main()

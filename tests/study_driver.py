@@ -1,0 +1,49 @@
+"""Runs ``repro study`` and, optionally, kills itself with SIGKILL at the N-th bundle event.
+
+Usage: ``python study_driver.py EVENT -- ARGS...`` where EVENT 0 never kills and ARGS are the
+``repro`` arguments. An event is one of: a record or file serialised for writing, a file renamed
+into place. At the end the driver prints ``events: N`` to stderr (when it was not killed), so a
+test can pick kill points inside a real run.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from typing import Any
+
+
+def main() -> None:
+    """Count bundle events, kill at the chosen one, and run the CLI."""
+    from repro import bundle
+    from repro.cli import app
+
+    kill_at = int(sys.argv[1])
+    seen = [0]
+
+    def event() -> None:
+        seen[0] += 1
+        if seen[0] == kill_at:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    to_bytes, commit = bundle.to_bytes, bundle.BundleWriter._commit
+
+    def counting_to_bytes(value: Any) -> bytes:
+        event()
+        return to_bytes(value)
+
+    def counting_commit(self: bundle.BundleWriter, tmp: Any, path: Any) -> None:
+        event()
+        commit(self, tmp, path)
+
+    bundle.to_bytes = counting_to_bytes  # type: ignore[assignment]
+    bundle.BundleWriter._commit = counting_commit  # type: ignore[method-assign]
+    try:
+        app(sys.argv[3:], standalone_mode=True)
+    finally:
+        print(f"events: {seen[0]}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
