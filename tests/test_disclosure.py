@@ -2,26 +2,29 @@
 
 from __future__ import annotations
 
+import json
 import traceback
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from typer.testing import CliRunner
 
 from conftest import ROOT
 from repro import canonical
+from repro.derive import derive
 from repro.disclosure import (
     WITHHELD_CAUSE,
     Disclosure,
+    is_derivation_input,
     scan,
     short_cause,
 )
+from repro.judge import MAX_DISCLOSURES_LISTED
+from repro.models import FrozenProtocol, Ledger, Partition, RunRecord, Seal
 from repro.protocol import freeze, load_protocol
-from repro.serde import to_bytes
-
-runner = CliRunner()
+from repro.serde import structure, to_bytes
 
 UNIX_ROOTS = (
     "home",
@@ -281,3 +284,72 @@ class TestShortCause:
     def test_messages_withheld(self, cause: str) -> None:
         """Paths, tracebacks, several lines, credentials, long or quoted messages are withheld."""
         assert short_cause(cause) == WITHHELD_CAUSE
+
+
+def _bundle_inputs(
+    bundle: Path,
+) -> tuple[FrozenProtocol, Seal, list[Partition], list[RunRecord], Ledger]:
+    def read(name: str, cls: type[Any]) -> Any:
+        return structure(
+            canonical.loads((bundle / name).read_bytes(), max_bytes=1 << 30), cls, what=name
+        )
+
+    fp = read("data/protocol.json", FrozenProtocol)
+    seal = read("data/plans/seal.json", Seal)
+    parts = [read(f"data/{ref.file}", Partition) for ref in seal.partitions]
+    records = [
+        structure(json.loads(line), RunRecord, what="run")
+        for ref in seal.partitions
+        for line in (bundle / f"data/runs/{ref.id}.jsonl").read_text().splitlines()
+    ]
+    return fp, seal, parts, records, read("data/source-ledger.json", Ledger)
+
+
+class TestDisclosureTier:
+    """The disclosure tier fails on any hit in the input files and lists them, bounded."""
+
+    def test_inputs(self) -> None:
+        """The protocol, plans, runs, source ledger and environment are derivation inputs; the
+        derived files and the tag files are not."""
+        inputs = ["data/protocol.json", "data/plans/seal.json", "data/plans/c00.json"]
+        inputs += ["data/runs/c00.jsonl", "data/source-ledger.json", "data/environment.json"]
+        others = ["data/tiers.json", "data/aggregates.json", "data/validation-report.md"]
+        others += ["bag-info.txt", "bagit.txt", "manifest-sha256.txt", "tagmanifest-sha256.txt"]
+        assert all(is_derivation_input(n) for n in inputs)
+        assert not any(is_derivation_input(n) for n in others)
+
+    def test_hits_fail_the_tier_and_the_report_says_so(self, small_bundle: Path) -> None:
+        """With hits, the tier is 'fail', names each hit up to the bound and counts the rest,
+        and the report shows the verdict and the reason."""
+        hits = [
+            Disclosure("data/environment.json", offset, "host-path", "posix-host-root")
+            for offset in range(MAX_DISCLOSURES_LISTED + 5)
+        ]
+        derived = derive(*_bundle_inputs(small_bundle), hits)
+        tier = next(t for t in derived.tiers.tiers if t.name == "disclosure")
+        assert tier.verdict == "fail"
+        assert tier.reason is not None and tier.reason.startswith(f"{len(hits)} hit(s) in 1 input")
+        assert "data/environment.json: host-path at byte 0 (posix-host-root)" in tier.evidence
+        assert "5 further hit(s)" in tier.evidence
+        listed = [e for e in tier.evidence if "at byte" in e]
+        assert len(listed) == MAX_DISCLOSURES_LISTED
+        assert f"- **disclosure**: fail: {tier.reason}" in derived.report
+
+    def test_hits_override_weakened(self, small_bundle: Path) -> None:
+        """A citation without commit or locator weakens a clean bundle's tier; a hit fails it."""
+        fp, seal, parts, records, ledger = _bundle_inputs(small_bundle)
+        published = {"citation": {"title": "t", "url": "https://example.org"}, "decimals": 1}
+        raw = {**json.loads(to_bytes(fp.protocol)), "published": published}
+        cited = structure(
+            {"schema": fp.schema, "sha256": fp.sha256, "protocol": raw},
+            FrozenProtocol,
+            what="protocol",
+        )
+        hit = Disclosure("data/runs/c00.jsonl", 9, "credential", "github-token")
+
+        def verdict(hits: list[Disclosure]) -> str:
+            tiers = derive(cited, seal, parts, records, ledger, hits).tiers.tiers
+            return next(t.verdict for t in tiers if t.name == "disclosure")
+
+        assert verdict([]) == "weakened"
+        assert verdict([hit]) == "fail"

@@ -17,7 +17,8 @@ from attrs import frozen
 from repro import __version__
 from repro.adapters.base import Adapter, Frozen, Session, get_adapter
 from repro.bundle import BundleWriter, create_root
-from repro.derive import Derived, derive
+from repro.derive import Derived, derive, source_ledger
+from repro.disclosure import is_derivation_input
 from repro.errors import RunFailed
 from repro.judge import contract_sha256
 from repro.models import (
@@ -212,10 +213,9 @@ def study(prepared: Prepared, out: Path, progress: Progress) -> StudyResult:
         disagreements=(),
         losses=(),
     )
-    derived = derive(fp, plan.seal, plan.partitions, records, facts)
-    writer.model("data/source-ledger.json", derived.ledger)
-    writer.model("data/aggregates.json", derived.aggregates)
-    writer.model("data/tiers.json", derived.tiers)
+    # The ledger and environment are derivation inputs: written, and so scanned, before derive.
+    ledger = source_ledger(fp, plan.partitions, records, facts)
+    writer.model("data/source-ledger.json", ledger)
     packages = [*CORE_PACKAGES, *(s.name for s in prepared.frozen.sources if s.kind == "package")]
     writer.model(
         "data/environment.json",
@@ -232,6 +232,10 @@ def study(prepared: Prepared, out: Path, progress: Progress) -> StudyResult:
             wall_seconds=round(wall, 3),
         ),
     )
+    inputs = [d for d in writer.disclosures if is_derivation_input(d.file)]
+    derived = derive(fp, plan.seal, plan.partitions, records, ledger, inputs)
+    writer.model("data/aggregates.json", derived.aggregates)
+    writer.model("data/tiers.json", derived.tiers)
     writer.write("data/validation-report.md", derived.report.encode())
     writer.finish(
         {
