@@ -4,15 +4,19 @@ from __future__ import annotations
 
 import json
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from typer.testing import CliRunner
 
 from conftest import ROOT
 from repro import canonical
+from repro.adapters.base import Evidence
+from repro.cli import app
 from repro.derive import derive
 from repro.disclosure import (
     WITHHELD_CAUSE,
@@ -21,10 +25,14 @@ from repro.disclosure import (
     scan,
     short_cause,
 )
+from repro.errors import RunFailed
+from repro.execute import run_slot
 from repro.judge import MAX_DISCLOSURES_LISTED
-from repro.models import FrozenProtocol, Ledger, Partition, RunRecord, Seal
+from repro.models import FrozenProtocol, Ledger, Partition, PlanEntry, RunRecord, Seal
 from repro.protocol import freeze, load_protocol
 from repro.serde import structure, to_bytes
+
+runner = CliRunner()
 
 UNIX_ROOTS = (
     "home",
@@ -285,6 +293,31 @@ class TestShortCause:
         """Paths, tracebacks, several lines, credentials, long or quoted messages are withheld."""
         assert short_cause(cause) == WITHHELD_CAUSE
 
+    def test_run_loop_withholds_an_adapter_message(
+        self, write_protocol: Callable[..., Path], small_protocol: dict[str, Any]
+    ) -> None:
+        """An adapter that puts a message into RunFailed gets its cause withheld in the run
+        record; a short code passes through."""
+
+        class Session:
+            def __init__(self, cause: str) -> None:
+                self.contract: dict[str, Any] = {}
+                self.cause = cause
+
+            def run(self, entry: PlanEntry) -> Evidence:
+                raise RunFailed(self.cause)
+
+            def close(self) -> None:
+                pass
+
+        small_protocol["retry"] = {"max_attempts": 1}
+        protocol = load_protocol(write_protocol(small_protocol))
+        entry = PlanEntry(slot="c00-r0000", condition="c00", replicate=0, order=0, seed=1)
+        leaky = Session("open('/home/alice/.aws/credentials') failed")
+        assert [r.cause for r in run_slot(leaky, entry, protocol, None)] == [WITHHELD_CAUSE]
+        coded = Session("environment-error:OSError")
+        assert [r.cause for r in run_slot(coded, entry, protocol, None)] == [coded.cause]
+
 
 def _bundle_inputs(
     bundle: Path,
@@ -353,3 +386,40 @@ class TestDisclosureTier:
 
         assert verdict([]) == "weakened"
         assert verdict([hit]) == "fail"
+
+
+class TestLeakingProtocolRefused:
+    """A protocol that would put host-specific or secret content into the bundle is refused
+    before anything is written."""
+
+    @pytest.mark.parametrize(
+        ("edit", "where"),
+        [
+            (lambda p: p.update(description="notes in /home/alice/notes.txt"), "@ $.description"),
+            (
+                lambda p: p["participants"][0]["params"].update(api_key="a1b2c3d4e5"),
+                "@ byte ",
+            ),
+        ],
+        ids=["path-in-description", "credential-in-params"],
+    )
+    def test_refused_with_exit_2(
+        self,
+        write_protocol: Callable[..., Path],
+        small_protocol: dict[str, Any],
+        tmp_path: Path,
+        edit: Callable[[dict[str, Any]], None],
+        where: str,
+    ) -> None:
+        """study exits 2 naming the kind and where it is, without echoing the value, and
+        creates no output root."""
+        edit(small_protocol)
+        out = tmp_path / "bundle"
+        result = runner.invoke(
+            app, ["study", str(write_protocol(small_protocol)), "--out", str(out)]
+        )
+        assert result.exit_code == 2, result.output
+        message = " ".join(result.stderr.split())
+        assert "would write" in message and where in message
+        assert "alice" not in message and "a1b2c3d4e5" not in message
+        assert not out.exists()

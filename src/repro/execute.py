@@ -18,7 +18,7 @@ from repro import __version__
 from repro.adapters.base import Adapter, Frozen, Session, get_adapter
 from repro.bundle import BundleWriter, create_root
 from repro.derive import Derived, derive, source_ledger
-from repro.disclosure import is_derivation_input
+from repro.disclosure import is_derivation_input, refuse_disclosing_protocol, short_cause
 from repro.errors import RunFailed
 from repro.judge import contract_sha256
 from repro.models import (
@@ -76,6 +76,7 @@ def prepare(protocol_path: Path, options: Mapping[str, str]) -> Prepared:
     """Load, validate, freeze and seal; raises :class:`repro.errors.BadInput` before any write."""
     protocol = load_protocol(protocol_path)
     fp = freeze(protocol)
+    refuse_disclosing_protocol(fp)
     adapter = get_adapter(protocol.adapter.name)
     frozen_adapter = adapter.freeze(protocol, options)
     return Prepared(
@@ -122,7 +123,7 @@ def run_slot(
         try:
             evidence = session.run(entry)
         except RunFailed as exc:
-            yield _record(entry, attempt, status="failed", cause=exc.cause)
+            yield _record(entry, attempt, status="failed", cause=short_cause(exc.cause))
             continue
         rewards = evidence.step_rewards
         measure = measure_of(rewards) if rewards is not None else evidence.reported_measure
