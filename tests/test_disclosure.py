@@ -101,9 +101,10 @@ class TestHostPaths:
     )
     def test_windows_drive_paths(self, text: str) -> None:
         """Drive paths with backslashes (raw, and doubled as JSON writes them) or forward
-        slashes are host-path hits."""
-        assert "host-path" in _kinds(text.encode())
-        assert "host-path" in _kinds(_json_string(text))
+        slashes are host-path hits starting at the drive letter."""
+        for data in (text.encode(), _json_string(text)):
+            offset = data.index(text[:2].encode())
+            assert Disclosure("f", offset, "host-path", "windows-drive") in scan("f", data)
 
     def test_file_url(self) -> None:
         """A file URL is a host-path hit whatever its case."""

@@ -62,11 +62,19 @@ class _Pattern:
     regex: re.Pattern[bytes]
     #: A second look at a match the regex alone cannot judge; None accepts every match.
     accept: Callable[[re.Match[bytes]], bool] | None = None
+    #: Lower-case bytes of which the lower-cased data must hold one for a match to be possible;
+    #: when none is there, the (slow, case-insensitive) regex is not run.
+    needles: tuple[bytes, ...] = ()
 
+
+# Each regex begins with a literal where it can, because the engine then jumps from one
+# occurrence of it to the next: a run file scans some fifty times faster than with a leading
+# class or lookbehind. The character before the hit is checked by a lookbehind just after that
+# literal. A hit that begins before its literal marks where it begins with a group named "at".
 
 # Not in the middle of a word, a relative path or a URL: "src/usr/x", "a.tmp/x" and the path part
 # of "https://host/home/x" all have a name character, a dot or a slash just before the root.
-_NOT_INSIDE_A_PATH = rb"(?<![A-Za-z0-9_.~/\\-])"
+_NOT_INSIDE_A_PATH = rb"(?<![A-Za-z0-9_.~/\\-]/)"
 # One character that can begin a file or directory name (bytes >= 0x80: UTF-8 names).
 _NAME_START = rb"[A-Za-z0-9_.~$@%+=\x80-\xff-]"
 # The top-level directories under which a host keeps user, temporary, mounted, installed or
@@ -103,7 +111,7 @@ _PATTERNS: tuple[_Pattern, ...] = (
     _Pattern(
         "posix-host-root",
         "host-path",
-        re.compile(_NOT_INSIDE_A_PATH + rb"/" + _UNIX_ROOTS + rb"/" + _NAME_START),
+        re.compile(rb"/" + _NOT_INSIDE_A_PATH + _UNIX_ROOTS + rb"/" + _NAME_START),
     ),
     # A Windows drive path. In JSON a backslash is written twice ("C:\\Users"), and an escaped
     # one again twice; a single backslash there only starts an escape such as \n or \u, so one
@@ -113,14 +121,15 @@ _PATTERNS: tuple[_Pattern, ...] = (
         "windows-drive",
         "host-path",
         re.compile(
-            rb"(?<![A-Za-z0-9_])[A-Za-z]:(?:(?:\\\\)+|\\(?![\"\\/bfnrtu])|/)" + _NAME_START,
+            rb":(?<=(?P<at>[A-Za-z]):)(?<![A-Za-z0-9_][A-Za-z]:)"
+            rb"(?:(?:\\\\)+|\\(?![\"\\/bfnrtu])|/)" + _NAME_START
         ),
     ),
     # A file URL names a local path whatever its spelling.
     _Pattern(
         "file-url",
         "host-path",
-        re.compile(rb"(?i)(?<![A-Za-z0-9+.-])file:/" + rb"[^\n\"' <>]"),
+        re.compile(rb"(?i)f(?<![A-Za-z0-9+.-]f)ile:/[^\n\"' <>]"),
     ),
     # The first line Python prints for an uncaught exception.
     _Pattern(
@@ -138,7 +147,7 @@ _PATTERNS: tuple[_Pattern, ...] = (
     _Pattern(
         "aws-access-key-id",
         "credential",
-        re.compile(rb"(?<![A-Z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Z0-9])"),
+        re.compile(rb"A(?<![A-Z0-9]A)[KS]IA[A-Z0-9]{16}(?![A-Z0-9])"),
     ),
     # The armour line of any PEM private key (RSA, EC, DSA, OPENSSH, ENCRYPTED, PKCS#8).
     _Pattern(
@@ -152,7 +161,7 @@ _PATTERNS: tuple[_Pattern, ...] = (
         "github-token",
         "credential",
         re.compile(
-            rb"(?<![A-Za-z0-9_])(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})"
+            rb"g(?<![A-Za-z0-9_]g)(?:h[pousr]_[A-Za-z0-9]{36,}|ithub_pat_[A-Za-z0-9_]{22,})"
         ),
     ),
     # OpenAI-style secret keys: "sk-" (or sk-proj-, sk-svcacct-, sk-admin-) and a long random
@@ -161,7 +170,7 @@ _PATTERNS: tuple[_Pattern, ...] = (
         "openai-style-key",
         "credential",
         re.compile(
-            rb"(?<![A-Za-z0-9_-])sk-(?:proj-|svcacct-|admin-)?(?P<token>[A-Za-z0-9_-]{20,})"
+            rb"s(?<![A-Za-z0-9_-]s)k-(?:proj-|svcacct-|admin-)?(?P<token>[A-Za-z0-9_-]{20,})"
         ),
         _mixed_token,
     ),
@@ -169,20 +178,21 @@ _PATTERNS: tuple[_Pattern, ...] = (
     _Pattern(
         "slack-token",
         "credential",
-        re.compile(rb"(?<![A-Za-z0-9])xox[abposr]-[A-Za-z0-9-]{10,}"),
+        re.compile(rb"x(?<![A-Za-z0-9]x)ox[abposr]-[A-Za-z0-9-]{10,}"),
     ),
     # A secret-sounding name given a value: "password=...", "API_KEY: ...", JSON
-    # "token":"...", AWS_SECRET_ACCESS_KEY=... (the name may have prefixes and suffixes).
+    # "token":"...", AWS_SECRET_ACCESS_KEY=... (the hit begins at the secret-sounding word; the
+    # name may go on with "_" and more words).
     _Pattern(
         "secret-assignment",
         "credential",
         re.compile(
-            rb"(?i)(?<![A-Za-z0-9])(?:[A-Za-z0-9]+_)*"
-            rb"(?:password|passwd|secret|api[_-]?key|token)(?:_[A-Za-z0-9]+)*"
-            rb"\\?\"?[ \t]*[:=][ \t]*\\?[\"']?"
+            rb"(?i)(?<![A-Za-z0-9])(?:password|passwd|secret|api[_-]?key|token)"
+            rb"(?:_[A-Za-z0-9]+)*\\?\"?[ \t]*[:=][ \t]*\\?[\"']?"
             rb"(?P<value>[^ \t\n\"'\\,;&<>]{6,})"
         ),
         _secret_value,
+        needles=(b"passw", b"secret", b"api", b"token"),
     ),
 )
 
@@ -190,9 +200,13 @@ _PATTERNS: tuple[_Pattern, ...] = (
 def scan(file: str, data: bytes, start: int = 0) -> list[Disclosure]:
     """Every hit in ``data``, the bytes of bundle file ``file`` from byte ``start`` on, sorted by
     offset."""
+    lowered = data.lower()
     hits = [
-        Disclosure(file, start + match.start(), p.kind, p.name)
+        Disclosure(
+            file, start + match.start("at" if "at" in p.regex.groupindex else 0), p.kind, p.name
+        )
         for p in _PATTERNS
+        if not p.needles or any(n in lowered for n in p.needles)
         for match in p.regex.finditer(data)
         if p.accept is None or p.accept(match)
     ]
