@@ -368,9 +368,11 @@ class TestDisclosureTier:
         listed = [e for e in tier.evidence if "at byte" in e]
         assert len(listed) == MAX_DISCLOSURES_LISTED
         assert f"- **disclosure**: fail: {tier.reason}" in derived.report
+        assert "- That this bundle is fit to share:" in derived.report
 
     def test_hits_override_weakened(self, small_bundle: Path) -> None:
-        """A citation without commit or locator weakens a clean bundle's tier; a hit fails it."""
+        """A citation without commit or locator weakens a clean bundle's tier; a hit fails it.
+        Only a failed tier says the bundle is unfit to share."""
         fp, seal, parts, records, ledger = _bundle_inputs(small_bundle)
         published = {"citation": {"title": "t", "url": "https://example.org"}, "decimals": 1}
         raw = {**json.loads(to_bytes(fp.protocol)), "published": published}
@@ -387,6 +389,8 @@ class TestDisclosureTier:
 
         assert verdict([]) == "weakened"
         assert verdict([hit]) == "fail"
+        report = derive(cited, seal, parts, records, ledger, []).report
+        assert "fit to share" not in report
 
 
 class TestLeakingProtocolRefused:
