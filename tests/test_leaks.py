@@ -259,3 +259,20 @@ class TestPlantedDisclosure:
             f for f in tier if f["what"].endswith("verdict")
         ).items()
         assert [f["expected"] for f in tier if f["what"].endswith("verdict")] == ['"fail"']
+
+    def test_many_hits_are_bounded(self, bundle_copy: Path) -> None:
+        """Thirty planted paths give 25 findings one by one and one that counts the other 5; the
+        re-derived tier's reason counts all thirty."""
+        _plant_in_environment(" ".join(f"/tmp/x{i}" for i in range(30)))(bundle_copy)
+        _reseal(bundle_copy)
+        result = runner.invoke(app, ["verify", "--json", str(bundle_copy)])
+        assert result.exit_code == 1, result.output
+        findings = json.loads(result.stdout)["findings"]
+        mine = [f for f in findings if f["file"] == "data/environment.json"]
+        assert [f["what"].split(" at ")[0] for f in mine] == ["disclosure: host-path"] * 25 + [
+            "5 further disclosure hits"
+        ]
+        tier = next(
+            f for f in findings if f["what"] == "re-derived value differs @ $.tiers[5].reason"
+        )
+        assert tier["expected"].startswith('"30 hit(s) in 1 input file(s)')
