@@ -9,8 +9,8 @@ never the matched text, so that a report about a leak does not leak again.
 the hits in the derivation's input files (:func:`is_derivation_input`) decide the disclosure tier
 on both sides, so a stored verdict that hides a hit fails re-derivation.
 
-Every pattern is anchored so that it never matches across a newline: scanning a JSON Lines file
-line by line (with each line's offset) gives the same hits as scanning the whole file.
+No pattern matches across a newline, so scanning a JSON Lines file line by line (with each line's
+offset) gives the same hits as scanning the whole file.
 """
 
 from __future__ import annotations
@@ -31,7 +31,6 @@ __all__ = [
     "Disclosure",
     "Kind",
     "is_derivation_input",
-    "locate",
     "refuse_disclosing_protocol",
     "scan",
     "short_cause",
@@ -224,7 +223,7 @@ def is_derivation_input(file: str) -> bool:
     ) or file.startswith(("data/plans/", "data/runs/"))
 
 
-def locate(value: Any, path: str = "$") -> Iterator[tuple[str, Disclosure]]:
+def _locate(value: Any, path: str = "$") -> Iterator[tuple[str, Disclosure]]:
     """The JSON path of every key or string in plain JSON data ``value`` that holds a hit, each
     scanned as the JSON string it is written as (so escapes count as in the file)."""
     if isinstance(value, str):
@@ -234,10 +233,10 @@ def locate(value: Any, path: str = "$") -> Iterator[tuple[str, Disclosure]]:
         for key, item in value.items():
             for hit in scan("", canonical.dumps(key, newline=False)):
                 yield f"{path}.{key}", hit
-            yield from locate(item, f"{path}.{key}")
+            yield from _locate(item, f"{path}.{key}")
     elif isinstance(value, list | tuple):
         for i, item in enumerate(value):
-            yield from locate(item, f"{path}[{i}]")
+            yield from _locate(item, f"{path}[{i}]")
 
 
 def refuse_disclosing_protocol(frozen_protocol: FrozenProtocol) -> None:
@@ -247,7 +246,7 @@ def refuse_disclosing_protocol(frozen_protocol: FrozenProtocol) -> None:
     hits = scan("data/protocol.json", to_bytes(frozen_protocol))
     if not hits:
         return
-    located = next(locate(unstructure(frozen_protocol.protocol)), None)
+    located = next(_locate(unstructure(frozen_protocol.protocol)), None)
     first = located[1] if located else hits[0]
     where = located[0] if located else f"byte {first.offset} of protocol.json"
     raise BadInput(
