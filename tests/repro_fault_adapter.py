@@ -28,7 +28,7 @@ FAULTS: dict[str, tuple[str, str | None]] = {
     "none": ("valid", None),
     "raise": ("failed", "adapter-raised:ValueError"),
     "run-failed": ("failed", "simulator-error:Boom"),
-    "cause-with-path": ("failed", "malformed-cause"),
+    "cause-with-path": ("failed", "cause-withheld"),
     "not-evidence": ("invalid", "evidence-type:dict"),
     "missing-fields": ("invalid", "evidence-type:SimpleNamespace"),
     "unpicklable": ("invalid", "evidence-type:function"),

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import getpass
+import os
+from pathlib import Path
 from typing import Any
 
 _calls = {"flaky": 0}
@@ -42,3 +45,22 @@ class BrokenBlue(SleepyBlue):
     def get_action(self, observation: Any, action_space: Any) -> int:
         """Fail."""
         raise RuntimeError("permanent failure")
+
+
+_leaky: dict[str, Any] = {"rng": None, "attempts": 0}
+
+
+def leaky(observation: Any, rng: Any) -> int:
+    """Fail three attempts in five, at their first step, with a message naming the home and
+    working directories, the user and a secret from the environment, as a careless library
+    would; then act randomly. The adapter makes a fresh generator for every attempt, which is
+    how attempts are told apart."""
+    if _leaky["rng"] is not rng:
+        _leaky["rng"] = rng
+        _leaky["attempts"] += 1
+        if _leaky["attempts"] % 5 in (1, 2, 3):
+            raise RuntimeError(
+                f"cannot read {Path.home() / '.config'} from {Path.cwd()} as {getpass.getuser()} "
+                f"with token={os.environ.get('AWS_SECRET_ACCESS_KEY')}"
+            )
+    return int(rng.integers(2))

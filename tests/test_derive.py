@@ -11,8 +11,15 @@ from hypothesis import strategies as st
 
 from repro import canonical
 from repro.derive import derive
+from repro.disclosure import Disclosure, is_derivation_input, scan
 from repro.models import FrozenProtocol, Ledger, Partition, RunRecord, Seal
 from repro.serde import structure, to_bytes
+
+
+def _input_disclosures(bundle: Path) -> list[Disclosure]:
+    """Scan hits in the derivation's input files, as verify finds them."""
+    names = sorted(p.relative_to(bundle).as_posix() for p in bundle.rglob("*") if p.is_file())
+    return [h for n in names if is_derivation_input(n) for h in scan(n, (bundle / n).read_bytes())]
 
 
 def _load(bundle: Path) -> tuple[FrozenProtocol, Seal, list[Partition], list[RunRecord], Ledger]:
@@ -47,8 +54,9 @@ class TestOrderInvariance:
         fp, seal, parts, records, ledger = _load(small_bundle)
         shuffled = records[:]
         rnd.shuffle(shuffled)
-        a = derive(fp, seal, parts, records, ledger)
-        b = derive(fp, seal, parts, shuffled, ledger)
+        hits = _input_disclosures(small_bundle)
+        a = derive(fp, seal, parts, records, ledger, hits)
+        b = derive(fp, seal, parts, shuffled, ledger, hits)
         assert to_bytes(a.aggregates) == to_bytes(b.aggregates)
         assert to_bytes(a.tiers) == to_bytes(b.tiers)
         assert to_bytes(a.ledger) == to_bytes(b.ledger)
@@ -57,7 +65,7 @@ class TestOrderInvariance:
     def test_derivation_reproduces_stored_files(self, small_bundle: Path) -> None:
         """Re-deriving from the stored protocol, plan and runs gives the stored bytes."""
         fp, seal, parts, records, ledger = _load(small_bundle)
-        d = derive(fp, seal, parts, records, ledger)
+        d = derive(fp, seal, parts, records, ledger, _input_disclosures(small_bundle))
         data = small_bundle / "data"
         assert to_bytes(d.aggregates) == (data / "aggregates.json").read_bytes()
         assert to_bytes(d.tiers) == (data / "tiers.json").read_bytes()

@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from repro.disclosure import Disclosure, scan
 from repro.errors import BadInput
 from repro.serde import to_bytes
 
@@ -78,6 +79,8 @@ class BundleWriter:
         self.root = root
         self._payload: dict[str, str] = {}
         self._octets = 0
+        #: Disclosure hits in every byte written so far, found as the bytes were written.
+        self.disclosures: list[Disclosure] = []
 
     def _target(self, name: str) -> Path:
         path = self.root / name
@@ -97,6 +100,7 @@ class BundleWriter:
             fh.flush()
             os.fsync(fh.fileno())
         self._commit(tmp, path)
+        self.disclosures += scan(name, data)
         digest = hashlib.sha256(data).hexdigest()
         if name.startswith("data/"):
             self._payload[name] = digest
@@ -119,6 +123,8 @@ class BundleWriter:
             def emit(value: Any) -> None:
                 nonlocal size
                 data = to_bytes(value)
+                # No pattern spans a newline, so line by line finds what the whole file holds.
+                self.disclosures += scan(name, data, size)
                 fh.write(data)
                 digest.update(data)
                 size += len(data)

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from attrs import frozen
 
 from repro import judge, report, stats
+from repro.disclosure import Disclosure
 from repro.models import (
     Aggregates,
     ConditionAggregate,
@@ -25,7 +26,7 @@ from repro.models import (
 )
 from repro.outcomes import SlotOutcome, losses, slot_outcomes
 
-__all__ = ["Derived", "aggregates", "derive"]
+__all__ = ["Derived", "aggregates", "derive", "source_ledger"]
 
 
 def aggregates(
@@ -82,30 +83,53 @@ class Derived:
     report: str
 
 
+def _outcomes(partitions: Sequence[Partition], records: Sequence[RunRecord]) -> list[SlotOutcome]:
+    return slot_outcomes([e for p in partitions for e in p.entries], records)
+
+
+def _ledger(
+    frozen_protocol: FrozenProtocol, outcomes: Sequence[SlotOutcome], facts: Ledger
+) -> Ledger:
+    p = frozen_protocol.protocol
+    return Ledger(
+        schema="repro.source-ledger/1",
+        protocol_sha256=frozen_protocol.sha256,
+        adapter=facts.adapter,
+        sources=facts.sources,
+        contracts=facts.contracts,
+        citation=p.published.citation if p.published else None,
+        disagreements=p.disagreements,
+        losses=losses(outcomes),
+    )
+
+
+def source_ledger(
+    frozen_protocol: FrozenProtocol,
+    partitions: Sequence[Partition],
+    records: Sequence[RunRecord],
+    facts: Ledger,
+) -> Ledger:
+    """source-ledger.json: the facts gathered at run time (adapter, sources, contracts) with the
+    citation and disagreements of the protocol and the losses re-derived from the runs. The
+    study writes it before :func:`derive`, whose disclosure tier reads its bytes."""
+    return _ledger(frozen_protocol, _outcomes(partitions, records), facts)
+
+
 def derive(
     frozen_protocol: FrozenProtocol,
     seal: Seal,
     partitions: Sequence[Partition],
     records: Sequence[RunRecord],
     ledger: Ledger,
+    disclosures: Sequence[Disclosure],
 ) -> Derived:
     """Derive aggregates, tiers, the ledger's losses and the report. ``ledger`` supplies the
-    facts gathered at run time (adapter, sources, contracts); its losses are re-derived."""
-    entries = [e for p in partitions for e in p.entries]
-    outcomes = slot_outcomes(entries, records)
+    facts gathered at run time (adapter, sources, contracts); its losses are re-derived.
+    ``disclosures`` are the hits of :func:`repro.disclosure.scan` in the bytes of the input
+    files (:func:`repro.disclosure.is_derivation_input`) as written or read."""
+    outcomes = _outcomes(partitions, records)
     agg = aggregates(frozen_protocol, seal, outcomes)
-    full_ledger = Ledger(
-        schema="repro.source-ledger/1",
-        protocol_sha256=frozen_protocol.sha256,
-        adapter=ledger.adapter,
-        sources=ledger.sources,
-        contracts=ledger.contracts,
-        citation=frozen_protocol.protocol.published.citation
-        if frozen_protocol.protocol.published
-        else None,
-        disagreements=frozen_protocol.protocol.disagreements,
-        losses=losses(outcomes),
-    )
-    tiers = judge.tiers(frozen_protocol, seal, partitions, outcomes, full_ledger, agg)
+    full_ledger = _ledger(frozen_protocol, outcomes, ledger)
+    tiers = judge.tiers(frozen_protocol, seal, partitions, outcomes, full_ledger, agg, disclosures)
     text = report.validation_report(frozen_protocol, agg, tiers, full_ledger)
     return Derived(aggregates=agg, tiers=tiers, ledger=full_ledger, report=text)

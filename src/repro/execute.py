@@ -20,7 +20,8 @@ from attrs import frozen
 from repro import __version__
 from repro.adapters.base import Adapter, Evidence, Frozen, get_adapter
 from repro.bundle import TAGMANIFEST, BundleWriter, create_root
-from repro.derive import Derived, derive
+from repro.derive import Derived, derive, source_ledger
+from repro.disclosure import is_derivation_input, refuse_disclosing_protocol
 from repro.errors import EXIT_STUDY_STOPPED, Interrupted, StudyStopped
 from repro.interrupts import stop_on_signals
 from repro.judge import contract_sha256
@@ -82,6 +83,7 @@ def prepare(protocol_path: Path, options: Mapping[str, str]) -> Prepared:
     """Load, validate, freeze and seal; raises :class:`repro.errors.BadInput` before any write."""
     protocol = load_protocol(protocol_path)
     fp = freeze(protocol)
+    refuse_disclosing_protocol(fp)
     adapter = get_adapter(protocol.adapter.name)
     frozen_adapter = adapter.freeze(protocol, options)
     return Prepared(
@@ -347,10 +349,9 @@ def _study(
         disagreements=(),
         losses=(),
     )
-    derived = derive(fp, plan.seal, plan.partitions, records, facts)
-    writer.model("data/source-ledger.json", derived.ledger)
-    writer.model("data/aggregates.json", derived.aggregates)
-    writer.model("data/tiers.json", derived.tiers)
+    # The ledger and environment are derivation inputs: written, and so scanned, before derive.
+    ledger = source_ledger(fp, plan.partitions, records, facts)
+    writer.model("data/source-ledger.json", ledger)
     packages = [*CORE_PACKAGES, *(s.name for s in prepared.frozen.sources if s.kind == "package")]
     writer.model(
         "data/environment.json",
@@ -367,6 +368,10 @@ def _study(
             wall_seconds=round(wall, 3),
         ),
     )
+    inputs = [d for d in writer.disclosures if is_derivation_input(d.file)]
+    derived = derive(fp, plan.seal, plan.partitions, records, ledger, inputs)
+    writer.model("data/aggregates.json", derived.aggregates)
+    writer.model("data/tiers.json", derived.tiers)
     writer.write("data/validation-report.md", derived.report.encode())
     writer.finish(
         {

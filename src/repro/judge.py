@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from repro import canonical
+from repro.disclosure import Disclosure
 from repro.models import (
     Aggregates,
     FigureComparison,
@@ -20,7 +21,10 @@ from repro.models import (
 from repro.outcomes import SlotOutcome, join_problems, measure_of
 from repro.plan import sources_sha256
 
-__all__ = ["contract_sha256", "reproduction", "rounded", "tiers"]
+__all__ = ["MAX_DISCLOSURES_LISTED", "contract_sha256", "reproduction", "rounded", "tiers"]
+
+#: At most this many disclosure hits are named one by one in the tier's evidence.
+MAX_DISCLOSURES_LISTED = 10
 
 
 def rounded(value: float, decimals: int) -> str:
@@ -132,8 +136,10 @@ def tiers(
     outcomes: Sequence[SlotOutcome],
     ledger: Ledger,
     agg: Aggregates,
+    disclosures: Sequence[Disclosure],
 ) -> Tiers:
-    """tiers.json: the six tiers and the reproduction class."""
+    """tiers.json: the six tiers and the reproduction class. ``disclosures`` are the scan hits
+    in the input files; any one fails the disclosure tier."""
     p = frozen_protocol.protocol
     records = [r for o in outcomes for r in o.attempts]
     valid = [o.terminal for o in outcomes if o.outcome == "valid" and o.terminal is not None]
@@ -292,8 +298,25 @@ def tiers(
         ),
         f"{len(p.disagreements)} source disagreement(s) recorded",
         f"{len(ledger.losses)} loss(es) and exclusion(s) listed with their causes",
+        "protocol, plan, runs, source ledger and environment scanned for host paths, "
+        "tracebacks and credential-looking strings",
     )
-    if cite is not None and cite.commit is None and cite.locator is None:
+    hits = sorted(disclosures)
+    if hits:
+        listed = [h.describe() for h in hits[:MAX_DISCLOSURES_LISTED]]
+        if len(hits) > MAX_DISCLOSURES_LISTED:
+            listed.append(f"{len(hits) - MAX_DISCLOSURES_LISTED} further hit(s)")
+        kinds = ", ".join(sorted({h.kind for h in hits}))
+        out.append(
+            Tier(
+                "disclosure",
+                "fail",
+                (*evidence, *listed),
+                f"{len(hits)} hit(s) in {len({h.file for h in hits})} input file(s): "
+                f"the bundle discloses {kinds} content",
+            )
+        )
+    elif cite is not None and cite.commit is None and cite.locator is None:
         out.append(
             Tier(
                 "disclosure",

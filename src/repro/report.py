@@ -99,6 +99,11 @@ def validation_report(fp: FrozenProtocol, agg: Aggregates, tiers: Tiers, ledger:
         if t.verdict != "pass":
             lines.append(f"- {t.name} equivalence is not claimed ({t.verdict}).")
     lines.append("- Nothing about conditions, seeds or episode counts outside this protocol.")
+    if any(t.name == "disclosure" and t.verdict == "fail" for t in tiers.tiers):
+        lines.append(
+            "- That this bundle is fit to share: its inputs hold host paths, tracebacks or "
+            "credential-looking strings (where: the disclosure tier's evidence)."
+        )
     if ledger.losses:
         lines.append(
             f"- {len(ledger.losses)} slot(s) did not end valid and are not in the means "

@@ -21,6 +21,7 @@ from attrs import frozen
 from repro import canonical, schemas
 from repro.bundle import BAGIT_TXT, MANIFEST, MANIFEST_LINE, TAG_FILES, TAGMANIFEST
 from repro.derive import derive
+from repro.disclosure import Disclosure, is_derivation_input, scan
 from repro.errors import BadInput
 from repro.judge import contract_sha256
 from repro.models import (
@@ -335,6 +336,30 @@ def _compare(
         )
 
 
+def _disclosures(read: BundleReader, findings: list[Finding]) -> list[Disclosure]:
+    """Scan every file, tag files too, each from the bytes read once; one finding per hit (at
+    most MAX_DIFFS per file, the rest counted). Returns every hit."""
+    hits: list[Disclosure] = []
+    for name in sorted(read.files):
+        data = read.raw(name)
+        found = scan(name, data) if data is not None else []
+        for hit in found[:MAX_DIFFS]:
+            findings.append(
+                Finding(
+                    name,
+                    f"disclosure: {hit.kind} at byte {hit.offset}",
+                    "no host path, traceback or credential-looking string",
+                    hit.pattern,
+                )
+            )
+        if len(found) > MAX_DIFFS:
+            findings.append(
+                Finding(name, f"{len(found) - MAX_DIFFS} further disclosure hits", "none", "hits")
+            )
+        hits += found
+    return hits
+
+
 def verify(root: Path) -> list[Finding]:
     """Every finding for the bundle at ``root``; empty when it verifies. Raises
     :class:`BadInput` when ``root`` is not a directory at all."""
@@ -350,6 +375,7 @@ def verify(root: Path) -> list[Finding]:
     tiers_found = read.json("data/tiers.json", "tiers", Tiers)
     read.json("data/environment.json", "environment", Environment)
     report_bytes = read.raw("data/validation-report.md")
+    disclosures = _disclosures(read, findings)
 
     if fp is None or seal is None:
         return findings
@@ -465,7 +491,8 @@ def verify(root: Path) -> list[Finding]:
                     )
                 )
 
-    derived = derive(fp, seal, partitions, records, ledger)
+    inputs = [d for d in disclosures if is_derivation_input(d.file)]
+    derived = derive(fp, seal, partitions, records, ledger, inputs)
     _compare(
         "data/source-ledger.json",
         derived.ledger,

@@ -29,6 +29,7 @@ from attrs import frozen
 
 from repro import canonical
 from repro.adapters.base import Adapter, Evidence, Frozen, Session
+from repro.disclosure import short_cause
 from repro.errors import ReproError, RunFailed
 from repro.interrupts import STOP_SIGNALS, held
 from repro.models import Condition, PlanEntry, Protocol
@@ -41,25 +42,11 @@ __all__ = [
     "WorkerLost",
     "adapter_target",
     "check_evidence",
-    "safe_cause",
 ]
 
-#: A cause code as the bundle keeps it: short, no path separators, no spaces at either end.
-_CAUSE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:;+=@ -]{0,118}[A-Za-z0-9._:;+=@-]|[A-Za-z0-9]")
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 #: How long a child that was asked to stop may take before it is killed.
 _STOP_GRACE_SECONDS = 5.0
-
-
-def safe_cause(cause: object) -> str:
-    """``cause`` when it is a well-formed cause code; otherwise a code saying it was not.
-
-    Adapters supply causes; a cause that could carry a message, a path or a traceback into the
-    bundle is replaced rather than trusted.
-    """
-    if isinstance(cause, str) and _CAUSE.fullmatch(cause):
-        return cause
-    return "malformed-cause"
 
 
 @frozen
@@ -186,7 +173,8 @@ def _run(session: Session, entry: PlanEntry) -> tuple[Any, ...]:
     try:
         checked = check_evidence(session.run(entry))
     except RunFailed as exc:
-        return ("failed", safe_cause(exc.cause))
+        cause = exc.cause if isinstance(exc.cause, str) else ""
+        return ("failed", short_cause(cause))
     except Exception as exc:
         return ("failed", f"adapter-raised:{type(exc).__name__}")
     if isinstance(checked, Invalid):
