@@ -15,7 +15,6 @@ from typer.testing import CliRunner
 
 from conftest import ROOT
 from repro import canonical
-from repro.adapters.base import Evidence
 from repro.cli import app
 from repro.derive import derive
 from repro.disclosure import (
@@ -25,10 +24,8 @@ from repro.disclosure import (
     scan,
     short_cause,
 )
-from repro.errors import RunFailed
-from repro.execute import run_slot
 from repro.judge import MAX_DISCLOSURES_LISTED
-from repro.models import FrozenProtocol, Ledger, Partition, PlanEntry, RunRecord, Seal
+from repro.models import FrozenProtocol, Ledger, Partition, RunRecord, Seal
 from repro.protocol import freeze, load_protocol
 from repro.serde import structure, to_bytes
 
@@ -293,31 +290,6 @@ class TestShortCause:
     def test_messages_withheld(self, cause: str) -> None:
         """Paths, tracebacks, several lines, credentials, long or quoted messages are withheld."""
         assert short_cause(cause) == WITHHELD_CAUSE
-
-    def test_run_loop_withholds_an_adapter_message(
-        self, write_protocol: Callable[..., Path], small_protocol: dict[str, Any]
-    ) -> None:
-        """An adapter that puts a message into RunFailed gets its cause withheld in the run
-        record; a short code passes through."""
-
-        class Session:
-            def __init__(self, cause: str) -> None:
-                self.contract: dict[str, Any] = {}
-                self.cause = cause
-
-            def run(self, entry: PlanEntry) -> Evidence:
-                raise RunFailed(self.cause)
-
-            def close(self) -> None:
-                pass
-
-        small_protocol["retry"] = {"max_attempts": 1}
-        protocol = load_protocol(write_protocol(small_protocol))
-        entry = PlanEntry(slot="c00-r0000", condition="c00", replicate=0, order=0, seed=1)
-        leaky = Session("open('/home/alice/.aws/credentials') failed")
-        assert [r.cause for r in run_slot(leaky, entry, protocol, None)] == [WITHHELD_CAUSE]
-        coded = Session("environment-error:OSError")
-        assert [r.cause for r in run_slot(coded, entry, protocol, None)] == [coded.cause]
 
 
 def _bundle_inputs(
