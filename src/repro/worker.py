@@ -16,6 +16,7 @@ import contextlib
 import ctypes
 import multiprocessing
 import multiprocessing.connection
+import os
 import random
 import re
 import signal
@@ -136,6 +137,9 @@ def _die_with_parent() -> None:
         pr_set_pdeathsig = 1
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(pr_set_pdeathsig, signal.SIGKILL, 0, 0, 0)
+    parent = multiprocessing.parent_process()
+    if parent is not None and os.getppid() != parent.pid:  # it died before the request above
+        os._exit(1)
 
 
 def _stream_state() -> tuple[str, Any]:
