@@ -455,10 +455,14 @@ class TestCanonicalLoads:
             (b'{"a": {"b": -Infinity}}', "-Infinity is not a JSON number @ $.a.b"),
             (b'{"a": [' + b"9" * 25 + b"]}", "integer out of 64-bit range @ $.a[0]"),
             (b"\xff{}", "not UTF-8 (byte 0) @ $"),
+            (b'{"a": ["x", "\\ud800"]}', "string with a lone surrogate (no UTF-8 form) @ $.a[1]"),
+            (b'{"a": {"\\udc00": 1}}', 'key with a lone surrogate (no UTF-8 form) @ $.a["\\udc00"]'),
+            (b'{"a": {"b": 1e400}}', "number too large for a 64-bit float @ $.a.b"),
         ],
     )
     def test_other_refusals(self, text: bytes, message: str) -> None:
-        """NaN, Infinity, huge integers and non-UTF-8 bytes are refused at their path."""
+        """NaN, Infinity, huge integers, non-UTF-8 bytes, lone surrogates and numbers that overflow
+        a double are refused at their path."""
         with pytest.raises(BadInput, match=r"^doc: ") as info:
             canonical.loads(text, what="doc")
         assert str(info.value).endswith(message)
