@@ -456,7 +456,10 @@ class TestCanonicalLoads:
             (b'{"a": [' + b"9" * 25 + b"]}", "integer out of 64-bit range @ $.a[0]"),
             (b"\xff{}", "not UTF-8 (byte 0) @ $"),
             (b'{"a": ["x", "\\ud800"]}', "string with a lone surrogate (no UTF-8 form) @ $.a[1]"),
-            (b'{"a": {"\\udc00": 1}}', 'key with a lone surrogate (no UTF-8 form) @ $.a["\\udc00"]'),
+            (
+                b'{"a": {"\\udc00": 1}}',
+                'key with a lone surrogate (no UTF-8 form) @ $.a["\\udc00"]',
+            ),
             (b'{"a": {"b": 1e400}}', "number too large for a 64-bit float @ $.a.b"),
         ],
     )

@@ -75,9 +75,8 @@ def _check(value: Any, what: str) -> None:
         if isinstance(node, dict):
             for key in node:
                 if _SURROGATE.search(key):
-                    raise BadInput(
-                        f"{what}: key with a lone surrogate (no UTF-8 form) @ {json_path(path, key)}"
-                    )
+                    where = json_path(path, key)
+                    raise BadInput(f"{what}: key with a lone surrogate (no UTF-8 form) @ {where}")
             stack.extend((v, json_path(path, k), depth + 1) for k, v in node.items())
         elif isinstance(node, list):
             stack.extend((v, json_path(path, i), depth + 1) for i, v in enumerate(node))
