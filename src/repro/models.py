@@ -76,7 +76,7 @@ class FieldError(ValueError):
 
 
 def _ident(_: object, attribute: Any, value: str) -> None:
-    if not _ID.match(value):
+    if not _ID.fullmatch(value):
         raise FieldError(
             attribute.name,
             f"{attribute.name} {value!r} must be 1-64 characters of letters, digits, '_', '.', '-'",
@@ -84,7 +84,7 @@ def _ident(_: object, attribute: Any, value: str) -> None:
 
 
 def _sha256(_: object, attribute: Any, value: str) -> None:
-    if not _HEX64.match(value):
+    if not _HEX64.fullmatch(value):
         raise FieldError(attribute.name, f"{attribute.name} must be 64 lower-case hex digits")
 
 
