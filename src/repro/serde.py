@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any, Literal, TypeVar, get_args, get_origin
 
+import attrs
 import cattrs
 from cattrs.errors import (
     ClassValidationError,
@@ -12,6 +13,7 @@ from cattrs.errors import (
     IterableValidationError,
     IterableValidationNote,
 )
+from cattrs.gen import make_dict_structure_fn
 from cattrs.v import transform_error
 
 from repro import canonical
@@ -133,6 +135,22 @@ def _tuple_hook(type_: Any) -> Any:
 
 
 converter.register_structure_hook_factory(_is_tuple, _tuple_hook)
+
+
+def _model_hook(cls: Any) -> Any:
+    structure_fields = make_dict_structure_fn(cls, converter)
+
+    def structure_model(value: Any, _: Any) -> Any:
+        # cattrs would fail on null or an array with a Python message ("argument of type
+        # 'NoneType' is not iterable"); say what JSON was expected instead.
+        if not isinstance(value, dict):
+            raise TypeError(f"expected an object, {_found(value)}")
+        return structure_fields(value, cls)
+
+    return structure_model
+
+
+converter.register_structure_hook_factory(attrs.has, _model_hook)
 
 
 _FIELD = "\x00"
