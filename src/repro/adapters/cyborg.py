@@ -237,7 +237,8 @@ class _Settings:
                 )
             if key not in _OPTIONS:
                 raise BadInput(
-                    f"protocol: unknown option {key!r} for cyborg @ $.adapter.options.{key}"
+                    f"protocol: unknown option {key!r} for cyborg "
+                    f"@ {json_path('$.adapter.options', key)}"
                 )
         for key, value in options.items():
             if key not in _CLI_OPTIONS:

@@ -34,6 +34,7 @@ from repro.adapters.base import (
     package_source,
     pinned_target_source,
 )
+from repro.canonical import json_path
 from repro.errors import BadInput, RunFailed
 from repro.models import AdapterFacts, Condition, Participant, PlanEntry, Protocol, Source
 
@@ -85,10 +86,13 @@ class GymnasiumAdapter:
     def freeze(self, protocol: Protocol, options: Mapping[str, str]) -> Frozen:
         """Check factors, participants and spaces; pin gymnasium, numpy and every source file."""
         gym = _gym()
-        for key in (*protocol.adapter.options, *options):
+        for key in protocol.adapter.options:
             raise BadInput(
-                f"protocol: the gymnasium adapter takes no option {key!r} @ $.adapter.options"
+                f"protocol: the gymnasium adapter takes no option {key!r} "
+                f"@ {json_path('$.adapter.options', key)}"
             )
+        for key in options:
+            raise BadInput(f"--option {key}: the gymnasium adapter takes no options")
         names = [f.name for f in protocol.matrix]
         for i, name in enumerate(names):
             if name not in {"env_id", "max_episode_steps"}:
