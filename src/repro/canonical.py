@@ -1,7 +1,9 @@
 """Strict JSON in, canonical JSON out, and sha256 digests.
 
-Reading refuses what a lenient parser would accept silently: duplicate keys, NaN and Infinity,
-invalid UTF-8, oversized input and absurd nesting; each refusal names the JSON path.
+Reading refuses what a lenient parser would accept silently: duplicate keys, NaN and Infinity
+(also a number too large for a double, which a lenient parser turns into Infinity), integers
+beyond 64 bits, invalid UTF-8, strings with lone surrogates (``"\\ud800"``: valid JSON text, but
+no UTF-8 form), oversized input and absurd nesting; each refusal names the JSON path.
 Writing produces one canonical byte form: sorted keys, UTF-8, no insignificant white space,
 finite numbers only, and a final newline.
 """
@@ -11,17 +13,19 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 from typing import Any
 
 import orjson
 
 from repro.errors import BadInput
 
-__all__ = ["MAX_DEPTH", "MAX_INT", "dumps", "loads", "sha256_hex"]
+__all__ = ["MAX_DEPTH", "MAX_INT", "dumps", "json_path", "loads", "sha256_hex"]
 
 MAX_DEPTH = 64
 #: orjson serialises integers of at most 64 bits; anything larger is refused rather than mangled.
 MAX_INT = 2**63 - 1
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class _Duplicate:
@@ -48,7 +52,9 @@ def _pairs(pairs: list[tuple[str, Any]]) -> Any:
     return seen
 
 
-def _path(parent: str, key: str | int) -> str:
+def json_path(parent: str, key: str | int) -> str:
+    """The JSON path of ``key`` (an object key or an array index) inside ``parent``:
+    ``$.a``, ``$.a[0]``, or ``$["images/x.yaml"]`` for keys that are not identifiers."""
     if isinstance(key, int):
         return f"{parent}[{key}]"
     if key.isidentifier():
@@ -67,9 +73,19 @@ def _check(value: Any, what: str) -> None:
         if isinstance(node, (dict, list)) and depth > MAX_DEPTH:
             raise BadInput(f"{what}: nesting deeper than {MAX_DEPTH} levels @ {path}")
         if isinstance(node, dict):
-            stack.extend((v, _path(path, k), depth + 1) for k, v in node.items())
+            for key in node:
+                if _SURROGATE.search(key):
+                    where = json_path(path, key)
+                    raise BadInput(f"{what}: key with a lone surrogate (no UTF-8 form) @ {where}")
+            stack.extend((v, json_path(path, k), depth + 1) for k, v in node.items())
         elif isinstance(node, list):
-            stack.extend((v, _path(path, i), depth + 1) for i, v in enumerate(node))
+            stack.extend((v, json_path(path, i), depth + 1) for i, v in enumerate(node))
+        elif isinstance(node, str):
+            if _SURROGATE.search(node):
+                raise BadInput(f"{what}: string with a lone surrogate (no UTF-8 form) @ {path}")
+        elif isinstance(node, float):
+            if not math.isfinite(node):
+                raise BadInput(f"{what}: number too large for a 64-bit float @ {path}")
         elif isinstance(node, int) and not isinstance(node, bool) and abs(node) > MAX_INT:
             raise BadInput(f"{what}: integer out of 64-bit range @ {path}")
 

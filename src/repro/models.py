@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import math
 import re
+import unicodedata
 from typing import Any, Literal
 
 from attrs import field, frozen
 from attrs.validators import optional
 
 __all__ = [
+    "MAX_RESAMPLES",
     "TIER_NAMES",
     "AdapterFacts",
     "AdapterSpec",
@@ -58,6 +60,9 @@ __all__ = [
 Level = str | int
 """A factor level: a name or a whole number."""
 
+#: A bootstrap holds resamples x runs values at once; ten times the default is plenty.
+MAX_RESAMPLES = 100_000
+
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
 
@@ -71,7 +76,7 @@ class FieldError(ValueError):
 
 
 def _ident(_: object, attribute: Any, value: str) -> None:
-    if not _ID.match(value):
+    if not _ID.fullmatch(value):
         raise FieldError(
             attribute.name,
             f"{attribute.name} {value!r} must be 1-64 characters of letters, digits, '_', '.', '-'",
@@ -79,8 +84,21 @@ def _ident(_: object, attribute: Any, value: str) -> None:
 
 
 def _sha256(_: object, attribute: Any, value: str) -> None:
-    if not _HEX64.match(value):
+    if not _HEX64.fullmatch(value):
         raise FieldError(attribute.name, f"{attribute.name} must be 64 lower-case hex digits")
+
+
+def _one_line(_: object, attribute: Any, value: str) -> None:
+    # The title goes into bag-info.txt as a "Label: value" line; a line break would add lines.
+    if any(unicodedata.category(c) in ("Cc", "Zl", "Zp") for c in value):
+        raise FieldError(
+            attribute.name, f"{attribute.name} must be one line without control characters"
+        )
+
+
+def _seed(_: object, attribute: Any, value: int) -> None:
+    if not 0 <= value < 2**63:
+        raise FieldError(attribute.name, f"{attribute.name} must be in [0, 2**63), not {value}")
 
 
 def _positive(_: object, attribute: Any, value: int) -> None:
@@ -137,13 +155,8 @@ class Seeding:
     ``per-run``: each slot's seed is derived from ``seed`` and the slot ID."""
 
     mode: Literal["stream", "per-run"]
-    seed: int = field()
+    seed: int = field(validator=_seed)
     statement: str | None = None
-
-    @seed.validator
-    def _check_seed(self, _: Any, value: int) -> None:
-        if not 0 <= value < 2**63:
-            raise FieldError("seed", "seed must be in [0, 2**63)")
 
 
 @frozen
@@ -162,8 +175,15 @@ class Interval:
 
     method: Literal["normal", "t", "bootstrap"]
     level: float = field(default=0.95, validator=_probability)
-    resamples: int = field(default=9999, validator=_positive)
-    seed: int = 0
+    resamples: int = field(default=9999)
+    seed: int = field(default=0, validator=_seed)
+
+    @resamples.validator
+    def _check_resamples(self, _: Any, value: int) -> None:
+        if not 1 <= value <= MAX_RESAMPLES:
+            raise FieldError(
+                "resamples", f"resamples must be between 1 and {MAX_RESAMPLES}, not {value}"
+            )
 
 
 @frozen
@@ -265,7 +285,7 @@ class Protocol:
 
     schema: Literal["repro.protocol/1"]
     id: str = field(validator=_ident)
-    title: str
+    title: str = field(validator=_one_line)
     adapter: AdapterSpec
     matrix: tuple[Factor, ...] = field(validator=_non_empty)
     participants: tuple[Participant, ...] = field(validator=_non_empty)

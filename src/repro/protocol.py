@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 from repro import canonical
@@ -10,9 +11,19 @@ from repro.models import FrozenProtocol, Protocol
 from repro.plan import conditions_of, slot_ids
 from repro.serde import structure, to_bytes
 
-__all__ = ["MAX_PROTOCOL_BYTES", "check_consistency", "freeze", "load_protocol", "parse_protocol"]
+__all__ = [
+    "MAX_PROTOCOL_BYTES",
+    "MAX_SLOTS",
+    "check_consistency",
+    "freeze",
+    "load_protocol",
+    "parse_protocol",
+]
 
 MAX_PROTOCOL_BYTES = 1 << 20
+#: The plan is expanded and sealed in memory before anything runs; a few lines of JSON could
+#: otherwise ask for more slots (matrix cells x participants x runs) than memory holds.
+MAX_SLOTS = 1_000_000
 
 
 def load_protocol(path: Path) -> Protocol:
@@ -25,7 +36,9 @@ def load_protocol(path: Path) -> Protocol:
             raise BadInput(
                 f"protocol: {size} bytes is over the limit of {MAX_PROTOCOL_BYTES} bytes @ $"
             )
-        data = path.read_bytes()
+        # Read one byte past the limit: a file may grow, or (in /proc) report a size of 0.
+        with path.open("rb") as file:
+            data = file.read(MAX_PROTOCOL_BYTES + 1)
     except OSError as exc:
         raise BadInput(f"protocol {path}: cannot read ({exc.strerror})") from None
     return parse_protocol(data)
@@ -41,7 +54,25 @@ def parse_protocol(data: bytes) -> Protocol:
     return protocol
 
 
+def _check_size(p: Protocol) -> None:
+    conditions = math.prod(len(f.levels) for f in p.matrix) * len(p.participants)
+    if conditions > MAX_SLOTS:
+        raise BadInput(
+            f"protocol: {conditions} conditions (matrix cells x participants) are over the "
+            f"limit of {MAX_SLOTS} slots @ $.matrix"
+        )
+    slots = conditions * p.runs_per_condition
+    if slots > MAX_SLOTS:
+        raise BadInput(
+            f"protocol: {conditions} conditions x {p.runs_per_condition} runs = {slots} slots "
+            f"is over the limit of {MAX_SLOTS} @ $.runs_per_condition"
+        )
+
+
 def check_consistency(p: Protocol) -> None:
+    """Refuse what each field allows alone but the protocol as a whole does not: a plan too
+    large to seal, duplicate names, and references to slots or conditions that do not exist."""
+    _check_size(p)
     problems: list[str] = []
     names = [f.name for f in p.matrix]
     for i, factor in enumerate(p.matrix):

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any, TypeVar, get_args, get_origin
+import json
+from typing import Any, Literal, TypeVar, get_args, get_origin
 
+import attrs
 import cattrs
 from cattrs.errors import (
     ClassValidationError,
@@ -11,6 +13,7 @@ from cattrs.errors import (
     IterableValidationError,
     IterableValidationNote,
 )
+from cattrs.gen import make_dict_structure_fn
 from cattrs.v import transform_error
 
 from repro import canonical
@@ -69,6 +72,28 @@ def _level(value: Any, _: Any) -> Level:
     return value
 
 
+def _shown(value: Any) -> str:
+    if isinstance(value, str) and len(value) > 40:
+        return f"{json.dumps(value[:40])}... ({len(value)} characters)"
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return json.dumps(value)
+    return _JSON_TYPES.get(type(value), type(value).__name__)
+
+
+def _is_literal(type_: Any) -> bool:
+    return get_origin(type_) is Literal
+
+
+def _literal(value: Any, type_: Any) -> Any:
+    allowed = get_args(type_)
+    # 1 == True in Python, so compare types too: only the exact JSON value is accepted.
+    if not any(value == a and type(value) is type(a) for a in allowed):
+        raise ValueError(
+            f"expected one of {', '.join(json.dumps(a) for a in allowed)}, found {_shown(value)}"
+        )
+    return value
+
+
 def _json_object(value: Any, _: Any) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise TypeError(f"expected an object, {_found(value)}")
@@ -81,6 +106,7 @@ converter.register_structure_hook(str, _strict_str)
 converter.register_structure_hook(bool, _strict_bool)
 converter.register_structure_hook(Level, _level)
 converter.register_structure_hook_func(lambda t: t == dict[str, Any], _json_object)
+converter.register_structure_hook_func(_is_literal, _literal)
 
 
 def _is_tuple(type_: Any) -> bool:
@@ -109,6 +135,22 @@ def _tuple_hook(type_: Any) -> Any:
 
 
 converter.register_structure_hook_factory(_is_tuple, _tuple_hook)
+
+
+def _model_hook(cls: Any) -> Any:
+    structure_fields = make_dict_structure_fn(cls, converter)
+
+    def structure_model(value: Any, _: Any) -> Any:
+        # cattrs would fail on null or an array with a Python message ("argument of type
+        # 'NoneType' is not iterable"); say what JSON was expected instead.
+        if not isinstance(value, dict):
+            raise TypeError(f"expected an object, {_found(value)}")
+        return structure_fields(value, cls)
+
+    return structure_model
+
+
+converter.register_structure_hook_factory(attrs.has, _model_hook)
 
 
 _FIELD = "\x00"

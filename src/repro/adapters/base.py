@@ -5,6 +5,9 @@ from __future__ import annotations
 import hashlib
 import importlib
 import importlib.metadata
+import inspect
+import keyword
+import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -17,11 +20,13 @@ from repro.models import AdapterFacts, Condition, PlanEntry, Protocol, Source
 
 __all__ = [
     "ENTRY_POINT_GROUP",
+    "MAX_EPISODE_STEPS",
     "Adapter",
     "Evidence",
     "Frozen",
     "Session",
     "TraceDigest",
+    "accepts",
     "file_source",
     "get_adapter",
     "import_target",
@@ -31,6 +36,9 @@ __all__ = [
 ]
 
 ENTRY_POINT_GROUP = "repro.adapters"
+#: Steps per episode at most: a bound against absurd values, far above any published study.
+MAX_EPISODE_STEPS = 1_000_000
+_HEX64 = re.compile(r"^[0-9a-f]{64}$")
 
 
 @frozen
@@ -118,30 +126,68 @@ def module_file_source(role: str, module_name: str) -> Source:
     path = Path(file)
     depth = module_name.count(".") + (1 if path.name == "__init__.py" else 0)
     relative = Path(*path.parts[len(path.parts) - depth - 1 :]).as_posix()
-    return file_source(role, relative, path.read_bytes())
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise BadInput(f"module {module_name!r}: cannot read its source ({exc.strerror})") from None
+    return file_source(role, relative, data)
+
+
+def _dotted(name: str) -> bool:
+    return all(part.isidentifier() and not keyword.iskeyword(part) for part in name.split("."))
 
 
 def import_target(target: str, where: str) -> Any:
     """The object named by ``"module:attribute"``; refused with ``where`` (a JSON path) when it
-    cannot be imported."""
+    cannot be imported.
+
+    The module is a dotted name of Python identifiers found on the import path: never a file
+    path, a relative import (``.x``) or ``__main__`` (whatever script happens to be running);
+    the attribute is one identifier."""
     module_name, _, attribute = target.partition(":")
-    if not module_name or not attribute:
-        raise BadInput(f"protocol: target must look like 'module:attribute' @ {where}")
+    if not (_dotted(module_name) and attribute.isidentifier() and not keyword.iskeyword(attribute)):
+        raise BadInput(
+            f"protocol: target {target!r} must look like 'module:attribute', a dotted module "
+            f"name of Python identifiers (no file path, no relative import) @ {where}"
+        )
+    if module_name == "__main__":
+        raise BadInput(f"protocol: target {target!r} names the running script @ {where}")
     try:
         return getattr(importlib.import_module(module_name), attribute)
-    except (ImportError, AttributeError, ValueError) as exc:
-        raise BadInput(f"protocol: cannot import {target!r} ({exc}) @ {where}") from None
+    except Exception as exc:  # an import runs the module's code, which may raise anything
+        raise BadInput(
+            f"protocol: cannot import {target!r} ({type(exc).__name__}: {exc}) @ {where}"
+        ) from None
+
+
+def accepts(target: Any, arguments: int) -> bool:
+    """Whether ``target`` can be called with ``arguments`` positional arguments (true when its
+    signature cannot be read, as for some built-ins: the run then finds out)."""
+    if not callable(target):
+        return False
+    try:
+        inspect.signature(target).bind(*([None] * arguments))
+    except TypeError:
+        return False
+    except ValueError:
+        return True
+    return True
 
 
 def pinned_target_source(role: str, params: Mapping[str, Any], where: str) -> Source:
     """The source file of a participant's ``params.target``, checked against ``params.sha256``
-    when the protocol pins it: a mismatch refuses the run."""
+    when the protocol pins it: a malformed pin or a mismatch refuses the run."""
     target = params.get("target")
     if not isinstance(target, str):
         raise BadInput(f"protocol: target must be a string @ {where}.target")
-    import_target(target, f"{where}.target")
-    source = module_file_source(role, target.partition(":")[0])
     expected = params.get("sha256")
+    if expected is not None and not (isinstance(expected, str) and _HEX64.fullmatch(expected)):
+        raise BadInput(f"protocol: sha256 must be 64 lower-case hex digits @ {where}.sha256")
+    import_target(target, f"{where}.target")
+    try:
+        source = module_file_source(role, target.partition(":")[0])
+    except BadInput as exc:
+        raise BadInput(f"protocol: {exc} @ {where}.target") from None
     if expected is not None and expected != source.sha256:
         raise BadInput(
             f"protocol: pinned sha256 {expected} does not match {source.name} "

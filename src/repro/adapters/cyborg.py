@@ -6,10 +6,13 @@ at every step: the "Sleeping Agent") and ``agent_class`` (``params.target = "mod
 object with ``get_action(observation, action_space)`` and ``end_episode()``, instantiated once per
 condition and pinned by the sha256 of its module's source file).
 
-Options (protocol ``adapter.options`` or ``--option``): ``backend`` (``auto``, ``cyborg`` for
-upstream, ``csle-cyborg``), ``scenario_dir`` (required for csle-cyborg, whose wheel ships no
-scenario files), ``scenario_sha256`` (protocol only: file name -> pinned sha256; a mismatch
-refuses the run).
+Options: ``backend`` (protocol ``adapter.options`` or ``--option``: ``auto``, ``cyborg`` for
+upstream, ``csle-cyborg``), ``scenario_dir`` (``--option`` only: a directory on this host,
+required for csle-cyborg, whose wheel ships no scenario files; a protocol is frozen into the
+bundle and carries no host paths), ``scenario_sha256`` (protocol only: every scenario file name,
+``Scenario2.yaml`` or ``images/NAME.yaml``, -> its pinned sha256; a mismatch refuses the run).
+Every scenario file must lie inside the scenario directory once symlinks are resolved, and the
+images that images/images.yaml names must be among them.
 
 Per condition, as the leaderboard's evaluator does: build a fresh environment with the red agent,
 wrap it in ChallengeWrapper for Blue, reset; per episode take ``trial_length`` blue steps, sum
@@ -22,6 +25,8 @@ import copy
 import importlib
 import importlib.metadata
 import importlib.util
+import inspect
+import re
 import struct
 import sys
 import types
@@ -33,23 +38,29 @@ from typing import Any
 import numpy as np
 
 from repro.adapters.base import (
+    MAX_EPISODE_STEPS,
     Evidence,
     Frozen,
     TraceDigest,
+    accepts,
     file_source,
     import_target,
     module_file_source,
     package_source,
     pinned_target_source,
 )
+from repro.canonical import json_path
 from repro.errors import BadInput, RunFailed
 from repro.models import AdapterFacts, Condition, PlanEntry, Protocol, Source
 
 __all__ = ["RED_AGENTS", "CybORGAdapter", "load_backend", "resolve_scenario"]
 
 RED_AGENTS = ("B_lineAgent", "RedMeanderAgent", "SleepAgent")
-_OPTIONS = {"backend", "scenario_dir", "scenario_sha256"}
+_OPTIONS = {"backend", "scenario_sha256"}
 _CLI_OPTIONS = {"backend", "scenario_dir"}
+_PINS = "$.adapter.options.scenario_sha256"
+_HEX64 = re.compile(r"^[0-9a-f]{64}$")
+_IMAGE = re.compile(r"^images/[^/\\]+\.yaml$")
 _SB3 = "stable_baselines3"
 
 
@@ -179,16 +190,22 @@ def resolve_scenario(directory: Path) -> dict[str, Any]:
     """Scenario2 with host images resolved, as upstream does from the file path: each host's
     image is looked up in images/images.yaml; an entry with a ``path`` contributes the
     ``Test_Host`` mapping of images/<path>.yaml (and the ``image`` key goes), otherwise the host
-    becomes a copy of the image entry."""
+    becomes a copy of the image entry. An image path that is not one of the scenario files
+    (``../x``, ``sub/x``) is refused: only the files pinned in the ledger are read."""
     yaml = _yaml()
-    scenario = yaml.safe_load((directory / "Scenario2.yaml").read_text("utf-8"))
+    files = scenario_files(directory)
+    scenario = yaml.safe_load(files["Scenario2.yaml"].read_text("utf-8"))
     images = yaml.safe_load((directory / "images" / "images.yaml").read_text("utf-8"))
     for hostname, host in list(scenario["Hosts"].items()):
         image = images[host["image"]]
         if "path" in image:
-            loaded = yaml.safe_load(
-                (directory / "images" / f"{image['path']}.yaml").read_text("utf-8")
-            )
+            name = f"images/{image['path']}.yaml"
+            if name not in files:
+                raise BadInput(
+                    f"scenario directory {directory}: images/images.yaml names image path "
+                    f"{image['path']!r}, which is not a file in images/"
+                )
+            loaded = yaml.safe_load(files[name].read_text("utf-8"))
             host.update(loaded["Test_Host"])
             host.pop("image")
         else:
@@ -196,13 +213,32 @@ def resolve_scenario(directory: Path) -> dict[str, Any]:
     return scenario  # type: ignore[no-any-return]
 
 
+def _pin_problem(name: str, value: Any) -> str | None:
+    if name.startswith(("/", "\\")) or ".." in re.split(r"[/\\]", name):
+        return f"pins {name!r}, a path outside the scenario directory"
+    if name != "Scenario2.yaml" and not _IMAGE.fullmatch(name):
+        return (
+            f"pins {name!r}, which is not a scenario file name (Scenario2.yaml, images/NAME.yaml)"
+        )
+    if not isinstance(value, str) or not _HEX64.fullmatch(value):
+        return f"the pin of {name} must be 64 lower-case hex digits"
+    return None
+
+
 class _Settings:
     def __init__(self, protocol: Protocol, options: Mapping[str, str]) -> None:
         merged: dict[str, Any] = dict(protocol.adapter.options)
         for key in protocol.adapter.options:
+            if key == "scenario_dir":
+                raise BadInput(
+                    "protocol: scenario_dir names a directory on one host, and the protocol is "
+                    "frozen into the bundle: give it as --option scenario_dir=DIR "
+                    "@ $.adapter.options.scenario_dir"
+                )
             if key not in _OPTIONS:
                 raise BadInput(
-                    f"protocol: unknown option {key!r} for cyborg @ $.adapter.options.{key}"
+                    f"protocol: unknown option {key!r} for cyborg "
+                    f"@ {json_path('$.adapter.options', key)}"
                 )
         for key, value in options.items():
             if key not in _CLI_OPTIONS:
@@ -213,12 +249,28 @@ class _Settings:
         self.backend: str = merged.get("backend", "auto")
         self.scenario_dir: str | None = merged.get("scenario_dir")
         self.pins: dict[str, str] = merged.get("scenario_sha256", {})
-        if not isinstance(self.pins, dict) or not all(
-            isinstance(v, str) for v in self.pins.values()
-        ):
+        if not isinstance(self.pins, dict):
+            raise BadInput(f"protocol: expected an object of file name -> sha256 @ {_PINS}")
+        if "scenario_sha256" in merged and not self.pins:
             raise BadInput(
-                "protocol: expected an object of file name -> sha256 "
-                "@ $.adapter.options.scenario_sha256"
+                f"protocol: scenario_sha256 pins no file; pin every scenario file or leave it "
+                f"out @ {_PINS}"
+            )
+        for name, value in self.pins.items():
+            problem = _pin_problem(name, value)
+            if problem is not None:
+                raise BadInput(f"protocol: {problem} @ {json_path(_PINS, name)}")
+
+
+def _check_inside(directory: Path, files: Mapping[str, Path], where: str) -> None:
+    """Refuse a scenario file that a symlink (of the file or of images/) takes outside the
+    scenario directory: the ledger would name it as if it were inside."""
+    root = directory.resolve()
+    for name, path in files.items():
+        target = path.resolve()
+        if not target.is_relative_to(root):
+            raise BadInput(
+                f"{where}: {name} resolves to {target}, outside the scenario directory {root}"
             )
 
 
@@ -247,10 +299,10 @@ class CybORGAdapter:
                         )
             elif factor.name == "trial_length":
                 for j, level in enumerate(factor.levels):
-                    if not isinstance(level, int) or level < 1:
+                    if not isinstance(level, int) or not 1 <= level <= MAX_EPISODE_STEPS:
                         raise BadInput(
-                            "protocol: trial_length must be a positive integer "
-                            f"@ $.matrix[{i}].levels[{j}]"
+                            f"protocol: trial_length must be a whole number from 1 to "
+                            f"{MAX_EPISODE_STEPS}, not {level!r} @ $.matrix[{i}].levels[{j}]"
                         )
             else:
                 raise BadInput(
@@ -279,17 +331,25 @@ class CybORGAdapter:
                 )
 
         backend = load_backend(settings.backend)
-        directory = (
-            Path(settings.scenario_dir) if settings.scenario_dir else backend.default_scenario_dir()
-        )
-        if directory is None:
-            raise BadInput("csle-cyborg ships no scenario files: give --option scenario_dir=DIR")
+        if settings.scenario_dir:
+            directory, where = Path(settings.scenario_dir), "--option scenario_dir"
+        else:
+            default = backend.default_scenario_dir()
+            if default is None:
+                raise BadInput(
+                    "csle-cyborg ships no scenario files: give --option scenario_dir=DIR"
+                )
+            directory, where = default, f"{backend.distribution}'s scenario directory"
+        if not directory.is_dir():
+            raise BadInput(f"{where}: {directory} is not a directory")
         files = scenario_files(directory)
         missing = [n for n in files if not files[n].is_file()]
         if missing or not (directory / "images" / "images.yaml").is_file():
             raise BadInput(
-                f"scenario directory {directory}: Scenario2.yaml or images/images.yaml missing"
+                f"{where}: {directory}: Scenario2.yaml or images/images.yaml missing"
+                + (f" ({', '.join(missing)} not a file)" if missing else "")
             )
+        _check_inside(directory, files, where)
         sources: list[Source] = [
             file_source("scenario", name, path.read_bytes()) for name, path in files.items()
         ]
@@ -297,25 +357,43 @@ class CybORGAdapter:
             pinned = {s.name: s.sha256 for s in sources}
             for name in sorted(set(settings.pins) | set(pinned)):
                 if settings.pins.get(name) != pinned.get(name):
+                    at = json_path(_PINS, name) if name in settings.pins else _PINS
                     raise BadInput(
                         f"protocol: scenario file {name} is pinned at "
                         f"{settings.pins.get(name, 'nothing')} "
-                        f"but is {pinned.get(name, 'missing')} @ $.adapter.options.scenario_sha256"
+                        f"but is {pinned.get(name, 'missing')} @ {at}"
                     )
         sources.append(package_source("simulator", backend.distribution))
         for key in ("Main", "ChallengeWrapper", *RED_AGENTS):
             sources.append(module_file_source(f"simulator {key}", backend.modules[key]))
         for i, participant in enumerate(protocol.participants):
             if participant.kind == "agent_class":
+                where = f"$.participants[{i}].params"
                 sources.append(
-                    pinned_target_source(
-                        f"blue agent {participant.id}",
-                        participant.params,
-                        f"$.participants[{i}].params",
-                    )
+                    pinned_target_source(f"blue agent {participant.id}", participant.params, where)
                 )
+                agent = import_target(participant.params["target"], f"{where}.target")
+                if not (
+                    inspect.isclass(agent)
+                    and accepts(agent, 0)
+                    and callable(getattr(agent, "get_action", None))
+                    and callable(getattr(agent, "end_episode", None))
+                ):
+                    raise BadInput(
+                        f"protocol: target {participant.params['target']!r} must be a class made "
+                        "without arguments, with get_action(observation, action_space) and "
+                        f"end_episode() @ {where}.target"
+                    )
+        yaml = _yaml()
+        try:
+            scenario = resolve_scenario(directory)
+        except (yaml.YAMLError, KeyError, TypeError, AttributeError, ValueError) as exc:
+            raise BadInput(
+                f"scenario directory {directory}: Scenario2 does not resolve "
+                f"({type(exc).__name__}: {exc})"
+            ) from None
         self._backend = backend
-        self._scenario = resolve_scenario(directory)
+        self._scenario = scenario
         self._scenario_file = directory / "Scenario2.yaml"
         facts = AdapterFacts(
             name=self.name,

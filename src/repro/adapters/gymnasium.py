@@ -1,10 +1,12 @@
 """The embedded default adapter: any registered Gymnasium environment.
 
-Factors: ``env_id`` (required), ``max_episode_steps`` (optional; required when the environment
-registers no time limit). Participants (``kind``):
+Factors: ``env_id`` (required), ``max_episode_steps`` (optional, a whole number from 1 to
+:data:`~repro.adapters.base.MAX_EPISODE_STEPS`; required when the environment registers no time
+limit). Participants (``kind``):
 
 - ``random``: samples the action space, seeded with the run's seed;
-- ``constant``: ``params.action`` at every step (checked against the action space at freeze);
+- ``constant``: ``params.action`` at every step: a number or an array of numbers (integers for
+  an integer space), checked against the action space at freeze;
 - ``callable``: ``params.target`` = ``"module:function"``, called as ``function(observation, rng)``
   with a NumPy generator seeded from the run's seed; its module's source file is pinned by sha256
   (and, if ``params.sha256`` is given, must match it).
@@ -22,14 +24,17 @@ from typing import Any
 import numpy as np
 
 from repro.adapters.base import (
+    MAX_EPISODE_STEPS,
     Evidence,
     Frozen,
     TraceDigest,
+    accepts,
     import_target,
     module_file_source,
     package_source,
     pinned_target_source,
 )
+from repro.canonical import json_path
 from repro.errors import BadInput, RunFailed
 from repro.models import AdapterFacts, Condition, Participant, PlanEntry, Protocol, Source
 
@@ -45,6 +50,29 @@ def _gym() -> Any:
     return gymnasium
 
 
+def _leaves(value: Any) -> list[Any]:
+    return [x for item in value for x in _leaves(item)] if isinstance(value, list) else [value]
+
+
+def _action_problem(action: Any, space: Any) -> str | None:
+    """Why a JSON action is not what the space takes, before NumPy would coerce it silently
+    (``true`` to 1, ``"0"`` to 0, ``0.7`` to 0 in an integer space)."""
+    leaves = _leaves(action)
+    if not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in leaves):
+        return "must be a number or an array of numbers"
+    integral = space.dtype is not None and np.issubdtype(space.dtype, np.integer)
+    if integral and not all(isinstance(x, int) for x in leaves):
+        return f"must be whole numbers for the integer action space {space}"
+    return None
+
+
+def _in_space(action: Any, space: Any) -> bool:
+    try:
+        return bool(space.contains(np.asarray(action, dtype=space.dtype)))
+    except (OverflowError, TypeError, ValueError):  # e.g. 1000 for an int8 space, ragged arrays
+        return False
+
+
 def _array_bytes(value: Any) -> bytes:
     array = np.asarray(value)
     return f"{array.dtype.str}{array.shape}".encode() + array.tobytes()
@@ -58,10 +86,13 @@ class GymnasiumAdapter:
     def freeze(self, protocol: Protocol, options: Mapping[str, str]) -> Frozen:
         """Check factors, participants and spaces; pin gymnasium, numpy and every source file."""
         gym = _gym()
-        for key in (*protocol.adapter.options, *options):
+        for key in protocol.adapter.options:
             raise BadInput(
-                f"protocol: the gymnasium adapter takes no option {key!r} @ $.adapter.options"
+                f"protocol: the gymnasium adapter takes no option {key!r} "
+                f"@ {json_path('$.adapter.options', key)}"
             )
+        for key in options:
+            raise BadInput(f"--option {key}: the gymnasium adapter takes no options")
         names = [f.name for f in protocol.matrix]
         for i, name in enumerate(names):
             if name not in {"env_id", "max_episode_steps"}:
@@ -70,6 +101,14 @@ class GymnasiumAdapter:
                 )
         if "env_id" not in names:
             raise BadInput("protocol: the gymnasium adapter needs an 'env_id' factor @ $.matrix")
+        if "max_episode_steps" in names:
+            i = names.index("max_episode_steps")
+            for j, steps in enumerate(protocol.matrix[i].levels):
+                if not isinstance(steps, int) or not 1 <= steps <= MAX_EPISODE_STEPS:
+                    raise BadInput(
+                        f"protocol: max_episode_steps must be a whole number from 1 to "
+                        f"{MAX_EPISODE_STEPS}, not {steps!r} @ $.matrix[{i}].levels[{j}]"
+                    )
         sources: list[Source] = [
             package_source("simulator", "gymnasium"),
             package_source("rng", "numpy"),
@@ -113,9 +152,10 @@ class GymnasiumAdapter:
                 if "action" not in participant.params:
                     raise BadInput(f"protocol: required key missing @ {where}.params.action")
                 for env_id, space in spaces.items():
-                    if not space.contains(
-                        np.asarray(participant.params["action"], dtype=space.dtype)
-                    ):
+                    problem = _action_problem(participant.params["action"], space)
+                    if problem is not None:
+                        raise BadInput(f"protocol: action {problem} @ {where}.params.action")
+                    if not _in_space(participant.params["action"], space):
                         raise BadInput(
                             f"protocol: action {participant.params['action']!r} is not in the "
                             f"action space {space} of {env_id} @ {where}.params.action"
@@ -126,6 +166,11 @@ class GymnasiumAdapter:
                         f"policy {participant.id}", participant.params, f"{where}.params"
                     )
                 )
+                if not accepts(import_target(participant.params["target"], "$"), 2):
+                    raise BadInput(
+                        f"protocol: target {participant.params['target']!r} must be a function "
+                        f"taking (observation, rng) @ {where}.params.target"
+                    )
         facts = AdapterFacts(
             name=self.name,
             version=importlib.metadata.version("gymnasium"),
