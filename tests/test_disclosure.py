@@ -374,11 +374,11 @@ class TestLeakingProtocolRefused:
         [
             (lambda p: p.update(description="notes in /home/alice/notes.txt"), "@ $.description"),
             (
-                lambda p: p["participants"][0]["params"].update(api_key="a1b2c3d4e5"),
-                "@ byte ",
+                lambda p: p["measure"].update(description="api_key: a1b2c3d4e5"),
+                "@ $.measure.description",
             ),
         ],
-        ids=["path-in-description", "credential-in-params"],
+        ids=["path-in-description", "credential-in-measure-description"],
     )
     def test_refused_with_exit_2(
         self,

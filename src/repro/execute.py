@@ -83,9 +83,10 @@ def prepare(protocol_path: Path, options: Mapping[str, str]) -> Prepared:
     """Load, validate, freeze and seal; raises :class:`repro.errors.BadInput` before any write."""
     protocol = load_protocol(protocol_path)
     fp = freeze(protocol)
-    refuse_disclosing_protocol(fp)
     adapter = get_adapter(protocol.adapter.name)
     frozen_adapter = adapter.freeze(protocol, options)
+    # After the adapter's checks, whose messages say more about a field than this one does.
+    refuse_disclosing_protocol(fp)
     return Prepared(
         protocol,
         fp,
