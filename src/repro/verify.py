@@ -291,6 +291,17 @@ def _open_below(root: Path, name: str) -> int:
         os.close(fd)
 
 
+def _read_at_most(fd: int, count: int) -> bytes:
+    blocks = []
+    while count > 0:
+        block = os.read(fd, min(count, 1 << 20))
+        if not block:
+            break
+        blocks.append(block)
+        count -= len(block)
+    return b"".join(blocks)
+
+
 def _unsafe(path: str) -> str | None:
     """Why a manifest path does not name a place inside the bag, or None when it does."""
     if path.startswith("/"):
@@ -471,15 +482,17 @@ class BundleReader:
         try:
             # The path is the root joined with the name: walk the name down from the root.
             fd = _open_below(path.parents[name.count("/")], name)
-            with os.fdopen(fd, "rb") as fh:
-                info = os.fstat(fh.fileno())
+            try:
+                info = os.fstat(fd)
                 if not stat.S_ISREG(info.st_mode):
                     what, found = "not a regular file when read", _kind(info.st_mode)
                     self.findings.append(Finding(name, what, "a regular file", found))
                     return None
                 allowed = min(self.limits.max_file_bytes, self._budget)
                 # One byte past what is allowed is read to see a file that grew since its fstat.
-                data = fh.read(allowed + 1) if info.st_size <= allowed else b""
+                data = _read_at_most(fd, allowed + 1) if info.st_size <= allowed else b""
+            finally:
+                os.close(fd)
         except OSError as exc:
             self.findings.append(
                 Finding(name, "cannot read", "a readable regular file", _reason(exc))
