@@ -87,6 +87,14 @@ def bundle_copy(small_bundle: Path, tmp_path: Path) -> Path:
     return target
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Register the ``stress`` marker: tests that scale up under ``REPRO_STRESS=1`` (the nox
+    session ``stress`` runs them so)."""
+    config.addinivalue_line(
+        "markers", "stress: generated or fuzzed cases, ten times as many under REPRO_STRESS=1"
+    )
+
+
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     """Print the figures tests recorded through :func:`guarantees.record`, one per line."""
     if not FIGURES:

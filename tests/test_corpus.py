@@ -39,9 +39,12 @@ from repro.models import FrozenProtocol, Ledger, Partition, RunRecord, Seal
 from repro.serde import structure, to_bytes
 from repro.verify import Finding, verify
 
-pytestmark = pytest.mark.skipif(
-    sys.platform == "win32", reason="symlinks, hard links and O_NOFOLLOW need POSIX"
-)
+pytestmark = [
+    pytest.mark.stress,
+    pytest.mark.skipif(
+        sys.platform == "win32", reason="symlinks, hard links and O_NOFOLLOW need POSIX"
+    ),
+]
 
 STRESS = os.environ.get("REPRO_STRESS") == "1"
 CASES = 10_000 if STRESS else 1000

@@ -26,9 +26,10 @@ from repro.bundle import BAGIT_TXT, MANIFEST, TAGMANIFEST, bag_info, manifest_te
 from repro.errors import BadInput
 from repro.verify import verify
 
-pytestmark = pytest.mark.skipif(
-    sys.platform == "win32", reason="verify's no-follow reads need POSIX"
-)
+pytestmark = [
+    pytest.mark.stress,
+    pytest.mark.skipif(sys.platform == "win32", reason="verify's no-follow reads need POSIX"),
+]
 
 SCALE = 10 if os.environ.get("REPRO_STRESS") == "1" else 1
 
