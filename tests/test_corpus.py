@@ -244,7 +244,14 @@ def _added_file(root: Path, rng: random.Random, base: Base, outside: Path) -> Ta
     data = _content(rng, base)
     (root / name).parent.mkdir(parents=True, exist_ok=True)
     (root / name).write_bytes(data)
-    return Tamper(f"add {name} ({len(data)} bytes)", (Named(name),))
+    # Half the time a forger also lists the file in regenerated manifests and Payload-Oxum.
+    resealed = rng.random() < 0.5
+    if resealed:
+        reseal(root)
+    return Tamper(
+        f"add {name} ({len(data)} bytes){', manifests regenerated' if resealed else ''}",
+        (Named(name),),
+    )
 
 
 def _renamed_file(root: Path, rng: random.Random, base: Base, outside: Path) -> Tamper:
@@ -397,7 +404,9 @@ def _forged_runs(root: Path, rng: random.Random, base: Base, outside: Path) -> T
 def _forged_aggregates(root: Path, rng: random.Random, base: Base, outside: Path) -> Tamper:
     value = json.loads(base.files["data/aggregates.json"])
     row = rng.choice([*value["conditions"], value["estimand"]])
-    field = rng.choice([k for k in ("mean", "sd", "valid", "value", "se") if k in row])
+    field = rng.choice(
+        [k for k in ("mean", "sd", "valid", "value", "se") if row.get(k) is not None]
+    )
     if row.get("interval") and rng.random() < 0.4:
         row, field = row["interval"], rng.choice(["low", "high", "halfwidth"])
     old = row[field]

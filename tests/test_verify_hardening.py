@@ -389,6 +389,31 @@ class TestManifestPaths:
         assert set(opened) <= scanned
 
 
+# --------------------------------------------------------------------------- layout
+
+
+class TestLayout:
+    """A bundle holds the files ``repro study`` writes and no others, whatever the manifests
+    list."""
+
+    @pytest.mark.parametrize("name", ["data/README.md", "data/extra/x.json", "data/.x.partial"])
+    def test_payload_file_with_regenerated_manifests(self, bundle_copy: Path, name: str) -> None:
+        """A payload file added and listed in regenerated manifests and Payload-Oxum (BagIt
+        integrity holds) is the one finding."""
+        (bundle_copy / name).parent.mkdir(exist_ok=True)
+        (bundle_copy / name).write_bytes(b"the real results are twice as good\n")
+        reseal(bundle_copy)
+        assert verify(bundle_copy) == [
+            Finding(name, "payload file outside the bundle layout", "absent", "present")
+        ]
+
+    def test_payload_file_without_its_manifest(self, bundle_copy: Path) -> None:
+        """With manifest-sha256.txt gone, an added payload file is still named."""
+        (bundle_copy / MANIFEST).rename(bundle_copy / "data/x.txt")
+        findings = verify(bundle_copy)
+        assert _with(findings, "data/x.txt", "payload file outside the bundle layout")
+
+
 # --------------------------------------------------------------------------- never a crash
 
 

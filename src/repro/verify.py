@@ -59,6 +59,18 @@ _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 #: O_NONBLOCK: a FIFO put in place of a file after the scan must not block the open; fstat then
 #: refuses it as not a regular file before anything is read.
 _FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+#: The payload files of every bundle besides those in data/plans/ and data/runs/ (which the seal
+#: names): any other payload file is not part of a bundle, even when the manifest lists it.
+_PAYLOAD = frozenset(
+    {
+        "data/protocol.json",
+        "data/source-ledger.json",
+        "data/aggregates.json",
+        "data/tiers.json",
+        "data/environment.json",
+        "data/validation-report.md",
+    }
+)
 #: The temporary name BundleWriter writes a file under before renaming it into place.
 _PARTIAL = re.compile(r"^\..+\.partial$")
 
@@ -113,14 +125,6 @@ class Finding:
 
 def _reason(exc: OSError) -> str:
     return exc.strerror or type(exc).__name__
-
-
-def _kind(mode: int) -> str:
-    if stat.S_ISLNK(mode):
-        return "a symlink"
-    if stat.S_ISDIR(mode):
-        return "a directory"
-    return "a regular file" if stat.S_ISREG(mode) else "a special file"
 
 
 @frozen
@@ -376,6 +380,14 @@ def _integrity(listing: _Listing, read: BundleReader, findings: list[Finding]) -
             "/" in name and not name.startswith("data/")
         ):
             findings.append(Finding(name, "file outside the bag layout", "absent", "present"))
+        elif (
+            name.startswith("data/")
+            and name not in _PAYLOAD
+            and not name.startswith(("data/plans/", "data/runs/"))
+        ):
+            findings.append(
+                Finding(name, "payload file outside the bundle layout", "absent", "present")
+            )
     for manifest, covered in (
         (MANIFEST, None),
         (TAGMANIFEST, ("bagit.txt", "bag-info.txt", MANIFEST)),
@@ -485,7 +497,9 @@ class BundleReader:
             try:
                 info = os.fstat(fd)
                 if not stat.S_ISREG(info.st_mode):
-                    what, found = "not a regular file when read", _kind(info.st_mode)
+                    # O_NOFOLLOW refused a symlink already: a directory or a special file.
+                    found = "a directory" if stat.S_ISDIR(info.st_mode) else "a special file"
+                    what = "not a regular file when read"
                     self.findings.append(Finding(name, what, "a regular file", found))
                     return None
                 allowed = min(self.limits.max_file_bytes, self._budget)
