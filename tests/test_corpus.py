@@ -2,10 +2,23 @@
 
 A seeded generator turns one real bundle into many tampered copies, from a flipped byte to a
 forger who regenerates both manifests after re-deriving everything but the join. Each copy is
-verified in-process; every case must give at least one finding, a finding that names what was
-changed (what "names" means is stated per kind on :class:`Named`), no exception, and no read
-outside the copy. A hundred distinct real bundles, and copies of them, must verify with no
-finding at all.
+verified in-process; every case must give at least one finding, no exception, no read outside
+the copy (see :func:`_outside_reads`), "incomplete" exactly when the tag manifest is gone, and a
+finding that names what was changed. Per kind, "names" means a finding whose ``file`` is:
+
+- byte-flip, truncation: the changed file, or (a changed tag-manifest line surfaces on the file
+  the line covers) a finding whose ``what`` mentions it;
+- deletion, added-file: the deleted or added file; renamed-file: both the old and the new name;
+- symlink, hard-link: the replaced file, in a finding about a symbolic or hard link;
+- traversal-line, absolute-line, duplicate-line, malformed-line: the edited manifest, in a
+  finding saying "path traversal", "absolute path", "listed twice" or "malformed manifest line";
+- manifest-regenerated: manifest-sha256.txt, whose sha256 differs from the tag manifest;
+- forged-runs: the runs file ("<attempt>: measure differs from the sum") when measure and step
+  rewards disagree, else data/aggregates.json ("re-derived value differs");
+- forged-aggregates: data/aggregates.json ("re-derived value differs");
+- forged-slot-removal: the runs file ("<slot>: slot has no terminal outcome").
+
+A hundred distinct real bundles, and copies of them, must verify with no finding at all.
 
 ``REPRO_STRESS=1`` runs ten times as many cases.
 """
