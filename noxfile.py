@@ -1,4 +1,7 @@
-"""Sessions: tests, lint (ruff), types (mypy strict on src). Run all with ``uvx nox``."""
+"""Sessions: tests, lint (ruff), types (mypy strict on src). Run all with ``uvx nox``.
+
+``uvx nox -s stress`` (not a default session) runs the tamper corpus and the fuzzing at ten times
+their default size."""
 
 from __future__ import annotations
 
@@ -40,3 +43,11 @@ def types(session: nox.Session) -> None:
     """mypy, strict, on src/."""
     _sync(session, "types")
     session.run("mypy")
+
+
+@nox.session
+def stress(session: nox.Session) -> None:
+    """The tests marked ``stress`` with REPRO_STRESS=1: ten times as many tamper cases and
+    fuzzing examples (the hundred clean bundles stay a hundred)."""
+    _sync(session, "test", extras=("plot", "cyborg"))
+    session.run("pytest", "-m", "stress", *session.posargs, env={"REPRO_STRESS": "1"})

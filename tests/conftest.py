@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from guarantees import FIGURES
 from repro.execute import prepare, study
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -84,3 +85,21 @@ def bundle_copy(small_bundle: Path, tmp_path: Path) -> Path:
     target = tmp_path / "copy"
     shutil.copytree(small_bundle, target, symlinks=True)
     return target
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Register the ``stress`` marker: tests that scale up under ``REPRO_STRESS=1`` (the nox
+    session ``stress`` runs them so)."""
+    config.addinivalue_line(
+        "markers", "stress: generated or fuzzed cases, ten times as many under REPRO_STRESS=1"
+    )
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Print the figures tests recorded through :func:`guarantees.record`, one per line."""
+    if not FIGURES:
+        return
+    terminalreporter.section("repro guarantees (this run)")
+    width = max(len(name) for name in FIGURES)
+    for name, value in FIGURES.items():
+        terminalreporter.write_line(f"{name:<{width}}  {value}")

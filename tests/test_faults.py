@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from conftest import _Quiet as Quiet
+from guarantees import record
 from repro.adapters import base
 from repro.adapters.base import Evidence
 from repro.disclosure import WITHHELD_CAUSE, short_cause
@@ -59,6 +60,7 @@ def _run(tmp_path: Path, protocol: dict[str, Any], name: str = "out") -> list[Ru
     root = tmp_path / name
     study(prepare(path, {"state_dir": str(state)}), root, Quiet())
     assert verify(root) == [], "a study with faults must still verify"
+    record("fault-injected studies that verify", 1)
     lines = b"".join(p.read_bytes() for p in sorted((root / "data" / "runs").glob("*.jsonl")))
     return [structure(json.loads(line), RunRecord, what="run") for line in lines.splitlines()]
 

@@ -26,6 +26,7 @@ from typing import Any
 import pytest
 
 from conftest import SMALL
+from guarantees import record
 from repro.verify import verify
 
 pytestmark = pytest.mark.skipif(
@@ -128,6 +129,7 @@ class Case:
         )
         assert cli.returncode == 1, cli.stderr
         assert "incomplete" in (cli.stderr + cli.stdout).lower()
+        record("stopped studies whose root verify calls incomplete", 1)
         return [f.what for f in findings]
 
 
@@ -146,6 +148,7 @@ def event_count(tmp_path_factory: pytest.TempPathFactory) -> int:
     return int(stderr.rsplit("events: ", 1)[1].split()[0])
 
 
+@pytest.mark.stress
 class TestSigkill:
     """SIGKILL at random points of a real run."""
 
@@ -169,13 +172,14 @@ class TestSigkill:
         with ThreadPoolExecutor(2) as pool:
             results = list(pool.map(one, points))
         assert len(results) == len(points) >= 20
+        record("studies killed (SIGKILL) at a bundle event", len(results))
 
     def test_kill_at_random_times(self, tmp_path: Path) -> None:
         """SIGKILL from outside at random moments after the root appears leaves the same
         guarantees."""
         rng = random.Random(153)
         for i in range(TIMED_KILLS):
-            case = Case(tmp_path / f"timed-{i}", _protocol(40))
+            case = Case(tmp_path / f"timed-{i}", _protocol(100))
             process = case.start()
             _wait_for(lambda c=case: c.root.exists())  # type: ignore[misc]
             time.sleep(rng.uniform(0.0, 1.5))
@@ -183,6 +187,7 @@ class TestSigkill:
             process.communicate(timeout=60)
             if process.returncode == 0:
                 continue  # it finished first: a complete bundle, checked elsewhere
+            record("studies killed (SIGKILL) at a random time", 1)
             case.check_left_incomplete()
 
 
@@ -224,6 +229,7 @@ class TestSignals:
         assert f"stopped by {sig.name}" in stderr
         assert "incomplete" in stderr
         assert "Traceback" not in stderr
+        record(f"studies stopped by {sig.name}", 1)
         case.check_left_incomplete()
 
 

@@ -1,9 +1,9 @@
 """Strict JSON in, canonical JSON out, and sha256 digests.
 
-Reading refuses what a lenient parser would accept silently: duplicate keys, NaN and Infinity
-(also a number too large for a double, which a lenient parser turns into Infinity), integers
-beyond 64 bits, invalid UTF-8, strings with lone surrogates (``"\\ud800"``: valid JSON text, but
-no UTF-8 form), oversized input and absurd nesting; each refusal names the JSON path.
+Reading refuses what a lenient parser would accept silently: duplicate keys, NaN and Infinity,
+numbers too large for a double or for 64 bits, lone surrogates, invalid UTF-8, oversized input
+and absurd nesting; each refusal names the JSON path. Whatever the bytes, reading raises
+:class:`repro.errors.BadInput` and nothing else.
 Writing produces one canonical byte form: sorted keys, UTF-8, no insignificant white space,
 finite numbers only, and a final newline.
 """
@@ -13,7 +13,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import re
 from typing import Any
 
 import orjson
@@ -25,7 +24,6 @@ __all__ = ["MAX_DEPTH", "MAX_INT", "dumps", "json_path", "loads", "sha256_hex"]
 MAX_DEPTH = 64
 #: orjson serialises integers of at most 64 bits; anything larger is refused rather than mangled.
 MAX_INT = 2**63 - 1
-_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class _Duplicate:
@@ -62,7 +60,18 @@ def json_path(parent: str, key: str | int) -> str:
     return f"{parent}[{json.dumps(key)}]"
 
 
-def _check(value: Any, what: str) -> None:
+def _has_surrogate(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def _check(value: Any, what: str, max_depth: int, escapes: bool) -> None:
+    """Refuse what the parse hooks marked, nesting deeper than ``max_depth`` and out-of-range
+    numbers; with ``escapes`` (the text holds ``\\u`` escapes, the only way to spell a lone
+    surrogate in valid UTF-8) also strings that no UTF-8 writer can encode."""
     stack: list[tuple[Any, str, int]] = [(value, "$", 1)]
     while stack:
         node, path, depth = stack.pop()
@@ -70,28 +79,31 @@ def _check(value: Any, what: str) -> None:
             raise BadInput(f"{what}: duplicate key {node.key!r} @ {path}")
         if isinstance(node, _Constant):
             raise BadInput(f"{what}: {node.name} is not a JSON number @ {path}")
-        if isinstance(node, (dict, list)) and depth > MAX_DEPTH:
-            raise BadInput(f"{what}: nesting deeper than {MAX_DEPTH} levels @ {path}")
+        if isinstance(node, (dict, list)) and depth > max_depth:
+            raise BadInput(f"{what}: nesting deeper than {max_depth} levels @ {path}")
+        if escapes and isinstance(node, str) and _has_surrogate(node):
+            raise BadInput(f"{what}: string with a lone surrogate (no UTF-8 form) @ {path}")
         if isinstance(node, dict):
-            for key in node:
-                if _SURROGATE.search(key):
-                    where = json_path(path, key)
+            for k, v in node.items():
+                if escapes and _has_surrogate(k):
+                    where = json_path(path, k)
                     raise BadInput(f"{what}: key with a lone surrogate (no UTF-8 form) @ {where}")
-            stack.extend((v, json_path(path, k), depth + 1) for k, v in node.items())
+                stack.append((v, json_path(path, k), depth + 1))
         elif isinstance(node, list):
             stack.extend((v, json_path(path, i), depth + 1) for i, v in enumerate(node))
-        elif isinstance(node, str):
-            if _SURROGATE.search(node):
-                raise BadInput(f"{what}: string with a lone surrogate (no UTF-8 form) @ {path}")
-        elif isinstance(node, float):
-            if not math.isfinite(node):
-                raise BadInput(f"{what}: number too large for a 64-bit float @ {path}")
         elif isinstance(node, int) and not isinstance(node, bool) and abs(node) > MAX_INT:
             raise BadInput(f"{what}: integer out of 64-bit range @ {path}")
+        elif isinstance(node, float) and not math.isfinite(node):
+            # NaN and Infinity literals are markers by now; this is a literal such as 1e999 that
+            # the parser rounded to infinity.
+            raise BadInput(f"{what}: number too large for a 64-bit float @ {path}")
 
 
-def loads(data: bytes, *, what: str = "input", max_bytes: int = 1 << 20) -> Any:
-    """Parse ``data`` strictly; ``what`` names the input in error messages."""
+def loads(
+    data: bytes, *, what: str = "input", max_bytes: int = 1 << 20, max_depth: int = MAX_DEPTH
+) -> Any:
+    """Parse ``data`` strictly; ``what`` names the input in error messages. Input over
+    ``max_bytes`` or nested deeper than ``max_depth`` is refused."""
     if len(data) > max_bytes:
         raise BadInput(f"{what}: {len(data)} bytes is over the limit of {max_bytes} bytes @ $")
     try:
@@ -101,12 +113,15 @@ def loads(data: bytes, *, what: str = "input", max_bytes: int = 1 << 20) -> Any:
     try:
         value = json.loads(text, object_pairs_hook=_pairs, parse_constant=_Constant)
     except RecursionError:
-        raise BadInput(f"{what}: nesting deeper than {MAX_DEPTH} levels @ $") from None
+        raise BadInput(f"{what}: nesting deeper than {max_depth} levels @ $") from None
     except json.JSONDecodeError as exc:
         raise BadInput(
             f"{what}: not JSON ({exc.msg} at line {exc.lineno} column {exc.colno}) @ $"
         ) from None
-    _check(value, what)
+    except ValueError:
+        # Python converts integer literals of at most 4300 digits; 64 bits need 19.
+        raise BadInput(f"{what}: integer out of 64-bit range @ $") from None
+    _check(value, what, max_depth, "\\u" in text)
     return value
 
 

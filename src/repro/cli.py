@@ -165,7 +165,14 @@ def verify(
                 highlight=False,
                 markup=False,
             )
-        err.print(f"{len(findings)} finding(s): {bundle} does not verify", highlight=False)
+        if findings[0].incomplete:
+            err.print(
+                f"INCOMPLETE: {bundle} is an unfinished study and does not verify "
+                f"({len(findings)} finding(s))",
+                highlight=False,
+            )
+        else:
+            err.print(f"{len(findings)} finding(s): {bundle} does not verify", highlight=False)
     else:
         print(
             f"OK: {bundle} verifies (integrity, schema, joins, re-derived aggregates, tiers, class)"

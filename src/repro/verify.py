@@ -3,20 +3,27 @@
 It needs no simulator and no network. Cheap checks come first (structure, listing), then
 completeness and digests, then parsing, then the joins and the re-derivations. Every problem is a
 :class:`Finding`; nothing is logged and passed over.
+
+Whatever the tree holds, verify stays inside it and within bounds: it never follows a symlink
+(every file and directory is opened by name, one component at a time, relative to its parent's
+descriptor, with ``O_NOFOLLOW``), it reads nothing past its :class:`Limits`, and it raises nothing
+but :class:`BadInput`, and that only for a root that is not a directory.
 """
 
 from __future__ import annotations
 
 import functools
-import hashlib
+import math
 import os
+import re
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
 import jsonschema
-from attrs import frozen
+from attrs import field, frozen
+from attrs.validators import ge
 
 from repro import canonical, schemas
 from repro.bundle import BAGIT_TXT, MANIFEST, MANIFEST_LINE, TAG_FILES, TAGMANIFEST
@@ -39,13 +46,57 @@ from repro.plan import seal as seal_plan
 from repro.protocol import check_consistency
 from repro.serde import structure, to_bytes, unstructure
 
-__all__ = ["BundleReader", "Finding", "verify"]
+__all__ = ["BundleReader", "Finding", "Limits", "verify"]
 
 T = TypeVar("T")
 
 MAX_FILE_BYTES = 1 << 30
 #: At most this many findings of one kind in one file are listed one by one; the rest are counted.
 MAX_DIFFS = 25
+#: How the first finding on an unfinished study begins.
+INCOMPLETE = "incomplete:"
+
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+#: O_NONBLOCK: a FIFO put in place of a file after the scan must not block the open; fstat then
+#: refuses it as not a regular file before anything is read.
+_FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+#: The payload files of every bundle besides those in data/plans/ and data/runs/ (which the seal
+#: names): any other payload file is not part of a bundle, even when the manifest lists it.
+_PAYLOAD = frozenset(
+    {
+        "data/protocol.json",
+        "data/source-ledger.json",
+        "data/aggregates.json",
+        "data/tiers.json",
+        "data/environment.json",
+        "data/validation-report.md",
+    }
+)
+#: The temporary name BundleWriter writes a file under before renaming it into place.
+_PARTIAL = re.compile(r"^\..+\.partial$")
+
+
+@frozen
+class Limits:
+    """How much :func:`verify` reads and recomputes at most. Past a limit it reports a finding
+    that names the limit and what it found, and reads no further, so no tree can make it consume
+    unbounded memory, time or file descriptors."""
+
+    #: Entries of any kind (files, directories, links) the scan lists; it stops at the next one
+    #: and nothing is read.
+    max_files: int = field(default=100_000, validator=ge(1))
+    #: Bytes of one file; a larger file is not read.
+    max_file_bytes: int = field(default=MAX_FILE_BYTES, validator=ge(1))
+    #: Bytes of all regular files together; past it the scan stops and nothing is read.
+    max_total_bytes: int = field(default=16 << 30, validator=ge(1))
+    #: Directory nesting below the root (``data/runs`` is at depth 2); a deeper directory is
+    #: named and not entered.
+    max_depth: int = field(default=8, validator=ge(0))
+    #: Nesting of arrays and objects in a JSON file (see :func:`repro.canonical.loads`).
+    max_json_depth: int = field(default=canonical.MAX_DEPTH, validator=ge(1))
+    #: Bootstrap resamples verify recomputes (the protocol default is 9999); a protocol asking
+    #: for more is named and its aggregates are not re-derived.
+    max_resamples: int = field(default=100_000, validator=ge(1))
 
 
 @frozen
@@ -57,6 +108,12 @@ class Finding:
     expected: str
     found: str
 
+    @property
+    def incomplete(self) -> bool:
+        """Whether this finding says the root is an unfinished study rather than a tampered
+        bundle."""
+        return self.what.startswith(INCOMPLETE)
+
     def as_dict(self) -> dict[str, str]:
         """Plain data for ``--json``."""
         return {
@@ -67,39 +124,203 @@ class Finding:
         }
 
 
-def _scan(root: Path) -> tuple[dict[str, Path], list[Finding]]:
-    files: dict[str, Path] = {}
-    findings: list[Finding] = []
-    stack = [root]
-    while stack:
-        directory = stack.pop()
-        with os.scandir(directory) as it:
-            for entry in it:
-                rel = Path(entry.path).relative_to(root).as_posix()
-                mode = entry.stat(follow_symlinks=False).st_mode
-                if stat.S_ISLNK(mode):
-                    findings.append(
-                        Finding(rel, "symbolic link in the bundle", "a regular file", "a symlink")
+def _reason(exc: OSError) -> str:
+    return exc.strerror or type(exc).__name__
+
+
+@frozen
+class _Listing:
+    """What the scan saw: regular files by bundle name (``/``-separated) with their sizes, every
+    entry's name, and whether a limit stopped it (then the listing is partial)."""
+
+    sizes: dict[str, int]
+    entries: frozenset[str]
+    stopped: bool
+
+
+def _scan(root: Path, limits: Limits, findings: list[Finding]) -> _Listing:
+    """List the tree below ``root`` without following a symlink: each directory is opened by name
+    relative to its parent's descriptor with ``O_NOFOLLOW``. A directory's entries are all listed
+    before its subdirectories are entered, so the root's tag files are seen first."""
+    sizes: dict[str, int] = {}
+    entries: set[str] = set()
+    total = 0
+
+    def walk(fd: int, prefix: str, depth: int) -> bool:
+        nonlocal total
+        listed: list[tuple[str, os.stat_result]] = []
+        try:
+            with os.scandir(fd) as it:
+                for entry in it:
+                    if len(entries) >= limits.max_files:
+                        findings.append(
+                            Finding(
+                                ".",
+                                "more entries than the limit max_files: verify stopped scanning",
+                                f"<= {limits.max_files} entries",
+                                f"more than {limits.max_files}",
+                            )
+                        )
+                        return False
+                    rel = prefix + entry.name
+                    entries.add(rel)
+                    try:
+                        listed.append((entry.name, entry.stat(follow_symlinks=False)))
+                    except OSError as exc:
+                        findings.append(Finding(rel, "cannot stat", "an entry", _reason(exc)))
+        except OSError as exc:
+            findings.append(
+                Finding(prefix or ".", "cannot list directory", "readable", _reason(exc))
+            )
+            return True
+        subdirectories = []
+        for name, st in sorted(listed, key=lambda pair: pair[0]):
+            rel = prefix + name
+            mode = st.st_mode
+            if not _utf8(name):
+                findings.append(
+                    Finding(
+                        rel.encode("utf-8", "backslashreplace").decode(),
+                        "name is not UTF-8",
+                        "a bundle name",
+                        "undecodable bytes",
                     )
-                elif stat.S_ISDIR(mode):
-                    stack.append(Path(entry.path))
-                elif stat.S_ISREG(mode):
-                    files[rel] = Path(entry.path)
-                else:
+                )
+            elif stat.S_ISLNK(mode):
+                findings.append(
+                    Finding(rel, "symbolic link in the bundle", "a regular file", "a symlink")
+                )
+            elif stat.S_ISDIR(mode):
+                if depth + 1 > limits.max_depth:
                     findings.append(
                         Finding(
-                            rel, "special file in the bundle", "a regular file", "a special file"
+                            rel,
+                            "directory nested deeper than the limit max_depth: not read",
+                            f"<= {limits.max_depth} levels",
+                            f"{depth + 1} levels",
                         )
                     )
-    return files, findings
+                else:
+                    subdirectories.append(name)
+            elif stat.S_ISREG(mode):
+                sizes[rel] = st.st_size
+                total += st.st_size
+                if st.st_nlink > 1:
+                    # The same bytes are reachable, and changeable, through a path outside the bag.
+                    findings.append(
+                        Finding(rel, "hard link in the bundle", "1 link", f"{st.st_nlink} links")
+                    )
+                if total > limits.max_total_bytes:
+                    findings.append(
+                        Finding(
+                            ".",
+                            "more bytes than the limit max_total_bytes: verify stopped scanning",
+                            f"<= {limits.max_total_bytes} bytes",
+                            f"{total} bytes so far",
+                        )
+                    )
+                    return False
+            else:
+                findings.append(
+                    Finding(rel, "special file in the bundle", "a regular file", "a special file")
+                )
+        for name in subdirectories:
+            try:
+                child = os.open(name, _DIR_FLAGS, dir_fd=fd)
+            except OSError as exc:
+                findings.append(
+                    Finding(prefix + name, "cannot open directory", "readable", _reason(exc))
+                )
+                continue
+            try:
+                if not walk(child, f"{prefix}{name}/", depth + 1):
+                    return False
+            finally:
+                os.close(child)
+        return True
+
+    try:
+        fd = os.open(root, _DIR_FLAGS)
+    except OSError as exc:
+        findings.append(Finding(".", "cannot open the bundle directory", "readable", _reason(exc)))
+        return _Listing({}, frozenset(), stopped=True)
+    try:
+        complete = walk(fd, "", 0)
+    finally:
+        os.close(fd)
+    return _Listing(sizes, frozenset(entries), stopped=not complete)
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+def _utf8(name: str) -> bool:
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _unfinished(listing: _Listing) -> list[Finding]:
+    """The finding that the root is an unfinished study, or none. BundleWriter writes the tag
+    manifest last, so a root without one was never finished; the temporary files a killed writer
+    leaves are named as further evidence. Beside a tag manifest, a partial file cannot come from
+    the study that wrote the root: it is an added file like any other."""
+    if TAGMANIFEST in listing.entries:
+        return []
+    partial = sorted(n for n in listing.sizes if _PARTIAL.match(n.rsplit("/", 1)[-1]))
+    why = f"no {TAGMANIFEST}"
+    if partial:
+        shown = ", ".join(partial[:5]) + (", ..." if len(partial) > 5 else "")
+        why += f"; {len(partial)} partial file(s): {shown}"
+    return [
+        Finding(
+            TAGMANIFEST,
+            f"{INCOMPLETE} the study that wrote this root did not finish: {why}",
+            "the tag manifest, written last by a finished study",
+            "missing",
+        )
+    ]
+
+
+def _open_below(root: Path, name: str) -> int:
+    """A descriptor for ``name`` (``/``-separated) below ``root``, reached one component at a
+    time without following a symlink, so a file or directory swapped for a link after the scan
+    is refused rather than followed."""
+    fd = os.open(root, _DIR_FLAGS)
+    try:
+        *directories, leaf = name.split("/")
+        for part in directories:
+            parent, fd = fd, os.open(part, _DIR_FLAGS, dir_fd=fd)
+            os.close(parent)
+        return os.open(leaf, _FILE_FLAGS, dir_fd=fd)
+    finally:
+        os.close(fd)
+
+
+def _read_at_most(fd: int, count: int) -> bytes:
+    blocks = []
+    while count > 0:
+        block = os.read(fd, min(count, 1 << 20))
+        if not block:
+            break
+        blocks.append(block)
+        count -= len(block)
+    return b"".join(blocks)
+
+
+def _unsafe(path: str) -> str | None:
+    """Why a manifest path does not name a place inside the bag, or None when it does."""
+    if path.startswith("/"):
+        return "absolute path"
+    if "\\" in path:
+        return "backslash in path"
+    parts = path.split("/")
+    if ".." in parts:
+        return "path traversal (..)"
+    if "" in parts or "." in parts:
+        return "empty or '.' path component"
+    if any(ord(c) < 0x20 or ord(c) == 0x7F for c in path):
+        return "control character in path"
+    return None
 
 
 def _parse_manifest(name: str, data: bytes, findings: list[Finding]) -> dict[str, str]:
@@ -121,6 +342,18 @@ def _parse_manifest(name: str, data: bytes, findings: list[Finding]) -> dict[str
             )
             continue
         digest, path = match.groups()
+        unsafe = _unsafe(path)
+        if unsafe is not None:
+            # Never looked up, let alone opened: only names the scan found are ever read.
+            findings.append(
+                Finding(
+                    name,
+                    f"unsafe path on line {number}: {unsafe}",
+                    "a relative path inside the bag",
+                    repr(path[:80]),
+                )
+            )
+            continue
         if path in out:
             findings.append(Finding(name, f"path listed twice (line {number})", "once", path))
         out[path] = digest
@@ -131,18 +364,31 @@ def _parse_manifest(name: str, data: bytes, findings: list[Finding]) -> dict[str
     return out
 
 
-def _integrity(root: Path, files: dict[str, Path], findings: list[Finding]) -> None:
-    if files.get("bagit.txt") is None:
+def _integrity(listing: _Listing, read: BundleReader, findings: list[Finding]) -> None:
+    files = listing.sizes
+    if "bagit.txt" not in files:
         findings.append(Finding("bagit.txt", "missing BagIt declaration", "present", "missing"))
-    elif files["bagit.txt"].read_bytes() != BAGIT_TXT:
-        findings.append(
-            Finding("bagit.txt", "BagIt declaration", BAGIT_TXT.decode().strip(), "other content")
-        )
+    else:
+        declaration = read.raw("bagit.txt")
+        if declaration is not None and declaration != BAGIT_TXT:
+            findings.append(
+                Finding(
+                    "bagit.txt", "BagIt declaration", BAGIT_TXT.decode().strip(), "other content"
+                )
+            )
     for name in sorted(files):
         if ("/" not in name and name not in TAG_FILES) or (
             "/" in name and not name.startswith("data/")
         ):
             findings.append(Finding(name, "file outside the bag layout", "absent", "present"))
+        elif (
+            name.startswith("data/")
+            and name not in _PAYLOAD
+            and not name.startswith(("data/plans/", "data/runs/"))
+        ):
+            findings.append(
+                Finding(name, "payload file outside the bundle layout", "absent", "present")
+            )
     for manifest, covered in (
         (MANIFEST, None),
         (TAGMANIFEST, ("bagit.txt", "bag-info.txt", MANIFEST)),
@@ -150,7 +396,10 @@ def _integrity(root: Path, files: dict[str, Path], findings: list[Finding]) -> N
         if manifest not in files:
             findings.append(Finding(manifest, "missing manifest", "present", "missing"))
             continue
-        listed = _parse_manifest(manifest, files[manifest].read_bytes(), findings)
+        data = read.raw(manifest)
+        if data is None:
+            continue
+        listed = _parse_manifest(manifest, data, findings)
         if covered is None:
             actual = {n for n in files if n.startswith("data/")}
         else:
@@ -166,15 +415,18 @@ def _integrity(root: Path, files: dict[str, Path], findings: list[Finding]) -> N
             if covered is None:
                 findings.append(Finding(name, f"not listed in {manifest}", "listed", "extra file"))
         for name in sorted(set(listed) & actual):
-            digest = _sha256(files[name])
+            content = read.raw(name)
+            if content is None:
+                continue
+            digest = canonical.sha256_hex(content)
             if digest != listed[name]:
                 findings.append(
                     Finding(name, f"sha256 differs from {manifest}", listed[name], digest)
                 )
     if "bag-info.txt" in files:
-        payload = [p for n, p in files.items() if n.startswith("data/")]
-        oxum = f"{sum(p.stat().st_size for p in payload)}.{len(payload)}"
-        info = files["bag-info.txt"].read_bytes().decode("utf-8", "replace").splitlines()
+        payload = [size for name, size in files.items() if name.startswith("data/")]
+        oxum = f"{sum(payload)}.{len(payload)}"
+        info = (read.raw("bag-info.txt") or b"").decode("utf-8", "replace").splitlines()
         stated = [
             line.split(":", 1)[1].strip() for line in info if line.startswith("Payload-Oxum:")
         ]
@@ -192,12 +444,19 @@ def _validator(kind: str) -> Any:
 
 
 class BundleReader:
-    """Reads bundle files strictly: canonical JSON, schema, model."""
+    """Reads bundle files strictly: canonical JSON, schema, model. ``files`` maps each bundle
+    name to its path below the bundle root. Each file is read at most once, without following a
+    symlink, and never past the ``limits``; every read problem is a finding."""
 
-    def __init__(self, files: dict[str, Path], findings: list[Finding]) -> None:
+    def __init__(
+        self, files: Mapping[str, Path], findings: list[Finding], limits: Limits = Limits()
+    ) -> None:
         self.files = files
         self.findings = findings
+        self.limits = limits
         self._read: dict[str, bytes | None] = {}
+        #: Bytes still allowed to be read under ``limits.max_total_bytes``.
+        self._budget = limits.max_total_bytes
 
     def _validate(self, name: str, raw: Any, kind: str, cls: type[T], line: str = "") -> T | None:
         errors = sorted(
@@ -221,7 +480,7 @@ class BundleReader:
 
     def raw(self, name: str) -> bytes | None:
         """The file's bytes, read once however often they are asked for; None (with a
-        finding, made once) when missing or too large."""
+        finding, made once) when missing, unreadable or past a limit."""
         if name not in self._read:
             self._read[name] = self._load(name)
         return self._read[name]
@@ -233,21 +492,62 @@ class BundleReader:
                 Finding(name, "expected bundle file is missing", "present", "missing")
             )
             return None
-        if path.stat().st_size > MAX_FILE_BYTES:
+        try:
+            # The path is the root joined with the name: walk the name down from the root.
+            fd = _open_below(path.parents[name.count("/")], name)
+            try:
+                info = os.fstat(fd)
+                if not stat.S_ISREG(info.st_mode):
+                    # O_NOFOLLOW refused a symlink already: a directory or a special file.
+                    found = "a directory" if stat.S_ISDIR(info.st_mode) else "a special file"
+                    what = "not a regular file when read"
+                    self.findings.append(Finding(name, what, "a regular file", found))
+                    return None
+                allowed = min(self.limits.max_file_bytes, self._budget)
+                # One byte past what is allowed is read to see a file that grew since its fstat.
+                data = _read_at_most(fd, allowed + 1) if info.st_size <= allowed else b""
+            finally:
+                os.close(fd)
+        except OSError as exc:
             self.findings.append(
-                Finding(
-                    name, "file too large", f"<= {MAX_FILE_BYTES} bytes", str(path.stat().st_size)
-                )
+                Finding(name, "cannot read", "a readable regular file", _reason(exc))
             )
             return None
-        return path.read_bytes()
+        self._budget -= len(data)
+        size = max(info.st_size, len(data))
+        if size <= allowed:
+            return data
+        if size > self.limits.max_file_bytes:
+            self.findings.append(
+                Finding(
+                    name,
+                    "file larger than the limit max_file_bytes: not read",
+                    f"<= {self.limits.max_file_bytes} bytes",
+                    f"{size} bytes",
+                )
+            )
+        else:
+            self.findings.append(
+                Finding(
+                    name,
+                    "reading it would pass the limit max_total_bytes: not read",
+                    f"<= {self.limits.max_total_bytes} bytes in all",
+                    f"{self.limits.max_total_bytes - self._budget - len(data) + size} bytes",
+                )
+            )
+        return None
 
     def json(self, name: str, kind: str, cls: type[T]) -> T | None:
         data = self.raw(name)
         if data is None:
             return None
         try:
-            raw = canonical.loads(data, what=name, max_bytes=MAX_FILE_BYTES)
+            raw = canonical.loads(
+                data,
+                what=name,
+                max_bytes=self.limits.max_file_bytes,
+                max_depth=self.limits.max_json_depth,
+            )
         except BadInput as exc:
             self.findings.append(Finding(name, "strict JSON parse", "valid JSON", str(exc)))
             return None
@@ -273,7 +573,12 @@ class BundleReader:
         ok = True
         for number, line in enumerate(data.splitlines(keepends=True), 1):
             try:
-                raw = canonical.loads(line, what=f"{name} line {number}", max_bytes=MAX_FILE_BYTES)
+                raw = canonical.loads(
+                    line,
+                    what=f"{name} line {number}",
+                    max_bytes=self.limits.max_file_bytes,
+                    max_depth=self.limits.max_json_depth,
+                )
             except BadInput as exc:
                 self.findings.append(
                     Finding(name, f"strict JSON parse, line {number}", "valid JSON", str(exc))
@@ -360,14 +665,45 @@ def _disclosures(read: BundleReader, findings: list[Finding]) -> list[Disclosure
     return hits
 
 
-def verify(root: Path) -> list[Finding]:
+def verify(root: Path, limits: Limits = Limits()) -> list[Finding]:
     """Every finding for the bundle at ``root``; empty when it verifies. Raises
-    :class:`BadInput` when ``root`` is not a directory at all."""
-    if root.is_symlink() or not root.is_dir():
+    :class:`BadInput` when ``root`` is not a directory at all (a symlink to one is not); whatever
+    the tree below holds, every other problem is a finding. When the root is an unfinished study,
+    the first finding says so (:attr:`Finding.incomplete`)."""
+    try:
+        mode = os.lstat(root).st_mode
+    except (OSError, ValueError) as exc:
+        raise BadInput(f"{root}: not a bundle directory ({exc})") from None
+    if not stat.S_ISDIR(mode):
         raise BadInput(f"{root}: not a bundle directory")
-    files, findings = _scan(root)
-    _integrity(root, files, findings)
-    read = BundleReader(files, findings)
+    findings: list[Finding] = []
+    listing = _scan(root, limits, findings)
+    if listing.stopped:
+        return findings
+    findings[:0] = _unfinished(listing)
+    read = BundleReader({name: root / name for name in listing.sizes}, findings, limits)
+    _integrity(listing, read, findings)
+    try:
+        _check_content(read, limits)
+    except Exception as exc:
+        # The re-derivations run repro's statistics and judgement on whatever schema-valid values
+        # the files hold (a sum that overflows, a degenerate sample). Whatever they raise, the
+        # bundle does not verify: say so as a finding rather than crash.
+        findings.append(
+            Finding(
+                "data/",
+                "verify could not process the data",
+                "data the re-derivations accept",
+                f"{type(exc).__name__}: {exc}"[:200],
+            )
+        )
+    return findings
+
+
+def _check_content(read: BundleReader, limits: Limits) -> None:
+    """Parse every payload file, check the joins and compare each stored derivation with its
+    re-derivation, adding findings to ``read.findings``."""
+    findings = read.findings
     fp = read.json("data/protocol.json", "frozen-protocol", FrozenProtocol)
     seal = read.json("data/plans/seal.json", "seal", Seal)
     ledger = read.json("data/source-ledger.json", "source-ledger", Ledger)
@@ -378,7 +714,7 @@ def verify(root: Path) -> list[Finding]:
     disclosures = _disclosures(read, findings)
 
     if fp is None or seal is None:
-        return findings
+        return
     if canonical.sha256_hex(to_bytes(fp.protocol)) != fp.sha256:
         findings.append(
             Finding(
@@ -388,13 +724,6 @@ def verify(root: Path) -> list[Finding]:
                 canonical.sha256_hex(to_bytes(fp.protocol)),
             )
         )
-    try:
-        check_consistency(fp.protocol)
-    except BadInput as exc:
-        findings.append(
-            Finding("data/protocol.json", "protocol consistency", "consistent", str(exc))
-        )
-        return findings
     if seal.protocol_sha256 != fp.sha256:
         findings.append(
             Finding(
@@ -432,14 +761,39 @@ def verify(root: Path) -> list[Finding]:
         partitions.append(part)
         records.extend(runs)
     for name in sorted(
-        n for n in files if n.startswith("data/plans/") or n.startswith("data/runs/")
+        n for n in read.files if n.startswith("data/plans/") or n.startswith("data/runs/")
     ):
         if name not in expected_files:
             findings.append(Finding(name, "file not named by the seal", "absent", "present"))
     if not complete or ledger is None:
-        return findings
+        return
+    protocol = fp.protocol
+    planned = (
+        math.prod(len(f.levels) for f in protocol.matrix)
+        * len(protocol.participants)
+        * protocol.runs_per_condition
+    )
+    entries = [e for part in partitions for e in part.entries]
+    if planned > len(entries):
+        # Expanding the plan costs as much as the slots it has; bound that by what was read.
+        findings.append(
+            Finding(
+                "data/protocol.json",
+                "the protocol plans more slots than the sealed partitions hold: not re-derived",
+                f"{len(entries)} slots",
+                f"{planned} slots",
+            )
+        )
+        return
+    try:
+        check_consistency(protocol)
+    except BadInput as exc:
+        findings.append(
+            Finding("data/protocol.json", "protocol consistency", "consistent", str(exc))
+        )
+        return
 
-    resealed = seal_plan(fp.protocol, fp.sha256, ledger.sources)
+    resealed = seal_plan(protocol, fp.sha256, ledger.sources)
     _compare(
         "data/plans/seal.json",
         resealed.seal,
@@ -450,8 +804,7 @@ def verify(root: Path) -> list[Finding]:
     for expected_part, part in zip(resealed.partitions, partitions, strict=False):
         _compare(f"data/plans/{part.id}.json", expected_part, to_bytes(part), findings, part)
 
-    entries = [e for part in partitions for e in part.entries]
-    for problem in join_problems(entries, records, fp.protocol.retry.max_attempts)[: MAX_DIFFS * 4]:
+    for problem in join_problems(entries, records, protocol.retry.max_attempts)[: MAX_DIFFS * 4]:
         findings.append(
             Finding(
                 f"data/runs/{problem.where.split('-')[0]}.jsonl",
@@ -491,6 +844,17 @@ def verify(root: Path) -> list[Finding]:
                     )
                 )
 
+    interval = protocol.interval
+    if interval.method == "bootstrap" and interval.resamples > limits.max_resamples:
+        findings.append(
+            Finding(
+                "data/protocol.json",
+                "bootstrap resamples over the limit max_resamples: aggregates not re-derived",
+                f"<= {limits.max_resamples}",
+                str(interval.resamples),
+            )
+        )
+        return
     inputs = [d for d in disclosures if is_derivation_input(d.file)]
     derived = derive(fp, seal, partitions, records, ledger, inputs)
     _compare(
@@ -525,4 +889,3 @@ def verify(root: Path) -> list[Finding]:
                 "other text",
             )
         )
-    return findings

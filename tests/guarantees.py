@@ -1,0 +1,18 @@
+"""Figures about repro's guarantees that tests measure in this run, printed at the session's end.
+
+A test adds to a named figure with :func:`record` (figures add up across tests); the
+``pytest_terminal_summary`` hook in conftest.py prints each under the heading
+"repro guarantees (this run)". Only figures some test recorded are printed.
+"""
+
+from __future__ import annotations
+
+__all__ = ["FIGURES", "record"]
+
+#: Figure name -> its running total in this pytest process, in the order first recorded.
+FIGURES: dict[str, int] = {}
+
+
+def record(name: str, value: int) -> None:
+    """Add ``value`` to the figure ``name`` (a figure starts at 0)."""
+    FIGURES[name] = FIGURES.get(name, 0) + value
