@@ -74,7 +74,8 @@ def _failing(root: Path) -> tuple[str, list[Finding]]:
     as_json = _invoke("verify", "--json", str(root))
     assert as_json.exit_code == 1, as_json.output
     report = json.loads(as_json.stdout)
-    assert set(report) == {"ok", "findings"}
+    assert set(report) == {"ok", "bundle_sha256", "findings"}
+    assert report["bundle_sha256"] is None
     assert report["ok"] is False
     assert report["findings"], "exit 1 without a single finding"
     for finding in report["findings"]:
@@ -172,10 +173,16 @@ class TestUntouched:
         assert "OK:" in result.stdout
 
     def test_copy_verifies_as_json(self, bundle_copy: Path) -> None:
-        """``--json`` on an untouched copy reports ok true and no findings."""
+        """``--json`` on an untouched copy reports ok true, no findings and the bundle's
+        identity: the sha256 of its tag manifest, the same as the original's."""
         result = _invoke("verify", "--json", str(bundle_copy))
         assert result.exit_code == 0, result.output
-        assert json.loads(result.stdout) == {"ok": True, "findings": []}
+        tag_manifest = (bundle_copy / TAGMANIFEST).read_bytes()
+        assert json.loads(result.stdout) == {
+            "ok": True,
+            "bundle_sha256": hashlib.sha256(tag_manifest).hexdigest(),
+            "findings": [],
+        }
 
     def test_file_list_is_the_corpus(self, small_bundle: Path) -> None:
         """The bundle holds exactly the files the byte-flip corpus covers."""

@@ -29,7 +29,7 @@ from repro.execute import prepare
 from repro.execute import study as run_study
 from repro.models import Aggregates, FrozenProtocol, Tiers
 from repro.report import condition_label
-from repro.verify import BundleReader, Finding
+from repro.verify import BundleReader, Finding, bundle_sha256
 from repro.verify import verify as verify_bundle
 
 __all__ = ["app", "main"]
@@ -154,10 +154,14 @@ def verify(
         findings = verify_bundle(bundle)
     except BadInput as exc:
         raise _fail(str(exc)) from None
+    digest = None if findings else bundle_sha256(bundle)
     if as_json:
-        print(
-            json.dumps({"ok": not findings, "findings": [f.as_dict() for f in findings]}, indent=2)
-        )
+        report = {
+            "ok": not findings,
+            "bundle_sha256": digest,
+            "findings": [f.as_dict() for f in findings],
+        }
+        print(json.dumps(report, indent=2))
     elif findings:
         for f in findings:
             err.print(
@@ -177,6 +181,9 @@ def verify(
         print(
             f"OK: {bundle} verifies (integrity, schema, joins, re-derived aggregates, tiers, class)"
         )
+        # What was verified, by its identity: compare it with a published digest to know that
+        # the files no re-derivation covers (environment.json, bag-info.txt) are the originals.
+        print(f"bundle sha256: {digest}")
     if findings:
         raise typer.Exit(EXIT_VERIFY_FAILED)
 

@@ -13,6 +13,7 @@ but :class:`BadInput`, and that only for a root that is not a directory.
 from __future__ import annotations
 
 import functools
+import hashlib
 import math
 import os
 import re
@@ -46,7 +47,7 @@ from repro.plan import seal as seal_plan
 from repro.protocol import check_consistency
 from repro.serde import structure, to_bytes, unstructure
 
-__all__ = ["BundleReader", "Finding", "Limits", "verify"]
+__all__ = ["BundleReader", "Finding", "Limits", "bundle_sha256", "verify"]
 
 T = TypeVar("T")
 
@@ -305,6 +306,22 @@ def _read_at_most(fd: int, count: int) -> bytes:
         blocks.append(block)
         count -= len(block)
     return b"".join(blocks)
+
+
+def bundle_sha256(root: Path) -> str:
+    """The bundle's identity: the sha256 of its tag manifest, which pins the other tag files,
+    which pin every payload file. A bag carries no signature, so a forger who rewrites a file
+    that is not re-derived (environment.json, bag-info.txt) and both manifests goes unnoticed by
+    :func:`verify`, but not by a reader who compares this digest with a published one. Call it
+    on a root that verifies."""
+    digest = hashlib.sha256()
+    fd = _open_below(root, TAGMANIFEST)
+    try:
+        while block := os.read(fd, 1 << 20):
+            digest.update(block)
+    finally:
+        os.close(fd)
+    return digest.hexdigest()
 
 
 def _unsafe(path: str) -> str | None:
