@@ -182,7 +182,7 @@ class TestSigkill:
             case = Case(tmp_path / f"timed-{i}", _protocol(100))
             process = case.start()
             _wait_for(lambda c=case: c.root.exists())  # type: ignore[misc]
-            time.sleep(rng.uniform(0.0, 1.5))
+            time.sleep(rng.uniform(0.0, 0.8))
             process.kill()
             process.communicate(timeout=60)
             if process.returncode == 0:

@@ -2,7 +2,7 @@
 past the protocol's timeout or kills its process ends as one recorded attempt, never as the end
 of the study.
 
-The parent (:class:`Worker`) sends requests over a pipe and waits for each answer at most the
+The parent (:class:`Worker`) sends requests over a socket and waits for each answer at most the
 protocol's ``retry.timeout_seconds``. The child (:func:`_serve`) answers every request with plain
 data it has already checked, so nothing an adapter returns can break the parent. A lost child
 (timed out, killed, exited) is replaced for the next attempt; in ``stream`` seeding mode the
@@ -20,6 +20,8 @@ import os
 import random
 import re
 import signal
+import socket
+import subprocess
 import sys
 from collections.abc import Mapping, Sequence
 from numbers import Real
@@ -43,6 +45,7 @@ __all__ = [
     "WorkerLost",
     "adapter_target",
     "check_evidence",
+    "main",
 ]
 
 _SHA256 = re.compile(r"[0-9a-f]{64}")
@@ -130,15 +133,14 @@ class Job:
 # --------------------------------------------------------------------------- the child
 
 
-def _die_with_parent() -> None:
+def _die_with_parent(parent: int) -> None:
     """On Linux, ask the kernel to kill this child when its parent dies, so a study killed by
     SIGKILL leaves no run going on behind it."""
     if sys.platform.startswith("linux"):
         pr_set_pdeathsig = 1
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(pr_set_pdeathsig, signal.SIGKILL, 0, 0, 0)
-    parent = multiprocessing.parent_process()
-    if parent is not None and os.getppid() != parent.pid:  # it died before the request above
+    if os.getppid() != parent:  # it died before the request above took effect
         os._exit(1)
 
 
@@ -192,7 +194,6 @@ def _serve(conn: multiprocessing.connection.Connection, job: Job) -> None:
     # while it started this child, and the mask is inherited: unblock the others.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
-    _die_with_parent()
     module, _, name = job.adapter.partition(":")
     adapter: Adapter = getattr(__import__(module, fromlist=[name]), name)()
     # Sessions open only if this process pins the very sources the parent sealed.
@@ -242,47 +243,69 @@ def _serve(conn: multiprocessing.connection.Connection, job: Job) -> None:
 # --------------------------------------------------------------------------- the parent
 
 
-def _context() -> multiprocessing.context.SpawnContext:
-    # spawn: a fresh interpreter, so no lock held by a parent thread is inherited, and (unlike
-    # forkserver) no socket directory is left in TMPDIR when the study is killed.
-    return multiprocessing.get_context("spawn")
+def main() -> None:
+    """A worker process's entry point: ``python -c "from repro.worker import main; main()" FD
+    PARENT_PID``, serving the job that arrives first on the socket FD."""
+    conn = multiprocessing.connection.Connection(int(sys.argv[1]))
+    _die_with_parent(int(sys.argv[2]))
+    try:
+        job = conn.recv()
+    except (EOFError, OSError):  # the parent stopped before it sent the job
+        return
+    _serve(conn, job)
 
 
 class Worker:
-    """One child process serving one adapter; replaced when lost."""
+    """One child process serving one adapter; replaced when lost.
+
+    The child is a fresh interpreter started with :mod:`subprocess` rather than
+    :mod:`multiprocessing`, so it never re-imports the parent's main script (which a library
+    user may not have guarded), inherits no lock held by a parent thread, and needs no helper
+    process. It sees the parent's ``sys.path``, and writes what it prints to the parent's stderr
+    so the study's stdout stays the study's own.
+    """
 
     def __init__(self, job: Job, timeout: float | None) -> None:
         self._job = job
         self._timeout = timeout
         self._stream = job.stream
-        self._process: multiprocessing.process.BaseProcess | None = None
+        self._process: subprocess.Popen[bytes] | None = None
         self._conn: multiprocessing.connection.Connection | None = None
 
     def _start(self) -> multiprocessing.connection.Connection:
-        ctx = _context()
-        parent, child = ctx.Pipe()
-        job = attrs.evolve(self._job, stream=self._stream)
-        process = ctx.Process(target=_serve, args=(child, job), daemon=True, name="repro-worker")
-        # A signal while the child is being started would leave it half-started, printing a
-        # traceback; it is held until the start is done, then stops the study as usual.
-        with held():
-            process.start()
-        child.close()
-        self._process, self._conn = process, parent
-        return parent
+        ours, theirs = socket.socketpair()
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+        command = [sys.executable, "-c", "from repro.worker import main; main()"]
+        try:
+            # A signal while the child starts would stop it half-started; it is held until the
+            # start is done, then stops the study as usual.
+            with held():
+                process = subprocess.Popen(
+                    [*command, str(theirs.fileno()), str(os.getpid())],
+                    stdin=subprocess.DEVNULL,
+                    stdout=sys.__stderr__.fileno() if sys.__stderr__ else subprocess.DEVNULL,
+                    pass_fds=(theirs.fileno(),),
+                    env=env,
+                )
+        finally:
+            theirs.close()
+        conn = multiprocessing.connection.Connection(ours.detach())
+        self._process, self._conn = process, conn
+        conn.send(attrs.evolve(self._job, stream=self._stream))
+        return conn
 
     def request(self, *message: Any, timed: bool = True) -> tuple[Any, ...]:
         """Send one request and return the child's answer; raise :class:`WorkerLost` (after
         killing the child) when it times out or the child dies."""
-        conn = self._conn or self._start()
         try:
+            conn = self._conn or self._start()
             conn.send(message)
             timeout = self._timeout if timed else None
             if not conn.poll(timeout):
                 self.kill()
                 raise WorkerLost("timeout")
             answer: tuple[Any, ...] = conn.recv()
-        except (EOFError, OSError, BrokenPipeError):
+        except (EOFError, OSError):
             raise WorkerLost(self._loss()) from None
         if self._stream is not None:
             *rest, self._stream = answer
@@ -292,7 +315,7 @@ class Worker:
     def _loss(self) -> str:
         process = self._process
         self.kill()
-        code = process.exitcode if process is not None else None
+        code = process.returncode if process is not None else None
         if code is not None and code < 0:
             try:
                 return f"worker-died:{signal.Signals(-code).name}"
@@ -307,9 +330,9 @@ class Worker:
         if conn is not None:
             conn.close()
         if process is not None:
-            if process.is_alive():
+            if process.poll() is None:
                 process.kill()
-            process.join()
+            process.wait()
 
     def stop(self) -> None:
         """Ask the child to exit, and kill it if it does not in a few seconds."""
@@ -318,5 +341,6 @@ class Worker:
             return
         with contextlib.suppress(OSError):
             conn.send(("stop",))
-        process.join(_STOP_GRACE_SECONDS)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(_STOP_GRACE_SECONDS)
         self.kill()
