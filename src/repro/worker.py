@@ -7,7 +7,9 @@ protocol's ``retry.timeout_seconds``. The child (:func:`_serve`) answers every r
 data it has already checked, so nothing an adapter returns can break the parent. A lost child
 (timed out, killed, exited) is replaced for the next attempt; in ``stream`` seeding mode the
 replacement resumes the generator stream from the state at the start of the lost attempt, which
-the child reports after every run.
+the child reports after every run. In ``per-run`` seeding mode the child seeds the process-global
+generators from each run's own seed before the run (:func:`seed_global_generators`), so no run
+depends on which runs the same process served before it.
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ __all__ = [
     "adapter_target",
     "check_evidence",
     "main",
+    "seed_global_generators",
 ]
 
 _SHA256 = re.compile(r"[0-9a-f]{64}")
@@ -149,6 +152,18 @@ def _stream_state() -> tuple[str, Any]:
     return ("state", (random.getstate(), numpy.random.get_state() if numpy else None))
 
 
+def seed_global_generators(seed: int) -> None:
+    """Seed the process-global generators from a run's per-run seed (``seeding.mode`` per-run),
+    so that an adapter or policy that draws from them gets the same numbers whichever runs this
+    process served before: Python's :mod:`random` with the seed itself, and, if NumPy is
+    imported, NumPy's legacy global generator (which takes at most 32 bits) with the seed's low
+    32 bits, ``seed & 0xFFFFFFFF``."""
+    random.seed(seed)
+    numpy = sys.modules.get("numpy")
+    if numpy is not None:
+        numpy.random.seed(seed & 0xFFFF_FFFF)
+
+
 def _restore_stream(stream: tuple[str, Any]) -> None:
     kind, value = stream
     if kind == "seed":
@@ -219,7 +234,10 @@ def _serve(conn: multiprocessing.connection.Connection, job: Job) -> None:
             if answer[0] == "opened":
                 session, answer = answer[1], ("opened", answer[2])
         elif kind == "run" and session is not None:
-            answer = _run(session, request[1])
+            entry: PlanEntry = request[1]
+            if job.stream is None and entry.seed is not None:
+                seed_global_generators(entry.seed)
+            answer = _run(session, entry)
         elif kind == "close" and session is not None:
             try:
                 session.close()

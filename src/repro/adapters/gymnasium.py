@@ -10,6 +10,11 @@ limit). Participants (``kind``):
 - ``callable``: ``params.target`` = ``"module:function"``, called as ``function(observation, rng)``
   with a NumPy generator seeded from the run's seed; its module's source file is pinned by sha256
   (and, if ``params.sha256`` is given, must match it).
+
+Seeding: every episode calls ``env.reset(seed=...)``, and the ``random`` policy's action space
+and the ``callable`` policy's generator are seeded with the same value: the slot's seed in
+``per-run`` mode (the worker has also seeded Python's and NumPy's global generators from it),
+in ``stream`` mode a 63-bit draw from the stream set once at study start.
 """
 
 from __future__ import annotations
