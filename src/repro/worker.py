@@ -25,9 +25,11 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Mapping, Sequence
 from numbers import Real
 from typing import Any
+from typing import Protocol as TypingProtocol
 
 import attrs
 from attrs import frozen
@@ -40,6 +42,8 @@ from repro.interrupts import STOP_SIGNALS, held
 from repro.models import Condition, PlanEntry, Protocol
 
 __all__ = [
+    "CancelFlag",
+    "Cancelled",
     "Failure",
     "Invalid",
     "Job",
@@ -54,6 +58,8 @@ __all__ = [
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 #: How long a child that was asked to stop may take before it is killed.
 _STOP_GRACE_SECONDS = 5.0
+#: How often a worker with a cancel flag looks at it while it waits for an answer.
+_CANCEL_POLL_SECONDS = 0.1
 
 
 @frozen
@@ -68,6 +74,19 @@ class Invalid:
     """An attempt that completed with unusable evidence: ``status`` invalid, with a cause code."""
 
     cause: str
+
+
+class Cancelled(ReproError):
+    """The study is stopping (:class:`Worker`'s ``cancel`` flag was set): the request was
+    abandoned and the child killed."""
+
+
+class CancelFlag(TypingProtocol):
+    """Set when the study stops, by another thread or another process (``threading.Event``,
+    ``distributed.Event``)."""
+
+    def is_set(self) -> bool:
+        """Whether the study is stopping."""
 
 
 class WorkerLost(ReproError):
@@ -281,11 +300,16 @@ class Worker:
     user may not have guarded), inherits no lock held by a parent thread, and needs no helper
     process. It sees the parent's ``sys.path``, and writes what it prints to the parent's stderr
     so the study's stdout stays the study's own.
+
+    A worker is used by one thread. Another thread (or process) stops it through ``cancel``:
+    once that is set, the request in progress and every later one kill the child and raise
+    :class:`Cancelled` (within :data:`_CANCEL_POLL_SECONDS`).
     """
 
-    def __init__(self, job: Job, timeout: float | None) -> None:
+    def __init__(self, job: Job, timeout: float | None, cancel: CancelFlag | None = None) -> None:
         self._job = job
         self._timeout = timeout
+        self._cancel = cancel
         self._stream = job.stream
         self._process: subprocess.Popen[bytes] | None = None
         self._conn: multiprocessing.connection.Connection | None = None
@@ -314,12 +338,13 @@ class Worker:
 
     def request(self, *message: Any, timed: bool = True) -> tuple[Any, ...]:
         """Send one request and return the child's answer; raise :class:`WorkerLost` (after
-        killing the child) when it times out or the child dies."""
+        killing the child) when it times out or the child dies, and :class:`Cancelled` when the
+        study stops."""
+        self._check_cancel()
         try:
             conn = self._conn or self._start()
             conn.send(message)
-            timeout = self._timeout if timed else None
-            if not conn.poll(timeout):
+            if not self._answered(conn, self._timeout if timed else None):
                 self.kill()
                 raise WorkerLost("timeout")
             answer: tuple[Any, ...] = conn.recv()
@@ -329,6 +354,25 @@ class Worker:
             *rest, self._stream = answer
             answer = tuple(rest)
         return answer
+
+    def _check_cancel(self) -> None:
+        if self._cancel is not None and self._cancel.is_set():
+            self.kill()
+            raise Cancelled("the study is stopping")
+
+    def _answered(self, conn: multiprocessing.connection.Connection, timeout: float | None) -> bool:
+        """Whether an answer arrived within ``timeout`` seconds (None: however long it takes);
+        with a cancel flag, wait in short slices and look at the flag between them."""
+        if self._cancel is None:
+            return conn.poll(timeout)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            self._check_cancel()
+            left = _CANCEL_POLL_SECONDS if deadline is None else deadline - time.monotonic()
+            if conn.poll(max(0.0, min(left, _CANCEL_POLL_SECONDS))):
+                return True
+            if deadline is not None and time.monotonic() >= deadline:
+                return False
 
     def _loss(self) -> str:
         process = self._process
