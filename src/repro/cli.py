@@ -14,6 +14,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -100,7 +101,8 @@ class _LineProgress:
 
 
 def _fail(message: str) -> typer.Exit:
-    err.print(f"[red]error:[/red] {message}", highlight=False, markup=True, soft_wrap=True)
+    # Escaped: a message may hold brackets that are not markup, as in "install repro[dask]".
+    err.print(f"[red]error:[/red] {escape(message)}", highlight=False, markup=True, soft_wrap=True)
     return typer.Exit(EXIT_BAD_INPUT)
 
 
@@ -156,7 +158,9 @@ def study(
     except BadInput as exc:
         raise _fail(str(exc)) from None
     except StudyStopped as exc:
-        err.print(f"[red]error:[/red] {exc}", highlight=False, markup=True, soft_wrap=True)
+        err.print(
+            f"[red]error:[/red] {escape(str(exc))}", highlight=False, markup=True, soft_wrap=True
+        )
         raise typer.Exit(exc.exit_code) from None
     rep = result.derived.tiers.reproduction
     e = result.derived.aggregates.estimand

@@ -56,9 +56,10 @@ def connect(address: str) -> Iterator[Client]:
         ) from None
     try:
         client = Client(address, timeout=CONNECT_TIMEOUT_SECONDS, set_as_default=False)
-    except (OSError, TimeoutError, ValueError) as exc:
+    except Exception as exc:  # distributed refuses a malformed address with AssertionError too
         raise BadInput(
-            f"--scheduler: cannot reach a Dask scheduler at {address} ({type(exc).__name__})"
+            f"--scheduler: cannot reach a Dask scheduler at {address!r} "
+            f"({str(exc) or type(exc).__name__})"
         ) from None
     try:
         yield client
