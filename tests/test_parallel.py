@@ -19,11 +19,12 @@ import pytest
 from typer.testing import CliRunner
 
 from conftest import bundle_digests, run_study
-from repro import cluster
+from repro import cluster, parallel
 from repro.adapters import base
 from repro.bundle import BundleWriter, create_root
 from repro.cli import app
 from repro.execute import Backend, DaskCluster, LocalWorkers, prepare, study
+from repro.models import Partition, PlanEntry
 from repro.verify import verify
 from repro_fault_adapter import FAULTS
 
@@ -299,6 +300,59 @@ class TestRefusals:
         assert result.exit_code == 2
         assert f"cannot reach a Dask scheduler at '{address}'" in result.stderr
         assert not out.parent.exists()
+
+
+class TestTakingSlots:
+    """When no partition is left to start, a free worker takes the later half of the slots that
+    a running partition has not started."""
+
+    def test_one_partition_on_three_workers(
+        self,
+        write_protocol: Callable[..., Path],
+        small_protocol: dict[str, Any],
+        tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch,
+    ) -> None:
+        """A single partition on three workers is shared (slots are taken from it at least
+        once) and still gives the serial bundle byte for byte."""
+        small_protocol["matrix"] = [{"name": "env_id", "levels": ["CartPole-v1"]}]
+        small_protocol["participants"] = small_protocol["participants"][:1]
+        small_protocol["runs_per_condition"] = 40
+        path = write_protocol(small_protocol)
+        serial = run_study(path, tmp_path / "serial")
+        takes: list[int] = []
+        take = parallel._Running.take_later_half
+
+        def counting(self: parallel._Running) -> parallel._Taken | None:
+            taken = take(self)
+            if taken is not None:
+                takes.append(len(taken.entries))
+            return taken
+
+        monkeypatch.setattr(parallel._Running, "take_later_half", counting)
+        shared = run_study(path, tmp_path / "shared", LocalWorkers(3))
+        assert takes, "no slot was taken"
+        assert bundle_digests(shared) == bundle_digests(serial)
+
+    def test_taken_ranges_and_the_owners_cover_the_partition_in_order(self) -> None:
+        """However often slots are taken while the owner runs, the owner's slots followed by
+        the taken ranges in order of their start are the partition's slots, once each."""
+        entries = tuple(
+            PlanEntry(slot=f"c00-r{i:04d}", condition="c00", replicate=i, order=i, seed=i)
+            for i in range(23)
+        )
+        running = parallel._Running(0, Partition("repro.partition/1", "c00", "c00", entries))
+        owned: list[PlanEntry] = []
+        while (entry := running.next_slot()) is not None:
+            owned.append(entry)
+            if len(owned) % 2 == 0:
+                running.take_later_half()
+        assert len(running.taken) >= 3
+        pieces = [*owned]
+        for taken in sorted(running.taken, key=lambda t: t.start):
+            pieces += taken.entries
+        assert tuple(pieces) == entries
+        assert running.take_later_half() is None
 
 
 class TestBundleWriterThreads:

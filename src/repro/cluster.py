@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from repro.bundle import BundleWriter
 from repro.errors import BadInput, ClusterFailed
 from repro.models import Condition, Partition
-from repro.slots import PartitionResult, Workload, run_partition
+from repro.slots import SlotsResult, Workload, run_slots
 from repro.worker import Job, Worker
 
 if TYPE_CHECKING:
@@ -91,12 +91,12 @@ class _StudyStopping:
 
 def run_partition_task(
     job: Job, timeout: float | None, condition: Condition, partition: Partition, stop: str
-) -> PartitionResult:
+) -> SlotsResult:
     """The task: run ``partition`` in this Dask worker through a worker subprocess of its own,
     which is stopped when the task ends; ``stop`` names the study's stop event."""
     worker = Worker(job, timeout, _StudyStopping(stop))
     try:
-        return run_partition(worker, job.protocol, condition, partition, _drop, _nothing)
+        return run_slots(worker, job.protocol, condition, partition.entries, _drop, _nothing)
     finally:
         worker.stop()
 
@@ -111,7 +111,7 @@ def _nothing() -> None:
 
 def run_on_dask(
     client: Client, work: Workload, writer: BundleWriter, slot_done: Callable[[str], None]
-) -> list[PartitionResult]:
+) -> list[SlotsResult]:
     """Run every partition of ``work`` as a task on ``client``'s cluster and write each one's
     runs file in sealed order; call ``slot_done(condition)`` once per slot of each partition
     that comes back. Return the results in sealed order.
@@ -135,7 +135,7 @@ def run_on_dask(
         for part in work.partitions
     ]
     index = {future.key: i for i, future in enumerate(futures)}
-    results: list[PartitionResult | None] = [None] * len(futures)
+    results: list[SlotsResult | None] = [None] * len(futures)
     written = 0
     try:
         for future in as_completed(futures, loop=client.loop):

@@ -33,7 +33,7 @@ from repro.models import Environment, FrozenProtocol, Ledger, Protocol
 from repro.parallel import run_on_local_workers
 from repro.plan import SealedPlan, seal
 from repro.protocol import freeze, load_protocol
-from repro.slots import PartitionResult, Workload
+from repro.slots import SlotsResult, Workload
 from repro.worker import Job, adapter_target
 
 __all__ = [
@@ -90,7 +90,7 @@ class DaskCluster:
 Backend = LocalWorkers | DaskCluster
 
 #: Runs a workload's partitions, writes their runs files, and calls back as each slot ends.
-_RunPartitions = Callable[[Workload, BundleWriter, Callable[[str], None]], list[PartitionResult]]
+_RunPartitions = Callable[[Workload, BundleWriter, Callable[[str], None]], list[SlotsResult]]
 
 
 @frozen

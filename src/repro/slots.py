@@ -1,5 +1,5 @@
-"""Running the plan's slots on a worker: the attempts of one slot, and one partition's slots in
-sealed order on one :class:`~repro.worker.Worker`.
+"""Running the plan's slots on a worker: the attempts of one slot, and a partition's slots (or a
+range of them) in sealed order on one :class:`~repro.worker.Worker`.
 
 This is the part of a study that runs wherever a partition runs: in a thread of ``repro study``
 (:mod:`repro.parallel`) or in a task on a Dask worker (:mod:`repro.cluster`). It writes nothing
@@ -9,7 +9,7 @@ itself; it hands each record to the caller as it is made.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import suppress
 from typing import Any
 
@@ -21,7 +21,7 @@ from repro.models import Condition, Partition, PlanEntry, Protocol, RunRecord
 from repro.outcomes import attempt_id, measure_of
 from repro.worker import Failure, Invalid, Job, Worker, WorkerLost
 
-__all__ = ["AttemptResult", "PartitionResult", "Workload", "run_partition", "run_slot"]
+__all__ = ["AttemptResult", "SlotsResult", "Workload", "run_slot", "run_slots"]
 
 
 @frozen
@@ -37,9 +37,10 @@ class Workload:
 
 
 @frozen
-class PartitionResult:
-    """One partition run to its end: every attempt's record in sealed order, and the contract
-    facts of the first session that opened for its condition (empty when none opened)."""
+class SlotsResult:
+    """Slots of one condition run to their end (a whole partition, or a range of one): every
+    attempt's record in sealed order, and the contract facts of the first session that opened
+    (empty when none opened)."""
 
     records: tuple[RunRecord, ...]
     contract: dict[str, Any]
@@ -183,23 +184,23 @@ class _ConditionSession:
                 self._worker.request("close")
 
 
-def run_partition(
+def run_slots(
     worker: Worker,
     protocol: Protocol,
     condition: Condition,
-    partition: Partition,
+    entries: Iterable[PlanEntry],
     emit: Callable[[RunRecord], None],
     slot_done: Callable[[], None],
-) -> PartitionResult:
-    """Run every slot of ``partition`` in sealed order on ``worker``, in one session of its
-    condition: ``emit`` gets each record as it is made, ``slot_done`` is called as each slot
-    reaches its terminal outcome."""
+) -> SlotsResult:
+    """Run ``entries`` (slots of ``condition``, in sealed order: a whole partition or a range of
+    one) on ``worker``, in one session of the condition: ``emit`` gets each record as it is
+    made, ``slot_done`` is called as each slot reaches its terminal outcome."""
     session = _ConditionSession(worker, condition)
     records: list[RunRecord] = []
-    for entry in partition.entries:
+    for entry in entries:
         for record in run_slot(entry, protocol, session.digest, session.attempt):
             emit(record)
             records.append(record)
         slot_done()
     session.close()
-    return PartitionResult(tuple(records), session.contract or {})
+    return SlotsResult(tuple(records), session.contract or {})
