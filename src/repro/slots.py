@@ -98,7 +98,7 @@ def run_slot(
         rewards = result.step_rewards
         measure = measure_of(rewards) if rewards is not None else result.reported_measure
         cause = None
-        if rewards is not None and not all(math.isfinite(r) for r in rewards):
+        if rewards is not None and not all(map(math.isfinite, rewards)):
             cause, measure, rewards = "non-finite-step-reward", None, None
         elif measure is None or not math.isfinite(measure):
             cause, measure = "no-finite-measure", None
