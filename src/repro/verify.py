@@ -34,6 +34,7 @@ from repro.errors import BadInput
 from repro.judge import contract_sha256
 from repro.models import (
     Aggregates,
+    Checkpoint,
     Environment,
     FrozenProtocol,
     Ledger,
@@ -46,6 +47,7 @@ from repro.outcomes import join_problems, measure_of
 from repro.plan import seal as seal_plan
 from repro.protocol import check_consistency
 from repro.serde import structure, to_bytes, unstructure
+from repro.worker import checkpoint_of
 
 __all__ = ["BundleReader", "Finding", "Limits", "bundle_sha256", "verify"]
 
@@ -717,6 +719,29 @@ def verify(root: Path, limits: Limits = Limits()) -> list[Finding]:
     return findings
 
 
+def _check_checkpoint(read: BundleReader, partition: str, first: bool, seed: int) -> None:
+    """A stream-mode partition's checkpoint parses, names its partition and, for the first
+    partition, holds exactly the state the protocol's seed gives (later states depend on the
+    simulator, which replay re-checks)."""
+    name = f"data/runs/{partition}.checkpoint.json"
+    checkpoint = read.json(name, "checkpoint", Checkpoint)
+    if checkpoint is None:
+        return
+    if checkpoint.partition != partition:
+        read.findings.append(
+            Finding(name, "checkpoint names another partition", partition, checkpoint.partition)
+        )
+    if first and checkpoint != checkpoint_of(partition, ("seed", seed)):
+        read.findings.append(
+            Finding(
+                name,
+                "the first checkpoint is not the state the protocol's seed gives",
+                f"random.seed({seed}) and no NumPy state",
+                "another state",
+            )
+        )
+
+
 def _check_content(read: BundleReader, limits: Limits) -> None:
     """Parse every payload file, check the joins and compare each stored derivation with its
     re-derivation, adding findings to ``read.findings``."""
@@ -769,6 +794,9 @@ def _check_content(read: BundleReader, limits: Limits) -> None:
                 )
             )
         part = read.json(name, "partition", Partition)
+        if fp.protocol.seeding.mode == "stream":
+            _check_checkpoint(read, ref.id, ref is seal.partitions[0], fp.protocol.seeding.seed)
+            expected_files.add(f"data/runs/{ref.id}.checkpoint.json")
         runs_name = f"data/runs/{ref.id}.jsonl"
         expected_files.add(runs_name)
         runs = read.json_lines(runs_name, "run-record", RunRecord)
