@@ -72,6 +72,23 @@ def reduced_bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
+class TestReplay:
+    """repro replay on the reduced CCS Sleeper bundle (stream mode)."""
+
+    def test_last_slot_of_a_partition_replays_from_its_checkpoint(
+        self, reduced_bundle: Path
+    ) -> None:
+        """Replaying the 20th episode of the fifth condition re-executes its partition's 20 slots
+        from the partition's checkpoint, and every record is byte-identical."""
+        result = runner.invoke(
+            app,
+            ["replay", str(reduced_bundle), "c04-r0019", "--option", f"scenario_dir={SCENARIO}"],
+        )
+        assert result.exit_code == 0, result.output
+        assert "replayed 20 slot(s) of c04 from its checkpoint" in result.stdout
+        assert "byte-identical" in result.stdout
+
+
 class TestReducedStudy:
     """The reduced CCS Sleeper protocol (published matrix, 20 episodes) on real data."""
 

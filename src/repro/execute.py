@@ -37,7 +37,15 @@ from repro.models import (
 from repro.outcomes import attempt_id, measure_of
 from repro.plan import SealedPlan, seal
 from repro.protocol import freeze, load_protocol
-from repro.worker import Failure, Invalid, Job, Worker, WorkerLost, adapter_target
+from repro.worker import (
+    Failure,
+    Invalid,
+    Job,
+    Worker,
+    WorkerLost,
+    adapter_target,
+    checkpoint_of,
+)
 
 __all__ = ["Progress", "StudyResult", "prepare", "run_slot", "study"]
 
@@ -264,6 +272,9 @@ def _execute(
     records: list[RunRecord] = []
     try:
         for part in plan.partitions:
+            state = worker.stream_state
+            if state is not None:  # stream mode: where replay of this partition starts
+                writer.model(f"data/runs/{part.id}.checkpoint.json", checkpoint_of(part.id, state))
             session = _ConditionSession(worker, conditions[part.condition])
             with writer.lines(f"data/runs/{part.id}.jsonl") as emit:
                 for entry in part.entries:

@@ -21,6 +21,7 @@ __all__ = [
     "AdapterFacts",
     "AdapterSpec",
     "Aggregates",
+    "Checkpoint",
     "Citation",
     "Condition",
     "ConditionAggregate",
@@ -33,12 +34,14 @@ __all__ = [
     "FieldError",
     "FigureComparison",
     "FrozenProtocol",
+    "GeneratorState",
     "Interval",
     "IntervalValue",
     "Ledger",
     "Level",
     "Loss",
     "Measure",
+    "NumpyGeneratorState",
     "Participant",
     "Partition",
     "PartitionRef",
@@ -569,3 +572,36 @@ class Environment:
     started_utc: str
     finished_utc: str
     wall_seconds: float
+
+
+@frozen
+class GeneratorState:
+    """A Python ``random`` generator's state, as ``random.getstate()`` gives it: the version, the
+    625 Mersenne Twister words (the last is the position) and the cached Gaussian, if any."""
+
+    version: int
+    words: tuple[int, ...]
+    gauss_next: float | None
+
+
+@frozen
+class NumpyGeneratorState:
+    """NumPy's legacy global generator state, as ``numpy.random.get_state()`` gives it."""
+
+    algorithm: str
+    keys: tuple[int, ...]
+    pos: int
+    has_gauss: int
+    cached_gaussian: float
+
+
+@frozen
+class Checkpoint:
+    """runs/<partition>.checkpoint.json, in stream mode only: the state of the process-global
+    generators when the partition began, from which ``repro replay`` re-executes its slots.
+    ``numpy_random`` is null when NumPy's generator was not yet in use."""
+
+    schema: Literal["repro.checkpoint/1"]
+    partition: str
+    python_random: GeneratorState
+    numpy_random: NumpyGeneratorState | None

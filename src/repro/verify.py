@@ -34,6 +34,7 @@ from repro.disclosure import Disclosure, is_derivation_input, scan
 from repro.errors import BadInput
 from repro.models import (
     Aggregates,
+    Checkpoint,
     Environment,
     FrozenProtocol,
     Ledger,
@@ -45,6 +46,7 @@ from repro.models import (
 from repro.outcomes import Attempt, RunTally, attempt_id, merge, tally
 from repro.protocol import check_consistency
 from repro.serde import converter, structure, to_bytes, unstructure
+from repro.worker import checkpoint_of
 
 __all__ = ["BundleReader", "Finding", "Limits", "bundle_sha256", "verify"]
 
@@ -989,6 +991,29 @@ def _whole_plan_tally(
     return tally([p for p in parts if p is not None], attempts, max_attempts, contracts)
 
 
+def _check_checkpoint(read: BundleReader, partition: str, first: bool, seed: int) -> None:
+    """A stream-mode partition's checkpoint parses, names its partition and, for the first
+    partition, holds exactly the state the protocol's seed gives (later states depend on the
+    simulator, which replay re-checks)."""
+    name = f"data/runs/{partition}.checkpoint.json"
+    checkpoint = read.json(name, "checkpoint", Checkpoint)
+    if checkpoint is None:
+        return
+    if checkpoint.partition != partition:
+        read.findings.append(
+            Finding(name, "checkpoint names another partition", partition, checkpoint.partition)
+        )
+    if first and checkpoint != checkpoint_of(partition, ("seed", seed)):
+        read.findings.append(
+            Finding(
+                name,
+                "the first checkpoint is not the state the protocol's seed gives",
+                f"random.seed({seed}) and no NumPy state",
+                "another state",
+            )
+        )
+
+
 def _check_content(read: BundleReader, limits: Limits) -> None:
     """Parse every payload file, check the joins and compare each stored derivation with its
     re-derivation, adding findings to ``read.findings``.
@@ -1042,6 +1067,9 @@ def _check_content(read: BundleReader, limits: Limits) -> None:
                 Finding(name, "partition digest differs from the seal", ref.sha256, digest)
             )
         part = read.json(name, "partition", Partition)
+        if fp.protocol.seeding.mode == "stream":
+            _check_checkpoint(read, ref.id, ref is seal.partitions[0], fp.protocol.seeding.seed)
+            expected_files.add(f"data/runs/{ref.id}.checkpoint.json")
         runs_name = f"data/runs/{ref.id}.jsonl"
         expected_files.add(runs_name)
         got = _attempts(read, runs_name, part, checks)

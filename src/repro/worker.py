@@ -35,7 +35,14 @@ from repro.adapters.base import Adapter, Evidence, Frozen, Session
 from repro.disclosure import short_cause
 from repro.errors import ReproError, RunFailed
 from repro.interrupts import STOP_SIGNALS, held
-from repro.models import Condition, PlanEntry, Protocol
+from repro.models import (
+    Checkpoint,
+    Condition,
+    GeneratorState,
+    NumpyGeneratorState,
+    PlanEntry,
+    Protocol,
+)
 
 __all__ = [
     "Failure",
@@ -45,7 +52,9 @@ __all__ = [
     "WorkerLost",
     "adapter_target",
     "check_evidence",
+    "checkpoint_of",
     "main",
+    "stream_of",
 ]
 
 _SHA256 = re.compile(r"[0-9a-f]{64}")
@@ -149,6 +158,49 @@ def _stream_state() -> tuple[str, Any]:
     return ("state", (random.getstate(), numpy.random.get_state() if numpy else None))
 
 
+def checkpoint_of(partition: str, stream: tuple[str, Any]) -> Checkpoint:
+    """The checkpoint for a partition that begins with the generator stream at ``stream`` (a
+    seed not yet applied, or the states a worker reported)."""
+    kind, value = stream
+    if kind == "seed":
+        python_state, numpy_state = random.Random(value).getstate(), None
+    else:
+        python_state, numpy_state = value
+    version, words, gauss_next = python_state
+    return Checkpoint(
+        schema="repro.checkpoint/1",
+        partition=partition,
+        python_random=GeneratorState(version, tuple(int(w) for w in words), gauss_next),
+        numpy_random=None
+        if numpy_state is None
+        else NumpyGeneratorState(
+            algorithm=str(numpy_state[0]),
+            keys=tuple(int(k) for k in numpy_state[1]),
+            pos=int(numpy_state[2]),
+            has_gauss=int(numpy_state[3]),
+            cached_gaussian=float(numpy_state[4]),
+        ),
+    )
+
+
+def stream_of(checkpoint: Checkpoint) -> tuple[str, Any]:
+    """The stream a worker resumes from to replay a checkpoint's partition."""
+    py = checkpoint.python_random
+    np_state = checkpoint.numpy_random
+    numpy_state = (
+        None
+        if np_state is None
+        else (
+            np_state.algorithm,
+            list(np_state.keys),
+            np_state.pos,
+            np_state.has_gauss,
+            np_state.cached_gaussian,
+        )
+    )
+    return ("state", ((py.version, py.words, py.gauss_next), numpy_state))
+
+
 def _restore_stream(stream: tuple[str, Any]) -> None:
     kind, value = stream
     if kind == "seed":
@@ -159,7 +211,10 @@ def _restore_stream(stream: tuple[str, Any]) -> None:
     if numpy_state is not None:
         import numpy
 
-        numpy.random.set_state(numpy_state)
+        algorithm, keys, pos, has_gauss, cached = numpy_state
+        numpy.random.set_state(
+            (algorithm, numpy.asarray(keys, dtype=numpy.uint32), pos, has_gauss, cached)
+        )
 
 
 def _open(adapter: Adapter, job: Job, condition: Condition) -> tuple[Any, ...]:
@@ -271,6 +326,12 @@ class Worker:
         self._stream = job.stream
         self._process: subprocess.Popen[bytes] | None = None
         self._conn: multiprocessing.connection.Connection | None = None
+
+    @property
+    def stream_state(self) -> tuple[str, Any] | None:
+        """Where the generator stream stands now (stream mode): the seed before any request, then
+        the states the worker reported with its last answer."""
+        return self._stream
 
     def _start(self) -> multiprocessing.connection.Connection:
         ours, theirs = socket.socketpair()
