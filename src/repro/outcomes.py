@@ -12,6 +12,7 @@ one partition at a time, and both hand the tally to the same derivation.
 from __future__ import annotations
 
 import math
+import sys
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Generic, Literal, TypeVar
@@ -71,20 +72,23 @@ class Attempt:
 
     @classmethod
     def of(cls, record: RunRecord) -> Attempt:
-        """The attempt ``record`` describes."""
+        """The attempt ``record`` describes. The strings most records repeat (condition, cause,
+        contract digest) are interned: held once, however many attempts hold them."""
         rewards = record.step_rewards
         return cls(
             attempt_id=record.attempt_id,
             slot=record.slot,
-            condition=record.condition,
+            condition=sys.intern(record.condition),
             attempt=record.attempt,
             predecessor=record.predecessor,
             status=record.status,
-            cause=record.cause,
+            cause=sys.intern(record.cause) if record.cause is not None else None,
             measure=record.measure,
             recomputed=measure_of(rewards) if rewards is not None else None,
             traced=record.trace_sha256 is not None,
-            contract_sha256=record.contract_sha256,
+            contract_sha256=(
+                sys.intern(record.contract_sha256) if record.contract_sha256 is not None else None
+            ),
         )
 
 

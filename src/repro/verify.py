@@ -39,8 +39,11 @@ from repro.models import (
     FrozenProtocol,
     Ledger,
     Partition,
+    PartitionRef,
+    Protocol,
     RunRecord,
     Seal,
+    Source,
     Tiers,
 )
 from repro.outcomes import Attempt, RunTally, attempt_id, merge, tally
@@ -457,8 +460,10 @@ def _validator(kind: str) -> Any:
 #: and scanned, and read again when it is parsed, so that what verify holds does not grow with the
 #: number of runs.
 _HELD = frozenset({*TAG_FILES, *_PAYLOAD, "data/plans/seal.json"})
-_BLOCK = 1 << 20
-#: How deep a run record nests: an object holding an array of numbers.
+#: Bytes read at a time: a few copies of a block are what reading holds besides the models.
+_BLOCK = 1 << 16
+#: How deep a run record nests at most: an object holding an array of numbers. Where the limit on
+#: JSON nesting is lower, only the strict reader can name the refusal.
 _RUN_RECORD_DEPTH = 2
 
 
@@ -492,19 +497,21 @@ def _canonical_record(line: bytes) -> RunRecord | None:
     """The run record whose canonical bytes are exactly ``line``, or None for any other line.
 
     A line that is its own record's canonical form is one the strict reader accepts as that
-    record: it has no duplicate key, no NaN, no lone surrogate and no number out of range,
-    because the canonical writer produces none; and the schema accepts whatever the model does
-    (it is generated from it). So this quick way, with orjson, gives the strict reader's answer
-    for every line it accepts; a line it does not accept goes the strict way to be named.
+    record: it holds no duplicate key, no NaN, no lone surrogate and no number out of range,
+    because the canonical writer writes none; and the schema accepts whatever the model does (it
+    is generated from it). So this quick way, with orjson, gives the strict reader's answer for
+    every line it accepts; a line it does not accept goes the strict way to be named. (Only for
+    lines: orjson's parser holds some sixteen times its input while it parses, which is nothing
+    for a record and too much for a whole partition.)
     """
     try:
-        record = converter.structure(orjson.loads(line), RunRecord)
+        value = converter.structure(orjson.loads(line), RunRecord)
         # Refusing integers past 53 bits leaves every one past 64 bits, which orjson would
         # write but the strict reader refuses, to the strict way. orjson writes a non-finite
         # float as null, which no parsed line holds in its place.
         option = orjson.OPT_SORT_KEYS | orjson.OPT_STRICT_INTEGER
-        if orjson.dumps(unstructure(record), option=option) + b"\n" == line:
-            return record
+        if orjson.dumps(unstructure(value), option=option) + b"\n" == line:
+            return value
     except Exception:  # any refusal at all: the strict way names it
         return None
     return None
@@ -715,9 +722,14 @@ class BundleReader:
     def json(self, name: str, kind: str, cls: type[T]) -> T | None:
         """The model ``cls`` in the file, which must be canonical JSON valid against the schema
         ``kind``; None (with findings) when it is not."""
+        return self._model(name, kind, cls)[0]
+
+    def _model(self, name: str, kind: str, cls: type[T]) -> tuple[T | None, str | None]:
+        """:meth:`json`, and the sha256 of the model's canonical bytes (which are the file's
+        when it is canonical)."""
         data = self.raw(name)
         if data is None:
-            return None
+            return None, None
         try:
             raw = canonical.loads(
                 data,
@@ -727,13 +739,18 @@ class BundleReader:
             )
         except BadInput as exc:
             self._notes.append(Finding(name, "strict JSON parse", "valid JSON", str(exc)))
-            return None
+            return None, None
         value = self._validate(name, raw, kind, cls)
-        if value is not None and to_bytes(value) != data:
+        # The parsed tree is as large as the model: let it go before the model is written out.
+        del raw
+        if value is None:
+            return None, None
+        written = to_bytes(value)
+        if written != data:
             self._notes.append(
                 Finding(name, "bytes are not in canonical form", "canonical JSON", "other bytes")
             )
-        return value
+        return value, canonical.sha256_hex(written)
 
     def run_records(self, name: str) -> Iterator[RunRecord | None] | None:
         """The run records of a JSON Lines file, parsed one line at a time as they are read:
@@ -752,7 +769,6 @@ class BundleReader:
         return self._run_lines(name)
 
     def _run_lines(self, name: str) -> Iterator[RunRecord | None]:
-        # A record nested deeper than the limit allows is refused by the strict reader alone.
         quick = self.limits.max_json_depth >= _RUN_RECORD_DEPTH
         number = 0
         for chunk in _line_chunks(self._again(name)):
@@ -1014,6 +1030,72 @@ def _check_checkpoint(read: BundleReader, partition: str, first: bool, seed: int
         )
 
 
+def _partition_runs(
+    read: BundleReader,
+    fp: FrozenProtocol,
+    ref: PartitionRef,
+    first: bool,
+    checks: _RecordChecks,
+) -> _PartitionRuns | None:
+    """Read one partition and its runs file (and, in stream mode, its checkpoint) and tally its
+    runs; None when either does not parse. Whatever it reads of the partition is let go on
+    return: only the tally is kept."""
+    name = f"data/{ref.file}"
+    digest = read.sha256(name)
+    if digest is not None and digest != ref.sha256:
+        read.findings.append(
+            Finding(name, "partition digest differs from the seal", ref.sha256, digest)
+        )
+    part, part_sha256 = read._model(name, "partition", Partition)
+    if fp.protocol.seeding.mode == "stream":
+        _check_checkpoint(read, ref.id, first, fp.protocol.seeding.seed)
+    runs_name = f"data/runs/{ref.id}.jsonl"
+    got = _attempts(read, runs_name, part, checks)
+    if part is None or part_sha256 is None or got is None:
+        return None
+    attempts, contained = got
+    return _PartitionRuns(
+        file=name,
+        runs_file=runs_name,
+        id=part.id,
+        entries=len(part.entries),
+        sha256=part_sha256,
+        tally=tally([part], attempts, fp.protocol.retry.max_attempts, checks.contracts),
+        contained=contained,
+    )
+
+
+def _reseal(
+    read: BundleReader,
+    protocol: Protocol,
+    protocol_sha256: str,
+    sources: tuple[Source, ...],
+    kept: list[_PartitionRuns],
+    seal: Seal,
+) -> list[PartitionRef]:
+    """Re-seal the plan one partition at a time and compare the seal, then each partition, with
+    its re-derivation; a partition that differs is read again to name the differences. Returns
+    the re-derived partitions' references."""
+    refs = []
+    partition_findings: list[Finding] = []
+    for index, expected in enumerate(plan.partitions(protocol)):
+        refs.append(plan.partition_ref(expected))
+        if index < len(kept) and refs[-1].sha256 != kept[index].sha256:
+            with read._repeating():
+                part = read.json(kept[index].file, "partition", Partition)
+            if part is not None:
+                found = to_bytes(part)
+                _compare(f"data/plans/{part.id}.json", expected, found, partition_findings, part)
+                del part
+        # Let this partition go before the next one is made.
+        del expected
+    resealed = plan.seal_record(protocol, protocol_sha256, sources, tuple(refs))
+    found_seal = read.raw("data/plans/seal.json")
+    _compare("data/plans/seal.json", resealed, found_seal, read.findings, seal)
+    read.findings.extend(partition_findings)
+    return refs
+
+
 def _check_content(read: BundleReader, limits: Limits) -> None:
     """Parse every payload file, check the joins and compare each stored derivation with its
     re-derivation, adding findings to ``read.findings``.
@@ -1059,35 +1141,14 @@ def _check_content(read: BundleReader, limits: Limits) -> None:
     complete = True
     expected_files = {"data/plans/seal.json"}
     for ref in seal.partitions:
-        name = f"data/{ref.file}"
-        expected_files.add(name)
-        digest = read.sha256(name)
-        if digest is not None and digest != ref.sha256:
-            findings.append(
-                Finding(name, "partition digest differs from the seal", ref.sha256, digest)
-            )
-        part = read.json(name, "partition", Partition)
-        if fp.protocol.seeding.mode == "stream":
-            _check_checkpoint(read, ref.id, ref is seal.partitions[0], fp.protocol.seeding.seed)
+        partition_runs = _partition_runs(read, fp, ref, ref is seal.partitions[0], checks)
+        expected_files |= {f"data/{ref.file}", f"data/runs/{ref.id}.jsonl"}
+        if protocol.seeding.mode == "stream":
             expected_files.add(f"data/runs/{ref.id}.checkpoint.json")
-        runs_name = f"data/runs/{ref.id}.jsonl"
-        expected_files.add(runs_name)
-        got = _attempts(read, runs_name, part, checks)
-        if part is None or got is None:
+        if partition_runs is None:
             complete = False
-            continue
-        attempts, contained = got
-        kept.append(
-            _PartitionRuns(
-                file=name,
-                runs_file=runs_name,
-                id=part.id,
-                entries=len(part.entries),
-                sha256=canonical.sha256_hex(to_bytes(part)),
-                tally=tally([part], attempts, max_attempts, contracts),
-                contained=contained,
-            )
-        )
+        else:
+            kept.append(partition_runs)
     for name in sorted(
         n for n in read.files if n.startswith("data/plans/") or n.startswith("data/runs/")
     ):
@@ -1120,24 +1181,7 @@ def _check_content(read: BundleReader, limits: Limits) -> None:
         )
         return
 
-    # Re-seal one partition at a time; a partition that differs from its re-derivation is read
-    # again to name the differences, which come after the seal's.
-    refs = []
-    partition_findings: list[Finding] = []
-    for index, expected_part in enumerate(plan.partitions(protocol)):
-        refs.append(plan.partition_ref(expected_part))
-        if index < len(kept) and refs[-1].sha256 != kept[index].sha256:
-            with read._repeating():
-                part = read.json(kept[index].file, "partition", Partition)
-            if part is not None:
-                found = to_bytes(part)
-                _compare(
-                    f"data/plans/{part.id}.json", expected_part, found, partition_findings, part
-                )
-    resealed = plan.seal_record(protocol, fp.sha256, ledger.sources, tuple(refs))
-    _compare("data/plans/seal.json", resealed, read.raw("data/plans/seal.json"), findings, seal)
-    findings += partition_findings
-
+    refs = _reseal(read, protocol, fp.sha256, ledger.sources, kept, seal)
     # The partitions' tallies add up to the whole plan's when every partition is the one the
     # protocol seals and every record is in its own partition's runs file with the attempt ID
     # its slot and number give: then no slot and no attempt ID is in two partitions. Otherwise
