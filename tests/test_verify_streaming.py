@@ -300,6 +300,28 @@ class TestReadAgain:
         first_read = f"sha256 {canonical.sha256_hex(base.files[name])}"
         assert all(f.file == name and f.expected.startswith(first_read) for f in changed)
 
+    def test_swapped_for_a_directory_between_reads(
+        self, base: Base, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """A runs file replaced by a directory after its first read is named, not read."""
+        root = _base_copy(base, tmp_path / "bundle")
+        name = "data/runs/c03.jsonl"
+        real = BundleReader._read_first
+
+        def first_then_swap(self: BundleReader, file: str) -> Any:
+            seen = real(self, file)
+            if file == name:
+                (root / name).unlink()
+                (root / name).mkdir()
+            return seen
+
+        monkeypatch.setattr(BundleReader, "_read_first", first_then_swap)
+        findings = verify(root)
+        assert (
+            Finding(name, "not a regular file when read again", "a regular file", "a directory")
+            in findings
+        )
+
 
 def _peak(action: Callable[[], object]) -> int:
     """The most memory ``action`` allocated at once."""

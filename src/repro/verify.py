@@ -8,6 +8,12 @@ Whatever the tree holds, verify stays inside it and within bounds: it never foll
 (every file and directory is opened by name, one component at a time, relative to its parent's
 descriptor, with ``O_NOFOLLOW``), it reads nothing past its :class:`Limits`, and it raises nothing
 but :class:`BadInput`, and that only for a root that is not a directory.
+
+What it holds does not grow with the runs: every file is read once in blocks to be hashed and
+scanned; the partitions and runs files, whose size grows with the plan, are read again where they
+are parsed (a file that changed in between is named), run records one line at a time, and each
+partition's runs are reduced to their tally (:mod:`repro.outcomes`) before the next partition is
+read. The derivations are those ``repro study`` ran, on the same tally.
 """
 
 from __future__ import annotations
@@ -673,16 +679,17 @@ class BundleReader:
         """The bytes of a file read before, read again in blocks; a file that is no longer
         what the first read saw is named once they are all read."""
         seen = self._seen[name]
-        assert seen is not None, "only a file read whole before is read again"
+        assert seen is not None, "only a file whose first read succeeded is read again"
         digest = hashlib.sha256()
         count = 0
         try:
             fd = _open_below(self.files[name].parents[name.count("/")], name)
             try:
-                if not stat.S_ISREG(os.fstat(fd).st_mode):
-                    self.findings.append(
-                        Finding(name, "not a regular file when read again", "a regular file", "")
-                    )
+                mode = os.fstat(fd).st_mode
+                if not stat.S_ISREG(mode):
+                    found = "a directory" if stat.S_ISDIR(mode) else "a special file"
+                    what = "not a regular file when read again"
+                    self.findings.append(Finding(name, what, "a regular file", found))
                     return
                 while count <= seen.size:
                     block = os.read(fd, min(seen.size + 1 - count, _BLOCK))
