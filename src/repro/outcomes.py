@@ -28,7 +28,6 @@ __all__ = [
     "FirstOf",
     "JoinProblem",
     "RunTally",
-    "SlotOutcome",
     "attempt_id",
     "measure_of",
     "merge",
