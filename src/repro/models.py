@@ -41,7 +41,6 @@ __all__ = [
     "Level",
     "Loss",
     "Measure",
-    "NumpyGeneratorState",
     "Participant",
     "Partition",
     "PartitionRef",
@@ -585,23 +584,12 @@ class GeneratorState:
 
 
 @frozen
-class NumpyGeneratorState:
-    """NumPy's legacy global generator state, as ``numpy.random.get_state()`` gives it."""
-
-    algorithm: str
-    keys: tuple[int, ...]
-    pos: int
-    has_gauss: int
-    cached_gaussian: float
-
-
-@frozen
 class Checkpoint:
-    """runs/<partition>.checkpoint.json, in stream mode only: the state of the process-global
-    generators when the partition began, from which ``repro replay`` re-executes its slots.
-    ``numpy_random`` is null when NumPy's generator was not yet in use."""
+    """runs/<partition>.checkpoint.json, in stream mode only: the state of Python's global
+    generator (the stream the protocol seeds) when the partition began, from which ``repro
+    replay`` re-executes its slots. NumPy's global generator is no part of the stream: nothing
+    seeds it, so a simulator that draws from it cannot be replayed, and replay says so."""
 
     schema: Literal["repro.checkpoint/1"]
     partition: str
     python_random: GeneratorState
-    numpy_random: NumpyGeneratorState | None

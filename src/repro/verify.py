@@ -1031,7 +1031,7 @@ def _check_checkpoint(read: BundleReader, partition: str, first: bool, seed: int
             Finding(
                 name,
                 "the first checkpoint is not the state the protocol's seed gives",
-                f"random.seed({seed}) and no NumPy state",
+                f"random.seed({seed})",
                 "another state",
             )
         )

@@ -39,7 +39,6 @@ from repro.models import (
     Checkpoint,
     Condition,
     GeneratorState,
-    NumpyGeneratorState,
     PlanEntry,
     Protocol,
 )
@@ -160,45 +159,22 @@ def _stream_state() -> tuple[str, Any]:
 
 def checkpoint_of(partition: str, stream: tuple[str, Any]) -> Checkpoint:
     """The checkpoint for a partition that begins with the generator stream at ``stream`` (a
-    seed not yet applied, or the states a worker reported)."""
+    seed not yet applied, or the states a worker reported). Only Python's generator is kept:
+    NumPy's is unseeded, so its state would differ from one study to the next."""
     kind, value = stream
-    if kind == "seed":
-        python_state, numpy_state = random.Random(value).getstate(), None
-    else:
-        python_state, numpy_state = value
+    python_state = random.Random(value).getstate() if kind == "seed" else value[0]
     version, words, gauss_next = python_state
     return Checkpoint(
         schema="repro.checkpoint/1",
         partition=partition,
         python_random=GeneratorState(version, tuple(int(w) for w in words), gauss_next),
-        numpy_random=None
-        if numpy_state is None
-        else NumpyGeneratorState(
-            algorithm=str(numpy_state[0]),
-            keys=tuple(int(k) for k in numpy_state[1]),
-            pos=int(numpy_state[2]),
-            has_gauss=int(numpy_state[3]),
-            cached_gaussian=float(numpy_state[4]),
-        ),
     )
 
 
 def stream_of(checkpoint: Checkpoint) -> tuple[str, Any]:
     """The stream a worker resumes from to replay a checkpoint's partition."""
     py = checkpoint.python_random
-    np_state = checkpoint.numpy_random
-    numpy_state = (
-        None
-        if np_state is None
-        else (
-            np_state.algorithm,
-            list(np_state.keys),
-            np_state.pos,
-            np_state.has_gauss,
-            np_state.cached_gaussian,
-        )
-    )
-    return ("state", ((py.version, py.words, py.gauss_next), numpy_state))
+    return ("state", ((py.version, py.words, py.gauss_next), None))
 
 
 def _restore_stream(stream: tuple[str, Any]) -> None:
