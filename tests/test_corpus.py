@@ -47,7 +47,7 @@ from guarantees import record
 from repro import canonical
 from repro.bundle import MANIFEST, TAGMANIFEST, manifest_text
 from repro.cli import app
-from repro.derive import derive
+from repro.derive import derive, tally_records
 from repro.models import FrozenProtocol, Ledger, Partition, RunRecord, Seal
 from repro.serde import structure, to_bytes
 from repro.verify import Finding, verify
@@ -443,7 +443,8 @@ def _forged_slot_removal(root: Path, rng: random.Random, base: Base, outside: Pa
     condition = next(r.condition for r in base.records if r.slot == slot)
     name = f"data/runs/{condition}.jsonl"
     (root / name).write_bytes(b"".join(to_bytes(r) for r in records if r.condition == condition))
-    derived = derive(base.protocol, base.seal, base.partitions, records, base.ledger, [])
+    runs = tally_records(base.protocol, base.partitions, records, base.ledger)
+    derived = derive(base.protocol, base.seal, runs, base.ledger, [])
     (root / "data/source-ledger.json").write_bytes(to_bytes(derived.ledger))
     (root / "data/aggregates.json").write_bytes(to_bytes(derived.aggregates))
     (root / "data/tiers.json").write_bytes(to_bytes(derived.tiers))

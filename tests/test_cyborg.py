@@ -71,6 +71,23 @@ def reduced_bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
+class TestReplay:
+    """repro replay on the reduced CCS Sleeper bundle (stream mode)."""
+
+    def test_last_slot_of_a_partition_replays_from_its_checkpoint(
+        self, reduced_bundle: Path
+    ) -> None:
+        """Replaying the 20th episode of the fifth condition re-executes its partition's 20 slots
+        from the partition's checkpoint, and every record is byte-identical."""
+        result = runner.invoke(
+            app,
+            ["replay", str(reduced_bundle), "c04-r0019", "--option", f"scenario_dir={SCENARIO}"],
+        )
+        assert result.exit_code == 0, result.output
+        assert "replayed 20 slot(s) of c04 from its checkpoint" in result.stdout
+        assert "byte-identical" in result.stdout
+
+
 class TestReducedStudy:
     """The reduced CCS Sleeper protocol (published matrix, 20 episodes) on real data."""
 
@@ -169,9 +186,17 @@ class TestPerRunStudy:
 
     def test_two_workers_write_the_same_bundle(self, per_run_bundle: Path, tmp_path: Path) -> None:
         """Two local workers write the same bytes as serial execution in every file but
-        environment.json and the tag files that digest it."""
+        environment.json and the tag files that digest it; a slot in the middle of a partition
+        then replays alone, byte for byte."""
         parallel = _study(json.loads(PER_RUN.read_text()), tmp_path, "w2", LocalWorkers(2))
         assert bundle_digests(parallel) == bundle_digests(per_run_bundle)
+        result = runner.invoke(
+            app, ["replay", str(parallel), "c07-r0003", "--option", f"scenario_dir={SCENARIO}"]
+        )
+        assert result.exit_code == 0, result.output
+        assert "c07-r0003: replayed alone from its seed; 1 attempt(s); byte-identical" in (
+            result.stdout
+        )
 
     def test_a_dask_cluster_writes_the_same_bundle(
         self, per_run_bundle: Path, dask_scheduler: str, tmp_path: Path

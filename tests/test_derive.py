@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from repro import canonical
-from repro.derive import derive
+from repro.derive import derive, tally_records
 from repro.disclosure import Disclosure, is_derivation_input, scan
 from repro.models import FrozenProtocol, Ledger, Partition, RunRecord, Seal
 from repro.serde import structure, to_bytes
@@ -55,8 +55,8 @@ class TestOrderInvariance:
         shuffled = records[:]
         rnd.shuffle(shuffled)
         hits = _input_disclosures(small_bundle)
-        a = derive(fp, seal, parts, records, ledger, hits)
-        b = derive(fp, seal, parts, shuffled, ledger, hits)
+        a = derive(fp, seal, tally_records(fp, parts, records, ledger), ledger, hits)
+        b = derive(fp, seal, tally_records(fp, parts, shuffled, ledger), ledger, hits)
         assert to_bytes(a.aggregates) == to_bytes(b.aggregates)
         assert to_bytes(a.tiers) == to_bytes(b.tiers)
         assert to_bytes(a.ledger) == to_bytes(b.ledger)
@@ -65,7 +65,8 @@ class TestOrderInvariance:
     def test_derivation_reproduces_stored_files(self, small_bundle: Path) -> None:
         """Re-deriving from the stored protocol, plan and runs gives the stored bytes."""
         fp, seal, parts, records, ledger = _load(small_bundle)
-        d = derive(fp, seal, parts, records, ledger, _input_disclosures(small_bundle))
+        runs = tally_records(fp, parts, records, ledger)
+        d = derive(fp, seal, runs, ledger, _input_disclosures(small_bundle))
         data = small_bundle / "data"
         assert to_bytes(d.aggregates) == (data / "aggregates.json").read_bytes()
         assert to_bytes(d.tiers) == (data / "tiers.json").read_bytes()

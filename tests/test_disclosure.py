@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 from conftest import ROOT
 from repro import canonical
 from repro.cli import app
-from repro.derive import derive
+from repro.derive import derive, tally_records
 from repro.disclosure import (
     WITHHELD_CAUSE,
     Disclosure,
@@ -331,7 +331,8 @@ class TestDisclosureTier:
             Disclosure("data/environment.json", offset, "host-path", "posix-host-root")
             for offset in range(MAX_DISCLOSURES_LISTED + 5)
         ]
-        derived = derive(*_bundle_inputs(small_bundle), hits)
+        fp, seal, parts, records, ledger = _bundle_inputs(small_bundle)
+        derived = derive(fp, seal, tally_records(fp, parts, records, ledger), ledger, hits)
         tier = next(t for t in derived.tiers.tiers if t.name == "disclosure")
         assert tier.verdict == "fail"
         assert tier.reason is not None and tier.reason.startswith(f"{len(hits)} hit(s) in 1 input")
@@ -354,14 +355,15 @@ class TestDisclosureTier:
             what="protocol",
         )
         hit = Disclosure("data/runs/c00.jsonl", 9, "credential", "github-token")
+        runs = tally_records(cited, parts, records, ledger)
 
         def verdict(hits: list[Disclosure]) -> str:
-            tiers = derive(cited, seal, parts, records, ledger, hits).tiers.tiers
+            tiers = derive(cited, seal, runs, ledger, hits).tiers.tiers
             return next(t.verdict for t in tiers if t.name == "disclosure")
 
         assert verdict([]) == "weakened"
         assert verdict([hit]) == "fail"
-        report = derive(cited, seal, parts, records, ledger, []).report
+        report = derive(cited, seal, runs, ledger, []).report
         assert "fit to share" not in report
 
 

@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
+import copy
 import json
 from pathlib import Path
+from typing import Any
 
 import jsonschema
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from conftest import ROOT
 from repro import schemas
+from repro.errors import BadInput
+from repro.serde import structure, unstructure
+from repro.worker import checkpoint_of
 
 FILES = {
     "data/protocol.json": "frozen-protocol",
@@ -57,3 +64,92 @@ class TestSchemas:
         data["extra"] = 1
         with pytest.raises(jsonschema.ValidationError):
             jsonschema.validate(data, schemas.load("aggregates"))
+
+
+_json_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**64), max_value=2**64)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=6),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner),
+    max_leaves=5,
+)
+
+
+def _samples(bundle: Path) -> dict[str, Any]:
+    """A real JSON value of each schema's kind."""
+    data = bundle / "data"
+    samples = {kind: json.loads((bundle / file).read_text()) for file, kind in FILES.items()}
+    samples["partition"] = json.loads((data / "plans/c00.json").read_text())
+    samples["run-record"] = json.loads((data / "runs/c00.jsonl").read_text().splitlines()[0])
+    samples["checkpoint"] = unstructure(checkpoint_of("c00", ("seed", 153)))
+    samples["protocol"] = json.loads((ROOT / "protocols/cage2-ccs-sleeper.json").read_text())
+    return samples
+
+
+def _alike(value: Any) -> st.SearchStrategy[Any]:
+    """Values of the same JSON type as ``value``: what a model mostly accepts."""
+    if isinstance(value, bool) or value is None:
+        return st.booleans() | st.none()
+    if isinstance(value, int):
+        return st.integers(min_value=-(2**64), max_value=2**64)
+    if isinstance(value, float):
+        return st.floats(allow_nan=False, allow_infinity=False) | st.integers(-5, 5)
+    if isinstance(value, str):
+        return st.text(max_size=8) | st.sampled_from(["valid", "failed", "normal", "a" * 64])
+    if isinstance(value, list):
+        return st.lists(st.sampled_from(value), max_size=len(value)) if value else st.just([])
+    return st.just(value)
+
+
+def _places(value: Any) -> list[tuple[Any, Any]]:
+    """Every (container, key or index) in a JSON value, the root's holder first."""
+    out: list[tuple[Any, Any]] = []
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        items = node.items() if isinstance(node, dict) else enumerate(node)
+        for key, child in items:
+            out.append((node, key))
+            if isinstance(child, (dict, list)):
+                stack.append(child)
+    return out
+
+
+class TestSchemasAcceptWhatModelsAccept:
+    """verify consults a schema only to name what its model refuses (the model is structured
+    first), which gives the findings of before only if every value a model accepts its schema
+    accepts too: the schema is generated from the model, and the model is the stricter."""
+
+    def test_every_kind_has_a_sample(self, small_bundle: Path) -> None:
+        """The property below is tried on every schema."""
+        assert sorted(_samples(small_bundle)) == sorted(schemas.SCHEMAS)
+
+    @settings(max_examples=1000, deadline=None)
+    @given(data=st.data())
+    def test_accepted_by_the_model_is_valid(self, small_bundle: Path, data: st.DataObject) -> None:
+        """A real value with up to three random changes (a value replaced by one of its own
+        JSON type or by any JSON value, a key dropped or added): if the model accepts it, the
+        schema does."""
+        kind = data.draw(st.sampled_from(sorted(schemas.SCHEMAS)))
+        value = copy.deepcopy(_samples(small_bundle)[kind])
+        for _ in range(data.draw(st.integers(0, 3))):
+            places = _places(value)
+            if not places:
+                break
+            node, key = data.draw(st.sampled_from(places))
+            how = data.draw(st.sampled_from(["alike", "alike", "replace", "drop", "add"]))
+            if how == "alike":
+                node[key] = copy.deepcopy(data.draw(_alike(node[key])))
+            elif how == "drop" and isinstance(node, dict):
+                del node[key]
+            elif how == "add" and isinstance(node, dict):
+                node[data.draw(st.text(max_size=6))] = data.draw(_json_values)
+            else:
+                node[key] = data.draw(_json_values)
+        try:
+            structure(value, schemas.SCHEMAS[kind], what=kind)
+        except BadInput:
+            return
+        jsonschema.validate(value, schemas.load(kind))

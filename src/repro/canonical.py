@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+from collections.abc import Iterable
 from typing import Any
 
 import orjson
@@ -68,10 +69,42 @@ def _has_surrogate(text: str) -> bool:
     return False
 
 
+def _sound(value: Any, max_depth: int, escapes: bool) -> bool:
+    """Whether :func:`_check` finds nothing to refuse in ``value``: the same rules, without the
+    JSON paths that only a refusal needs, and so several times faster."""
+    stack: list[tuple[Iterable[Any], int]] = [((value,), 0)]
+    while stack:
+        children, depth = stack.pop()
+        for node in children:
+            kind = type(node)
+            if kind is float:
+                if not math.isfinite(node):
+                    return False
+            elif kind is str:
+                if escapes and _has_surrogate(node):
+                    return False
+            elif kind is int:
+                if abs(node) > MAX_INT:
+                    return False
+            elif kind is dict:
+                if depth + 1 > max_depth or (escapes and any(map(_has_surrogate, node))):
+                    return False
+                stack.append((node.values(), depth + 1))
+            elif kind is list:
+                if depth + 1 > max_depth:
+                    return False
+                stack.append((node, depth + 1))
+            elif node is not None and kind is not bool:
+                return False  # a parse hook's marker
+    return True
+
+
 def _check(value: Any, what: str, max_depth: int, escapes: bool) -> None:
     """Refuse what the parse hooks marked, nesting deeper than ``max_depth`` and out-of-range
     numbers; with ``escapes`` (the text holds ``\\u`` escapes, the only way to spell a lone
     surrogate in valid UTF-8) also strings that no UTF-8 writer can encode."""
+    if _sound(value, max_depth, escapes):
+        return
     stack: list[tuple[Any, str, int]] = [(value, "$", 1)]
     while stack:
         node, path, depth = stack.pop()
@@ -125,7 +158,24 @@ def loads(
     return value
 
 
+def _finite(value: Any) -> bool:
+    """Whether no number in ``value`` is NaN or infinite."""
+    stack: list[Iterable[Any]] = [(value,)]
+    while stack:
+        for node in stack.pop():
+            if isinstance(node, float):
+                if not math.isfinite(node):
+                    return False
+            elif isinstance(node, dict):
+                stack.append(node.values())
+            elif isinstance(node, (list, tuple)):
+                stack.append(node)
+    return True
+
+
 def _refuse_non_finite(value: Any) -> None:
+    if _finite(value):
+        return
     stack = [value]
     while stack:
         node = stack.pop()

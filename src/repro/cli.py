@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 from typing import Annotated
 
+import attrs
 import typer
 from rich.console import Console
 from rich.markup import escape
@@ -29,6 +30,7 @@ from repro.errors import EXIT_BAD_INPUT, EXIT_VERIFY_FAILED, BadInput, StudyStop
 from repro.execute import MAX_LOCAL_WORKERS, Backend, DaskCluster, LocalWorkers, prepare
 from repro.execute import study as run_study
 from repro.models import Aggregates, FrozenProtocol, Tiers
+from repro.replay import replay as replay_slot
 from repro.report import condition_label
 from repro.verify import BundleReader, Finding, bundle_sha256
 from repro.verify import verify as verify_bundle
@@ -215,6 +217,37 @@ def verify(
         # the files no re-derivation covers (environment.json, bag-info.txt) are the originals.
         print(f"bundle sha256: {digest}")
     if findings:
+        raise typer.Exit(EXIT_VERIFY_FAILED)
+
+
+@app.command()
+def replay(
+    bundle: Annotated[Path, typer.Argument(help="Bundle directory (it must verify).")],
+    slot: Annotated[str, typer.Argument(help="Slot ID, e.g. c03-r0042.")],
+    option: Annotated[
+        list[str] | None, typer.Option("--option", help="Adapter option KEY=VALUE (repeatable).")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+) -> None:
+    """Re-execute one slot (the simulator must be installed) and compare its records with the
+    bundle's byte for byte; in stream mode, from its partition's checkpoint."""
+    try:
+        result = replay_slot(bundle, slot, _options(option or []))
+    except BadInput as exc:
+        raise _fail(str(exc)) from None
+    if as_json:
+        print(json.dumps(attrs.asdict(result) | {"identical": result.identical}, indent=2))
+    else:
+        how = (
+            f"replayed {result.replayed_slots} slot(s) of {result.partition} from its checkpoint"
+            if result.from_checkpoint
+            else "replayed alone from its seed"
+        )
+        for difference in result.differences:
+            err.print(f"DIFF {difference}", highlight=False, markup=False)
+        verdict = "byte-identical" if result.identical else "differs"
+        print(f"{result.slot}: {how}; {result.attempts} attempt(s); {verdict}")
+    if not result.identical:
         raise typer.Exit(EXIT_VERIFY_FAILED)
 
 

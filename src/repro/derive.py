@@ -1,12 +1,13 @@
 """Pure derivations from bundle data: aggregates, tiers, the ledger's losses, the report.
 
-``repro study`` and ``repro verify`` both call :func:`derive`; the verifier compares the canonical
-bytes it re-derives with what the bundle stores.
+``repro study`` and ``repro verify`` both call :func:`derive` on a
+:class:`~repro.outcomes.RunTally` of the runs: the study tallies the records it wrote, the
+verifier the records it reads, and it compares the canonical bytes it re-derives with what the
+bundle stores.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Sequence
 
 from attrs import frozen
@@ -24,38 +25,47 @@ from repro.models import (
     Seal,
     Tiers,
 )
-from repro.outcomes import SlotOutcome, losses, slot_outcomes
+from repro.outcomes import Attempt, ConditionTally, RunTally, tally
 
-__all__ = ["Derived", "aggregates", "derive", "source_ledger"]
+__all__ = ["Derived", "aggregates", "derive", "source_ledger", "tally_records"]
 
 
-def aggregates(
-    frozen_protocol: FrozenProtocol, seal: Seal, outcomes: Sequence[SlotOutcome]
-) -> Aggregates:
-    """aggregates.json from the slot outcomes."""
+def tally_records(
+    frozen_protocol: FrozenProtocol,
+    partitions: Sequence[Partition],
+    records: Sequence[RunRecord],
+    facts: Ledger,
+) -> RunTally:
+    """The tally of whole run records, as a study holds them, against the plan's partitions
+    and the contract facts in ``facts``."""
+    return tally(
+        partitions,
+        (Attempt.of(r) for r in records),
+        frozen_protocol.protocol.retry.max_attempts,
+        judge.contract_digests(facts),
+    )
+
+
+def aggregates(frozen_protocol: FrozenProtocol, seal: Seal, runs: RunTally) -> Aggregates:
+    """aggregates.json from the tally of the runs."""
     p = frozen_protocol.protocol
     iv = p.interval
-    per_condition: dict[str, list[SlotOutcome]] = defaultdict(list)
-    for o in outcomes:
-        per_condition[o.entry.condition].append(o)
     rows = []
     summaries = []
+    none = ConditionTally(scheduled=0, valid=0, failed=0, excluded=0, measures=())
     for condition in seal.conditions:
-        slots = per_condition[condition.id]
-        values = [
-            o.terminal.measure for o in slots if o.outcome == "valid" and o.terminal is not None
-        ]
-        summary = stats.summarize([v for v in values if v is not None])
+        slots = runs.conditions.get(condition.id, none)
+        summary = stats.summarize(slots.measures)
         summaries.append(summary)
         rows.append(
             ConditionAggregate(
                 condition=condition.id,
                 factors=condition.factors,
                 participant=condition.participant,
-                scheduled=len(slots),
-                valid=sum(o.outcome == "valid" for o in slots),
-                failed=sum(o.outcome == "failed" for o in slots),
-                excluded=sum(o.outcome == "excluded" for o in slots),
+                scheduled=slots.scheduled,
+                valid=slots.valid,
+                failed=slots.failed,
+                excluded=slots.excluded,
                 mean=summary.mean,
                 sd=summary.sd,
                 interval=stats.mean_interval(summary, iv.method, iv.level, iv.resamples, iv.seed),
@@ -83,13 +93,10 @@ class Derived:
     report: str
 
 
-def _outcomes(partitions: Sequence[Partition], records: Sequence[RunRecord]) -> list[SlotOutcome]:
-    return slot_outcomes([e for p in partitions for e in p.entries], records)
-
-
-def _ledger(
-    frozen_protocol: FrozenProtocol, outcomes: Sequence[SlotOutcome], facts: Ledger
-) -> Ledger:
+def source_ledger(frozen_protocol: FrozenProtocol, runs: RunTally, facts: Ledger) -> Ledger:
+    """source-ledger.json: the facts gathered at run time (adapter, sources, contracts) with the
+    citation and disagreements of the protocol and the losses of the runs. The study writes it
+    before :func:`derive`, whose disclosure tier reads its bytes."""
     p = frozen_protocol.protocol
     return Ledger(
         schema="repro.source-ledger/1",
@@ -99,37 +106,24 @@ def _ledger(
         contracts=facts.contracts,
         citation=p.published.citation if p.published else None,
         disagreements=p.disagreements,
-        losses=losses(outcomes),
+        losses=runs.losses,
     )
-
-
-def source_ledger(
-    frozen_protocol: FrozenProtocol,
-    partitions: Sequence[Partition],
-    records: Sequence[RunRecord],
-    facts: Ledger,
-) -> Ledger:
-    """source-ledger.json: the facts gathered at run time (adapter, sources, contracts) with the
-    citation and disagreements of the protocol and the losses re-derived from the runs. The
-    study writes it before :func:`derive`, whose disclosure tier reads its bytes."""
-    return _ledger(frozen_protocol, _outcomes(partitions, records), facts)
 
 
 def derive(
     frozen_protocol: FrozenProtocol,
     seal: Seal,
-    partitions: Sequence[Partition],
-    records: Sequence[RunRecord],
+    runs: RunTally,
     ledger: Ledger,
     disclosures: Sequence[Disclosure],
 ) -> Derived:
-    """Derive aggregates, tiers, the ledger's losses and the report. ``ledger`` supplies the
-    facts gathered at run time (adapter, sources, contracts); its losses are re-derived.
-    ``disclosures`` are the hits of :func:`repro.disclosure.scan` in the bytes of the input
-    files (:func:`repro.disclosure.is_derivation_input`) as written or read."""
-    outcomes = _outcomes(partitions, records)
-    agg = aggregates(frozen_protocol, seal, outcomes)
-    full_ledger = _ledger(frozen_protocol, outcomes, ledger)
-    tiers = judge.tiers(frozen_protocol, seal, partitions, outcomes, full_ledger, agg, disclosures)
+    """Derive aggregates, tiers, the ledger's losses and the report. ``runs`` is the tally of
+    the runs against the sealed plan; ``ledger`` supplies the facts gathered at run time
+    (adapter, sources, contracts), and its losses are re-derived. ``disclosures`` are the hits
+    of :func:`repro.disclosure.scan` in the bytes of the input files
+    (:func:`repro.disclosure.is_derivation_input`) as written or read."""
+    agg = aggregates(frozen_protocol, seal, runs)
+    full_ledger = source_ledger(frozen_protocol, runs, ledger)
+    tiers = judge.tiers(frozen_protocol, seal, runs, full_ledger, agg, disclosures)
     text = report.validation_report(frozen_protocol, agg, tiers, full_ledger)
     return Derived(aggregates=agg, tiers=tiers, ledger=full_ledger, report=text)

@@ -25,7 +25,7 @@ from attrs import frozen
 from repro import __version__, cluster
 from repro.adapters.base import Adapter, Frozen, get_adapter
 from repro.bundle import TAGMANIFEST, BundleWriter, create_root
-from repro.derive import Derived, derive, source_ledger
+from repro.derive import Derived, derive, source_ledger, tally_records
 from repro.disclosure import is_derivation_input, refuse_disclosing_protocol
 from repro.errors import EXIT_STUDY_STOPPED, BadInput, ClusterFailed, Interrupted, StudyStopped
 from repro.interrupts import stop_on_signals
@@ -299,7 +299,8 @@ def _study(
         losses=(),
     )
     # The ledger and environment are derivation inputs: written, and so scanned, before derive.
-    ledger = source_ledger(fp, plan.partitions, records, facts)
+    runs = tally_records(fp, plan.partitions, records, facts)
+    ledger = source_ledger(fp, runs, facts)
     writer.model("data/source-ledger.json", ledger)
     packages = [*CORE_PACKAGES, *(s.name for s in prepared.frozen.sources if s.kind == "package")]
     writer.model(
@@ -318,7 +319,7 @@ def _study(
         ),
     )
     inputs = [d for d in writer.disclosures if is_derivation_input(d.file)]
-    derived = derive(fp, plan.seal, plan.partitions, records, ledger, inputs)
+    derived = derive(fp, plan.seal, runs, ledger, inputs)
     writer.model("data/aggregates.json", derived.aggregates)
     writer.model("data/tiers.json", derived.tiers)
     writer.write("data/validation-report.md", derived.report.encode())

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from repro import canonical
 from repro.disclosure import Disclosure
@@ -12,16 +12,22 @@ from repro.models import (
     FrozenProtocol,
     IntervalValue,
     Ledger,
-    Partition,
     Reproduction,
     Seal,
     Tier,
     Tiers,
 )
-from repro.outcomes import SlotOutcome, join_problems, measure_of
+from repro.outcomes import RunTally
 from repro.plan import sources_sha256
 
-__all__ = ["MAX_DISCLOSURES_LISTED", "contract_sha256", "reproduction", "rounded", "tiers"]
+__all__ = [
+    "MAX_DISCLOSURES_LISTED",
+    "contract_digests",
+    "contract_sha256",
+    "reproduction",
+    "rounded",
+    "tiers",
+]
 
 #: At most this many disclosure hits are named one by one in the tier's evidence.
 MAX_DISCLOSURES_LISTED = 10
@@ -37,6 +43,11 @@ def rounded(value: float, decimals: int) -> str:
 def contract_sha256(facts: dict[str, object]) -> str:
     """Digest of one condition's contract facts, as each run records it."""
     return canonical.sha256_hex(canonical.dumps(facts))
+
+
+def contract_digests(ledger: Ledger) -> Mapping[str, str]:
+    """The contract digest each run of a condition must record, by condition."""
+    return {c: contract_sha256(facts) for c, facts in ledger.contracts.items()}
 
 
 def _contains(low: float, high: float, point: float) -> bool:
@@ -132,19 +143,16 @@ def reproduction(
 def tiers(
     frozen_protocol: FrozenProtocol,
     seal: Seal,
-    partitions: Sequence[Partition],
-    outcomes: Sequence[SlotOutcome],
+    runs: RunTally,
     ledger: Ledger,
     agg: Aggregates,
     disclosures: Sequence[Disclosure],
 ) -> Tiers:
-    """tiers.json: the six tiers and the reproduction class. ``disclosures`` are the scan hits
-    in the input files; any one fails the disclosure tier."""
+    """tiers.json: the six tiers and the reproduction class. ``runs`` is the tally of the runs
+    against the sealed plan, with contract digests from ``ledger``; ``disclosures`` are the scan
+    hits in the input files, and any one fails the disclosure tier."""
     p = frozen_protocol.protocol
-    records = [r for o in outcomes for r in o.attempts]
-    valid = [o.terminal for o in outcomes if o.outcome == "valid" and o.terminal is not None]
-    failed = sum(o.outcome == "failed" for o in outcomes)
-    excluded = sum(o.outcome == "excluded" for o in outcomes)
+    valid, failed, excluded = runs.valid, runs.failed, runs.excluded
     out: list[Tier] = []
 
     # authored-source
@@ -175,21 +183,19 @@ def tiers(
         out.append(Tier("authored-source", "pass", evidence, None))
 
     # contract
-    ran = [r for r in records if r.status in ("valid", "invalid")]
-    expected = {c: contract_sha256(f) for c, f in ledger.contracts.items()}
-    mismatched = [r.attempt_id for r in ran if r.contract_sha256 != expected.get(r.condition)]
+    mismatched = runs.contract_mismatches
     evidence = tuple(
         f"{c}: " + ", ".join(f"{k}={v}" for k, v in sorted(f.items()))
         for c, f in sorted(ledger.contracts.items())
     )
-    if mismatched:
+    if mismatched.count:
         out.append(
             Tier(
                 "contract",
                 "fail",
                 evidence,
-                f"{len(mismatched)} run(s) saw other contract facts than their condition, "
-                f"first {mismatched[0]}",
+                f"{mismatched.count} run(s) saw other contract facts than their condition, "
+                f"first {mismatched.first[0]}",
             )
         )
     elif not ledger.contracts or not all(ledger.contracts.values()):
@@ -205,25 +211,24 @@ def tiers(
         out.append(Tier("contract", "pass", evidence, None))
 
     # execution-control
-    entries = [e for part in partitions for e in part.entries]
-    problems = join_problems(entries, records, p.retry.max_attempts)
+    problems = runs.plan_join_problems
     seed_note = f"seeding {p.seeding.mode}" + (
         f" ({p.seeding.statement})" if p.seeding.statement else f" (master seed {p.seeding.seed})"
     )
     evidence = (
-        f"{len(entries)} slots sealed in {len(partitions)} partitions; "
-        f"{len(valid)} valid, {failed} failed, {excluded} excluded",
-        f"{len(records)} attempt records; at most {p.retry.max_attempts} attempt(s) per slot",
+        f"{runs.slots} slots sealed in {runs.partitions} partitions; "
+        f"{valid} valid, {failed} failed, {excluded} excluded",
+        f"{runs.attempts} attempt records; at most {p.retry.max_attempts} attempt(s) per slot",
         seed_note + ("; one process, sealed order" if p.seeding.mode == "stream" else ""),
     )
-    if problems:
-        first = problems[0]
+    if problems.count:
+        first = problems.first[0]
         out.append(
             Tier(
                 "execution-control",
                 "fail",
                 evidence,
-                f"{len(problems)} join problem(s), first: {first.where}: {first.what}",
+                f"{problems.count} join problem(s), first: {first.where}: {first.what}",
             )
         )
     elif failed:
@@ -239,43 +244,42 @@ def tiers(
         out.append(Tier("execution-control", "pass", evidence, None))
 
     # state-observation
-    traced = sum(r.trace_sha256 is not None for r in valid)
+    traced = runs.traced
     evidence = (
         f"observation scope {ledger.adapter.observation_scope}: {ledger.adapter.observation_note}",
-        f"{traced} of {len(valid)} valid runs carry a trace digest",
+        f"{traced} of {valid} valid runs carry a trace digest",
     )
     if ledger.adapter.observation_scope != "full":
         out.append(Tier("state-observation", "weakened", evidence, ledger.adapter.observation_note))
-    elif traced != len(valid):
+    elif traced != valid:
         out.append(
             Tier(
                 "state-observation",
                 "weakened",
                 evidence,
-                f"{len(valid) - traced} valid run(s) have no trace digest",
+                f"{valid - traced} valid run(s) have no trace digest",
             )
         )
     else:
         out.append(Tier("state-observation", "pass", evidence, None))
 
     # outcome-evaluation
-    recomputed = [r for r in valid if r.step_rewards is not None]
-    wrong = [r.attempt_id for r in recomputed if r.measure != measure_of(r.step_rewards or ())]
+    recomputed, wrong = runs.recomputed, runs.wrong_measures
     evidence = (
         f"measure {p.measure.name}: {p.measure.description}",
-        f"{len(recomputed)} of {len(valid)} valid measures recomputed from their step rewards",
+        f"{recomputed} of {valid} valid measures recomputed from their step rewards",
         f"estimand {p.estimand}, {p.interval.method} interval at level {p.interval.level}",
     )
-    if wrong:
+    if wrong.count:
         out.append(
             Tier(
                 "outcome-evaluation",
                 "fail",
                 evidence,
-                f"{len(wrong)} measure(s) differ from their step rewards, first {wrong[0]}",
+                f"{wrong.count} measure(s) differ from their step rewards, first {wrong.first[0]}",
             )
         )
-    elif len(recomputed) != len(valid) or ledger.adapter.measure_inputs != "step-rewards":
+    elif recomputed != valid or ledger.adapter.measure_inputs != "step-rewards":
         out.append(
             Tier(
                 "outcome-evaluation",

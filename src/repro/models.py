@@ -21,6 +21,7 @@ __all__ = [
     "AdapterFacts",
     "AdapterSpec",
     "Aggregates",
+    "Checkpoint",
     "Citation",
     "Condition",
     "ConditionAggregate",
@@ -33,6 +34,7 @@ __all__ = [
     "FieldError",
     "FigureComparison",
     "FrozenProtocol",
+    "GeneratorState",
     "Interval",
     "IntervalValue",
     "Ledger",
@@ -569,3 +571,25 @@ class Environment:
     started_utc: str
     finished_utc: str
     wall_seconds: float
+
+
+@frozen
+class GeneratorState:
+    """A Python ``random`` generator's state, as ``random.getstate()`` gives it: the version, the
+    625 Mersenne Twister words (the last is the position) and the cached Gaussian, if any."""
+
+    version: int
+    words: tuple[int, ...]
+    gauss_next: float | None
+
+
+@frozen
+class Checkpoint:
+    """runs/<partition>.checkpoint.json, in stream mode only: the state of Python's global
+    generator (the stream the protocol seeds) when the partition began, from which ``repro
+    replay`` re-executes its slots. NumPy's global generator is no part of the stream: nothing
+    seeds it, so a simulator that draws from it cannot be replayed, and replay says so."""
+
+    schema: Literal["repro.checkpoint/1"]
+    partition: str
+    python_random: GeneratorState

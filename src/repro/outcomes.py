@@ -1,21 +1,94 @@
-"""Slot outcomes: which attempts belong to which slot, and how each slot ended."""
+"""Slot outcomes: which attempts belong to which slot, how each slot ended, and the tally of it
+all that the derivations read.
+
+The derivations never hold whole run records: each record is reduced to an :class:`Attempt`
+(everything but its step rewards, which become the measure recomputed from them), and the
+attempts of a set of plan entries are reduced to a :class:`RunTally` (per condition the counts
+and the valid measures, the losses, and counts with the first few examples of everything the
+tiers judge). ``repro study`` tallies the records it wrote, ``repro verify`` the records it reads,
+one partition at a time, and both hand the tally to the same derivation.
+"""
 
 from __future__ import annotations
 
 import math
+import sys
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Generic, Literal, TypeVar
 
 from attrs import frozen
 
-from repro.models import Loss, PlanEntry, RunRecord
+from repro.models import Loss, Partition, PlanEntry, RunRecord
 
-__all__ = ["SlotOutcome", "losses", "measure_of", "slot_outcomes"]
+__all__ = [
+    "MAX_JOIN_PROBLEMS",
+    "Attempt",
+    "ConditionTally",
+    "FirstOf",
+    "JoinProblem",
+    "RunTally",
+    "attempt_id",
+    "measure_of",
+    "merge",
+    "tally",
+]
+
+T = TypeVar("T")
+
+#: Join problems a tally keeps one by one (``verify`` lists them); the rest are counted.
+MAX_JOIN_PROBLEMS = 100
 
 
 def measure_of(step_rewards: Sequence[float]) -> float:
     """The ``episode_return`` measure: the correctly rounded sum of the step rewards."""
     return math.fsum(step_rewards)
+
+
+def attempt_id(slot: str, attempt: int) -> str:
+    """The ID of a slot's ``attempt``-th attempt."""
+    return f"{slot}-a{attempt}"
+
+
+@frozen
+class Attempt:
+    """What the derivations read of one run record: all of it but the step rewards, of which
+    only the measure recomputed from them is kept, so that what is held does not grow with the
+    steps of a run."""
+
+    attempt_id: str
+    slot: str
+    condition: str
+    attempt: int
+    predecessor: str | None
+    status: Literal["valid", "invalid", "failed", "excluded"]
+    cause: str | None
+    measure: float | None
+    #: :func:`measure_of` the step rewards; None for a record without step rewards.
+    recomputed: float | None
+    traced: bool
+    contract_sha256: str | None
+
+    @classmethod
+    def of(cls, record: RunRecord) -> Attempt:
+        """The attempt ``record`` describes. The strings most records repeat (condition, cause,
+        contract digest) are interned: held once, however many attempts hold them."""
+        rewards = record.step_rewards
+        return cls(
+            attempt_id=record.attempt_id,
+            slot=record.slot,
+            condition=sys.intern(record.condition),
+            attempt=record.attempt,
+            predecessor=record.predecessor,
+            status=record.status,
+            cause=sys.intern(record.cause) if record.cause is not None else None,
+            measure=record.measure,
+            recomputed=measure_of(rewards) if rewards is not None else None,
+            traced=record.trace_sha256 is not None,
+            contract_sha256=(
+                sys.intern(record.contract_sha256) if record.contract_sha256 is not None else None
+            ),
+        )
 
 
 @frozen
@@ -24,56 +97,39 @@ class SlotOutcome:
     excluded, with its attempts in order."""
 
     entry: PlanEntry
-    outcome: str
-    attempts: tuple[RunRecord, ...]
+    outcome: Literal["valid", "failed", "excluded"]
+    attempts: tuple[Attempt, ...]
 
     @property
-    def terminal(self) -> RunRecord | None:
+    def terminal(self) -> Attempt | None:
         """The last attempt, which decides the outcome."""
         return self.attempts[-1] if self.attempts else None
 
 
-def _attempts_by_slot(records: Iterable[RunRecord]) -> dict[str, tuple[RunRecord, ...]]:
-    """Each slot's attempts sorted by attempt number, whatever order the records come in."""
-    by_slot: dict[str, list[RunRecord]] = defaultdict(list)
-    for record in records:
-        by_slot[record.slot].append(record)
+def _attempts_by_slot(attempts: Iterable[Attempt]) -> dict[str, tuple[Attempt, ...]]:
+    """Each slot's attempts sorted by attempt number, whatever order they come in."""
+    by_slot: dict[str, list[Attempt]] = defaultdict(list)
+    for a in attempts:
+        by_slot[a.slot].append(a)
     return {
-        slot: tuple(sorted(group, key=lambda r: (r.attempt, r.attempt_id)))
+        slot: tuple(sorted(group, key=lambda a: (a.attempt, a.attempt_id)))
         for slot, group in by_slot.items()
     }
 
 
-def slot_outcomes(entries: Iterable[PlanEntry], records: Iterable[RunRecord]) -> list[SlotOutcome]:
-    """Each plan entry in sealed order with its attempts sorted by attempt number. The order in
-    which ``records`` are read does not matter."""
-    by_slot = _attempts_by_slot(records)
+def _outcomes(
+    entries: Iterable[PlanEntry], by_slot: Mapping[str, tuple[Attempt, ...]]
+) -> list[SlotOutcome]:
+    """Each plan entry in sealed order with its attempts."""
     out = []
     for entry in sorted(entries, key=lambda e: e.order):
         attempts = by_slot.get(entry.slot, ())
         last = attempts[-1].status if attempts else None
-        outcome = "valid" if last == "valid" else "excluded" if last == "excluded" else "failed"
+        outcome: Literal["valid", "failed", "excluded"] = (
+            "valid" if last == "valid" else "excluded" if last == "excluded" else "failed"
+        )
         out.append(SlotOutcome(entry=entry, outcome=outcome, attempts=attempts))
     return out
-
-
-def losses(outcomes: Sequence[SlotOutcome]) -> tuple[Loss, ...]:
-    """Every slot that did not end valid, with its cause and attempt count."""
-    out = []
-    for o in outcomes:
-        if o.outcome == "valid":
-            continue
-        last = o.terminal
-        cause = (last.cause if last is not None else None) or "no attempt recorded"
-        out.append(
-            Loss(
-                slot=o.entry.slot,
-                outcome="excluded" if o.outcome == "excluded" else "failed",
-                cause=cause,
-                attempts=len(o.attempts),
-            )
-        )
-    return tuple(out)
 
 
 @frozen
@@ -86,32 +142,48 @@ class JoinProblem:
     found: str
 
 
-def attempt_id(slot: str, attempt: int) -> str:
-    """The ID of a slot's ``attempt``-th attempt."""
-    return f"{slot}-a{attempt}"
+@frozen
+class FirstOf(Generic[T]):
+    """How many things there are, and the first of them in order (at most as many as the
+    tally keeps of their kind)."""
+
+    count: int
+    first: tuple[T, ...]
 
 
-def join_problems(
-    entries: Sequence[PlanEntry], records: Sequence[RunRecord], max_attempts: int
-) -> list[JoinProblem]:
-    """Every way the runs fail to join the plan: each admitted slot must have exactly one terminal
-    outcome, reached through a correctly chained sequence of attempts."""
-    problems: list[JoinProblem] = []
-    known = {e.slot for e in entries}
+def _first_of(items: Sequence[T], keep: int) -> FirstOf[T]:
+    return FirstOf(len(items), tuple(items[:keep]))
+
+
+def _concat(parts: Iterable[FirstOf[T]], keep: int) -> FirstOf[T]:
+    parts = list(parts)
+    return FirstOf(sum(p.count for p in parts), tuple(x for p in parts for x in p.first)[:keep])
+
+
+def _attempt_problems(known: set[str], attempts: Sequence[Attempt]) -> list[JoinProblem]:
+    """Attempts that repeat an attempt ID or name a slot not in ``known``, in the order the
+    attempts come."""
+    problems = []
     seen_ids: set[str] = set()
-    for r in records:
-        if r.attempt_id in seen_ids:
-            problems.append(JoinProblem(r.attempt_id, "duplicate attempt ID", "unique", "repeated"))
-        seen_ids.add(r.attempt_id)
-        if r.slot not in known:
+    for a in attempts:
+        if a.attempt_id in seen_ids:
+            problems.append(JoinProblem(a.attempt_id, "duplicate attempt ID", "unique", "repeated"))
+        seen_ids.add(a.attempt_id)
+        if a.slot not in known:
             problems.append(
                 JoinProblem(
-                    r.attempt_id, "run for a slot not in the sealed plan", "a planned slot", r.slot
+                    a.attempt_id, "run for a slot not in the sealed plan", "a planned slot", a.slot
                 )
             )
-    by_slot = _attempts_by_slot(records)
-    for entry in sorted(entries, key=lambda e: e.order):
-        attempts = by_slot.get(entry.slot, ())
+    return problems
+
+
+def _slot_problems(outcomes: Sequence[SlotOutcome], max_attempts: int) -> list[JoinProblem]:
+    """Every way a planned slot's attempts fail to reach exactly one terminal outcome through a
+    correctly chained sequence, in sealed order."""
+    problems: list[JoinProblem] = []
+    for o in outcomes:
+        entry, attempts = o.entry, o.attempts
         where = entry.slot
         if not attempts:
             problems.append(
@@ -130,43 +202,43 @@ def join_problems(
                 )
             continue
         previous: str | None = None
-        for number, r in enumerate(attempts, start=1):
-            if r.attempt != number or r.attempt_id != attempt_id(entry.slot, number):
+        for number, a in enumerate(attempts, start=1):
+            if a.attempt != number or a.attempt_id != attempt_id(entry.slot, number):
                 problems.append(
                     JoinProblem(
-                        r.attempt_id,
+                        a.attempt_id,
                         "attempt numbering",
                         attempt_id(entry.slot, number),
-                        r.attempt_id,
+                        a.attempt_id,
                     )
                 )
-            if r.predecessor != previous:
+            if a.predecessor != previous:
                 problems.append(
-                    JoinProblem(r.attempt_id, "predecessor link", str(previous), str(r.predecessor))
+                    JoinProblem(a.attempt_id, "predecessor link", str(previous), str(a.predecessor))
                 )
-            if r.condition != entry.condition:
+            if a.condition != entry.condition:
                 problems.append(
-                    JoinProblem(r.attempt_id, "condition", entry.condition, r.condition)
+                    JoinProblem(a.attempt_id, "condition", entry.condition, a.condition)
                 )
-            if r.status == "excluded":
+            if a.status == "excluded":
                 problems.append(
                     JoinProblem(
-                        r.attempt_id,
+                        a.attempt_id,
                         "exclusion not declared in the protocol",
                         "not excluded",
                         "excluded",
                     )
                 )
-            if r.status == "valid" and number != len(attempts):
+            if a.status == "valid" and number != len(attempts):
                 problems.append(
                     JoinProblem(
-                        r.attempt_id,
+                        a.attempt_id,
                         "attempt after a valid attempt",
                         "no further attempt",
                         f"{len(attempts) - number} more",
                     )
                 )
-            previous = r.attempt_id
+            previous = a.attempt_id
         if len(attempts) > max_attempts:
             problems.append(
                 JoinProblem(
@@ -186,3 +258,178 @@ def join_problems(
                 )
             )
     return problems
+
+
+@frozen
+class ConditionTally:
+    """One condition's slots, as aggregates.json counts them."""
+
+    scheduled: int
+    valid: int
+    failed: int
+    excluded: int
+    #: The measures of the slots that ended valid, in sealed order (a valid slot without a
+    #: measure is counted valid and has none here).
+    measures: tuple[float, ...]
+
+
+@frozen
+class RunTally:
+    """Everything the derivations read of the plan entries and their attempts.
+
+    Join problems come in two kinds: those of single attempts (a repeated attempt ID, a slot the
+    plan does not have) and those of slots (in sealed order), and all of the first come before
+    all of the second. The attempts' problems are kept twice: among all attempts in the order
+    they were read, as ``verify`` lists them, and among the attempts of planned slots in sealed
+    order, as the execution-control tier judges them.
+    """
+
+    #: Partitions and plan entries tallied.
+    partitions: int
+    slots: int
+    #: Attempts of planned slots (an attempt naming no planned slot is not counted).
+    attempts: int
+    #: Per condition named by an entry, in the order its first entry comes.
+    conditions: dict[str, ConditionTally]
+    #: Every slot that did not end valid, in sealed order.
+    losses: tuple[Loss, ...]
+    #: Slots that ended valid whose terminal attempt carries a trace digest.
+    traced: int
+    #: Slots that ended valid whose measure was recomputed from step rewards, and the IDs of
+    #: those whose measure differs from the recomputed one.
+    recomputed: int
+    wrong_measures: FirstOf[str]
+    #: Attempts that ran (valid or invalid) with other contract facts than their condition's.
+    contract_mismatches: FirstOf[str]
+    attempt_problems: FirstOf[JoinProblem]
+    planned_attempt_problems: FirstOf[JoinProblem]
+    slot_problems: FirstOf[JoinProblem]
+
+    @property
+    def join_problems(self) -> FirstOf[JoinProblem]:
+        """Every join problem: those of all attempts in the order read, then those of slots."""
+        return _concat((self.attempt_problems, self.slot_problems), MAX_JOIN_PROBLEMS)
+
+    @property
+    def plan_join_problems(self) -> FirstOf[JoinProblem]:
+        """The join problems of the planned slots: those of their attempts in sealed order,
+        then those of the slots."""
+        return _concat((self.planned_attempt_problems, self.slot_problems), MAX_JOIN_PROBLEMS)
+
+    @property
+    def valid(self) -> int:
+        """Slots that ended valid."""
+        return sum(c.valid for c in self.conditions.values())
+
+    @property
+    def failed(self) -> int:
+        """Slots that ended failed."""
+        return sum(c.failed for c in self.conditions.values())
+
+    @property
+    def excluded(self) -> int:
+        """Slots that ended excluded."""
+        return sum(c.excluded for c in self.conditions.values())
+
+
+def tally(
+    partitions: Sequence[Partition],
+    attempts: Iterable[Attempt],
+    max_attempts: int,
+    contracts: Mapping[str, str],
+) -> RunTally:
+    """Join ``attempts`` to the entries of ``partitions`` and reduce them to what the
+    derivations read. ``contracts`` maps each condition to the digest of its contract facts.
+    Whatever order the attempts come in, everything but the order of the attempts' own join
+    problems is the same."""
+    entries = [e for part in partitions for e in part.entries]
+    attempts = list(attempts)
+    outcomes = _outcomes(entries, _attempts_by_slot(attempts))
+    conditions: dict[str, list[SlotOutcome]] = defaultdict(list)
+    losses: list[Loss] = []
+    for o in outcomes:
+        conditions[o.entry.condition].append(o)
+        if o.outcome != "valid":
+            last = o.terminal
+            cause = (last.cause if last is not None else None) or "no attempt recorded"
+            losses.append(
+                Loss(
+                    slot=o.entry.slot,
+                    outcome="excluded" if o.outcome == "excluded" else "failed",
+                    cause=cause,
+                    attempts=len(o.attempts),
+                )
+            )
+    valid = [o.terminal for o in outcomes if o.outcome == "valid" and o.terminal is not None]
+    recomputed = [a for a in valid if a.recomputed is not None]
+    planned = [a for o in outcomes for a in o.attempts]
+    ran = [a for a in planned if a.status in ("valid", "invalid")]
+    known = {e.slot for e in entries}
+    return RunTally(
+        partitions=len(partitions),
+        slots=len(entries),
+        attempts=len(planned),
+        conditions={
+            condition: ConditionTally(
+                scheduled=len(slots),
+                valid=sum(o.outcome == "valid" for o in slots),
+                failed=sum(o.outcome == "failed" for o in slots),
+                excluded=sum(o.outcome == "excluded" for o in slots),
+                measures=tuple(
+                    o.terminal.measure
+                    for o in slots
+                    if o.outcome == "valid"
+                    and o.terminal is not None
+                    and o.terminal.measure is not None
+                ),
+            )
+            for condition, slots in conditions.items()
+        },
+        losses=tuple(losses),
+        traced=sum(a.traced for a in valid),
+        recomputed=len(recomputed),
+        wrong_measures=_first_of(
+            [a.attempt_id for a in recomputed if a.measure != a.recomputed], 1
+        ),
+        contract_mismatches=_first_of(
+            [a.attempt_id for a in ran if a.contract_sha256 != contracts.get(a.condition)], 1
+        ),
+        attempt_problems=_first_of(_attempt_problems(known, attempts), MAX_JOIN_PROBLEMS),
+        planned_attempt_problems=_first_of(_attempt_problems(known, planned), MAX_JOIN_PROBLEMS),
+        slot_problems=_first_of(_slot_problems(outcomes, max_attempts), MAX_JOIN_PROBLEMS),
+    )
+
+
+def merge(tallies: Sequence[RunTally]) -> RunTally:
+    """The tally of several partitions from the tallies of each, in sealed order. It equals the
+    tally of all their entries and attempts together when no slot or attempt ID is in two of
+    them and each partition's entries come after the previous one's in sealed order."""
+    per_condition: dict[str, list[ConditionTally]] = defaultdict(list)
+    for t in tallies:
+        for condition, c in t.conditions.items():
+            per_condition[condition].append(c)
+    return RunTally(
+        partitions=sum(t.partitions for t in tallies),
+        slots=sum(t.slots for t in tallies),
+        attempts=sum(t.attempts for t in tallies),
+        conditions={
+            condition: ConditionTally(
+                scheduled=sum(c.scheduled for c in parts),
+                valid=sum(c.valid for c in parts),
+                failed=sum(c.failed for c in parts),
+                excluded=sum(c.excluded for c in parts),
+                measures=tuple(m for c in parts for m in c.measures),
+            )
+            for condition, parts in per_condition.items()
+        },
+        losses=tuple(loss for t in tallies for loss in t.losses),
+        traced=sum(t.traced for t in tallies),
+        recomputed=sum(t.recomputed for t in tallies),
+        wrong_measures=_concat((t.wrong_measures for t in tallies), 1),
+        contract_mismatches=_concat((t.contract_mismatches for t in tallies), 1),
+        attempt_problems=_concat((t.attempt_problems for t in tallies), MAX_JOIN_PROBLEMS),
+        planned_attempt_problems=_concat(
+            (t.planned_attempt_problems for t in tallies), MAX_JOIN_PROBLEMS
+        ),
+        slot_problems=_concat((t.slot_problems for t in tallies), MAX_JOIN_PROBLEMS),
+    )

@@ -27,7 +27,7 @@ from typing import Literal
 from repro.bundle import BundleWriter
 from repro.models import Partition, PlanEntry, RunRecord
 from repro.slots import SlotsResult, Workload, run_slots
-from repro.worker import Cancelled, Worker
+from repro.worker import Cancelled, Worker, checkpoint_of
 
 __all__ = ["run_on_local_workers"]
 
@@ -140,6 +140,9 @@ def _serve_partitions(
         while not cancel.is_set() and (running := pool.next_partition()) is not None:
             part = running.partition
             condition = work.conditions[part.condition]
+            state = worker.stream_state
+            if state is not None:  # stream mode (one worker): where replay of it starts
+                writer.model(f"data/runs/{part.id}.checkpoint.json", checkpoint_of(part.id, state))
             with writer.lines(f"data/runs/{part.id}.jsonl") as emit:
                 slots = iter(running.next_slot, None)
                 own = run_slots(

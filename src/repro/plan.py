@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+from collections.abc import Iterator
 
 from repro import canonical
 from repro.models import (
@@ -17,7 +18,17 @@ from repro.models import (
 )
 from repro.serde import to_bytes, unstructure
 
-__all__ = ["SealedPlan", "conditions_of", "derive_seed", "seal", "slot_ids", "sources_sha256"]
+__all__ = [
+    "SealedPlan",
+    "conditions_of",
+    "derive_seed",
+    "partition_ref",
+    "partitions",
+    "seal",
+    "seal_record",
+    "slot_ids",
+    "sources_sha256",
+]
 
 
 def _width(count: int, minimum: int) -> int:
@@ -39,11 +50,14 @@ def conditions_of(protocol: Protocol) -> tuple[Condition, ...]:
     return tuple(out)
 
 
+def _slot_id(condition: str, replicate: int, protocol: Protocol) -> str:
+    return f"{condition}-r{replicate:0{_width(protocol.runs_per_condition, 4)}d}"
+
+
 def slot_ids(protocol: Protocol) -> list[str]:
     """Every slot ID of the plan in sealed order: ``<condition>-r<replicate>``."""
-    width = _width(protocol.runs_per_condition, 4)
     return [
-        f"{c.id}-r{r:0{width}d}"
+        _slot_id(c.id, r, protocol)
         for c in conditions_of(protocol)
         for r in range(protocol.runs_per_condition)
     ]
@@ -78,17 +92,16 @@ class SealedPlan:
         return [e for p in self.partitions for e in p.entries]
 
 
-def seal(protocol: Protocol, protocol_sha256: str, sources: tuple[Source, ...]) -> SealedPlan:
-    """Expand, partition by condition, and digest each partition."""
+def partitions(protocol: Protocol) -> Iterator[Partition]:
+    """The plan's partitions, one per condition in sealed order, each made only when asked for:
+    expanding one partition at a time keeps what is held to one condition's slots."""
     excluded = {x.slot: x.reason for x in protocol.exclusions}
     per_run = protocol.seeding.mode == "per-run"
-    ids = iter(slot_ids(protocol))
-    partitions = []
     order = 0
     for condition in conditions_of(protocol):
         entries = []
         for replicate in range(protocol.runs_per_condition):
-            slot = next(ids)
+            slot = _slot_id(condition.id, replicate, protocol)
             entries.append(
                 PlanEntry(
                     slot=slot,
@@ -100,24 +113,32 @@ def seal(protocol: Protocol, protocol_sha256: str, sources: tuple[Source, ...]) 
                 )
             )
             order += 1
-        partitions.append(
-            Partition(
-                schema="repro.partition/1",
-                id=condition.id,
-                condition=condition.id,
-                entries=tuple(entries),
-            )
+        yield Partition(
+            schema="repro.partition/1",
+            id=condition.id,
+            condition=condition.id,
+            entries=tuple(entries),
         )
-    refs = tuple(
-        PartitionRef(
-            id=p.id,
-            file=f"plans/{p.id}.json",
-            entries=len(p.entries),
-            sha256=canonical.sha256_hex(to_bytes(p)),
-        )
-        for p in partitions
+
+
+def partition_ref(partition: Partition) -> PartitionRef:
+    """How the seal lists ``partition``: by its file and the sha256 of its canonical bytes."""
+    return PartitionRef(
+        id=partition.id,
+        file=f"plans/{partition.id}.json",
+        entries=len(partition.entries),
+        sha256=canonical.sha256_hex(to_bytes(partition)),
     )
-    record = Seal(
+
+
+def seal_record(
+    protocol: Protocol,
+    protocol_sha256: str,
+    sources: tuple[Source, ...],
+    refs: tuple[PartitionRef, ...],
+) -> Seal:
+    """plans/seal.json for the plan whose partitions ``refs`` lists."""
+    return Seal(
         schema="repro.seal/1",
         protocol_sha256=protocol_sha256,
         sources_sha256=sources_sha256(sources),
@@ -125,4 +146,10 @@ def seal(protocol: Protocol, protocol_sha256: str, sources: tuple[Source, ...]) 
         conditions=conditions_of(protocol),
         partitions=refs,
     )
-    return SealedPlan(record, tuple(partitions))
+
+
+def seal(protocol: Protocol, protocol_sha256: str, sources: tuple[Source, ...]) -> SealedPlan:
+    """Expand, partition by condition, and digest each partition."""
+    parts = tuple(partitions(protocol))
+    refs = tuple(partition_ref(p) for p in parts)
+    return SealedPlan(seal_record(protocol, protocol_sha256, sources, refs), parts)

@@ -89,7 +89,8 @@ def check_consistency(p: Protocol) -> None:
         problems.append("minimum is greater than maximum @ $.measure")
     if p.interval.method == "bootstrap" and p.interval.resamples < 100:
         problems.append("a bootstrap needs at least 100 resamples @ $.interval.resamples")
-    valid_slots = set(slot_ids(p))
+    # One string per slot of the plan: expanded only when there is an exclusion to look up.
+    valid_slots = set(slot_ids(p)) if p.exclusions else set()
     seen: set[str] = set()
     for i, exclusion in enumerate(p.exclusions):
         if exclusion.slot not in valid_slots:

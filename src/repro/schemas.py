@@ -27,6 +27,7 @@ SCHEMAS: dict[str, type] = {
     "seal": models.Seal,
     "partition": models.Partition,
     "run-record": models.RunRecord,
+    "checkpoint": models.Checkpoint,
     "aggregates": models.Aggregates,
     "tiers": models.Tiers,
     "source-ledger": models.Ledger,

@@ -120,6 +120,10 @@ def _tuple_hook(type_: Any) -> Any:
         # cattrs would happily iterate a string or an object; JSON arrays only here.
         if not isinstance(value, list):
             raise TypeError(f"expected an array, {_found(value)}")
+        # The float hook gives a float back as it is: an array of floats (a run's step rewards)
+        # needs no call per element.
+        if element is float and all(type(item) is float for item in value):
+            return tuple(value)
         out, errors = [], []
         for index, item in enumerate(value):
             try:

@@ -8,6 +8,12 @@ Whatever the tree holds, verify stays inside it and within bounds: it never foll
 (every file and directory is opened by name, one component at a time, relative to its parent's
 descriptor, with ``O_NOFOLLOW``), it reads nothing past its :class:`Limits`, and it raises nothing
 but :class:`BadInput`, and that only for a root that is not a directory.
+
+What it holds does not grow with the runs: every file is read once in blocks to be hashed and
+scanned; the partitions and runs files, whose size grows with the plan, are read again where they
+are parsed (a file that changed in between is named), run records one line at a time, and each
+partition's runs are reduced to their tally (:mod:`repro.outcomes`) before the next partition is
+read. The derivations are those ``repro study`` ran, on the same tally.
 """
 
 from __future__ import annotations
@@ -18,34 +24,38 @@ import math
 import os
 import re
 import stat
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
-import jsonschema
+import orjson
 from attrs import field, frozen
 from attrs.validators import ge
 
-from repro import canonical, schemas
+from repro import canonical, judge, plan, schemas
 from repro.bundle import BAGIT_TXT, MANIFEST, MANIFEST_LINE, TAG_FILES, TAGMANIFEST
 from repro.derive import derive
 from repro.disclosure import Disclosure, is_derivation_input, scan
 from repro.errors import BadInput
-from repro.judge import contract_sha256
 from repro.models import (
     Aggregates,
+    Checkpoint,
     Environment,
     FrozenProtocol,
     Ledger,
     Partition,
+    PartitionRef,
+    Protocol,
     RunRecord,
     Seal,
+    Source,
     Tiers,
 )
-from repro.outcomes import join_problems, measure_of
-from repro.plan import seal as seal_plan
+from repro.outcomes import Attempt, RunTally, attempt_id, merge, tally
 from repro.protocol import check_consistency
-from repro.serde import structure, to_bytes, unstructure
+from repro.serde import converter, structure, to_bytes, unstructure
+from repro.worker import checkpoint_of
 
 __all__ = ["BundleReader", "Finding", "Limits", "bundle_sha256", "verify"]
 
@@ -297,17 +307,6 @@ def _open_below(root: Path, name: str) -> int:
         os.close(fd)
 
 
-def _read_at_most(fd: int, count: int) -> bytes:
-    blocks = []
-    while count > 0:
-        block = os.read(fd, min(count, 1 << 20))
-        if not block:
-            break
-        blocks.append(block)
-        count -= len(block)
-    return b"".join(blocks)
-
-
 def bundle_sha256(root: Path) -> str:
     """The bundle's identity: the sha256 of its tag manifest, which pins the other tag files,
     which pin every payload file. A bag carries no signature, so a forger who rewrites a file
@@ -432,10 +431,9 @@ def _integrity(listing: _Listing, read: BundleReader, findings: list[Finding]) -
             if covered is None:
                 findings.append(Finding(name, f"not listed in {manifest}", "listed", "extra file"))
         for name in sorted(set(listed) & actual):
-            content = read.raw(name)
-            if content is None:
+            digest = read.sha256(name)
+            if digest is None:
                 continue
-            digest = canonical.sha256_hex(content)
             if digest != listed[name]:
                 findings.append(
                     Finding(name, f"sha256 differs from {manifest}", listed[name], digest)
@@ -457,13 +455,83 @@ def _integrity(listing: _Listing, read: BundleReader, findings: list[Finding]) -
 
 @functools.cache
 def _validator(kind: str) -> Any:
+    # Imported here: only a value the model refuses is ever checked against its schema.
+    import jsonschema
+
     return jsonschema.Draft202012Validator(schemas.load(kind))
+
+
+#: Files kept in memory once read: the tag files, and the payload files whose size does not grow
+#: with the plan. Every other file (partitions, runs, anything added) is read in blocks, hashed
+#: and scanned, and read again when it is parsed, so that what verify holds does not grow with the
+#: number of runs.
+_HELD = frozenset({*TAG_FILES, *_PAYLOAD, "data/plans/seal.json"})
+#: Bytes read at a time: a few copies of a block are what reading holds besides the models.
+_BLOCK = 1 << 16
+#: How deep a run record nests at most: an object holding an array of numbers. Where the limit on
+#: JSON nesting is lower, only the strict reader can name the refusal.
+_RUN_RECORD_DEPTH = 2
+
+
+@frozen
+class _Seen:
+    """What the first read of a file found: its sha256 and size, whether it ends with a newline,
+    and the disclosure hits in it."""
+
+    sha256: str
+    size: int
+    final_newline: bool
+    disclosures: tuple[Disclosure, ...]
+
+
+def _line_chunks(blocks: Iterable[bytes]) -> Iterator[bytes]:
+    """The bytes of ``blocks`` cut after newlines: every chunk but the last ends with one, and
+    none holds part of a line whose rest is in another."""
+    pending: list[bytes] = []
+    for block in blocks:
+        cut = block.rfind(b"\n") + 1
+        if not cut:
+            pending.append(block)
+            continue
+        yield b"".join([*pending, block[:cut]])
+        pending = [block[cut:]] if cut < len(block) else []
+    if pending:
+        yield b"".join(pending)
+
+
+def _canonical_record(line: bytes) -> RunRecord | None:
+    """The run record whose canonical bytes are exactly ``line``, or None for any other line.
+
+    A line that is its own record's canonical form is one the strict reader accepts as that
+    record: it holds no duplicate key, no NaN, no lone surrogate and no number out of range,
+    because the canonical writer writes none; and the schema accepts whatever the model does (it
+    is generated from it). So this quick way, with orjson, gives the strict reader's answer for
+    every line it accepts; a line it does not accept goes the strict way to be named. (Only for
+    lines: orjson's parser holds some sixteen times its input while it parses, which is nothing
+    for a record and too much for a whole partition.)
+    """
+    try:
+        value = converter.structure(orjson.loads(line), RunRecord)
+        # Refusing integers past 53 bits leaves every one past 64 bits, which orjson would
+        # write but the strict reader refuses, to the strict way. orjson writes a non-finite
+        # float as null, which no parsed line holds in its place.
+        option = orjson.OPT_SORT_KEYS | orjson.OPT_STRICT_INTEGER
+        if orjson.dumps(unstructure(value), option=option) + b"\n" == line:
+            return value
+    except Exception:  # any refusal at all: the strict way names it
+        return None
+    return None
 
 
 class BundleReader:
     """Reads bundle files strictly: canonical JSON, schema, model. ``files`` maps each bundle
-    name to its path below the bundle root. Each file is read at most once, without following a
-    symlink, and never past the ``limits``; every read problem is a finding."""
+    name to its path below the bundle root. Files are read without following a symlink, and
+    never past the ``limits``; every read problem is a finding.
+
+    Each file's first read hashes and scans it; the tag files and the fixed payload files are
+    held from then on, every other file is read again, checked against its first read, where it
+    is parsed. Run records are parsed one line at a time.
+    """
 
     def __init__(
         self, files: Mapping[str, Path], findings: list[Finding], limits: Limits = Limits()
@@ -471,11 +539,22 @@ class BundleReader:
         self.files = files
         self.findings = findings
         self.limits = limits
-        self._read: dict[str, bytes | None] = {}
+        self._seen: dict[str, _Seen | None] = {}
+        self._held: dict[str, bytes] = {}
+        #: Where findings about a file's content go: ``findings``, or nowhere while files are
+        #: read again whose content was reported already (see :meth:`_repeating`).
+        self._notes = findings
         #: Bytes still allowed to be read under ``limits.max_total_bytes``.
         self._budget = limits.max_total_bytes
 
     def _validate(self, name: str, raw: Any, kind: str, cls: type[T], line: str = "") -> T | None:
+        try:
+            return structure(raw, cls, what=f"{name}{line}")
+        except BadInput as exc:
+            refusal = str(exc)
+        # The schema is generated from the model and accepts every value the model accepts
+        # (tests/test_schemas.py), so it only has something to say about a refused value: its
+        # errors, each at its JSON path, are named first, as the schema is the published rule.
         errors = sorted(
             _validator(kind).iter_errors(raw),
             key=lambda e: list(e.absolute_path),
@@ -484,31 +563,51 @@ class BundleReader:
             where = "$" + "".join(
                 f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path
             )
-            self.findings.append(
+            self._notes.append(
                 Finding(name, f"schema {kind}{line} @ {where}", "valid", error.message[:200])
             )
-        if errors:
-            return None
-        try:
-            return structure(raw, cls, what=f"{name}{line}")
-        except BadInput as exc:
-            self.findings.append(Finding(name, f"model {cls.__name__}{line}", "valid", str(exc)))
-            return None
+        if not errors:
+            self._notes.append(Finding(name, f"model {cls.__name__}{line}", "valid", refusal))
+        return None
+
+    def _first(self, name: str) -> _Seen | None:
+        """What the first read of the file found, reading it now if it was not read yet; None
+        (with a finding, made once) when missing, unreadable or past a limit."""
+        if name not in self._seen:
+            self._seen[name] = self._read_first(name)
+        return self._seen[name]
+
+    def sha256(self, name: str) -> str | None:
+        """The sha256 of the file's bytes, from its first read."""
+        seen = self._first(name)
+        return seen.sha256 if seen is not None else None
+
+    def disclosures(self, name: str) -> tuple[Disclosure, ...] | None:
+        """The disclosure hits in the file's bytes, from its first read."""
+        seen = self._first(name)
+        return seen.disclosures if seen is not None else None
 
     def raw(self, name: str) -> bytes | None:
-        """The file's bytes, read once however often they are asked for; None (with a
-        finding, made once) when missing, unreadable or past a limit."""
-        if name not in self._read:
-            self._read[name] = self._load(name)
-        return self._read[name]
+        """The file's bytes: read once for a held file, read again (and checked against the
+        first read) for any other; None when missing, unreadable or past a limit."""
+        if self._first(name) is None:
+            return None
+        if name in _HELD:
+            return self._held[name]
+        return b"".join(self._again(name))
 
-    def _load(self, name: str) -> bytes | None:
+    def _read_first(self, name: str) -> _Seen | None:
         path = self.files.get(name)
         if path is None:
             self.findings.append(
                 Finding(name, "expected bundle file is missing", "present", "missing")
             )
             return None
+        digest = hashlib.sha256()
+        kept: list[bytes] = []
+        hits: list[Disclosure] = []
+        count = offset = 0
+        final_newline = True
         try:
             # The path is the root joined with the name: walk the name down from the root.
             fd = _open_below(path.parents[name.count("/")], name)
@@ -521,8 +620,28 @@ class BundleReader:
                     self.findings.append(Finding(name, what, "a regular file", found))
                     return None
                 allowed = min(self.limits.max_file_bytes, self._budget)
-                # One byte past what is allowed is read to see a file that grew since its fstat.
-                data = _read_at_most(fd, allowed + 1) if info.st_size <= allowed else b""
+
+                def blocks() -> Iterator[bytes]:
+                    nonlocal count
+                    # One byte past what is allowed is read to see a file that grew since its
+                    # fstat.
+                    while count <= allowed:
+                        block = os.read(fd, min(allowed + 1 - count, _BLOCK))
+                        if not block:
+                            return
+                        count += len(block)
+                        digest.update(block)
+                        if name in _HELD:
+                            kept.append(block)
+                        yield block
+
+                if info.st_size <= allowed:
+                    # No pattern spans a newline, so scanning whole lines at a time finds what
+                    # scanning the whole file does.
+                    for chunk in _line_chunks(blocks()):
+                        hits += scan(name, chunk, offset)
+                        offset += len(chunk)
+                        final_newline = chunk.endswith(b"\n")
             finally:
                 os.close(fd)
         except OSError as exc:
@@ -530,10 +649,12 @@ class BundleReader:
                 Finding(name, "cannot read", "a readable regular file", _reason(exc))
             )
             return None
-        self._budget -= len(data)
-        size = max(info.st_size, len(data))
+        self._budget -= count
+        size = max(info.st_size, count)
         if size <= allowed:
-            return data
+            if name in _HELD:
+                self._held[name] = b"".join(kept)
+            return _Seen(digest.hexdigest(), count, final_newline, tuple(hits))
         if size > self.limits.max_file_bytes:
             self.findings.append(
                 Finding(
@@ -549,15 +670,73 @@ class BundleReader:
                     name,
                     "reading it would pass the limit max_total_bytes: not read",
                     f"<= {self.limits.max_total_bytes} bytes in all",
-                    f"{self.limits.max_total_bytes - self._budget - len(data) + size} bytes",
+                    f"{self.limits.max_total_bytes - self._budget - count + size} bytes",
                 )
             )
         return None
 
+    def _again(self, name: str) -> Iterator[bytes]:
+        """The bytes of a file read before, read again in blocks; a file that is no longer
+        what the first read saw is named once they are all read."""
+        seen = self._seen[name]
+        assert seen is not None, "only a file whose first read succeeded is read again"
+        digest = hashlib.sha256()
+        count = 0
+        try:
+            fd = _open_below(self.files[name].parents[name.count("/")], name)
+            try:
+                mode = os.fstat(fd).st_mode
+                if not stat.S_ISREG(mode):
+                    found = "a directory" if stat.S_ISDIR(mode) else "a special file"
+                    what = "not a regular file when read again"
+                    self.findings.append(Finding(name, what, "a regular file", found))
+                    return
+                while count <= seen.size:
+                    block = os.read(fd, min(seen.size + 1 - count, _BLOCK))
+                    if not block:
+                        break
+                    count += len(block)
+                    digest.update(block)
+                    yield block
+            finally:
+                os.close(fd)
+        except OSError as exc:
+            self.findings.append(
+                Finding(name, "cannot read again", "a readable regular file", _reason(exc))
+            )
+            return
+        if (count, digest.hexdigest()) != (seen.size, seen.sha256):
+            self.findings.append(
+                Finding(
+                    name,
+                    "changed while verify read it",
+                    f"sha256 {seen.sha256} ({seen.size} bytes) as first read",
+                    f"sha256 {digest.hexdigest()} ({count} bytes or more)",
+                )
+            )
+
+    @contextmanager
+    def _repeating(self) -> Iterator[None]:
+        """Read again files whose content was reported already: findings about their content
+        are not made twice, while a file that changed since, or can no longer be read, is still
+        named."""
+        notes, self._notes = self._notes, []
+        try:
+            yield
+        finally:
+            self._notes = notes
+
     def json(self, name: str, kind: str, cls: type[T]) -> T | None:
+        """The model ``cls`` in the file, which must be canonical JSON valid against the schema
+        ``kind``; None (with findings) when it is not."""
+        return self._model(name, kind, cls)[0]
+
+    def _model(self, name: str, kind: str, cls: type[T]) -> tuple[T | None, str | None]:
+        """:meth:`json`, and the sha256 of the model's canonical bytes (which are the file's
+        when it is canonical)."""
         data = self.raw(name)
         if data is None:
-            return None
+            return None, None
         try:
             raw = canonical.loads(
                 data,
@@ -566,57 +745,69 @@ class BundleReader:
                 max_depth=self.limits.max_json_depth,
             )
         except BadInput as exc:
-            self.findings.append(Finding(name, "strict JSON parse", "valid JSON", str(exc)))
-            return None
+            self._notes.append(Finding(name, "strict JSON parse", "valid JSON", str(exc)))
+            return None, None
         value = self._validate(name, raw, kind, cls)
-        if value is not None and to_bytes(value) != data:
-            self.findings.append(
+        # The parsed tree is as large as the model: let it go before the model is written out.
+        del raw
+        if value is None:
+            return None, None
+        written = to_bytes(value)
+        if written != data:
+            self._notes.append(
                 Finding(name, "bytes are not in canonical form", "canonical JSON", "other bytes")
             )
-        return value
+        return value, canonical.sha256_hex(written)
 
-    def json_lines(self, name: str, kind: str, cls: type[T]) -> list[T] | None:
-        data = self.raw(name)
-        if data is None:
+    def run_records(self, name: str) -> Iterator[RunRecord | None] | None:
+        """The run records of a JSON Lines file, parsed one line at a time as they are read:
+        each record, or None for a line that is not one (with findings). None (with a finding)
+        when the file cannot be read or does not end with a newline."""
+        seen = self._first(name)
+        if seen is None:
             return None
-        if data and not data.endswith(b"\n"):
-            self.findings.append(
+        if not seen.final_newline:
+            self._notes.append(
                 Finding(
                     name, "JSON Lines file does not end with a newline", "final newline", "none"
                 )
             )
             return None
-        out: list[T] = []
-        ok = True
-        for number, line in enumerate(data.splitlines(keepends=True), 1):
-            try:
-                raw = canonical.loads(
-                    line,
-                    what=f"{name} line {number}",
-                    max_bytes=self.limits.max_file_bytes,
-                    max_depth=self.limits.max_json_depth,
+        return self._run_lines(name)
+
+    def _run_lines(self, name: str) -> Iterator[RunRecord | None]:
+        quick = self.limits.max_json_depth >= _RUN_RECORD_DEPTH
+        number = 0
+        for chunk in _line_chunks(self._again(name)):
+            # Chunks end at newlines, so their lines are the file's lines, also where a lone \r
+            # ends one.
+            for line in chunk.splitlines(keepends=True):
+                number += 1
+                record = _canonical_record(line) if quick else None
+                yield record if record is not None else self._run_line(name, number, line)
+
+    def _run_line(self, name: str, number: int, line: bytes) -> RunRecord | None:
+        """The strict way for one line: parse, schema and model, each refusal named."""
+        try:
+            raw = canonical.loads(
+                line,
+                what=f"{name} line {number}",
+                max_bytes=self.limits.max_file_bytes,
+                max_depth=self.limits.max_json_depth,
+            )
+        except BadInput as exc:
+            self._notes.append(
+                Finding(name, f"strict JSON parse, line {number}", "valid JSON", str(exc))
+            )
+            return None
+        value = self._validate(name, raw, "run-record", RunRecord, f" line {number}")
+        if value is not None and to_bytes(value) != line:
+            self._notes.append(
+                Finding(
+                    name, f"line {number} is not in canonical form", "canonical JSON", "other bytes"
                 )
-            except BadInput as exc:
-                self.findings.append(
-                    Finding(name, f"strict JSON parse, line {number}", "valid JSON", str(exc))
-                )
-                ok = False
-                continue
-            value = self._validate(name, raw, kind, cls, f" line {number}")
-            if value is None:
-                ok = False
-                continue
-            if to_bytes(value) != line:
-                self.findings.append(
-                    Finding(
-                        name,
-                        f"line {number} is not in canonical form",
-                        "canonical JSON",
-                        "other bytes",
-                    )
-                )
-            out.append(value)
-        return out if ok else None
+            )
+        return value
 
 
 def _diff(expected: Any, found: Any, path: str = "$") -> Iterator[tuple[str, Any, Any]]:
@@ -663,8 +854,7 @@ def _disclosures(read: BundleReader, findings: list[Finding]) -> list[Disclosure
     most MAX_DIFFS per file, the rest counted). Returns every hit."""
     hits: list[Disclosure] = []
     for name in sorted(read.files):
-        data = read.raw(name)
-        found = scan(name, data) if data is not None else []
+        found = read.disclosures(name) or ()
         for hit in found[:MAX_DIFFS]:
             findings.append(
                 Finding(
@@ -693,6 +883,10 @@ def verify(root: Path, limits: Limits = Limits()) -> list[Finding]:
         raise BadInput(f"{root}: not a bundle directory ({exc})") from None
     if not stat.S_ISDIR(mode):
         raise BadInput(f"{root}: not a bundle directory")
+    # The schemas are consulted only to name what the models refuse, but read now: once verify
+    # reads the bundle, the only files it opens are the bundle's.
+    for kind in schemas.SCHEMAS:
+        schemas.load(kind)
     findings: list[Finding] = []
     listing = _scan(root, limits, findings)
     if listing.stopped:
@@ -717,9 +911,204 @@ def verify(root: Path, limits: Limits = Limits()) -> list[Finding]:
     return findings
 
 
+class _RecordChecks:
+    """The findings on single run records that come after the join problems: a measure that is
+    not the sum of its step rewards, a contract digest that is not its condition's. At most
+    MAX_DIFFS of each kind are named, in the order the records are read."""
+
+    def __init__(self, contracts: Mapping[str, str]) -> None:
+        self.contracts = contracts
+        self.findings: list[Finding] = []
+        self._measures = self._contracts = 0
+
+    def check(self, a: Attempt) -> None:
+        """Check one record's attempt."""
+        where = f"data/runs/{a.condition}.jsonl"
+        if a.recomputed is not None and a.measure is not None and a.recomputed != a.measure:
+            self._measures += 1
+            if self._measures <= MAX_DIFFS:
+                self.findings.append(
+                    Finding(
+                        where,
+                        f"{a.attempt_id}: measure differs from the sum of its step rewards",
+                        repr(a.recomputed),
+                        repr(a.measure),
+                    )
+                )
+        expected = self.contracts.get(a.condition)
+        if a.status in ("valid", "invalid") and a.contract_sha256 != expected:
+            self._contracts += 1
+            if self._contracts <= MAX_DIFFS:
+                self.findings.append(
+                    Finding(
+                        where,
+                        f"{a.attempt_id}: contract digest",
+                        str(expected),
+                        str(a.contract_sha256),
+                    )
+                )
+
+
+@frozen
+class _PartitionRuns:
+    """What verify keeps of one partition and its runs file once both are read: the tally of
+    the runs against the partition, and what tells whether the tallies of all partitions add up
+    to the tally of the whole plan (see :func:`repro.outcomes.merge`)."""
+
+    file: str
+    runs_file: str
+    #: The partition's ``id``, which names it where it is compared with its re-derivation.
+    id: str
+    entries: int
+    #: sha256 of the partition's canonical bytes.
+    sha256: str
+    tally: RunTally
+    #: Every record in the runs file names a slot of this partition and has the attempt ID its
+    #: slot and number give.
+    contained: bool
+
+
+def _attempts(
+    read: BundleReader, runs_file: str, part: Partition | None, checks: _RecordChecks | None
+) -> tuple[list[Attempt], bool] | None:
+    """The attempts of the records in ``runs_file``, read one line at a time, and whether each
+    names a slot of ``part`` with the attempt ID its slot and number give; None when a line is
+    not a run record (each named). ``checks`` see every record."""
+    records = read.run_records(runs_file)
+    if records is None:
+        return None
+    slots = {e.slot for e in part.entries} if part is not None else set()
+    attempts: list[Attempt] = []
+    contained = ok = True
+    for record in records:
+        if record is None:
+            ok = False
+            continue
+        a = Attempt.of(record)
+        if checks is not None:
+            checks.check(a)
+        attempts.append(a)
+        contained = contained and a.slot in slots and a.attempt_id == attempt_id(a.slot, a.attempt)
+    return (attempts, contained) if ok else None
+
+
+def _whole_plan_tally(
+    read: BundleReader,
+    kept: list[_PartitionRuns],
+    max_attempts: int,
+    contracts: Mapping[str, str],
+) -> RunTally | None:
+    """The tally of all partitions and runs files together, read again: for a plan whose
+    partitions' tallies may not add up to it. None when a file no longer reads as it did (which
+    is named)."""
+    with read._repeating():
+        parts = [read.json(k.file, "partition", Partition) for k in kept]
+        attempts: list[Attempt] = []
+        for k in kept:
+            got = _attempts(read, k.runs_file, None, None)
+            if got is None:
+                return None
+            attempts += got[0]
+    if None in parts:
+        return None
+    return tally([p for p in parts if p is not None], attempts, max_attempts, contracts)
+
+
+def _check_checkpoint(read: BundleReader, partition: str, first: bool, seed: int) -> None:
+    """A stream-mode partition's checkpoint parses, names its partition and, for the first
+    partition, holds exactly the state the protocol's seed gives (later states depend on the
+    simulator, which replay re-checks)."""
+    name = f"data/runs/{partition}.checkpoint.json"
+    checkpoint = read.json(name, "checkpoint", Checkpoint)
+    if checkpoint is None:
+        return
+    if checkpoint.partition != partition:
+        read.findings.append(
+            Finding(name, "checkpoint names another partition", partition, checkpoint.partition)
+        )
+    if first and checkpoint != checkpoint_of(partition, ("seed", seed)):
+        read.findings.append(
+            Finding(
+                name,
+                "the first checkpoint is not the state the protocol's seed gives",
+                f"random.seed({seed})",
+                "another state",
+            )
+        )
+
+
+def _partition_runs(
+    read: BundleReader,
+    fp: FrozenProtocol,
+    ref: PartitionRef,
+    first: bool,
+    checks: _RecordChecks,
+) -> _PartitionRuns | None:
+    """Read one partition and its runs file (and, in stream mode, its checkpoint) and tally its
+    runs; None when either does not parse. Whatever it reads of the partition is let go on
+    return: only the tally is kept."""
+    name = f"data/{ref.file}"
+    digest = read.sha256(name)
+    if digest is not None and digest != ref.sha256:
+        read.findings.append(
+            Finding(name, "partition digest differs from the seal", ref.sha256, digest)
+        )
+    part, part_sha256 = read._model(name, "partition", Partition)
+    if fp.protocol.seeding.mode == "stream":
+        _check_checkpoint(read, ref.id, first, fp.protocol.seeding.seed)
+    runs_name = f"data/runs/{ref.id}.jsonl"
+    got = _attempts(read, runs_name, part, checks)
+    if part is None or part_sha256 is None or got is None:
+        return None
+    attempts, contained = got
+    return _PartitionRuns(
+        file=name,
+        runs_file=runs_name,
+        id=part.id,
+        entries=len(part.entries),
+        sha256=part_sha256,
+        tally=tally([part], attempts, fp.protocol.retry.max_attempts, checks.contracts),
+        contained=contained,
+    )
+
+
+def _reseal(
+    read: BundleReader,
+    protocol: Protocol,
+    protocol_sha256: str,
+    sources: tuple[Source, ...],
+    kept: list[_PartitionRuns],
+    seal: Seal,
+) -> list[PartitionRef]:
+    """Re-seal the plan one partition at a time and compare the seal, then each partition, with
+    its re-derivation; a partition that differs is read again to name the differences. Returns
+    the re-derived partitions' references."""
+    refs = []
+    partition_findings: list[Finding] = []
+    for index, expected in enumerate(plan.partitions(protocol)):
+        refs.append(plan.partition_ref(expected))
+        if index < len(kept) and refs[-1].sha256 != kept[index].sha256:
+            with read._repeating():
+                part = read.json(kept[index].file, "partition", Partition)
+            if part is not None:
+                found = to_bytes(part)
+                _compare(f"data/plans/{part.id}.json", expected, found, partition_findings, part)
+                del part
+        # Let this partition go before the next one is made.
+        del expected
+    resealed = plan.seal_record(protocol, protocol_sha256, sources, tuple(refs))
+    found_seal = read.raw("data/plans/seal.json")
+    _compare("data/plans/seal.json", resealed, found_seal, read.findings, seal)
+    read.findings.extend(partition_findings)
+    return refs
+
+
 def _check_content(read: BundleReader, limits: Limits) -> None:
     """Parse every payload file, check the joins and compare each stored derivation with its
-    re-derivation, adding findings to ``read.findings``."""
+    re-derivation, adding findings to ``read.findings``.
+
+    The runs are read one partition at a time, and each partition's runs are tallied as soon as
+    they are read, so that what is held does not grow with the runs."""
     findings = read.findings
     fp = read.json("data/protocol.json", "frozen-protocol", FrozenProtocol)
     seal = read.json("data/plans/seal.json", "seal", Seal)
@@ -751,32 +1140,22 @@ def _check_content(read: BundleReader, limits: Limits) -> None:
             )
         )
 
-    partitions: list[Partition] = []
-    records: list[RunRecord] = []
+    protocol = fp.protocol
+    max_attempts = protocol.retry.max_attempts
+    contracts = judge.contract_digests(ledger) if ledger is not None else {}
+    checks = _RecordChecks(contracts)
+    kept: list[_PartitionRuns] = []
     complete = True
     expected_files = {"data/plans/seal.json"}
     for ref in seal.partitions:
-        name = f"data/{ref.file}"
-        expected_files.add(name)
-        data = read.raw(name)
-        if data is not None and canonical.sha256_hex(data) != ref.sha256:
-            findings.append(
-                Finding(
-                    name,
-                    "partition digest differs from the seal",
-                    ref.sha256,
-                    canonical.sha256_hex(data),
-                )
-            )
-        part = read.json(name, "partition", Partition)
-        runs_name = f"data/runs/{ref.id}.jsonl"
-        expected_files.add(runs_name)
-        runs = read.json_lines(runs_name, "run-record", RunRecord)
-        if part is None or runs is None:
+        partition_runs = _partition_runs(read, fp, ref, ref is seal.partitions[0], checks)
+        expected_files |= {f"data/{ref.file}", f"data/runs/{ref.id}.jsonl"}
+        if protocol.seeding.mode == "stream":
+            expected_files.add(f"data/runs/{ref.id}.checkpoint.json")
+        if partition_runs is None:
             complete = False
-            continue
-        partitions.append(part)
-        records.extend(runs)
+        else:
+            kept.append(partition_runs)
     for name in sorted(
         n for n in read.files if n.startswith("data/plans/") or n.startswith("data/runs/")
     ):
@@ -784,20 +1163,19 @@ def _check_content(read: BundleReader, limits: Limits) -> None:
             findings.append(Finding(name, "file not named by the seal", "absent", "present"))
     if not complete or ledger is None:
         return
-    protocol = fp.protocol
     planned = (
         math.prod(len(f.levels) for f in protocol.matrix)
         * len(protocol.participants)
         * protocol.runs_per_condition
     )
-    entries = [e for part in partitions for e in part.entries]
-    if planned > len(entries):
+    entries = sum(k.entries for k in kept)
+    if planned > entries:
         # Expanding the plan costs as much as the slots it has; bound that by what was read.
         findings.append(
             Finding(
                 "data/protocol.json",
                 "the protocol plans more slots than the sealed partitions hold: not re-derived",
-                f"{len(entries)} slots",
+                f"{entries} slots",
                 f"{planned} slots",
             )
         )
@@ -810,18 +1188,22 @@ def _check_content(read: BundleReader, limits: Limits) -> None:
         )
         return
 
-    resealed = seal_plan(protocol, fp.sha256, ledger.sources)
-    _compare(
-        "data/plans/seal.json",
-        resealed.seal,
-        read.raw("data/plans/seal.json"),
-        findings,
-        seal,
+    refs = _reseal(read, protocol, fp.sha256, ledger.sources, kept, seal)
+    # The partitions' tallies add up to the whole plan's when every partition is the one the
+    # protocol seals and every record is in its own partition's runs file with the attempt ID
+    # its slot and number give: then no slot and no attempt ID is in two partitions. Otherwise
+    # (a changed bundle) everything is read again and tallied together.
+    sealed = len(refs) == len(kept) and all(
+        ref.sha256 == k.sha256 and k.contained for ref, k in zip(refs, kept, strict=True)
     )
-    for expected_part, part in zip(resealed.partitions, partitions, strict=False):
-        _compare(f"data/plans/{part.id}.json", expected_part, to_bytes(part), findings, part)
-
-    for problem in join_problems(entries, records, protocol.retry.max_attempts)[: MAX_DIFFS * 4]:
+    runs = (
+        merge([k.tally for k in kept])
+        if sealed
+        else _whole_plan_tally(read, kept, max_attempts, contracts)
+    )
+    if runs is None:
+        return
+    for problem in runs.join_problems.first:
         findings.append(
             Finding(
                 f"data/runs/{problem.where.split('-')[0]}.jsonl",
@@ -830,36 +1212,7 @@ def _check_content(read: BundleReader, limits: Limits) -> None:
                 problem.found,
             )
         )
-    contracts = {c: contract_sha256(facts) for c, facts in ledger.contracts.items()}
-    bad_measures = bad_contracts = 0
-    for r in records:
-        where = f"data/runs/{r.condition}.jsonl"
-        if (
-            r.step_rewards is not None
-            and r.measure is not None
-            and measure_of(r.step_rewards) != r.measure
-        ):
-            bad_measures += 1
-            if bad_measures <= MAX_DIFFS:
-                findings.append(
-                    Finding(
-                        where,
-                        f"{r.attempt_id}: measure differs from the sum of its step rewards",
-                        repr(measure_of(r.step_rewards)),
-                        repr(r.measure),
-                    )
-                )
-        if r.status in ("valid", "invalid") and r.contract_sha256 != contracts.get(r.condition):
-            bad_contracts += 1
-            if bad_contracts <= MAX_DIFFS:
-                findings.append(
-                    Finding(
-                        where,
-                        f"{r.attempt_id}: contract digest",
-                        str(contracts.get(r.condition)),
-                        str(r.contract_sha256),
-                    )
-                )
+    findings += checks.findings
 
     interval = protocol.interval
     if interval.method == "bootstrap" and interval.resamples > limits.max_resamples:
@@ -873,7 +1226,7 @@ def _check_content(read: BundleReader, limits: Limits) -> None:
         )
         return
     inputs = [d for d in disclosures if is_derivation_input(d.file)]
-    derived = derive(fp, seal, partitions, records, ledger, inputs)
+    derived = derive(fp, seal, runs, ledger, inputs)
     _compare(
         "data/source-ledger.json",
         derived.ledger,

@@ -39,7 +39,13 @@ from repro.adapters.base import Adapter, Evidence, Frozen, Session
 from repro.disclosure import short_cause
 from repro.errors import ReproError, RunFailed
 from repro.interrupts import STOP_SIGNALS, held
-from repro.models import Condition, PlanEntry, Protocol
+from repro.models import (
+    Checkpoint,
+    Condition,
+    GeneratorState,
+    PlanEntry,
+    Protocol,
+)
 
 __all__ = [
     "CancelFlag",
@@ -51,8 +57,10 @@ __all__ = [
     "WorkerLost",
     "adapter_target",
     "check_evidence",
+    "checkpoint_of",
     "main",
     "seed_global_generators",
+    "stream_of",
 ]
 
 _SHA256 = re.compile(r"[0-9a-f]{64}")
@@ -184,6 +192,26 @@ def seed_global_generators(seed: int) -> None:
         numpy.random.seed(seed & 0xFFFF_FFFF)
 
 
+def checkpoint_of(partition: str, stream: tuple[str, Any]) -> Checkpoint:
+    """The checkpoint for a partition that begins with the generator stream at ``stream`` (a
+    seed not yet applied, or the states a worker reported). Only Python's generator is kept:
+    NumPy's is unseeded, so its state would differ from one study to the next."""
+    kind, value = stream
+    python_state = random.Random(value).getstate() if kind == "seed" else value[0]
+    version, words, gauss_next = python_state
+    return Checkpoint(
+        schema="repro.checkpoint/1",
+        partition=partition,
+        python_random=GeneratorState(version, tuple(int(w) for w in words), gauss_next),
+    )
+
+
+def stream_of(checkpoint: Checkpoint) -> tuple[str, Any]:
+    """The stream a worker resumes from to replay a checkpoint's partition."""
+    py = checkpoint.python_random
+    return ("state", ((py.version, py.words, py.gauss_next), None))
+
+
 def _restore_stream(stream: tuple[str, Any]) -> None:
     kind, value = stream
     if kind == "seed":
@@ -194,7 +222,10 @@ def _restore_stream(stream: tuple[str, Any]) -> None:
     if numpy_state is not None:
         import numpy
 
-        numpy.random.set_state(numpy_state)
+        algorithm, keys, pos, has_gauss, cached = numpy_state
+        numpy.random.set_state(
+            (algorithm, numpy.asarray(keys, dtype=numpy.uint32), pos, has_gauss, cached)
+        )
 
 
 def _open(adapter: Adapter, job: Job, condition: Condition) -> tuple[Any, ...]:
@@ -314,6 +345,12 @@ class Worker:
         self._stream = job.stream
         self._process: subprocess.Popen[bytes] | None = None
         self._conn: multiprocessing.connection.Connection | None = None
+
+    @property
+    def stream_state(self) -> tuple[str, Any] | None:
+        """Where the generator stream stands now (stream mode): the seed before any request, then
+        the states the worker reported with its last answer."""
+        return self._stream
 
     def _start(self) -> multiprocessing.connection.Connection:
         ours, theirs = socket.socketpair()

@@ -1,0 +1,136 @@
+"""Synthetic bundles of any size, written the way ``repro study`` writes a bundle but without a
+simulator, for the memory test and the verify benchmarks (``benchmarks/verify_*.py``).
+
+Every slot has one valid attempt whose step rewards are drawn out of CAGE-2's reward values
+from one generator seeded once, as in a ``stream`` study, with a checkpoint of its state at
+each partition's start. The plan, the ledger, the environment and the derived files come from
+repro's own functions, and every file from :class:`repro.bundle.BundleWriter`, so a synthetic
+bundle verifies clean.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from pathlib import Path
+
+from repro.bundle import BundleWriter, create_root
+from repro.derive import derive, source_ledger
+from repro.disclosure import is_derivation_input
+from repro.judge import contract_digests
+from repro.models import AdapterFacts, Environment, Ledger, Protocol, RunRecord, Source
+from repro.outcomes import Attempt, attempt_id, measure_of, merge, tally
+from repro.plan import seal
+from repro.protocol import freeze
+from repro.serde import structure
+from repro.worker import checkpoint_of
+
+__all__ = ["synthetic_bundle"]
+
+#: Blue's reward per step in CAGE-2 takes few values; these make episode returns like its own.
+REWARDS = (0.0, 0.0, -0.1, -1.0, -1.1, -2.1, -3.1, -13.1)
+
+
+def _protocol(conditions: int, runs_per_condition: int, seed: int) -> Protocol:
+    return structure(
+        {
+            "schema": "repro.protocol/1",
+            "id": "synthetic",
+            "title": "Synthetic study",
+            "adapter": {"name": "synthetic", "options": {}},
+            "matrix": [{"name": "arm", "levels": [f"arm{i}" for i in range(conditions)]}],
+            "participants": [{"id": "sleep", "kind": "constant", "params": {"action": 0}}],
+            "runs_per_condition": runs_per_condition,
+            "seeding": {"mode": "stream", "seed": seed},
+            "measure": {"name": "episode_return", "description": "sum of step rewards"},
+            "estimand": "sum-of-condition-means",
+            "interval": {"method": "normal", "level": 0.95},
+        },
+        Protocol,
+        what="synthetic protocol",
+    )
+
+
+def synthetic_bundle(
+    root: Path, conditions: int, runs_per_condition: int, steps: int, seed: int = 153
+) -> Path:
+    """Write a bundle of ``conditions`` x ``runs_per_condition`` runs of ``steps`` steps each,
+    drawn from a generator seeded with ``seed``, into the fresh root ``root`` and return it."""
+    protocol = _protocol(conditions, runs_per_condition, seed)
+    fp = freeze(protocol)
+    sources = (Source(kind="package", role="simulator", name="synthetic", version="1"),)
+    plan = seal(protocol, fp.sha256, sources)
+    facts = Ledger(
+        schema="repro.source-ledger/1",
+        protocol_sha256=fp.sha256,
+        adapter=AdapterFacts(
+            name="synthetic",
+            version="1",
+            observation_scope="full",
+            observation_note="every step is drawn from a seeded generator",
+            measure_inputs="step-rewards",
+        ),
+        sources=sources,
+        contracts={c.id: {"steps": steps} for c in plan.seal.conditions},
+        citation=None,
+        disagreements=(),
+        losses=(),
+    )
+    contracts = contract_digests(facts)
+    create_root(root)
+    writer = BundleWriter(root)
+    writer.model("data/protocol.json", fp)
+    for ref, part in zip(plan.seal.partitions, plan.partitions, strict=True):
+        writer.model(f"data/{ref.file}", part)
+    writer.model("data/plans/seal.json", plan.seal)
+    rng = random.Random(seed)
+    tallies = []
+    for part in plan.partitions:
+        state = ("state", (rng.getstate(), None))
+        writer.model(f"data/runs/{part.id}.checkpoint.json", checkpoint_of(part.id, state))
+        attempts = []
+        with writer.lines(f"data/runs/{part.id}.jsonl") as emit:
+            for entry in part.entries:
+                rewards = tuple(rng.choices(REWARDS, k=steps))
+                record = RunRecord(
+                    attempt_id=attempt_id(entry.slot, 1),
+                    slot=entry.slot,
+                    condition=entry.condition,
+                    attempt=1,
+                    predecessor=None,
+                    status="valid",
+                    cause=None,
+                    measure=measure_of(rewards),
+                    steps=steps,
+                    step_rewards=rewards,
+                    trace_sha256=hashlib.sha256(entry.slot.encode()).hexdigest(),
+                    contract_sha256=contracts[entry.condition],
+                )
+                emit(record)
+                attempts.append(Attempt.of(record))
+        tallies.append(tally([part], attempts, protocol.retry.max_attempts, contracts))
+    runs = merge(tallies)
+    ledger = source_ledger(fp, runs, facts)
+    writer.model("data/source-ledger.json", ledger)
+    writer.model(
+        "data/environment.json",
+        Environment(
+            schema="repro.environment/1",
+            repro_version="0",
+            python="3",
+            implementation="CPython",
+            platform="synthetic",
+            machine="synthetic",
+            packages={},
+            started_utc="2026-01-01T00:00:00Z",
+            finished_utc="2026-01-01T00:00:00Z",
+            wall_seconds=0.0,
+        ),
+    )
+    inputs = [d for d in writer.disclosures if is_derivation_input(d.file)]
+    derived = derive(fp, plan.seal, runs, ledger, inputs)
+    writer.model("data/aggregates.json", derived.aggregates)
+    writer.model("data/tiers.json", derived.tiers)
+    writer.write("data/validation-report.md", derived.report.encode())
+    writer.finish({"External-Description": protocol.title})
+    return root

@@ -1,0 +1,142 @@
+"""repro replay: one slot of a verified bundle re-executed and compared byte for byte."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from conftest import _Quiet as Quiet
+from conftest import run_study
+from repro.adapters import base
+from repro.cli import app
+from repro.execute import prepare, study
+
+runner = CliRunner()
+
+
+@pytest.fixture
+def faults(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fault-injecting test adapter, registered as ``faults``."""
+    monkeypatch.setitem(base._BUILTIN, "faults", "repro_fault_adapter:FaultAdapter")
+
+
+def _fault_protocol(fault: str, mode: str) -> dict[str, Any]:
+    return {
+        "schema": "repro.protocol/1",
+        "id": "replay",
+        "title": "Replay",
+        "adapter": {"name": "faults", "options": {}},
+        "matrix": [{"name": "fault", "levels": ["none", fault]}],
+        "participants": [{"id": "p", "kind": "fixed", "params": {}}],
+        "runs_per_condition": 3,
+        "seeding": {"mode": mode, "seed": 5},
+        "measure": {"name": "episode_return", "description": "sum of step rewards"},
+        "estimand": "sum-of-condition-means",
+        "interval": {"method": "normal", "level": 0.95},
+        "retry": {"max_attempts": 2, "timeout_seconds": 5},
+    }
+
+
+def _fault_study(tmp_path: Path, protocol: dict[str, Any], state: Path) -> Path:
+    path = tmp_path / "protocol.json"
+    path.write_text(json.dumps(protocol), "utf-8")
+    state.mkdir(exist_ok=True)
+    out = tmp_path / "bundle"
+    study(prepare(path, {"state_dir": str(state)}), out, Quiet())
+    return out
+
+
+class TestReplay:
+    """Replay re-executes and compares; it says how far it had to go."""
+
+    def test_per_run_slot_replays_alone(self, small_bundle: Path) -> None:
+        """In per-run mode a slot runs alone from its seed and matches byte for byte; --json
+        says so too."""
+        result = runner.invoke(app, ["replay", str(small_bundle), "c03-r0005"])
+        assert result.exit_code == 0, result.output
+        assert result.stdout.strip() == (
+            "c03-r0005: replayed alone from its seed; 1 attempt(s); byte-identical"
+        )
+        as_json = json.loads(
+            runner.invoke(app, ["replay", "--json", str(small_bundle), "c00-r0000"]).stdout
+        )
+        assert (as_json["identical"], as_json["replayed_slots"], as_json["differences"]) == (
+            True,
+            1,
+            [],
+        )
+
+    def test_stream_slot_replays_from_the_checkpoint(self, tmp_path: Path, faults: None) -> None:
+        """In stream mode the third slot of a partition re-executes the partition's three slots
+        from its checkpoint, including a retried slot whose first attempt killed its worker."""
+        state = tmp_path / "state"
+        bundle = _fault_study(tmp_path, _fault_protocol("flaky-kill", "stream"), state)
+        shutil.rmtree(state)
+        state.mkdir()
+        result = runner.invoke(
+            app, ["replay", str(bundle), "c01-r0002", "--option", f"state_dir={state}"]
+        )
+        assert result.exit_code == 0, result.output
+        assert "replayed 3 slot(s) of c01 from its checkpoint; 2 attempt(s); byte-identical" in (
+            result.stdout
+        )
+
+    def test_a_different_outcome_is_named(self, tmp_path: Path, faults: None) -> None:
+        """When the simulator now behaves differently (a flaky fault that has already fired),
+        replay exits 1 and names each differing field of each attempt."""
+        state = tmp_path / "state"
+        bundle = _fault_study(tmp_path, _fault_protocol("flaky-raise", "per-run"), state)
+        result = runner.invoke(
+            app, ["replay", str(bundle), "c01-r0000", "--option", f"state_dir={state}"]
+        )
+        assert result.exit_code == 1, result.output
+        assert "2 attempt(s) in the bundle, 1 on replay" in result.stderr
+        assert "differs" in result.stdout
+
+
+class TestRefusals:
+    """Replay refuses, with exit 2, what it cannot honestly replay."""
+
+    def test_unknown_slot(self, small_bundle: Path) -> None:
+        """A slot the sealed plan does not hold is named."""
+        result = runner.invoke(app, ["replay", str(small_bundle), "c09-r0000"])
+        assert result.exit_code == 2
+        assert "no slot 'c09-r0000'" in result.stderr
+
+    def test_bundle_that_does_not_verify(self, bundle_copy: Path) -> None:
+        """A tampered bundle is not replayed: the user is sent to repro verify."""
+        target = bundle_copy / "data" / "aggregates.json"
+        target.write_bytes(target.read_bytes().replace(b"0", b"1", 1))
+        result = runner.invoke(app, ["replay", str(bundle_copy), "c00-r0000"])
+        assert result.exit_code == 2
+        assert "does not verify" in result.stderr
+
+    def test_other_simulator_sources(
+        self,
+        tmp_path: Path,
+        write_protocol: Callable[..., Path],
+        small_protocol: dict[str, Any],
+        monkeypatch: pytest.MonkeyPatch,
+    ) -> None:
+        """When a pinned source file has changed since the study, replay names it and runs
+        nothing."""
+        module = tmp_path / "replay_policy_module.py"
+        module.write_text("def act(observation, rng):\n    return 0\n", "utf-8")
+        monkeypatch.syspath_prepend(str(tmp_path))
+        small_protocol["participants"] = [
+            {"id": "p", "kind": "callable", "params": {"target": "replay_policy_module:act"}}
+        ]
+        small_protocol["runs_per_condition"] = 2
+        bundle = run_study(write_protocol(small_protocol), tmp_path / "bundle")
+        module.write_text("def act(observation, rng):\n    return 1\n", "utf-8")
+        result = runner.invoke(app, ["replay", str(bundle), "c00-r0000"])
+        assert result.exit_code == 2
+        assert "not the one the bundle pins: replay_policy_module.py" in " ".join(
+            result.stderr.split()
+        )

@@ -1,0 +1,374 @@
+"""verify reads the runs one record at a time and tallies them one partition at a time: the same
+findings as before, in the same order, in memory that grows with neither the steps of a run nor
+the number of partitions."""
+
+from __future__ import annotations
+
+import json
+import tracemalloc
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import repro.verify as verify_module
+from corpus_findings import EXTRA, FINDINGS, base_files, case_findings, case_names
+from guarantees import record
+from repro import canonical
+from repro.disclosure import scan
+from repro.outcomes import Attempt, merge, tally
+from repro.verify import BundleReader, Finding, verify
+from synthetic import synthetic_bundle
+from test_corpus import Base, _materialise, _parse
+
+BEFORE: dict[str, list[list[str]]] = json.loads(FINDINGS.read_text("utf-8"))
+
+
+@pytest.fixture(scope="module")
+def base() -> Base:
+    """The committed base bundle, parsed."""
+    return _parse(base_files())
+
+
+def _base_copy(base: Base, root: Path) -> Path:
+    _materialise(base.files, root)
+    return root
+
+
+class TestSameFindingsAsBefore:
+    """On the committed base bundle, every case of the tamper corpus, and every further case in
+    tests/corpus_findings.py, gives exactly the findings, in the same order, that verify gave
+    before it streamed (tests/data/corpus-findings.json, written by that verify)."""
+
+    def test_every_case_was_recorded(self) -> None:
+        """The recorded findings cover exactly the cases compared."""
+        assert sorted(BEFORE) == sorted(case_names())
+
+    def test_base_verifies(self, base: Base, tmp_path: Path) -> None:
+        """The committed base bundle verifies with no finding."""
+        assert verify(_base_copy(base, tmp_path / "bundle")) == []
+
+    @pytest.mark.parametrize("name", case_names())
+    def test_case(self, name: str, base: Base, tmp_path: Path) -> None:
+        """The case's findings are the recorded ones."""
+        found = case_findings(name, base, tmp_path)
+        record("cases compared with verify before streaming", 1)
+        record("cases whose findings differ from before", int(found != BEFORE[name]))
+        assert found == BEFORE[name]
+
+
+class TestWholePlanTally:
+    """The partitions' tallies are merged when every record is in its own partition's file with
+    its slot's attempt ID and every partition is the sealed one; otherwise the whole plan is
+    read again and tallied at once."""
+
+    #: The further cases that put a record or a partition out of its place.
+    OUT_OF_PLACE = (
+        "move-record",
+        "copy-record",
+        "unknown-slot",
+        "foreign-attempt-id",
+        "slot-of-other-partition",
+        "partition-resealed",
+        "partitions-swapped",
+        "entries-to-other-condition",
+    )
+
+    @pytest.fixture
+    def whole_plan_reads(self, monkeypatch: pytest.MonkeyPatch) -> list[int]:
+        """How often verify tallied the whole plan at once."""
+        calls: list[int] = []
+        real = verify_module._whole_plan_tally
+
+        def spy(*args: Any) -> Any:
+            calls.append(1)
+            return real(*args)
+
+        monkeypatch.setattr(verify_module, "_whole_plan_tally", spy)
+        return calls
+
+    def test_not_for_a_sealed_bundle(
+        self, base: Base, tmp_path: Path, whole_plan_reads: list[int]
+    ) -> None:
+        """A bundle as study wrote it is tallied one partition at a time."""
+        assert verify(_base_copy(base, tmp_path / "bundle")) == []
+        assert whole_plan_reads == []
+
+    @pytest.mark.parametrize("name", sorted(EXTRA))
+    def test_only_for_what_is_out_of_place(
+        self, name: str, base: Base, tmp_path: Path, whole_plan_reads: list[int]
+    ) -> None:
+        """Exactly the cases that move a record or change a partition read the whole plan
+        again (reordered or repeated records, or a line that does not parse, do not)."""
+        case_findings(name, base, tmp_path)
+        assert bool(whole_plan_reads) == (name in self.OUT_OF_PLACE)
+
+    def test_merged_tallies_are_the_whole_tally(self, base: Base) -> None:
+        """For the sealed bundle, the tallies of its partitions merge into the tally of all its
+        entries and attempts together."""
+        contracts = {c: "0" * 64 for c in base.ledger.contracts}
+        attempts = [Attempt.of(r) for r in base.records]
+        per_partition = [
+            tally([p], [a for a in attempts if a.condition == p.condition], 2, contracts)
+            for p in base.partitions
+        ]
+        assert merge(per_partition) == tally(base.partitions, attempts, 2, contracts)
+
+
+#: Every run line of the committed base bundle.
+BASE_LINES = [
+    line
+    for name, data in sorted(base_files().items())
+    if name.endswith(".jsonl")
+    for line in data.splitlines(keepends=True)
+]
+
+
+_json_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**70), max_value=2**70)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner),
+    max_leaves=6,
+)
+
+
+@st.composite
+def _run_lines(draw: st.DrawFn) -> bytes:
+    """A run line of the base bundle, unchanged or changed: a byte flipped, a value replaced
+    (and written canonically or with spaces), a key dropped or added, or raw text spliced in."""
+    line = draw(st.sampled_from(BASE_LINES))
+    how = draw(st.sampled_from(["same", "flip", "value", "spaced", "drop", "add", "splice"]))
+    if how == "same":
+        return line
+    if how == "flip":
+        at = draw(st.integers(0, len(line) - 1))
+        return line[:at] + bytes([line[at] ^ draw(st.integers(1, 255))]) + line[at + 1 :]
+    if how == "splice":
+        at = draw(st.integers(0, len(line) - 1))
+        text = draw(
+            st.sampled_from(
+                [b"1e400", b"NaN", b'"\\ud800"', b"18446744073709551615", b" ", b"\r", b"{}"]
+            )
+        )
+        return line[:at] + text + line[at:]
+    record_ = json.loads(line)
+    key = draw(st.sampled_from(sorted(record_)))
+    if how == "drop":
+        del record_[key]
+    elif how == "add":
+        record_[draw(st.text(max_size=6))] = draw(_json_values)
+    else:
+        record_[key] = draw(_json_values)
+    if how == "spaced":
+        return json.dumps(record_, sort_keys=True).encode() + b"\n"
+    try:
+        return canonical.dumps(record_)
+    except (ValueError, TypeError):  # no canonical form: NaN, or an integer past 64 bits
+        return json.dumps(record_).encode() + b"\n"
+
+
+class TestQuickWay:
+    """A run line accepted the quick way (orjson, model, byte comparison) is one the strict way
+    (strict JSON, schema, model, canonical form) accepts as the same record without a finding."""
+
+    @settings(max_examples=400, deadline=None)
+    @given(data=st.data())
+    def test_quick_acceptance_is_strict_acceptance(self, data: st.DataObject) -> None:
+        """Whatever the line, a record the quick way gives is the strict way's, finding-free."""
+        line = data.draw(_run_lines())
+        quick = verify_module._canonical_record(line)
+        findings: list[Finding] = []
+        strict = BundleReader({}, findings)._run_line("data/runs/c00.jsonl", 1, line)
+        if quick is not None:
+            assert (strict, findings) == (quick, [])
+
+    def test_unchanged_lines_are_quick(self) -> None:
+        """Every line a study wrote is accepted the quick way."""
+        assert all(verify_module._canonical_record(line) is not None for line in BASE_LINES)
+
+    @pytest.mark.parametrize(
+        ("old", "new"),
+        [
+            (b'"attempt":1,', b'"attempt":9223372036854775808,'),
+            (b'"attempt":1,', b'"attempt":18446744073709551615,'),
+            (b'"attempt":1,', b'"attempt":1.0,'),
+            (b'"cause":null', b'"cause":"\\ud800"'),
+            (b'"attempt":1,', b'"attempt":1,"attempt":1,'),
+        ],
+        ids=["past-63-bits", "past-64-bits", "float-for-int", "lone-surrogate", "duplicate-key"],
+    )
+    def test_what_orjson_reads_otherwise(self, old: bytes, new: bytes) -> None:
+        """Lines orjson reads differently from the strict reader go the strict way."""
+        line = BASE_LINES[0].replace(old, new, 1)
+        assert line != BASE_LINES[0]
+        assert verify_module._canonical_record(line) is None
+
+    def test_depth_limit_below_a_record(self, base: Base, tmp_path: Path) -> None:
+        """Under a JSON nesting limit of 1, every run line goes the strict way, which refuses
+        it, naming the limit."""
+        root = _base_copy(base, tmp_path / "bundle")
+        findings: list[Finding] = []
+        name = "data/runs/c00.jsonl"
+        reader = BundleReader({name: root / name}, findings, verify_module.Limits(max_json_depth=1))
+        records = reader.run_records(name)
+        assert records is not None
+        assert list(records) == [None, None]
+        assert [(f.what, f.found.split(": ", 1)[1]) for f in findings] == [
+            (f"strict JSON parse, line {n}", "nesting deeper than 1 levels @ $.step_rewards")
+            for n in (1, 2)
+        ]
+
+
+_FRAGMENTS = st.sampled_from(
+    [
+        b"\n",
+        b"\r",
+        b"\r\n",
+        b" ",
+        b"/home/alice/x",
+        b"/tmp/",
+        b"Traceback (most recent call last)",
+        b'File "/x.py", line 3',
+        b"ghp_" + b"a1B2" * 9,
+        b"password=hunter22",
+        b'"token":"abc123def"',
+        b"C:\\\\Users\\\\x",
+        b"file:///etc/x",
+        b"AKIAABCDEFGHIJKLMNOP",
+        b"plain words",
+        b"0123456789",
+    ]
+)
+
+
+class TestChunkedReading:
+    """Reading a file in blocks cut after newlines gives the file's lines and its disclosure
+    hits, wherever the blocks end."""
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.lists(_FRAGMENTS, max_size=40), st.lists(st.integers(1, 40), min_size=1))
+    def test_lines_and_hits(self, fragments: list[bytes], sizes: list[int]) -> None:
+        """Chunks join to the data, cut only after newlines, hold the same lines as
+        ``bytes.splitlines`` finds, and scanned one at a time give the hits of the whole."""
+        data = b"".join(fragments)
+        blocks, at = [], 0
+        while at < len(data):
+            size = sizes[len(blocks) % len(sizes)]
+            blocks.append(data[at : at + size])
+            at += size
+        chunks = list(verify_module._line_chunks(blocks))
+        assert b"".join(chunks) == data
+        assert all(chunk.endswith(b"\n") for chunk in chunks[:-1])
+        lines = [line for chunk in chunks for line in chunk.splitlines(keepends=True)]
+        assert lines == data.splitlines(keepends=True)
+        hits, offset = [], 0
+        for chunk in chunks:
+            hits += scan("f", chunk, offset)
+            offset += len(chunk)
+        assert hits == scan("f", data)
+
+
+class TestReadAgain:
+    """A file that is read again where it is parsed, and has changed since its first read, is
+    named: the digests checked are those of the bytes parsed."""
+
+    @pytest.mark.parametrize("name", ["data/runs/c02.jsonl", "data/plans/c01.json"])
+    def test_changed_between_reads(
+        self, name: str, base: Base, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """The file changed (same size) after its first read: named as changed."""
+        root = _base_copy(base, tmp_path / "bundle")
+        real = BundleReader._read_first
+
+        def first_then_change(self: BundleReader, file: str) -> Any:
+            seen = real(self, file)
+            if file == name:
+                data = (root / name).read_bytes()
+                (root / name).write_bytes(data.replace(b'"c0', b'"d0', 1))
+            return seen
+
+        monkeypatch.setattr(BundleReader, "_read_first", first_then_change)
+        changed = [f for f in verify(root) if f.what == "changed while verify read it"]
+        # Named at each later read: the changed bytes may lead verify to read the file again.
+        assert changed
+        first_read = f"sha256 {canonical.sha256_hex(base.files[name])}"
+        assert all(f.file == name and f.expected.startswith(first_read) for f in changed)
+
+    def test_swapped_for_a_directory_between_reads(
+        self, base: Base, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """A runs file replaced by a directory after its first read is named, not read."""
+        root = _base_copy(base, tmp_path / "bundle")
+        name = "data/runs/c03.jsonl"
+        real = BundleReader._read_first
+
+        def first_then_swap(self: BundleReader, file: str) -> Any:
+            seen = real(self, file)
+            if file == name:
+                (root / name).unlink()
+                (root / name).mkdir()
+            return seen
+
+        monkeypatch.setattr(BundleReader, "_read_first", first_then_swap)
+        findings = verify(root)
+        assert (
+            Finding(name, "not a regular file when read again", "a regular file", "a directory")
+            in findings
+        )
+
+
+def _peak(action: Callable[[], object]) -> int:
+    """The most memory ``action`` allocated at once."""
+    tracemalloc.start()
+    try:
+        action()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+@pytest.fixture(scope="module")
+def bundles(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Synthetic bundles of 500 runs per condition: 4 conditions of 20 and of 400 steps, and 32
+    conditions of 20 steps."""
+    tmp = tmp_path_factory.mktemp("memory")
+    shapes = (("short", 4, 20), ("long", 4, 400), ("many", 32, 20))
+    return {
+        name: synthetic_bundle(tmp / name, conditions, 500, steps)
+        for name, conditions, steps in shapes
+    }
+
+
+class TestMemory:
+    """What verify holds grows with one partition's slots and a float per valid run, not with
+    the steps of a run or the number of partitions."""
+
+    def _verified_peak(self, root: Path) -> int:
+        assert verify(root) == []  # and warm: imports and caches are not the bundle's
+        findings: list[Finding] = []
+        peak = _peak(lambda: findings.extend(verify(root)))
+        assert findings == []
+        return peak
+
+    def test_steps_per_run(self, bundles: dict[str, Path]) -> None:
+        """Twenty times the steps per run (4.6 MB of runs instead of 0.9 MB) adds less than
+        256 KiB to the peak."""
+        short, long = self._verified_peak(bundles["short"]), self._verified_peak(bundles["long"])
+        record("peak MB verifying 2,000 runs of 400 steps", round(long / 1e6, 2))
+        assert long < short + (256 << 10)
+
+    def test_partitions(self, bundles: dict[str, Path]) -> None:
+        """Eight times the partitions (16,000 runs instead of 2,000) adds less than 100 bytes
+        per added run to the peak (a valid run's measure takes 32), while the runs files take
+        some 450 bytes per run."""
+        few, many = self._verified_peak(bundles["short"]), self._verified_peak(bundles["many"])
+        runs_bytes = sum(p.stat().st_size for p in (bundles["many"] / "data/runs").iterdir())
+        record("peak MB verifying 16,000 runs of 20 steps", round(many / 1e6, 2))
+        assert many < few + 100 * 14_000
+        assert many < runs_bytes / 3
