@@ -10,7 +10,7 @@ sum the rewards. Both sides run as fresh subprocesses, alternating, so start-up 
 count on both; the script prints each wall time, the medians and their ratio, and checks that
 both sides produced the same per-episode returns (otherwise the comparison is void).
 
-    uv run python benchmarks/gymnasium_overhead.py --runs 500 --repeats 3
+    uv run python benchmarks/gymnasium_overhead.py --runs 1000 --repeats 3
 """
 
 from __future__ import annotations
@@ -79,7 +79,7 @@ def _repro_returns(bundle: Path) -> list[list[float]]:
 def main() -> None:
     """Run both sides alternately and print the ratio of medians."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--runs", type=int, default=500, help="episodes per condition")
+    parser.add_argument("--runs", type=int, default=1000, help="episodes per condition")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--bare", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--bare-out", type=Path, help=argparse.SUPPRESS)

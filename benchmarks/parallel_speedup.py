@@ -64,6 +64,20 @@ def measure(
     return serial / parallel
 
 
+def parallel_capacity() -> float:
+    """How many cores two busy processes get here now: twice the wall time of one busy loop
+    alone over that of two at once (2.0 on two free cores; less when other work loads them)."""
+    command = [sys.executable, "-c", "sum(range(4 * 10**7))"]
+    t0 = time.perf_counter()
+    subprocess.run(command, check=True)
+    alone = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    pair = [subprocess.Popen(command) for _ in range(2)]
+    for process in pair:
+        process.wait()
+    return 2 * alone / (time.perf_counter() - t0)
+
+
 def main() -> None:
     """Measure the speed-up on both protocols."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -74,7 +88,11 @@ def main() -> None:
     parser.add_argument("--cage2-runs", type=int, default=40, help="episodes per CAGE-2 condition")
     parser.add_argument("--scenario-dir", type=Path, default=ROOT.parent / "shared/cage2/scenario")
     args = parser.parse_args()
-    print(f"cores: {os.cpu_count()}; load average: {os.getloadavg()[0]:.2f}", flush=True)
+    print(
+        f"cores: {os.cpu_count()}; load average: {os.getloadavg()[0]:.2f}; "
+        f"parallel capacity: {parallel_capacity():.2f}",
+        flush=True,
+    )
     ratios = {}
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
@@ -88,7 +106,10 @@ def main() -> None:
             cage2["runs_per_condition"] = args.cage2_runs
             option = ["--option", f"scenario_dir={args.scenario_dir}"]
             ratios["cage2"] = measure("cage2", cage2, option, args.repeats, work)
-    print(f"load average after: {os.getloadavg()[0]:.2f}")
+    print(
+        f"load average after: {os.getloadavg()[0]:.2f}; "
+        f"parallel capacity: {parallel_capacity():.2f}"
+    )
     print("; ".join(f"{name} speed-up {ratio:.3f}" for name, ratio in ratios.items()))
 
 
