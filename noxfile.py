@@ -1,11 +1,12 @@
 """Sessions: tests, lint (ruff), types (mypy strict on src). Run all with ``uvx nox``.
 
-``uvx nox -s stress`` (not a default session) runs the tamper corpus and the fuzzing at ten times
-their default size."""
+Not default sessions: ``uvx nox -s stress`` runs the tamper corpus and the fuzzing at ten times
+their default size; ``uvx nox -s benchmarks`` runs every script in benchmarks/."""
 
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import nox
 
@@ -24,7 +25,8 @@ def _sync(session: nox.Session, *groups: str, extras: tuple[str, ...] = ()) -> N
 @nox.session
 def tests(session: nox.Session) -> None:
     """The whole test suite: unit, property, CLI, end-to-end, tamper corpus, interop."""
-    _sync(session, "test", extras=("plot", "cyborg"))
+    # dask: the tests that run partitions on a local Dask cluster skip without distributed.
+    _sync(session, "test", extras=("plot", "cyborg", "dask"))
     # In CI the CAGE-2 tests must run, never skip quietly for want of csle-cyborg or shared/.
     env = {"REPRO_REQUIRE_CYBORG": "1"} if os.environ.get("CI") else {}
     session.run("pytest", *session.posargs, env=env)
@@ -51,3 +53,12 @@ def stress(session: nox.Session) -> None:
     fuzzing examples (the hundred clean bundles stay a hundred)."""
     _sync(session, "test", extras=("plot", "cyborg"))
     session.run("pytest", "-m", "stress", *session.posargs, env={"REPRO_STRESS": "1"})
+
+
+@nox.session
+def benchmarks(session: nox.Session) -> None:
+    """Every script in benchmarks/ with its default sizes, one after another; each prints the
+    ratios it measures (the CAGE-2 parts need ../shared/cage2). Minutes, on a quiet machine."""
+    _sync(session, extras=("cyborg",))
+    for script in sorted(Path("benchmarks").glob("*.py")):
+        session.run("python", str(script))

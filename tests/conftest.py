@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from guarantees import FIGURES
-from repro.execute import prepare, study
+from repro.execute import Backend, LocalWorkers, prepare, study
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -64,10 +65,39 @@ def write_protocol(tmp_path: Path) -> Callable[[dict[str, Any]], Path]:
     return write
 
 
-def run_study(protocol_path: Path, out: Path) -> Path:
-    """Run a study quietly and return its root."""
-    study(prepare(protocol_path, {}), out, _Quiet())
+def run_study(
+    protocol_path: Path,
+    out: Path,
+    backend: Backend | None = None,
+    options: Mapping[str, str] | None = None,
+) -> Path:
+    """Run a study quietly on ``backend`` (serially by default) and return its root."""
+    study(prepare(protocol_path, options or {}), out, _Quiet(), backend or LocalWorkers())
     return out
+
+
+def bundle_digests(bundle: Path) -> dict[str, str]:
+    """The sha256 of every file of a bundle that must not depend on how or when it ran: all but
+    environment.json (wall time) and the tag files that digest it or carry the date."""
+    varying = {"data/environment.json", "bag-info.txt", "manifest-sha256.txt"}
+    varying.add("tagmanifest-sha256.txt")
+    return {
+        path.relative_to(bundle).as_posix(): hashlib.sha256(path.read_bytes()).hexdigest()
+        for path in sorted(bundle.rglob("*"))
+        if path.is_file() and path.relative_to(bundle).as_posix() not in varying
+    }
+
+
+@pytest.fixture(scope="session")
+def dask_scheduler() -> Iterator[str]:
+    """The address of a local Dask cluster for the session: 2 worker processes with 1 thread
+    each. Skips the test when ``distributed`` cannot be imported (the nox tests session installs
+    it, so CI runs these tests)."""
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+    ) as cluster:
+        yield cluster.scheduler_address
 
 
 @pytest.fixture(scope="session")

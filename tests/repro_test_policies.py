@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import getpass
 import os
+import random
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 _calls = {"flaky": 0}
 
@@ -21,6 +24,12 @@ def flaky(observation: Any, rng: Any) -> int:
     if _calls["flaky"] == 1:
         raise RuntimeError("transient failure")
     return int(rng.integers(2))
+
+
+def global_generators(observation: Any, rng: Any) -> int:
+    """Act from Python's and NumPy's process-global generators, ignoring the generator given, as
+    a careless policy would: its episodes repeat only if the globals are seeded per run."""
+    return int(random.random() < 0.5) ^ int(np.random.randint(2))
 
 
 def broken(observation: Any, rng: Any) -> int:

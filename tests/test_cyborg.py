@@ -21,8 +21,9 @@ import bagit
 import pytest
 from typer.testing import CliRunner
 
-from conftest import ROOT
+from conftest import ROOT, bundle_digests, run_study
 from repro.cli import app
+from repro.execute import Backend, DaskCluster, LocalWorkers
 from repro.judge import reproduction
 from repro.models import Aggregates, FrozenProtocol
 from repro.protocol import freeze
@@ -31,6 +32,7 @@ from repro.verify import verify
 
 SCENARIO = ROOT.parent / "shared" / "cage2" / "scenario"
 REDUCED = ROOT / "protocols" / "cage2-ccs-sleeper-reduced.json"
+PER_RUN = ROOT / "protocols" / "cage2-ccs-sleeper-per-run.json"
 FULL = ROOT / "protocols" / "cage2-ccs-sleeper.json"
 _missing = importlib.util.find_spec("csle_cyborg") is None or not SCENARIO.is_dir()
 if _missing and os.environ.get("REPRO_REQUIRE_CYBORG"):
@@ -40,15 +42,12 @@ pytestmark = pytest.mark.skipif(_missing, reason="csle-cyborg or ../shared/cage2
 runner = CliRunner()
 
 
-def _study(protocol: dict[str, Any], tmp_path: Path, name: str = "bundle") -> Path:
+def _study(
+    protocol: dict[str, Any], tmp_path: Path, name: str = "bundle", backend: Backend | None = None
+) -> Path:
     path = tmp_path / f"{name}.json"
     path.write_text(json.dumps(protocol))
-    out = tmp_path / name
-    from conftest import _Quiet
-    from repro.execute import prepare, study
-
-    study(prepare(path, {"scenario_dir": str(SCENARIO)}), out, _Quiet())
-    return out
+    return run_study(path, tmp_path / name, backend, {"scenario_dir": str(SCENARIO)})
 
 
 def _small(runs: int) -> dict[str, Any]:
@@ -148,6 +147,90 @@ class TestReducedStudy:
         ledger = _json(reduced_bundle, "source-ledger.json")
         assert "sets no seed" in ledger["disagreements"][0]["source"]
         assert "Source disagreement" in (reduced_bundle / "data/validation-report.md").read_text()
+
+
+@pytest.fixture(scope="module")
+def per_run_bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The per-run protocol in protocols/, run once serially through the CLI."""
+    out = tmp_path_factory.mktemp("cage2-per-run") / "bundle"
+    result = runner.invoke(
+        app, ["study", str(PER_RUN), "--out", str(out), "--option", f"scenario_dir={SCENARIO}"]
+    )
+    assert result.exit_code == 0, result.output
+    return out
+
+
+class TestPerRunStudy:
+    """The per-run CCS Sleeper protocol: each episode a function of its slot's seed alone, so
+    the partitions may run anywhere. CybORG draws from Python's global generator; this holds
+    because the worker seeds it from the slot's seed before each run and the adapter resets the
+    environment first."""
+
+    def test_says_it_is_not_the_leaderboards_seeding(self) -> None:
+        """The protocol is the reduced one with per-run seeding, and its title, description and
+        recorded disagreement say that its episodes are not the leaderboard's."""
+        data, reduced = json.loads(PER_RUN.read_text()), json.loads(REDUCED.read_text())
+        assert data["seeding"] == {"mode": "per-run", "seed": 153}
+        assert "not the leaderboard's seeding" in data["title"]
+        assert "not the leaderboard's" in data["description"]
+        assert "per-run" in data["disagreements"][0]["resolution"]
+        same = {"adapter", "matrix", "participants", "measure", "estimand", "published"}
+        assert {k: data[k] for k in same} == {k: reduced[k] for k in same}
+
+    def test_verifies(self, per_run_bundle: Path) -> None:
+        """The serial bundle verifies and records per-run seeding in execution-control."""
+        assert verify(per_run_bundle) == []
+        tiers = _json(per_run_bundle, "tiers.json")["tiers"]
+        control = next(t for t in tiers if t["name"] == "execution-control")
+        assert any("seeding per-run (master seed 153)" in e for e in control["evidence"])
+
+    def test_two_workers_write_the_same_bundle(self, per_run_bundle: Path, tmp_path: Path) -> None:
+        """Two local workers write the same bytes as serial execution in every file but
+        environment.json and the tag files that digest it; a slot in the middle of a partition
+        then replays alone, byte for byte."""
+        parallel = _study(json.loads(PER_RUN.read_text()), tmp_path, "w2", LocalWorkers(2))
+        assert bundle_digests(parallel) == bundle_digests(per_run_bundle)
+        result = runner.invoke(
+            app, ["replay", str(parallel), "c07-r0003", "--option", f"scenario_dir={SCENARIO}"]
+        )
+        assert result.exit_code == 0, result.output
+        assert "c07-r0003: replayed alone from its seed; 1 attempt(s); byte-identical" in (
+            result.stdout
+        )
+
+    def test_a_dask_cluster_writes_the_same_bundle(
+        self, per_run_bundle: Path, dask_scheduler: str, tmp_path: Path
+    ) -> None:
+        """A Dask cluster (2 worker processes) writes the same bytes as serial execution in
+        every file but environment.json and the tag files that digest it."""
+        on_dask = _study(
+            json.loads(PER_RUN.read_text()), tmp_path, "dask", DaskCluster(dask_scheduler)
+        )
+        assert bundle_digests(on_dask) == bundle_digests(per_run_bundle)
+
+    def test_an_episode_does_not_depend_on_the_ones_before(
+        self, per_run_bundle: Path, tmp_path: Path
+    ) -> None:
+        """With the first two slots of every condition excluded, so that each condition's
+        session starts at its third episode, every episode that runs in both studies has the
+        same record (measure and trace digest) in both."""
+        data = json.loads(PER_RUN.read_text())
+        data["exclusions"] = [
+            {"slot": f"c{c:02d}-r{r:04d}", "reason": "r"} for c in range(9) for r in range(2)
+        ]
+        later = _study(data, tmp_path, "later")
+
+        def lines(bundle: Path) -> dict[str, str]:
+            return {
+                json.loads(line)["slot"]: line
+                for path in sorted((bundle / "data/runs").glob("*.jsonl"))
+                for line in path.read_text().splitlines()
+                if json.loads(line)["status"] != "excluded"
+            }
+
+        ran_later, ran_first = lines(later), lines(per_run_bundle)
+        assert len(ran_later) == 27
+        assert ran_later == {slot: ran_first[slot] for slot in ran_later}
 
 
 class TestEvaluatorLoop:

@@ -63,15 +63,18 @@ class Case:
             "PYTHONDONTWRITEBYTECODE": "1",
         }
 
-    def args(self, kill_at: int = 0) -> list[str]:
-        """The driver's command line: study the protocol into the root."""
-        study = ["study", str(self.protocol), "--out", str(self.root)]
+    def args(self, kill_at: int = 0, extra: tuple[str, ...] = ()) -> list[str]:
+        """The driver's command line: study the protocol into the root, with ``extra``
+        arguments."""
+        study = ["study", str(self.protocol), "--out", str(self.root), *extra]
         return [sys.executable, str(DRIVER), str(kill_at), "--", *study]
 
-    def start(self, kill_at: int = 0, **kwargs: Any) -> subprocess.Popen[str]:
+    def start(
+        self, kill_at: int = 0, extra: tuple[str, ...] = (), **kwargs: Any
+    ) -> subprocess.Popen[str]:
         """Start the study."""
         return subprocess.Popen(
-            self.args(kill_at),
+            self.args(kill_at, extra),
             env=self.env(),
             cwd=self.base / "cwd",
             stdout=subprocess.PIPE,
@@ -176,11 +179,11 @@ class TestSigkill:
 
     def test_kill_at_random_times(self, tmp_path: Path) -> None:
         """SIGKILL from outside at random moments after the root appears leaves the same
-        guarantees."""
+        guarantees, on one worker process or (every other case) two."""
         rng = random.Random(153)
         for i in range(TIMED_KILLS):
             case = Case(tmp_path / f"timed-{i}", _protocol(100))
-            process = case.start()
+            process = case.start(extra=("--workers", str(1 + i % 2)))
             _wait_for(lambda c=case: c.root.exists())  # type: ignore[misc]
             time.sleep(rng.uniform(0.0, 0.8))
             process.kill()
@@ -202,23 +205,25 @@ class TestSignals:
     """SIGINT, SIGTERM and SIGHUP stop a study cleanly."""
 
     @pytest.mark.parametrize(
-        ("sig", "group"),
+        ("sig", "group", "workers"),
         [
-            (signal.SIGTERM, False),
-            (signal.SIGINT, False),
-            (signal.SIGINT, True),
-            (signal.SIGHUP, False),
+            (signal.SIGTERM, False, 1),
+            (signal.SIGINT, False, 1),
+            (signal.SIGINT, True, 1),
+            (signal.SIGHUP, False, 1),
+            (signal.SIGTERM, False, 2),
+            (signal.SIGINT, True, 2),
         ],
     )
     def test_a_signal_stops_the_study_with_a_message(
-        self, tmp_path: Path, sig: signal.Signals, group: bool
+        self, tmp_path: Path, sig: signal.Signals, group: bool, workers: int
     ) -> None:
         """Sent while runs are being written (to the study, or as Ctrl-C does to its whole
-        process group, worker included), the signal ends the study with exit 128 + N and one
-        message saying it stopped and that the root is incomplete, without a traceback; the
-        root says "incomplete" and no worker is left."""
+        process group, workers included), on one worker process or two, the signal ends the
+        study with exit 128 + N and one message saying it stopped and that the root is
+        incomplete, without a traceback; the root says "incomplete" and no worker is left."""
         case = Case(tmp_path, _protocol(100))
-        process = case.start(start_new_session=group)
+        process = case.start(extra=("--workers", str(workers)), start_new_session=group)
         _wait_for(lambda: any((case.root / "data" / "runs").glob(".*.partial")))
         if group:
             os.killpg(process.pid, sig)
@@ -299,3 +304,40 @@ class TestFullOrUnwritable:
             assert "cannot create output root" in stderr and "Read-only file system" in stderr
             assert not case.root.exists()
             assert case.listing() == case.before
+
+
+def _worker_processes_below_this_one() -> list[Any]:
+    """repro worker subprocesses among this process's descendants (those of the test cluster's
+    Dask workers included)."""
+    import psutil
+
+    found = []
+    for child in psutil.Process().children(recursive=True):
+        try:
+            if "from repro.worker import main" in " ".join(child.cmdline()):
+                found.append(child)
+        except psutil.Error:  # it ended meanwhile
+            continue
+    return found
+
+
+class TestSignalsOnDask:
+    """A study whose partitions run on a Dask cluster stops cleanly, and so do its tasks."""
+
+    def test_sigterm_stops_the_study_and_its_tasks(
+        self, dask_scheduler: str, tmp_path: Path
+    ) -> None:
+        """SIGTERM while tasks run on the cluster ends the study with exit 143 and the usual
+        message; the root says "incomplete", nothing is written outside it, and within five
+        seconds no task's worker subprocess is left on the cluster (the plan would keep them
+        busy for half a minute)."""
+        case = Case(tmp_path, _protocol(2500))
+        process = case.start(extra=("--scheduler", dask_scheduler))
+        _wait_for(lambda: bool(_worker_processes_below_this_one()))
+        process.send_signal(signal.SIGTERM)
+        _, stderr = process.communicate(timeout=60)
+        assert process.returncode == 128 + signal.SIGTERM, stderr
+        assert "stopped by SIGTERM" in stderr and "incomplete" in stderr
+        assert "Traceback" not in stderr
+        case.check_left_incomplete()
+        _wait_for(lambda: not _worker_processes_below_this_one(), timeout=5)

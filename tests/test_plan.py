@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import hashlib
 from typing import Any
 
 from hypothesis import given, settings
@@ -71,6 +72,15 @@ class TestSeal:
         assert len(seeds) == 1000
         assert all(0 <= s < 2**63 for s in seeds)
         assert derive_seed(7, "c00-r0000") != derive_seed(8, "c00-r0000")
+
+    def test_per_run_seed_definition(self) -> None:
+        """A per-run seed is the first 8 bytes of sha256("repro.seed/1:<master>:<slot>"),
+        big-endian, shifted right by one bit; the sealed plan carries exactly that seed."""
+        digest = hashlib.sha256(b"repro.seed/1:7:c01-r0003").digest()
+        assert derive_seed(7, "c01-r0003") == int.from_bytes(digest[:8], "big") >> 1
+        p = structure(copy.deepcopy(SMALL), Protocol, what="protocol")
+        entry = next(e for e in seal(p, "0" * 64, ()).entries() if e.slot == "c01-r0003")
+        assert entry.seed == derive_seed(SMALL["seeding"]["seed"], "c01-r0003")
 
     def test_stream_mode_has_no_per_run_seed(self) -> None:
         """In stream mode the plan carries no per-run seed: the stream is set once."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -73,13 +74,18 @@ def _naming(path: Path) -> Iterator[None]:
 
 class BundleWriter:
     """Writes files under a fresh root, each to a temporary name and then renamed, and keeps
-    their digests for the manifest, which :meth:`finish` writes last."""
+    their digests for the manifest, which :meth:`finish` writes last.
+
+    Threads may write different files at once (each partition's runs file is written by the
+    thread that runs it): the digests, sizes and disclosure hits are recorded under a lock, and
+    nothing that depends on the order of writes is kept (the manifest is sorted by path)."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
+        self._lock = threading.Lock()
         self._payload: dict[str, str] = {}
         self._octets = 0
-        #: Disclosure hits in every byte written so far, found as the bytes were written.
+        #: Disclosure hits in every file written so far, found as its bytes were written.
         self.disclosures: list[Disclosure] = []
 
     def _target(self, name: str) -> Path:
@@ -100,12 +106,18 @@ class BundleWriter:
             fh.flush()
             os.fsync(fh.fileno())
         self._commit(tmp, path)
-        self.disclosures += scan(name, data)
         digest = hashlib.sha256(data).hexdigest()
-        if name.startswith("data/"):
-            self._payload[name] = digest
-            self._octets += len(data)
+        self._record(name, digest, len(data), scan(name, data), payload=name.startswith("data/"))
         return digest
+
+    def _record(
+        self, name: str, digest: str, size: int, hits: list[Disclosure], *, payload: bool
+    ) -> None:
+        with self._lock:
+            self.disclosures += hits
+            if payload:
+                self._payload[name] = digest
+                self._octets += size
 
     def model(self, name: str, value: Any) -> None:
         """Write a model as canonical JSON."""
@@ -118,13 +130,14 @@ class BundleWriter:
         tmp = path.with_name(f".{path.name}.partial")
         digest = hashlib.sha256()
         size = 0
+        hits: list[Disclosure] = []
         with _naming(path), open(tmp, "xb") as fh:
 
             def emit(value: Any) -> None:
                 nonlocal size
                 data = to_bytes(value)
                 # No pattern spans a newline, so line by line finds what the whole file holds.
-                self.disclosures += scan(name, data, size)
+                hits.extend(scan(name, data, size))
                 fh.write(data)
                 digest.update(data)
                 size += len(data)
@@ -133,8 +146,7 @@ class BundleWriter:
             fh.flush()
             os.fsync(fh.fileno())
         self._commit(tmp, path)
-        self._payload[name] = digest.hexdigest()
-        self._octets += size
+        self._record(name, digest.hexdigest(), size, hits, payload=True)
 
     def finish(self, fields: Mapping[str, str]) -> None:
         """Write the BagIt tag files; the tag manifest goes last, so a crashed study is visibly

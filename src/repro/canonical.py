@@ -184,7 +184,15 @@ def _refuse_non_finite(value: Any) -> None:
         if isinstance(node, dict):
             stack.extend(node.values())
         elif isinstance(node, (list, tuple)):
-            stack.extend(node)
+            # A run's step rewards are thousands of numbers: check them in one C-level pass, and
+            # look inside one by one only when they are not all numbers.
+            try:
+                finite = all(map(math.isfinite, node))
+            except (TypeError, OverflowError):
+                stack.extend(node)
+                continue
+            if not finite:
+                stack.extend(node)
 
 
 def dumps(value: Any, *, newline: bool = True) -> bytes:

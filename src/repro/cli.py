@@ -15,6 +15,7 @@ from typing import Annotated
 import attrs
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -26,7 +27,7 @@ from rich.progress import Progress as RichBar
 from rich.table import Table
 
 from repro.errors import EXIT_BAD_INPUT, EXIT_VERIFY_FAILED, BadInput, StudyStopped
-from repro.execute import prepare
+from repro.execute import MAX_LOCAL_WORKERS, Backend, DaskCluster, LocalWorkers, prepare
 from repro.execute import study as run_study
 from repro.models import Aggregates, FrozenProtocol, Tiers
 from repro.replay import replay as replay_slot
@@ -102,7 +103,8 @@ class _LineProgress:
 
 
 def _fail(message: str) -> typer.Exit:
-    err.print(f"[red]error:[/red] {message}", highlight=False, markup=True, soft_wrap=True)
+    # Escaped: a message may hold brackets that are not markup, as in "install repro[dask]".
+    err.print(f"[red]error:[/red] {escape(message)}", highlight=False, markup=True, soft_wrap=True)
     return typer.Exit(EXIT_BAD_INPUT)
 
 
@@ -123,16 +125,44 @@ def study(
     option: Annotated[
         list[str] | None, typer.Option("--option", help="Adapter option KEY=VALUE (repeatable).")
     ] = None,
+    workers: Annotated[
+        int | None,
+        typer.Option(
+            "--workers",
+            help=f"Run partitions on N local worker processes at once (1 to {MAX_LOCAL_WORKERS}; "
+            "default 1). Per-run seeding only.",
+            show_default=False,
+        ),
+    ] = None,
+    scheduler: Annotated[
+        str | None,
+        typer.Option(
+            "--scheduler",
+            help="Run each partition as a task on the Dask cluster whose scheduler is at ADDRESS "
+            "(e.g. tcp://127.0.0.1:8786); needs repro[dask]. Per-run seeding only.",
+        ),
+    ] = None,
 ) -> None:
     """Freeze and seal PROTOCOL, run every slot into the fresh root OUT, and bundle the evidence."""
+    if scheduler is not None and workers is not None:
+        raise _fail(
+            "--workers and --scheduler exclude each other: the cluster's workers run the partitions"
+        )
+    backend: Backend = (
+        DaskCluster(scheduler)
+        if scheduler is not None
+        else LocalWorkers(1 if workers is None else workers)
+    )
     try:
         prepared = prepare(protocol, _options(option or []))
         progress = _BarProgress() if err.is_terminal else _LineProgress()
-        result = run_study(prepared, out, progress)
+        result = run_study(prepared, out, progress, backend)
     except BadInput as exc:
         raise _fail(str(exc)) from None
     except StudyStopped as exc:
-        err.print(f"[red]error:[/red] {exc}", highlight=False, markup=True, soft_wrap=True)
+        err.print(
+            f"[red]error:[/red] {escape(str(exc))}", highlight=False, markup=True, soft_wrap=True
+        )
         raise typer.Exit(exc.exit_code) from None
     rep = result.derived.tiers.reproduction
     e = result.derived.aggregates.estimand

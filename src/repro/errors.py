@@ -8,6 +8,7 @@ __all__ = [
     "EXIT_STUDY_STOPPED",
     "EXIT_VERIFY_FAILED",
     "BadInput",
+    "ClusterFailed",
     "Interrupted",
     "ReproError",
     "RunFailed",
@@ -17,7 +18,8 @@ __all__ = [
 EXIT_OK = 0
 EXIT_VERIFY_FAILED = 1
 EXIT_BAD_INPUT = 2
-#: A study stopped by an I/O error after its root was created; signals exit 128 + the signal.
+#: A study stopped by an I/O error or a failed cluster after its root was created; signals exit
+#: 128 + the signal.
 EXIT_STUDY_STOPPED = 3
 
 
@@ -38,6 +40,11 @@ class RunFailed(ReproError):
     def __init__(self, cause: str) -> None:
         super().__init__(cause)
         self.cause = cause
+
+
+class ClusterFailed(ReproError):
+    """The Dask cluster could not run a partition to its end (its task failed, or Dask gave up on
+    it after losing workers); the study stops with its root incomplete."""
 
 
 class StudyStopped(ReproError):

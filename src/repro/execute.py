@@ -1,60 +1,60 @@
-"""``repro study``: freeze, seal, execute serially into a fresh root, derive, bundle."""
+"""``repro study``: freeze, seal, execute the partitions into a fresh root, derive, bundle.
+
+Partitions execute one after another on one worker process by default (:class:`LocalWorkers`),
+on N local worker processes at once, or as tasks on a Dask cluster (:class:`DaskCluster`). In
+``per-run`` seeding mode the bundle is byte-identical whichever of these ran it; ``stream`` mode
+has one generator stream for the whole plan and so runs on one worker only.
+"""
 
 from __future__ import annotations
 
+import functools
 import importlib.metadata
-import math
 import os
 import platform
 import signal
 import time
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import suppress
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 from typing import Protocol as TypingProtocol
 
 from attrs import frozen
 
-from repro import __version__
-from repro.adapters.base import Adapter, Evidence, Frozen, get_adapter
+from repro import __version__, cluster
+from repro.adapters.base import Adapter, Frozen, get_adapter
 from repro.bundle import TAGMANIFEST, BundleWriter, create_root
 from repro.derive import Derived, derive, source_ledger, tally_records
 from repro.disclosure import is_derivation_input, refuse_disclosing_protocol
-from repro.errors import EXIT_STUDY_STOPPED, Interrupted, StudyStopped
+from repro.errors import EXIT_STUDY_STOPPED, BadInput, ClusterFailed, Interrupted, StudyStopped
 from repro.interrupts import stop_on_signals
-from repro.judge import contract_sha256
-from repro.models import (
-    Condition,
-    Environment,
-    FrozenProtocol,
-    Ledger,
-    PlanEntry,
-    Protocol,
-    RunRecord,
-)
-from repro.outcomes import attempt_id, measure_of
+from repro.models import Environment, FrozenProtocol, Ledger, Protocol
+from repro.parallel import run_on_local_workers
 from repro.plan import SealedPlan, seal
 from repro.protocol import freeze, load_protocol
-from repro.worker import (
-    Failure,
-    Invalid,
-    Job,
-    Worker,
-    WorkerLost,
-    adapter_target,
-    checkpoint_of,
-)
+from repro.slots import SlotsResult, Workload
+from repro.worker import Job, adapter_target
 
-__all__ = ["Progress", "StudyResult", "prepare", "run_slot", "study"]
+__all__ = [
+    "MAX_LOCAL_WORKERS",
+    "Backend",
+    "DaskCluster",
+    "LocalWorkers",
+    "Progress",
+    "StudyResult",
+    "check_backend",
+    "prepare",
+    "study",
+]
 
 #: Distributions whose versions every environment.json records, beside the adapter's packages.
 CORE_PACKAGES = ("attrs", "cattrs", "orjson", "numpy", "scipy", "jsonschema")
 
 
 class Progress(TypingProtocol):
-    """Where the executor reports progress."""
+    """Where the executor reports progress, always from the thread that called :func:`study`,
+    however many workers run the partitions."""
 
     def start(self, total: int) -> None:
         """``total`` slots are about to run."""
@@ -64,6 +64,33 @@ class Progress(TypingProtocol):
 
     def finish(self) -> None:
         """All slots are done."""
+
+
+#: The most worker processes ``repro study --workers`` starts on one host.
+MAX_LOCAL_WORKERS = 64
+
+
+@frozen
+class LocalWorkers:
+    """Partitions run on ``count`` worker processes of this host, taken in sealed order by
+    whichever is free (1: one partition after another, the default)."""
+
+    count: int = 1
+
+
+@frozen
+class DaskCluster:
+    """Each partition runs as one task on the Dask cluster whose scheduler listens at
+    ``address`` (e.g. ``tcp://127.0.0.1:8786``); needs the extra ``dask``."""
+
+    address: str
+
+
+#: Where a study's partitions execute.
+Backend = LocalWorkers | DaskCluster
+
+#: Runs a workload's partitions, writes their runs files, and calls back as each slot ends.
+_RunPartitions = Callable[[Workload, BundleWriter, Callable[[str], None]], list[SlotsResult]]
 
 
 @frozen
@@ -105,144 +132,6 @@ def prepare(protocol_path: Path, options: Mapping[str, str]) -> Prepared:
     )
 
 
-def _record(entry: PlanEntry, attempt: int, **fields: object) -> RunRecord:
-    base: dict[str, object] = {
-        "attempt_id": attempt_id(entry.slot, attempt),
-        "slot": entry.slot,
-        "condition": entry.condition,
-        "attempt": attempt,
-        "predecessor": attempt_id(entry.slot, attempt - 1) if attempt > 1 else None,
-        "cause": None,
-        "measure": None,
-        "steps": None,
-        "step_rewards": None,
-        "trace_sha256": None,
-        "contract_sha256": None,
-    }
-    base.update(fields)
-    return RunRecord(**base)  # type: ignore[arg-type]
-
-
-#: What one attempt yields: well-typed evidence, or a failed or invalid attempt with its cause.
-AttemptResult = Evidence | Failure | Invalid
-
-
-def run_slot(
-    entry: PlanEntry,
-    protocol: Protocol,
-    contract: Callable[[], str | None],
-    attempt: Callable[[PlanEntry], AttemptResult],
-) -> Iterator[RunRecord]:
-    """Attempt one slot until the first valid attempt or the protocol's attempt limit.
-
-    ``attempt`` runs the entry once; ``contract`` gives the digest of the session's contract
-    facts at the time of each attempt.
-    """
-    if entry.excluded is not None:
-        yield _record(
-            entry, 1, status="excluded", cause=f"excluded before sealing: {entry.excluded}"
-        )
-        return
-    m = protocol.measure
-    for number in range(1, protocol.retry.max_attempts + 1):
-        result = attempt(entry)
-        if isinstance(result, Failure):
-            yield _record(entry, number, status="failed", cause=result.cause)
-            continue
-        if isinstance(result, Invalid):
-            yield _record(
-                entry, number, status="invalid", cause=result.cause, contract_sha256=contract()
-            )
-            continue
-        rewards = result.step_rewards
-        measure = measure_of(rewards) if rewards is not None else result.reported_measure
-        cause = None
-        if rewards is not None and not all(math.isfinite(r) for r in rewards):
-            cause, measure, rewards = "non-finite-step-reward", None, None
-        elif measure is None or not math.isfinite(measure):
-            cause, measure = "no-finite-measure", None
-        elif m.minimum is not None and measure < m.minimum:
-            cause = "measure-below-minimum"
-        elif m.maximum is not None and measure > m.maximum:
-            cause = "measure-above-maximum"
-        yield _record(
-            entry,
-            number,
-            status="invalid" if cause else "valid",
-            cause=cause,
-            measure=measure,
-            steps=result.steps,
-            step_rewards=rewards,
-            trace_sha256=result.trace_sha256,
-            contract_sha256=contract(),
-        )
-        if cause is None:
-            return
-
-
-class _ConditionSession:
-    """One condition's session in the worker: opened on first use, opened again after the
-    worker was lost. A session that fails to open fails every later attempt of the condition
-    with the same cause, without trying again."""
-
-    def __init__(self, worker: Worker, condition: Condition) -> None:
-        self._worker = worker
-        self._condition = condition
-        self._open = False
-        self._open_error: str | None = None
-        self._digest: str | None = None
-        #: The contract facts of the first session that opened; the ledger records them.
-        self.contract: dict[str, Any] | None = None
-
-    def _ensure_open(self) -> Failure | None:
-        if self._open_error is not None:
-            return Failure(self._open_error)
-        if self._open:
-            return None
-        try:
-            answer = self._worker.request("open", self._condition)
-        except WorkerLost as lost:
-            self._open_error = f"session-open-failed:{lost.cause}"
-            return Failure(self._open_error)
-        if answer[0] != "opened":
-            self._open_error = str(answer[1])
-            return Failure(self._open_error)
-        self._open = True
-        self._digest = contract_sha256(answer[1])
-        if self.contract is None:
-            self.contract = answer[1]
-        return None
-
-    def digest(self) -> str | None:
-        """The contract digest of the session now open."""
-        return self._digest
-
-    def attempt(self, entry: PlanEntry) -> AttemptResult:
-        """Run ``entry`` once in the worker."""
-        failure = self._ensure_open()
-        if failure is not None:
-            return failure
-        try:
-            answer = self._worker.request("run", entry)
-        except WorkerLost as lost:
-            self._open = False
-            return Failure(lost.cause)
-        kind, value = answer
-        if kind == "evidence":
-            evidence: Evidence = value
-            return evidence
-        if kind == "invalid":
-            return Invalid(str(value))
-        return Failure(str(value))
-
-    def close(self) -> None:
-        """Close the session if it is open; a worker lost while closing is let go."""
-        if self._open:
-            self._open = False
-            with suppress(WorkerLost):
-                self._worker.request("close")
-
-
 def _utc() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -257,53 +146,80 @@ def _versions(names: list[str]) -> dict[str, str]:
     return out
 
 
-def _execute(
-    prepared: Prepared, writer: BundleWriter, progress: Progress, done: list[int]
-) -> tuple[list[RunRecord], dict[str, dict[str, object]]]:
-    """Run every slot in sealed order in one worker process; count finished slots in ``done``."""
+def check_backend(protocol: Protocol, backend: Backend) -> None:
+    """Refuse, before anything is written, a backend the protocol cannot run on: more than one
+    worker, or a cluster, for a ``stream`` study (its one generator stream runs the whole plan
+    in sealed order in one process), or a worker count out of range."""
+    if isinstance(backend, LocalWorkers) and not 1 <= backend.count <= MAX_LOCAL_WORKERS:
+        raise BadInput(
+            f"--workers must be a whole number from 1 to {MAX_LOCAL_WORKERS}, not {backend.count}"
+        )
+    if protocol.seeding.mode != "stream":
+        return
+    if isinstance(backend, DaskCluster):
+        raise BadInput(
+            "--scheduler cannot run a protocol with stream seeding: its runs consume one "
+            "generator stream in sealed order, in one process; use per-run seeding to run "
+            "partitions on a cluster"
+        )
+    if backend.count > 1:
+        raise BadInput(
+            f"--workers {backend.count} cannot run a protocol with stream seeding: its runs "
+            "consume one generator stream in sealed order, in one process; use --workers 1, "
+            "or per-run seeding to run partitions in parallel"
+        )
+
+
+@contextmanager
+def _partition_runner(backend: Backend) -> Iterator[_RunPartitions]:
+    """How the partitions will run; for a cluster, connected before the root is created, so an
+    unreachable scheduler writes nothing."""
+    if isinstance(backend, LocalWorkers):
+        yield functools.partial(run_on_local_workers, backend.count)
+        return
+    with cluster.connect(backend.address) as client:
+        yield functools.partial(cluster.run_on_dask, client)
+
+
+def _workload(prepared: Prepared) -> Workload:
     p, plan = prepared.protocol, prepared.plan
     stream = ("seed", p.seeding.seed) if p.seeding.mode == "stream" else None
-    worker = Worker(
-        Job(adapter_target(prepared.adapter), p, prepared.options, prepared.frozen, stream),
-        p.retry.timeout_seconds,
+    return Workload(
+        job=Job(adapter_target(prepared.adapter), p, prepared.options, prepared.frozen, stream),
+        timeout=p.retry.timeout_seconds,
+        partitions=plan.partitions,
+        conditions={c.id: c for c in plan.seal.conditions},
     )
-    conditions = {c.id: c for c in plan.seal.conditions}
-    contracts: dict[str, dict[str, object]] = {}
-    records: list[RunRecord] = []
-    try:
-        for part in plan.partitions:
-            state = worker.stream_state
-            if state is not None:  # stream mode: where replay of this partition starts
-                writer.model(f"data/runs/{part.id}.checkpoint.json", checkpoint_of(part.id, state))
-            session = _ConditionSession(worker, conditions[part.condition])
-            with writer.lines(f"data/runs/{part.id}.jsonl") as emit:
-                for entry in part.entries:
-                    for record in run_slot(entry, p, session.digest, session.attempt):
-                        emit(record)
-                        records.append(record)
-                    done[0] += 1
-                    progress.advance(part.condition)
-            session.close()
-            contracts[part.condition] = session.contract or {}
-    finally:
-        worker.stop()
-    return records, contracts
 
 
-def study(prepared: Prepared, out: Path, progress: Progress) -> StudyResult:
-    """Execute a prepared study into the fresh root ``out`` and write the whole bundle.
+def study(
+    prepared: Prepared, out: Path, progress: Progress, backend: Backend = LocalWorkers()
+) -> StudyResult:
+    """Execute a prepared study into the fresh root ``out`` on ``backend`` and write the whole
+    bundle.
 
-    Raises :class:`BadInput` (nothing written) when ``out`` cannot be created, and
-    :class:`StudyStopped` when a signal or an I/O error stops the study after the root exists:
-    the root is then left incomplete (no tag manifest), so it never verifies.
+    Raises :class:`BadInput` (nothing written) when the backend cannot run the protocol or
+    cannot be reached, or ``out`` cannot be created; and :class:`StudyStopped` when a signal,
+    an I/O error or a failed cluster stops the study after the root exists: the root is then
+    left incomplete (no tag manifest), so it never verifies.
     """
-    create_root(out)
+    check_backend(prepared.protocol, backend)
+    with _partition_runner(backend) as run_partitions:
+        create_root(out)
+        return _study_stopping_cleanly(prepared, out, progress, run_partitions)
+
+
+def _study_stopping_cleanly(
+    prepared: Prepared, out: Path, progress: Progress, run_partitions: _RunPartitions
+) -> StudyResult:
+    """Run the study into the root it created; turn whatever stops it into one
+    :class:`StudyStopped` that says how far it got."""
     total = sum(len(part.entries) for part in prepared.plan.partitions)
     done = [0]
     try:
         with stop_on_signals():
             try:
-                return _study(prepared, out, progress, done, total)
+                return _study(prepared, out, progress, run_partitions, done, total)
             finally:
                 progress.finish()
     except Interrupted as exc:
@@ -330,6 +246,11 @@ def study(prepared: Prepared, out: Path, progress: Progress) -> StudyResult:
             f"{out} is incomplete and will not verify",
             EXIT_STUDY_STOPPED,
         ) from None
+    except ClusterFailed as exc:
+        raise StudyStopped(
+            f"{exc}, after {done[0]} of {total} slots; {out} is incomplete and will not verify",
+            EXIT_STUDY_STOPPED,
+        ) from None
 
 
 def _inside(path: object, root: Path) -> bool:
@@ -337,7 +258,12 @@ def _inside(path: object, root: Path) -> bool:
 
 
 def _study(
-    prepared: Prepared, out: Path, progress: Progress, done: list[int], total: int
+    prepared: Prepared,
+    out: Path,
+    progress: Progress,
+    run_partitions: _RunPartitions,
+    done: list[int],
+    total: int,
 ) -> StudyResult:
     p, fp, plan = prepared.protocol, prepared.frozen_protocol, prepared.plan
     writer = BundleWriter(out)
@@ -348,8 +274,19 @@ def _study(
 
     started, clock = _utc(), time.perf_counter()
     progress.start(total)
-    records, contracts = _execute(prepared, writer, progress, done)
+
+    def slot_done(condition: str) -> None:
+        done[0] += 1
+        progress.advance(condition)
+
+    results = run_partitions(_workload(prepared), writer, slot_done)
     wall = time.perf_counter() - clock
+    # In sealed order, whichever order the partitions finished in.
+    records = [record for result in results for record in result.records]
+    contracts = {
+        part.condition: result.contract
+        for part, result in zip(plan.partitions, results, strict=True)
+    }
 
     facts = Ledger(
         schema="repro.source-ledger/1",

@@ -47,8 +47,18 @@ def stop_on_signals() -> Iterator[None]:
 def held() -> Iterator[None]:
     """Hold stop signals until the block ends, then raise :class:`Interrupted` for the first
     that arrived. The block's thread also blocks them at the kernel, so a child process started
-    in the block inherits them blocked (it unblocks them once it has set its own handlers)."""
+    in the block inherits them blocked (it unblocks them once it has set its own handlers).
+
+    In any other thread than the main one the block only blocks them at the kernel: the signal
+    is handled in the main thread meanwhile (which stops the other threads through their own
+    means), and nothing is raised in the block's thread."""
     mask = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+    if threading.current_thread() is not threading.main_thread():
+        try:
+            yield
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+        return
     _state["held"] += 1
     try:
         yield

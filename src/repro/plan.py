@@ -64,7 +64,13 @@ def slot_ids(protocol: Protocol) -> list[str]:
 
 
 def derive_seed(master: int, slot: str) -> int:
-    """Per-run seed: a stable 63-bit hash of the master seed and the slot ID."""
+    """Per-run seed of ``slot``: the first 8 bytes of the sha256 of the UTF-8 text
+    ``repro.seed/1:<master in decimal>:<slot>``, read as a big-endian unsigned integer and
+    shifted right by one bit, so it lies in [0, 2**63).
+
+    It depends on the master seed and the slot ID alone, never on the execution order, so any
+    run can execute on any worker, in any order, or alone. (``c00-r0000`` with master seed 7
+    gives the text ``repro.seed/1:7:c00-r0000``.)"""
     digest = hashlib.sha256(f"repro.seed/1:{master}:{slot}".encode()).digest()
     return int.from_bytes(digest[:8], "big") >> 1
 

@@ -19,9 +19,9 @@ from attrs import frozen
 from repro import canonical
 from repro.adapters.base import get_adapter
 from repro.errors import BadInput
-from repro.execute import _ConditionSession, run_slot
 from repro.models import Checkpoint, FrozenProtocol, Ledger, Partition, RunRecord, Seal
 from repro.serde import structure, to_bytes, unstructure
+from repro.slots import _ConditionSession, run_slot
 from repro.verify import verify
 from repro.worker import Job, Worker, adapter_target, stream_of
 

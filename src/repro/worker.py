@@ -7,7 +7,9 @@ protocol's ``retry.timeout_seconds``. The child (:func:`_serve`) answers every r
 data it has already checked, so nothing an adapter returns can break the parent. A lost child
 (timed out, killed, exited) is replaced for the next attempt; in ``stream`` seeding mode the
 replacement resumes the generator stream from the state at the start of the lost attempt, which
-the child reports after every run.
+the child reports after every run. In ``per-run`` seeding mode the child seeds the process-global
+generators from each run's own seed before the run (:func:`seed_global_generators`), so no run
+depends on which runs the same process served before it.
 """
 
 from __future__ import annotations
@@ -23,9 +25,11 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Mapping, Sequence
 from numbers import Real
 from typing import Any
+from typing import Protocol as TypingProtocol
 
 import attrs
 from attrs import frozen
@@ -44,6 +48,8 @@ from repro.models import (
 )
 
 __all__ = [
+    "CancelFlag",
+    "Cancelled",
     "Failure",
     "Invalid",
     "Job",
@@ -53,12 +59,15 @@ __all__ = [
     "check_evidence",
     "checkpoint_of",
     "main",
+    "seed_global_generators",
     "stream_of",
 ]
 
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 #: How long a child that was asked to stop may take before it is killed.
 _STOP_GRACE_SECONDS = 5.0
+#: How often a worker with a cancel flag looks at it while it waits for an answer.
+_CANCEL_POLL_SECONDS = 0.1
 
 
 @frozen
@@ -73,6 +82,19 @@ class Invalid:
     """An attempt that completed with unusable evidence: ``status`` invalid, with a cause code."""
 
     cause: str
+
+
+class Cancelled(ReproError):
+    """The study is stopping (:class:`Worker`'s ``cancel`` flag was set): the request was
+    abandoned and the child killed."""
+
+
+class CancelFlag(TypingProtocol):
+    """Set when the study stops, by another thread or another process (``threading.Event``,
+    ``distributed.Event``)."""
+
+    def is_set(self) -> bool:
+        """Whether the study is stopping."""
 
 
 class WorkerLost(ReproError):
@@ -98,9 +120,10 @@ def check_evidence(value: object) -> Evidence | Invalid:
     if rewards is not None:
         if not isinstance(rewards, Sequence) or isinstance(rewards, str | bytes):
             return Invalid("evidence-step-rewards-type")
-        if not all(_real(r) for r in rewards):
+        # Plain floats, the usual case, are checked without the slower test for any real.
+        if not all(type(r) is float for r in rewards) and not all(_real(r) for r in rewards):
             return Invalid("evidence-step-reward-type")
-        rewards = tuple(float(r) for r in rewards)
+        rewards = tuple(map(float, rewards))
     measure = value.reported_measure
     if measure is not None:
         if not _real(measure):
@@ -155,6 +178,18 @@ def _die_with_parent(parent: int) -> None:
 def _stream_state() -> tuple[str, Any]:
     numpy = sys.modules.get("numpy")
     return ("state", (random.getstate(), numpy.random.get_state() if numpy else None))
+
+
+def seed_global_generators(seed: int) -> None:
+    """Seed the process-global generators from a run's per-run seed (``seeding.mode`` per-run),
+    so that an adapter or policy that draws from them gets the same numbers whichever runs this
+    process served before: Python's :mod:`random` with the seed itself, and, if NumPy is
+    imported, NumPy's legacy global generator (which takes at most 32 bits) with the seed's low
+    32 bits, ``seed & 0xFFFFFFFF``."""
+    random.seed(seed)
+    numpy = sys.modules.get("numpy")
+    if numpy is not None:
+        numpy.random.seed(seed & 0xFFFF_FFFF)
 
 
 def checkpoint_of(partition: str, stream: tuple[str, Any]) -> Checkpoint:
@@ -250,7 +285,10 @@ def _serve(conn: multiprocessing.connection.Connection, job: Job) -> None:
             if answer[0] == "opened":
                 session, answer = answer[1], ("opened", answer[2])
         elif kind == "run" and session is not None:
-            answer = _run(session, request[1])
+            entry: PlanEntry = request[1]
+            if job.stream is None and entry.seed is not None:
+                seed_global_generators(entry.seed)
+            answer = _run(session, entry)
         elif kind == "close" and session is not None:
             try:
                 session.close()
@@ -294,11 +332,16 @@ class Worker:
     user may not have guarded), inherits no lock held by a parent thread, and needs no helper
     process. It sees the parent's ``sys.path``, and writes what it prints to the parent's stderr
     so the study's stdout stays the study's own.
+
+    A worker is used by one thread. Another thread (or process) stops it through ``cancel``:
+    once that is set, the request in progress and every later one kill the child and raise
+    :class:`Cancelled` (within :data:`_CANCEL_POLL_SECONDS`).
     """
 
-    def __init__(self, job: Job, timeout: float | None) -> None:
+    def __init__(self, job: Job, timeout: float | None, cancel: CancelFlag | None = None) -> None:
         self._job = job
         self._timeout = timeout
+        self._cancel = cancel
         self._stream = job.stream
         self._process: subprocess.Popen[bytes] | None = None
         self._conn: multiprocessing.connection.Connection | None = None
@@ -333,12 +376,13 @@ class Worker:
 
     def request(self, *message: Any, timed: bool = True) -> tuple[Any, ...]:
         """Send one request and return the child's answer; raise :class:`WorkerLost` (after
-        killing the child) when it times out or the child dies."""
+        killing the child) when it times out or the child dies, and :class:`Cancelled` when the
+        study stops."""
+        self._check_cancel()
         try:
             conn = self._conn or self._start()
             conn.send(message)
-            timeout = self._timeout if timed else None
-            if not conn.poll(timeout):
+            if not self._answered(conn, self._timeout if timed else None):
                 self.kill()
                 raise WorkerLost("timeout")
             answer: tuple[Any, ...] = conn.recv()
@@ -348,6 +392,25 @@ class Worker:
             *rest, self._stream = answer
             answer = tuple(rest)
         return answer
+
+    def _check_cancel(self) -> None:
+        if self._cancel is not None and self._cancel.is_set():
+            self.kill()
+            raise Cancelled("the study is stopping")
+
+    def _answered(self, conn: multiprocessing.connection.Connection, timeout: float | None) -> bool:
+        """Whether an answer arrived within ``timeout`` seconds (None: however long it takes);
+        with a cancel flag, wait in short slices and look at the flag between them."""
+        if self._cancel is None:
+            return conn.poll(timeout)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            self._check_cancel()
+            left = _CANCEL_POLL_SECONDS if deadline is None else deadline - time.monotonic()
+            if conn.poll(max(0.0, min(left, _CANCEL_POLL_SECONDS))):
+                return True
+            if deadline is not None and time.monotonic() >= deadline:
+                return False
 
     def _loss(self) -> str:
         process = self._process

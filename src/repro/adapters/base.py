@@ -8,6 +8,7 @@ import importlib.metadata
 import inspect
 import keyword
 import re
+import struct
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -85,15 +86,20 @@ class Adapter(TypingProtocol):
         """Open a session for one condition."""
 
 
+#: The length field of a framed trace item: 8 bytes, big-endian.
+_LENGTH = struct.Struct(">Q").pack
+
+
 class TraceDigest:
-    """Incremental sha256 over a run's actions and observations, with type-tagged framing."""
+    """Incremental sha256 over a run's actions and observations, with type-tagged framing:
+    each item is its tag, its payload's length (8 bytes, big-endian) and its payload."""
 
     def __init__(self) -> None:
         self._h = hashlib.sha256(b"repro.trace/1")
 
     def add(self, tag: bytes, payload: bytes) -> None:
         """Add one framed item."""
-        self._h.update(tag + len(payload).to_bytes(8, "big") + payload)
+        self._h.update(tag + _LENGTH(len(payload)) + payload)
 
     def hexdigest(self) -> str:
         """The digest so far."""

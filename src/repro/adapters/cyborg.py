@@ -17,6 +17,13 @@ images that images/images.yaml names must be among them.
 Per condition, as the leaderboard's evaluator does: build a fresh environment with the red agent,
 wrap it in ChallengeWrapper for Blue, reset; per episode take ``trial_length`` blue steps, sum
 the step rewards, reset.
+
+Seeding: CybORG draws from Python's global :mod:`random` (the IP addresses and process IDs a
+reset assigns, the red agents' and actions' choices). In ``stream`` mode the episodes run in the
+evaluator's loop above on the one stream set at study start. In ``per-run`` mode the worker
+seeds the global generators from the slot's seed just before each run, and the run resets the
+environment first: a reset rebuilds the whole simulated state and resets every agent, so an
+episode is a function of its slot's seed alone, whichever episodes ran before it in the process.
 """
 
 from __future__ import annotations
@@ -413,7 +420,12 @@ class CybORGAdapter:
             raise RuntimeError("freeze() must run before open()")
         participant = next(p for p in protocol.participants if p.id == condition.participant)
         return _CybORGSession(
-            self._backend, self._scenario, self._scenario_file, condition, participant
+            self._backend,
+            self._scenario,
+            self._scenario_file,
+            condition,
+            participant,
+            protocol.seeding.mode == "per-run",
         )
 
 
@@ -435,8 +447,10 @@ class _CybORGSession:
         scenario_file: Path,
         condition: Condition,
         participant: Any,
+        per_run: bool,
     ) -> None:
         self._backend = backend
+        self._per_run = per_run
         self._steps = int(condition.factors["trial_length"])
         red = str(condition.factors["red_agent"])
         self._env, self._wrapped = backend.make(scenario, scenario_file, red)
@@ -462,8 +476,12 @@ class _CybORGSession:
     def run(self, entry: PlanEntry) -> Evidence:
         trace = TraceDigest()
         rewards: list[float] = []
-        observation = self._observation
         try:
+            if self._per_run:
+                # The worker has just seeded the global generators from the slot's seed: the
+                # reset draws the episode's whole state from them.
+                self._observation = self._backend.reset(self._wrapped)
+            observation = self._observation
             trace.add(b"O", np.asarray(observation).tobytes())
             for _ in range(self._steps):
                 action = self._agent.get_action(observation, self._action_space)
@@ -476,8 +494,11 @@ class _CybORGSession:
                 trace.add(b"O", np.asarray(observation).tobytes())
                 trace.add(b"R", struct.pack(">d", r))
             self._agent.end_episode()
-            self._observation = self._backend.reset(self._wrapped)
+            if not self._per_run:  # the evaluator resets after each episode, on the stream
+                self._observation = self._backend.reset(self._wrapped)
         except Exception as exc:
+            if self._per_run:  # the next run resets first
+                raise RunFailed(f"simulator-error:{type(exc).__name__}") from None
             try:
                 self._observation = self._backend.reset(self._wrapped)
             except Exception:

@@ -10,6 +10,11 @@ limit). Participants (``kind``):
 - ``callable``: ``params.target`` = ``"module:function"``, called as ``function(observation, rng)``
   with a NumPy generator seeded from the run's seed; its module's source file is pinned by sha256
   (and, if ``params.sha256`` is given, must match it).
+
+Seeding: every episode calls ``env.reset(seed=...)``, and the ``random`` policy's action space
+and the ``callable`` policy's generator are seeded with the same value: the slot's seed in
+``per-run`` mode (the worker has also seeded Python's and NumPy's global generators from it),
+in ``stream`` mode a 63-bit draw from the stream set once at study start.
 """
 
 from __future__ import annotations
@@ -73,9 +78,19 @@ def _in_space(action: Any, space: Any) -> bool:
         return False
 
 
+#: Trace header (dtype and shape) by dtype and shape: formatting it costs more than a step of
+#: a classic-control environment.
+_HEADERS: dict[tuple[Any, tuple[int, ...]], bytes] = {}
+_REWARD = struct.Struct(">d").pack
+
+
 def _array_bytes(value: Any) -> bytes:
     array = np.asarray(value)
-    return f"{array.dtype.str}{array.shape}".encode() + array.tobytes()
+    key = (array.dtype, array.shape)
+    header = _HEADERS.get(key)
+    if header is None:
+        header = _HEADERS[key] = f"{array.dtype.str}{array.shape}".encode()
+    return header + array.tobytes()
 
 
 class GymnasiumAdapter:
@@ -239,7 +254,7 @@ class _GymSession:
                 rewards.append(r)
                 trace.add(b"A", _array_bytes(action))
                 trace.add(b"O", _array_bytes(obs))
-                trace.add(b"R", struct.pack(">d", r))
+                trace.add(b"R", _REWARD(r))
                 if terminated or truncated:
                     break
         except Exception as exc:

@@ -1,0 +1,206 @@
+"""Running the plan's slots on a worker: the attempts of one slot, and a partition's slots (or a
+range of them) in sealed order on one :class:`~repro.worker.Worker`.
+
+This is the part of a study that runs wherever a partition runs: in a thread of ``repro study``
+(:mod:`repro.parallel`) or in a task on a Dask worker (:mod:`repro.cluster`). It writes nothing
+itself; it hands each record to the caller as it is made.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import suppress
+from typing import Any
+
+from attrs import frozen
+
+from repro.adapters.base import Evidence
+from repro.judge import contract_sha256
+from repro.models import Condition, Partition, PlanEntry, Protocol, RunRecord
+from repro.outcomes import attempt_id, measure_of
+from repro.worker import Failure, Invalid, Job, Worker, WorkerLost
+
+__all__ = ["AttemptResult", "SlotsResult", "Workload", "run_slot", "run_slots"]
+
+
+@frozen
+class Workload:
+    """What every place that runs partitions needs: the job each worker process serves, the
+    protocol's per-request timeout, and the sealed partitions (in sealed order) with the
+    conditions they belong to."""
+
+    job: Job
+    timeout: float | None
+    partitions: tuple[Partition, ...]
+    conditions: Mapping[str, Condition]
+
+
+@frozen
+class SlotsResult:
+    """Slots of one condition run to their end (a whole partition, or a range of one): every
+    attempt's record in sealed order, and the contract facts of the first session that opened
+    (empty when none opened)."""
+
+    records: tuple[RunRecord, ...]
+    contract: dict[str, Any]
+
+
+def _record(entry: PlanEntry, attempt: int, **fields: object) -> RunRecord:
+    base: dict[str, object] = {
+        "attempt_id": attempt_id(entry.slot, attempt),
+        "slot": entry.slot,
+        "condition": entry.condition,
+        "attempt": attempt,
+        "predecessor": attempt_id(entry.slot, attempt - 1) if attempt > 1 else None,
+        "cause": None,
+        "measure": None,
+        "steps": None,
+        "step_rewards": None,
+        "trace_sha256": None,
+        "contract_sha256": None,
+    }
+    base.update(fields)
+    return RunRecord(**base)  # type: ignore[arg-type]
+
+
+#: What one attempt yields: well-typed evidence, or a failed or invalid attempt with its cause.
+AttemptResult = Evidence | Failure | Invalid
+
+
+def run_slot(
+    entry: PlanEntry,
+    protocol: Protocol,
+    contract: Callable[[], str | None],
+    attempt: Callable[[PlanEntry], AttemptResult],
+) -> Iterator[RunRecord]:
+    """Attempt one slot until the first valid attempt or the protocol's attempt limit.
+
+    ``attempt`` runs the entry once; ``contract`` gives the digest of the session's contract
+    facts at the time of each attempt.
+    """
+    if entry.excluded is not None:
+        yield _record(
+            entry, 1, status="excluded", cause=f"excluded before sealing: {entry.excluded}"
+        )
+        return
+    m = protocol.measure
+    for number in range(1, protocol.retry.max_attempts + 1):
+        result = attempt(entry)
+        if isinstance(result, Failure):
+            yield _record(entry, number, status="failed", cause=result.cause)
+            continue
+        if isinstance(result, Invalid):
+            yield _record(
+                entry, number, status="invalid", cause=result.cause, contract_sha256=contract()
+            )
+            continue
+        rewards = result.step_rewards
+        measure = measure_of(rewards) if rewards is not None else result.reported_measure
+        cause = None
+        if rewards is not None and not all(map(math.isfinite, rewards)):
+            cause, measure, rewards = "non-finite-step-reward", None, None
+        elif measure is None or not math.isfinite(measure):
+            cause, measure = "no-finite-measure", None
+        elif m.minimum is not None and measure < m.minimum:
+            cause = "measure-below-minimum"
+        elif m.maximum is not None and measure > m.maximum:
+            cause = "measure-above-maximum"
+        yield _record(
+            entry,
+            number,
+            status="invalid" if cause else "valid",
+            cause=cause,
+            measure=measure,
+            steps=result.steps,
+            step_rewards=rewards,
+            trace_sha256=result.trace_sha256,
+            contract_sha256=contract(),
+        )
+        if cause is None:
+            return
+
+
+class _ConditionSession:
+    """One condition's session in the worker: opened on first use, opened again after the
+    worker was lost. A session that fails to open fails every later attempt of the condition
+    with the same cause, without trying again."""
+
+    def __init__(self, worker: Worker, condition: Condition) -> None:
+        self._worker = worker
+        self._condition = condition
+        self._open = False
+        self._open_error: str | None = None
+        self._digest: str | None = None
+        #: The contract facts of the first session that opened; the ledger records them.
+        self.contract: dict[str, Any] | None = None
+
+    def _ensure_open(self) -> Failure | None:
+        if self._open_error is not None:
+            return Failure(self._open_error)
+        if self._open:
+            return None
+        try:
+            answer = self._worker.request("open", self._condition)
+        except WorkerLost as lost:
+            self._open_error = f"session-open-failed:{lost.cause}"
+            return Failure(self._open_error)
+        if answer[0] != "opened":
+            self._open_error = str(answer[1])
+            return Failure(self._open_error)
+        self._open = True
+        self._digest = contract_sha256(answer[1])
+        if self.contract is None:
+            self.contract = answer[1]
+        return None
+
+    def digest(self) -> str | None:
+        """The contract digest of the session now open."""
+        return self._digest
+
+    def attempt(self, entry: PlanEntry) -> AttemptResult:
+        """Run ``entry`` once in the worker."""
+        failure = self._ensure_open()
+        if failure is not None:
+            return failure
+        try:
+            answer = self._worker.request("run", entry)
+        except WorkerLost as lost:
+            self._open = False
+            return Failure(lost.cause)
+        kind, value = answer
+        if kind == "evidence":
+            evidence: Evidence = value
+            return evidence
+        if kind == "invalid":
+            return Invalid(str(value))
+        return Failure(str(value))
+
+    def close(self) -> None:
+        """Close the session if it is open; a worker lost while closing is let go."""
+        if self._open:
+            self._open = False
+            with suppress(WorkerLost):
+                self._worker.request("close")
+
+
+def run_slots(
+    worker: Worker,
+    protocol: Protocol,
+    condition: Condition,
+    entries: Iterable[PlanEntry],
+    emit: Callable[[RunRecord], None],
+    slot_done: Callable[[], None],
+) -> SlotsResult:
+    """Run ``entries`` (slots of ``condition``, in sealed order: a whole partition or a range of
+    one) on ``worker``, in one session of the condition: ``emit`` gets each record as it is
+    made, ``slot_done`` is called as each slot reaches its terminal outcome."""
+    session = _ConditionSession(worker, condition)
+    records: list[RunRecord] = []
+    for entry in entries:
+        for record in run_slot(entry, protocol, session.digest, session.attempt):
+            emit(record)
+            records.append(record)
+        slot_done()
+    session.close()
+    return SlotsResult(tuple(records), session.contract or {})
