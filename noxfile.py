@@ -59,6 +59,6 @@ def stress(session: nox.Session) -> None:
 def benchmarks(session: nox.Session) -> None:
     """Every script in benchmarks/ with its default sizes, one after another; each prints the
     ratios it measures (the CAGE-2 parts need ../shared/cage2). Minutes, on a quiet machine."""
-    _sync(session, extras=("cyborg",))
+    _sync(session, "test", extras=("cyborg",))  # the test group brings bagit.py
     for script in sorted(Path("benchmarks").glob("*.py")):
         session.run("python", str(script))

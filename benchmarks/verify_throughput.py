@@ -53,6 +53,9 @@ def measure(bundle: Path, repeats: int) -> None:
     bagit_median = statistics.median(times["bagit.py --validate"])
     print(f"bundle: {bundle} ({runs} run records, {size / 1e6:.1f} MB); repeats: {repeats}")
     print(f"repro verify exit status(es): {sorted(statuses['repro verify'])} (0: verifies)")
+    if statuses["bagit.py --validate"] != {0}:
+        # A bagit.py that failed to start or rejected the bag timed nothing worth comparing.
+        sys.exit(f"bagit.py --validate exited {sorted(statuses['bagit.py --validate'])}: no ratio")
     print(f"bagit.py --validate median {bagit_median:7.3f} s")
     print(f"repro verify        median {verify_median:7.3f} s")
     print(
