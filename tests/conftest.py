@@ -6,7 +6,9 @@ import copy
 import hashlib
 import json
 import shutil
+import signal
 from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -133,3 +135,20 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     width = max(len(name) for name in FIGURES)
     for name, value in FIGURES.items():
         terminalreporter.write_line(f"{name:<{width}}  {value}")
+
+
+@contextmanager
+def deadline(seconds: int) -> Iterator[None]:
+    """Fail instead of hanging (a verifier that opens a FIFO without O_NONBLOCK blocks
+    forever)."""
+
+    def expire(signum: int, frame: object) -> None:
+        raise TimeoutError(f"verify did not finish within {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)

@@ -10,7 +10,6 @@ messages; then every byte and every name in the bundle is searched for it.
 from __future__ import annotations
 
 import copy
-import hashlib
 import json
 import os
 import shutil
@@ -26,8 +25,8 @@ from attrs import frozen
 from typer.testing import CliRunner
 
 from conftest import ROOT, SMALL
+from forge import reseal
 from repro import canonical
-from repro.bundle import MANIFEST, TAGMANIFEST, manifest_text
 from repro.cli import app
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="the probe uses POSIX tools")
@@ -170,25 +169,6 @@ class TestSentinelStudy:
         assert verdicts["disclosure"] != "fail"
 
 
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def _reseal(root: Path) -> None:
-    """Rewrite the payload manifest, Payload-Oxum and the tag manifest over the payload as it
-    now is, as a forger would, so that BagIt integrity holds."""
-    payload = sorted(p for p in (root / "data").rglob("*") if p.is_file())
-    (root / MANIFEST).write_bytes(
-        manifest_text({p.relative_to(root).as_posix(): _sha256(p) for p in payload})
-    )
-    oxum = f"Payload-Oxum: {sum(p.stat().st_size for p in payload)}.{len(payload)}"
-    info = (root / "bag-info.txt").read_text("utf-8").splitlines()
-    info = [oxum if line.startswith("Payload-Oxum:") else line for line in info]
-    (root / "bag-info.txt").write_text("\n".join(info) + "\n", "utf-8")
-    tags = {name: _sha256(root / name) for name in ("bagit.txt", "bag-info.txt", MANIFEST)}
-    (root / TAGMANIFEST).write_bytes(manifest_text(tags))
-
-
 def _plant_in_environment(text: str) -> Callable[[Path], None]:
     def plant(bundle: Path) -> None:
         path = bundle / "data/environment.json"
@@ -240,7 +220,7 @@ class TestPlantedDisclosure:
         the planted text starts, never echoing it; the re-derived disclosure tier is 'fail'
         where the stored one says 'pass'."""
         plant(text)(bundle_copy)
-        _reseal(bundle_copy)
+        reseal(bundle_copy)
         file = "data/environment.json" if plant is _plant_in_environment else "data/runs/c00.jsonl"
         offset = (bundle_copy / file).read_bytes().index(canonical.dumps(text, newline=False)[1:9])
         result = runner.invoke(app, ["verify", "--json", str(bundle_copy)])
@@ -265,7 +245,7 @@ class TestPlantedDisclosure:
         """Thirty planted paths give 25 findings one by one and one that counts the other 5; the
         re-derived tier's reason counts all thirty."""
         _plant_in_environment(" ".join(f"/tmp/x{i}" for i in range(30)))(bundle_copy)
-        _reseal(bundle_copy)
+        reseal(bundle_copy)
         result = runner.invoke(app, ["verify", "--json", str(bundle_copy)])
         assert result.exit_code == 1, result.output
         findings = json.loads(result.stdout)["findings"]

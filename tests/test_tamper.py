@@ -7,10 +7,8 @@ import json
 import math
 import os
 import shutil
-import signal
 import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -18,8 +16,10 @@ import bagit
 import pytest
 from typer.testing import CliRunner, Result
 
+from conftest import deadline
+from forge import reseal, retag, sha256
 from repro import canonical
-from repro.bundle import MANIFEST, TAGMANIFEST, manifest_text
+from repro.bundle import MANIFEST, TAGMANIFEST
 from repro.cli import app
 
 pytestmark = pytest.mark.skipif(
@@ -93,29 +93,6 @@ def _named(text: str, findings: list[Finding], file: str, phrase: str) -> Findin
     return hits[0]
 
 
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def _retag(root: Path) -> None:
-    """Rewrite the tag manifest over the current tag files."""
-    tags = {name: _sha256(root / name) for name in ("bagit.txt", "bag-info.txt", MANIFEST)}
-    (root / TAGMANIFEST).write_bytes(manifest_text(tags))
-
-
-def _reseal(root: Path) -> None:
-    """Rewrite Payload-Oxum, the payload manifest and the tag manifest, as a forger would, so that
-    BagIt integrity holds over whatever the payload now is."""
-    payload = sorted(p for p in (root / "data").rglob("*") if p.is_file())
-    digests = {p.relative_to(root).as_posix(): _sha256(p) for p in payload}
-    (root / MANIFEST).write_bytes(manifest_text(digests))
-    oxum = f"Payload-Oxum: {sum(p.stat().st_size for p in payload)}.{len(payload)}"
-    info = (root / "bag-info.txt").read_text("utf-8").splitlines()
-    info = [oxum if line.startswith("Payload-Oxum:") else line for line in info]
-    (root / "bag-info.txt").write_text("\n".join(info) + "\n", "utf-8")
-    _retag(root)
-
-
 def _integrity_findings(findings: list[Finding]) -> list[Finding]:
     words = ("manifest", "Payload-Oxum", "BagIt", "outside the bag", "symbolic", "special")
     return [f for f in findings if any(w in f["what"] for w in words)]
@@ -142,22 +119,6 @@ def _flip_middle_byte(path: Path) -> None:
     data = bytearray(path.read_bytes())
     data[len(data) // 2] ^= 0x01
     path.write_bytes(bytes(data))
-
-
-@contextmanager
-def _deadline(seconds: int) -> Iterator[None]:
-    """Fail instead of hanging (a verifier that opens a FIFO blocks forever)."""
-
-    def expire(signum: int, frame: object) -> None:
-        raise TimeoutError(f"verify did not finish within {seconds} s")
-
-    previous = signal.signal(signal.SIGALRM, expire)
-    signal.alarm(seconds)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
 
 
 # --------------------------------------------------------------------------- tests
@@ -215,12 +176,12 @@ class TestByteFlips:
     @pytest.mark.parametrize("name", [n for n in BUNDLE_FILES if n.startswith("data/")])
     def test_payload_flip_is_a_digest_mismatch(self, bundle_copy: Path, name: str) -> None:
         """A flipped payload byte is reported as a sha256 mismatch against the manifest."""
-        listed = _sha256(bundle_copy / name)
+        listed = sha256(bundle_copy / name)
         _flip_middle_byte(bundle_copy / name)
         text, findings = _failing(bundle_copy)
         finding = _named(text, findings, name, "sha256 differs")
         assert finding["expected"] == listed
-        assert finding["found"] == _sha256(bundle_copy / name)
+        assert finding["found"] == sha256(bundle_copy / name)
 
     def test_forged_tagmanifest_digest_is_named(self, bundle_copy: Path) -> None:
         """A well-formed but wrong digest in tagmanifest-sha256.txt names the tag manifest."""
@@ -306,7 +267,7 @@ class TestAddedFiles:
     def test_extra_runs_file_with_forged_manifest(self, bundle_copy: Path) -> None:
         """A runs file the seal does not name fails even when the manifests list it."""
         shutil.copyfile(bundle_copy / "data/runs/c00.jsonl", bundle_copy / "data/runs/c99.jsonl")
-        _reseal(bundle_copy)
+        reseal(bundle_copy)
         text, findings = _failing(bundle_copy)
         _named(text, findings, "data/runs/c99.jsonl", "file not named by the seal")
         assert _integrity_findings(findings) == []
@@ -348,7 +309,7 @@ class TestLinksAndSpecialFiles:
     def test_fifo_in_payload(self, bundle_copy: Path) -> None:
         """A FIFO in data/ is named as a special file, and verify does not block on it."""
         os.mkfifo(bundle_copy / "data/pipe")
-        with _deadline(20):
+        with deadline(20):
             text, findings = _failing(bundle_copy)
         _named(text, findings, "data/pipe", "special file")
 
@@ -370,7 +331,7 @@ class TestForgedContent:
             return records
 
         _edit_lines(runs, edit)
-        _reseal(bundle_copy)
+        reseal(bundle_copy)
         assert bagit.Bag(str(bundle_copy)).is_valid()
         text, findings = _failing(bundle_copy)
         assert _integrity_findings(findings) == []
@@ -396,7 +357,7 @@ class TestForgedContent:
             return records
 
         _edit_lines(runs, edit)
-        _reseal(bundle_copy)
+        reseal(bundle_copy)
         assert bagit.Bag(str(bundle_copy)).is_valid()
         text, findings = _failing(bundle_copy)
         assert _integrity_findings(findings) == []
@@ -416,7 +377,7 @@ class TestForgedContent:
             return [r for r in records if r["slot"] != removed[0]]
 
         _edit_lines(runs, edit)
-        _reseal(bundle_copy)
+        reseal(bundle_copy)
         text, findings = _failing(bundle_copy)
         assert _integrity_findings(findings) == []
         finding = _named(
@@ -432,7 +393,7 @@ class TestForgedContent:
             tiers["tiers"][0]["verdict"] = "fail"
 
         _edit_json(bundle_copy / "data/tiers.json", edit)
-        _reseal(bundle_copy)
+        reseal(bundle_copy)
         text, findings = _failing(bundle_copy)
         assert _integrity_findings(findings) == []
         finding = _named(text, findings, "data/tiers.json", "re-derived value differs")
@@ -446,7 +407,7 @@ class TestForgedContent:
             tiers["reproduction"]["verdict"] = "exact"
 
         _edit_json(bundle_copy / "data/tiers.json", edit)
-        _reseal(bundle_copy)
+        reseal(bundle_copy)
         text, findings = _failing(bundle_copy)
         _named(text, findings, "data/tiers.json", "@ $.reproduction.verdict")
 
@@ -454,7 +415,7 @@ class TestForgedContent:
         """The same aggregates re-serialised with indentation are refused as non-canonical."""
         path = bundle_copy / "data/aggregates.json"
         path.write_text(json.dumps(json.loads(path.read_bytes()), indent=2) + "\n", "utf-8")
-        _reseal(bundle_copy)
+        reseal(bundle_copy)
         text, findings = _failing(bundle_copy)
         _named(text, findings, "data/aggregates.json", "not in canonical form")
 
@@ -468,7 +429,7 @@ class TestMalformedManifests:
         lines = manifest.read_bytes().count(b"\n")
         with open(manifest, "ab") as fh:
             fh.write(b"garbage\n")
-        _retag(bundle_copy)
+        retag(bundle_copy)
         text, findings = _failing(bundle_copy)
         finding = _named(text, findings, MANIFEST, f"malformed manifest line {lines + 1}")
         assert "garbage" in finding["found"]
@@ -478,7 +439,7 @@ class TestMalformedManifests:
         manifest = bundle_copy / MANIFEST
         first = manifest.read_bytes().splitlines(keepends=True)[0]
         manifest.write_bytes(manifest.read_bytes() + first)
-        _retag(bundle_copy)
+        retag(bundle_copy)
         text, findings = _failing(bundle_copy)
         _named(text, findings, MANIFEST, "path listed twice")
 
@@ -486,7 +447,7 @@ class TestMalformedManifests:
         """A manifest without its final newline is refused."""
         manifest = bundle_copy / MANIFEST
         manifest.write_bytes(manifest.read_bytes().rstrip(b"\n"))
-        _retag(bundle_copy)
+        retag(bundle_copy)
         text, findings = _failing(bundle_copy)
         _named(text, findings, MANIFEST, "does not end with a newline")
 

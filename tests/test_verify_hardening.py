@@ -12,11 +12,9 @@ import errno
 import json
 import os
 import shutil
-import signal
 import sys
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +22,7 @@ import pytest
 from typer.testing import CliRunner
 
 import repro.verify as verify_module
-from conftest import SMALL, run_study
+from conftest import SMALL, deadline, run_study
 from forge import reseal, retag, sha256
 from guarantees import record
 from repro import canonical
@@ -72,22 +70,6 @@ def _after_scan(monkeypatch: pytest.MonkeyPatch, change: Callable[[Path], None])
         return listing
 
     monkeypatch.setattr(verify_module, "_scan", scan)
-
-
-@contextmanager
-def _deadline(seconds: int) -> Iterator[None]:
-    """Fail instead of hanging (opening a FIFO without O_NONBLOCK blocks forever)."""
-
-    def expire(signum: int, frame: object) -> None:
-        raise TimeoutError(f"verify did not finish within {seconds} s")
-
-    previous = signal.signal(signal.SIGALRM, expire)
-    signal.alarm(seconds)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
 
 
 def _tiny(tmp: Path, name: str, **changes: Any) -> Path:
@@ -323,7 +305,7 @@ class TestLinks:
             os.mkfifo(root / name)
 
         _after_scan(monkeypatch, swap)
-        with _deadline(20):
+        with deadline(20):
             findings = verify(bundle_copy)
         [finding] = _with(findings, name, "not a regular file when read")
         assert finding.found == "a special file"
