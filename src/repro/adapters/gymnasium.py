@@ -34,6 +34,7 @@ from repro.adapters.base import (
     Frozen,
     TraceDigest,
     accepts,
+    frame,
     import_target,
     module_file_source,
     package_source,
@@ -78,19 +79,23 @@ def _in_space(action: Any, space: Any) -> bool:
         return False
 
 
-#: Trace header (dtype and shape) by dtype and shape: formatting it costs more than a step of
-#: a classic-control environment.
-_HEADERS: dict[tuple[Any, tuple[int, ...]], bytes] = {}
+#: Framing of a trace item (tag, length and the array's dtype and shape) by tag, dtype and
+#: shape: making it costs more than a step of a classic-control environment.
+_PREFIXES: dict[tuple[bytes, Any, tuple[int, ...]], bytes] = {}
 _REWARD = struct.Struct(">d").pack
+_REWARD_PREFIX = frame(b"R", 8)
 
 
-def _array_bytes(value: Any) -> bytes:
-    array = np.asarray(value)
-    key = (array.dtype, array.shape)
-    header = _HEADERS.get(key)
-    if header is None:
-        header = _HEADERS[key] = f"{array.dtype.str}{array.shape}".encode()
-    return header + array.tobytes()
+def _add_array(trace: TraceDigest, tag: bytes, value: Any) -> None:
+    """Add ``value`` (an observation or an action) to ``trace`` as the item ``tag`` whose payload
+    is the array's dtype and shape, then its bytes."""
+    array = value if type(value) is np.ndarray else np.asarray(value)
+    key = (tag, array.dtype, array.shape)
+    prefix = _PREFIXES.get(key)
+    if prefix is None:
+        header = f"{array.dtype.str}{array.shape}".encode()
+        prefix = _PREFIXES[key] = frame(tag, len(header) + array.nbytes) + header
+    trace.add_framed(prefix, array.tobytes())
 
 
 class GymnasiumAdapter:
@@ -246,15 +251,15 @@ class _GymSession:
         rewards: list[float] = []
         try:
             obs, _ = self._env.reset(seed=seed)
-            trace.add(b"O", _array_bytes(obs))
+            _add_array(trace, b"O", obs)
             while True:
                 action = policy(obs)
                 obs, reward, terminated, truncated, _ = self._env.step(action)
                 r = float(reward)
                 rewards.append(r)
-                trace.add(b"A", _array_bytes(action))
-                trace.add(b"O", _array_bytes(obs))
-                trace.add(b"R", _REWARD(r))
+                _add_array(trace, b"A", action)
+                _add_array(trace, b"O", obs)
+                trace.add_framed(_REWARD_PREFIX, _REWARD(r))
                 if terminated or truncated:
                     break
         except Exception as exc:
