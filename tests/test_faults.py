@@ -3,8 +3,11 @@ and cause, retries follow the protocol, and the study still ends with a bundle t
 
 from __future__ import annotations
 
+import errno
+import itertools
 import json
 import math
+import time
 import types
 from collections import Counter
 from pathlib import Path
@@ -17,11 +20,12 @@ from guarantees import record
 from repro.adapters import base
 from repro.adapters.base import Evidence
 from repro.disclosure import WITHHELD_CAUSE, short_cause
-from repro.execute import prepare, study
-from repro.models import RunRecord
+from repro.execute import Prepared, prepare, study
+from repro.models import Condition, PlanEntry, RunRecord
 from repro.serde import structure
+from repro.slots import run_slots
 from repro.verify import verify
-from repro.worker import Invalid, check_evidence
+from repro.worker import Invalid, Job, Worker, adapter_target, check_evidence
 from repro_fault_adapter import FAULTS, FLAKY
 
 TIMEOUT = 0.5
@@ -177,3 +181,102 @@ class TestEvidenceChecks:
         """A cause an adapter supplies is kept only if it is a short code without path
         separators or line breaks; otherwise it is withheld."""
         assert short_cause(cause) == (cause if kept else WITHHELD_CAUSE)
+
+
+class _LoggingWorker:
+    """Stands in for a :class:`~repro.worker.Worker`: logs each request as it is sent, then does
+    the caller's ``meanwhile`` work, then answers at once with good evidence."""
+
+    def __init__(self, log: list[tuple[str, str]]) -> None:
+        self.log = log
+
+    def request(
+        self, kind: str, value: Any = None, timed: bool = True, meanwhile: Any = None
+    ) -> tuple[Any, ...]:
+        self.log.append(("send", value.slot if kind == "run" else kind))
+        if meanwhile is not None:
+            meanwhile()
+        if kind == "open":
+            return ("opened", {})
+        if kind == "run":
+            return ("evidence", Evidence((1.0,), None, 1, None))
+        return ("closed",)
+
+
+def _prepared(tmp_path: Path, runs: int) -> Prepared:
+    path = tmp_path / "protocol.json"
+    path.write_text(json.dumps({**_protocol(["none"]), "runs_per_condition": runs}), "utf-8")
+    state = tmp_path / "state"
+    state.mkdir()
+    return prepare(path, {"state_dir": str(state)})
+
+
+def _worker(tmp_path: Path) -> tuple[Worker, Condition, PlanEntry]:
+    """A worker of the fault adapter (no fault, timeout :data:`TIMEOUT`), the condition to open
+    and the first slot to run."""
+    prepared = _prepared(tmp_path, 1)
+    job = Job(
+        adapter_target(prepared.adapter),
+        prepared.protocol,
+        prepared.options,
+        prepared.frozen,
+        stream=None,
+    )
+    return Worker(job, TIMEOUT), prepared.plan.seal.conditions[0], prepared.plan.entries()[0]
+
+
+class TestOverlap:
+    """The study writes each record while the worker runs the next attempt, without changing
+    what is written or how attempts are timed."""
+
+    def test_each_record_is_written_after_the_next_attempt_is_sent(self, tmp_path: Path) -> None:
+        """Slot k's record is emitted (and its slot reported done) only once slot k+1's run
+        request is on its way; the last one at the end; all in sealed order."""
+        prepared = _prepared(tmp_path, 4)
+        partition = prepared.plan.partitions[0]
+        condition = prepared.plan.seal.conditions[0]
+        log: list[tuple[str, str]] = []
+        result = run_slots(
+            _LoggingWorker(log),  # type: ignore[arg-type]
+            prepared.protocol,
+            condition,
+            partition.entries,
+            lambda record: log.append(("emit", record.slot)),
+            lambda: log.append(("done", "")),
+        )
+        slots = [e.slot for e in partition.entries]
+        expected: list[tuple[str, str]] = [("send", "open"), ("send", slots[0])]
+        for previous, slot in itertools.pairwise(slots):
+            expected += [("send", slot), ("emit", previous), ("done", "")]
+        expected += [("emit", slots[-1]), ("done", ""), ("send", "close")]
+        assert log == expected
+        assert [r.slot for r in result.records] == slots
+
+    def test_slow_work_meanwhile_is_not_a_timeout(self, tmp_path: Path) -> None:
+        """The timeout counts from the sending: an answer that came in time is read even when
+        the caller's own work took longer than the timeout."""
+        worker, condition, entry = _worker(tmp_path)
+        try:
+            assert worker.request("open", condition)[0] == "opened"
+            answer = worker.request("run", entry, meanwhile=lambda: time.sleep(3 * TIMEOUT))
+            assert answer[0] == "evidence"
+        finally:
+            worker.stop()
+
+    def test_failing_work_meanwhile_kills_the_child(self, tmp_path: Path) -> None:
+        """An error in the caller's work (a full disk, say) is raised as it is, not taken for a
+        lost worker, and the child running the request is killed."""
+        worker, condition, entry = _worker(tmp_path)
+        try:
+            assert worker.request("open", condition)[0] == "opened"
+            process = worker._process
+            assert process is not None
+
+            def full() -> None:
+                raise OSError(errno.ENOSPC, "No space left on device")
+
+            with pytest.raises(OSError, match="No space left"):
+                worker.request("run", entry, meanwhile=full)
+            assert process.poll() is not None
+        finally:
+            worker.stop()

@@ -124,11 +124,15 @@ def run_slot(
 class _ConditionSession:
     """One condition's session in the worker: opened on first use, opened again after the
     worker was lost. A session that fails to open fails every later attempt of the condition
-    with the same cause, without trying again."""
+    with the same cause, without trying again. ``meanwhile`` is done while the worker runs
+    each attempt."""
 
-    def __init__(self, worker: Worker, condition: Condition) -> None:
+    def __init__(
+        self, worker: Worker, condition: Condition, meanwhile: Callable[[], None] | None = None
+    ) -> None:
         self._worker = worker
         self._condition = condition
+        self._meanwhile = meanwhile
         self._open = False
         self._open_error: str | None = None
         self._digest: str | None = None
@@ -164,7 +168,7 @@ class _ConditionSession:
         if failure is not None:
             return failure
         try:
-            answer = self._worker.request("run", entry)
+            answer = self._worker.request("run", entry, meanwhile=self._meanwhile)
         except WorkerLost as lost:
             self._open = False
             return Failure(lost.cause)
@@ -193,14 +197,29 @@ def run_slots(
     slot_done: Callable[[], None],
 ) -> SlotsResult:
     """Run ``entries`` (slots of ``condition``, in sealed order: a whole partition or a range of
-    one) on ``worker``, in one session of the condition: ``emit`` gets each record as it is
-    made, ``slot_done`` is called as each slot reaches its terminal outcome."""
-    session = _ConditionSession(worker, condition)
+    one) on ``worker``, in one session of the condition: ``emit`` gets each record in order,
+    ``slot_done`` is called after the records of each slot; both are called while the worker
+    runs the next attempt, or at the end."""
     records: list[RunRecord] = []
+    # Each record is handed on while the worker runs the next attempt (on a machine with a core
+    # to spare, writing it then costs no time): ``backlog`` holds the records not handed on yet,
+    # and None where a slot ended.
+    backlog: list[RunRecord | None] = []
+
+    def catch_up() -> None:
+        for item in backlog:
+            if item is None:
+                slot_done()
+            else:
+                emit(item)
+        backlog.clear()
+
+    session = _ConditionSession(worker, condition, catch_up)
     for entry in entries:
         for record in run_slot(entry, protocol, session.digest, session.attempt):
-            emit(record)
+            backlog.append(record)
             records.append(record)
-        slot_done()
+        backlog.append(None)
+    catch_up()
     session.close()
     return SlotsResult(tuple(records), session.contract or {})

@@ -26,7 +26,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from numbers import Real
 from typing import Any
 from typing import Protocol as TypingProtocol
@@ -374,15 +374,32 @@ class Worker:
         conn.send(attrs.evolve(self._job, stream=self._stream))
         return conn
 
-    def request(self, *message: Any, timed: bool = True) -> tuple[Any, ...]:
+    def request(
+        self, *message: Any, timed: bool = True, meanwhile: Callable[[], None] | None = None
+    ) -> tuple[Any, ...]:
         """Send one request and return the child's answer; raise :class:`WorkerLost` (after
         killing the child) when it times out or the child dies, and :class:`Cancelled` when the
-        study stops."""
+        study stops.
+
+        ``meanwhile`` is the caller's own work, done while the child works on the request (a
+        study writes the previous run's record then): the timeout counts from the sending. If
+        it raises, the child is killed and its answer never read."""
         self._check_cancel()
         try:
             conn = self._conn or self._start()
             conn.send(message)
-            if not self._answered(conn, self._timeout if timed else None):
+        except OSError:
+            raise WorkerLost(self._loss()) from None
+        sent = time.monotonic()
+        if meanwhile is not None:
+            try:
+                meanwhile()
+            except BaseException:
+                self.kill()
+                raise
+        deadline = sent + self._timeout if timed and self._timeout is not None else None
+        try:
+            if not self._answered(conn, deadline):
                 self.kill()
                 raise WorkerLost("timeout")
             answer: tuple[Any, ...] = conn.recv()
@@ -398,12 +415,14 @@ class Worker:
             self.kill()
             raise Cancelled("the study is stopping")
 
-    def _answered(self, conn: multiprocessing.connection.Connection, timeout: float | None) -> bool:
-        """Whether an answer arrived within ``timeout`` seconds (None: however long it takes);
-        with a cancel flag, wait in short slices and look at the flag between them."""
+    def _answered(
+        self, conn: multiprocessing.connection.Connection, deadline: float | None
+    ) -> bool:
+        """Whether an answer arrived by ``deadline`` (a :func:`time.monotonic` time; None:
+        however long it takes); with a cancel flag, wait in short slices and look at the flag
+        between them."""
         if self._cancel is None:
-            return conn.poll(timeout)
-        deadline = None if timeout is None else time.monotonic() + timeout
+            return conn.poll(None if deadline is None else max(0.0, deadline - time.monotonic()))
         while True:
             self._check_cancel()
             left = _CANCEL_POLL_SECONDS if deadline is None else deadline - time.monotonic()
