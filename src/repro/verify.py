@@ -55,7 +55,7 @@ from repro.models import (
 from repro.outcomes import Attempt, RunTally, attempt_id, merge, tally
 from repro.protocol import check_consistency
 from repro.serde import converter, structure, to_bytes, unstructure
-from repro.worker import checkpoint_of
+from repro.streams import checkpoint_of
 
 __all__ = ["BundleReader", "Finding", "Limits", "bundle_sha256", "verify"]
 
