@@ -23,7 +23,7 @@ from repro.outcomes import Attempt, attempt_id, measure_of, merge, tally
 from repro.plan import seal
 from repro.protocol import freeze
 from repro.serde import structure
-from repro.worker import checkpoint_of
+from repro.streams import checkpoint_of
 
 __all__ = ["synthetic_bundle"]
 

@@ -16,7 +16,7 @@ from conftest import ROOT
 from repro import schemas
 from repro.errors import BadInput
 from repro.serde import structure, unstructure
-from repro.worker import checkpoint_of
+from repro.streams import checkpoint_of
 
 FILES = {
     "data/protocol.json": "frozen-protocol",

@@ -174,8 +174,9 @@ def _run_lines(draw: st.DrawFn) -> bytes:
 
 
 class TestQuickWay:
-    """A run line accepted the quick way (orjson, model, byte comparison) is one the strict way
-    (strict JSON, schema, model, canonical form) accepts as the same record without a finding."""
+    """A run line accepted the quick way (orjson, byte comparison, type checks) is one the strict
+    way (strict JSON, schema, model, canonical form) accepts as the same record without a
+    finding."""
 
     @settings(max_examples=400, deadline=None)
     @given(data=st.data())
@@ -223,6 +224,185 @@ class TestQuickWay:
             (f"strict JSON parse, line {n}", "nesting deeper than 1 levels @ $.step_rewards")
             for n in (1, 2)
         ]
+
+
+_HEX = "0123456789abcdef"
+#: The integers a canonical run line holds that the quick way reads (it leaves larger ones, which
+#: orjson reads otherwise, to the strict way).
+_MAX_QUICK_INT = 2**53 - 1
+#: Any JSON value without an integer the quick way leaves to the strict way.
+_quick_json_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-_MAX_QUICK_INT, _MAX_QUICK_INT)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner),
+    max_leaves=6,
+)
+
+
+@st.composite
+def _records(draw: st.DrawFn, max_int: int = canonical.MAX_INT) -> dict[str, Any]:
+    """A run record as plain data, with values of every kind its model accepts (integers up to
+    ``max_int`` in magnitude)."""
+    ints = st.integers(-max_int, max_int)
+    floats = st.floats(allow_nan=False, allow_infinity=False)
+    texts = st.text(max_size=12)
+    digests = st.none() | st.text(_HEX, min_size=64, max_size=64)
+    return {
+        "attempt_id": draw(texts),
+        "slot": draw(texts),
+        "condition": draw(texts),
+        "attempt": draw(ints),
+        "predecessor": draw(st.none() | texts),
+        "status": draw(st.sampled_from(["valid", "invalid", "failed", "excluded"])),
+        "cause": draw(st.none() | texts),
+        "measure": draw(st.none() | floats),
+        "steps": draw(st.none() | ints),
+        "step_rewards": draw(st.none() | st.lists(floats, max_size=8)),
+        "trace_sha256": draw(digests),
+        "contract_sha256": draw(digests),
+    }
+
+
+@st.composite
+def _mutated(
+    draw: st.DrawFn, values: st.SearchStrategy[Any], max_int: int = canonical.MAX_INT
+) -> dict[str, Any]:
+    """A generated run record changed to hold what its model may refuse: any of ``values``
+    under a key or added as a step reward, a key too many, too few or renamed, a boolean or a
+    float for
+    an integer, an integer for a float, an unknown status or a malformed digest."""
+    record_ = draw(_records(max_int))
+    keys = sorted(record_)
+    how = draw(
+        st.sampled_from(
+            [
+                "value",
+                "extra-key",
+                "missing-key",
+                "renamed-key",
+                "bool-for-int",
+                "float-for-int",
+                "int-for-float",
+                "reward",
+                "status",
+                "digest",
+            ]
+        )
+    )
+    if how == "value":
+        record_[draw(st.sampled_from(keys))] = draw(values)
+    elif how == "extra-key":
+        record_[draw(st.text(max_size=12))] = draw(values)
+    elif how == "missing-key":
+        del record_[draw(st.sampled_from(keys))]
+    elif how == "renamed-key":
+        record_[draw(st.text(max_size=12))] = record_.pop(draw(st.sampled_from(keys)))
+    elif how == "bool-for-int":
+        record_[draw(st.sampled_from(["attempt", "steps"]))] = draw(st.booleans())
+    elif how == "float-for-int":
+        record_[draw(st.sampled_from(["attempt", "steps"]))] = draw(
+            st.floats(allow_nan=False, allow_infinity=False)
+        )
+    elif how == "int-for-float":
+        value = draw(st.integers(-max_int, max_int))
+        rewards = record_["step_rewards"]
+        if rewards and draw(st.booleans()):
+            rewards[draw(st.integers(0, len(rewards) - 1))] = value
+        else:
+            record_["measure"] = value
+    elif how == "reward":
+        rewards = list(record_["step_rewards"] or [])
+        rewards.insert(draw(st.integers(0, len(rewards))), draw(values))
+        record_["step_rewards"] = rewards
+    elif how == "status":
+        record_["status"] = draw(st.text(max_size=10) | values)
+    else:
+        digest = draw(st.text(max_size=70) | st.text(_HEX.upper(), min_size=64, max_size=64))
+        record_[draw(st.sampled_from(["trace_sha256", "contract_sha256"]))] = digest
+    return record_
+
+
+@st.composite
+def _written(draw: st.DrawFn, record_: dict[str, Any]) -> bytes:
+    """``record_`` written as a line: canonically, with its keys in any order, with spaces, or
+    with non-ASCII escaped."""
+    style = draw(st.sampled_from(["canonical", "unsorted", "spaced", "ascii"]))
+    if style == "unsorted":
+        record_ = {k: record_[k] for k in draw(st.permutations(sorted(record_)))}
+    try:
+        if style == "canonical":
+            return canonical.dumps(record_)
+        return (
+            json.dumps(
+                record_,
+                sort_keys=style != "unsorted",
+                separators=(", ", ": ") if style == "spaced" else (",", ":"),
+                ensure_ascii=style == "ascii",
+            ).encode()
+            + b"\n"
+        )
+    except TypeError:  # no canonical form: an integer past 64 bits
+        return json.dumps(record_).encode() + b"\n"
+
+
+def _strict(line: bytes) -> tuple[Any, list[Finding]]:
+    findings: list[Finding] = []
+    return BundleReader({}, findings)._run_line("data/runs/c00.jsonl", 1, line), findings
+
+
+class TestQuickWayGenerated:
+    """The quick way checks a parsed run line without the converter. On generated records, and
+    on records changed to hold what the model refuses (a value of the wrong type, a key too many
+    or too few, a boolean for an integer, an integer for a float, an unknown status, a malformed
+    digest), it gives the strict way's record or none: never one the strict way refuses or
+    names. On canonical lines it gives exactly the records the strict way accepts unnamed."""
+
+    @settings(max_examples=500, deadline=None)
+    @given(data=st.data())
+    def test_quick_acceptance_is_strict_acceptance(self, data: st.DataObject) -> None:
+        """Whatever the record and however it is written, a record the quick way gives is the
+        strict way's, finding-free."""
+        record_ = data.draw(st.one_of(_records(), _mutated(_json_values)))
+        line = data.draw(_written(record_))
+        quick = verify_module._canonical_record(line)
+        if quick is not None:
+            assert _strict(line) == (quick, [])
+
+    @settings(max_examples=800, deadline=None)
+    @given(record_=_mutated(_quick_json_values, _MAX_QUICK_INT))
+    def test_canonical_changed_records(self, record_: dict[str, Any]) -> None:
+        """A changed record written canonically (integers within 53 bits) is read the quick way
+        exactly when the strict way accepts it without a finding, as the same record."""
+        line = canonical.dumps(record_)
+        strict, findings = _strict(line)
+        assert verify_module._canonical_record(line) == (None if findings else strict)
+
+    def test_every_kind_of_value_under_every_key(self) -> None:
+        """Each key of a record that verifies, holding each kind of JSON value in turn and
+        written canonically, is read the quick way exactly when the strict way accepts it
+        without a finding, as the same record."""
+        base = json.loads(BASE_LINES[0])
+        kinds = [None, True, False, 0, 7, -1, 0.0, 2.5, "", "valid", "c00", "f" * 64, [], [1.5]]
+        kinds += [[1], [True], [None], ["x"], [[1.5]], {}, {"a": 1.5}]
+        for key in sorted(base):
+            for value in kinds:
+                line = canonical.dumps({**base, key: value})
+                strict, findings = _strict(line)
+                quick = verify_module._canonical_record(line)
+                assert quick == (None if findings else strict), (key, value)
+
+    @settings(max_examples=200, deadline=None)
+    @given(record_=_records(_MAX_QUICK_INT))
+    def test_canonical_lines_are_quick(self, record_: dict[str, Any]) -> None:
+        """Every record the model accepts, written canonically with integers within 53 bits, is
+        read the quick way, as the strict way reads it."""
+        line = canonical.dumps(record_)
+        strict, findings = _strict(line)
+        assert findings == []
+        assert verify_module._canonical_record(line) == strict
 
 
 _FRAGMENTS = st.sampled_from(

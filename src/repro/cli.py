@@ -6,34 +6,25 @@ I/O error (its root is incomplete); 128 + N a study stopped by signal N (130 SIG
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
-import attrs
+# Each command imports what it needs when it runs: the study machinery (adapters, workers, the
+# Dask client) and rich's progress bars and tables cost a start-up that ``repro verify`` and
+# ``repro --help`` have no use for.
 import typer
-from rich.console import Console
-from rich.markup import escape
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
-from rich.progress import Progress as RichBar
-from rich.table import Table
 
+from repro.backends import MAX_LOCAL_WORKERS, Backend, DaskCluster, LocalWorkers
 from repro.errors import EXIT_BAD_INPUT, EXIT_VERIFY_FAILED, BadInput, StudyStopped
-from repro.execute import MAX_LOCAL_WORKERS, Backend, DaskCluster, LocalWorkers, prepare
-from repro.execute import study as run_study
-from repro.models import Aggregates, FrozenProtocol, Tiers
-from repro.replay import replay as replay_slot
-from repro.report import condition_label
-from repro.verify import BundleReader, Finding, bundle_sha256
-from repro.verify import verify as verify_bundle
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from repro.models import Aggregates, Tiers
 
 __all__ = ["app", "main"]
 
@@ -42,13 +33,30 @@ app = typer.Typer(
     no_args_is_help=True,
     help="Freeze a protocol, run it into a sealed bundle, and verify bundles offline.",
 )
-err = Console(stderr=True)
+
+
+@functools.cache
+def _err() -> Console:
+    """The console for messages on stderr, made on first use: a verify that succeeds prints
+    nothing through it, so it never imports rich."""
+    from rich.console import Console
+
+    return Console(stderr=True)
 
 
 class _BarProgress:
     """A progress bar with ETA, for terminals."""
 
     def __init__(self) -> None:
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
+        from rich.progress import Progress as RichBar
+
         self._bar = RichBar(
             TextColumn("[bold]{task.description}"),
             BarColumn(),
@@ -56,7 +64,7 @@ class _BarProgress:
             TimeElapsedColumn(),
             TextColumn("eta"),
             TimeRemainingColumn(),
-            console=err,
+            console=_err(),
         )
         self._task = self._bar.add_task("runs", total=None)
 
@@ -103,8 +111,12 @@ class _LineProgress:
 
 
 def _fail(message: str) -> typer.Exit:
+    from rich.markup import escape
+
     # Escaped: a message may hold brackets that are not markup, as in "install repro[dask]".
-    err.print(f"[red]error:[/red] {escape(message)}", highlight=False, markup=True, soft_wrap=True)
+    _err().print(
+        f"[red]error:[/red] {escape(message)}", highlight=False, markup=True, soft_wrap=True
+    )
     return typer.Exit(EXIT_BAD_INPUT)
 
 
@@ -144,6 +156,12 @@ def study(
     ] = None,
 ) -> None:
     """Freeze and seal PROTOCOL, run every slot into the fresh root OUT, and bundle the evidence."""
+    from rich.markup import escape
+
+    from repro.execute import prepare
+    from repro.execute import study as run_study
+
+    err = _err()
     if scheduler is not None and workers is not None:
         raise _fail(
             "--workers and --scheduler exclude each other: the cluster's workers run the partitions"
@@ -182,6 +200,9 @@ def verify(
     as_json: Annotated[bool, typer.Option("--json", help="Print findings as JSON.")] = False,
 ) -> None:
     """Check a bundle offline: integrity, strict parse and schema, joins, re-derivations."""
+    from repro.verify import bundle_sha256
+    from repro.verify import verify as verify_bundle
+
     try:
         findings = verify_bundle(bundle)
     except BadInput as exc:
@@ -195,6 +216,7 @@ def verify(
         }
         print(json.dumps(report, indent=2))
     elif findings:
+        err = _err()
         for f in findings:
             err.print(
                 f"FAIL {f.file}: {f.what}: expected {f.expected}, found {f.found}",
@@ -231,6 +253,10 @@ def replay(
 ) -> None:
     """Re-execute one slot (the simulator must be installed) and compare its records with the
     bundle's byte for byte; in stream mode, from its partition's checkpoint."""
+    import attrs
+
+    from repro.replay import replay as replay_slot
+
     try:
         result = replay_slot(bundle, slot, _options(option or []))
     except BadInput as exc:
@@ -244,7 +270,7 @@ def replay(
             else "replayed alone from its seed"
         )
         for difference in result.differences:
-            err.print(f"DIFF {difference}", highlight=False, markup=False)
+            _err().print(f"DIFF {difference}", highlight=False, markup=False)
         verdict = "byte-identical" if result.identical else "differs"
         print(f"{result.slot}: {how}; {result.attempts} attempt(s); {verdict}")
     if not result.identical:
@@ -252,6 +278,9 @@ def replay(
 
 
 def _read(bundle: Path) -> tuple[Aggregates, Tiers, list[str]]:
+    from repro.models import Aggregates, FrozenProtocol, Tiers
+    from repro.verify import BundleReader, Finding
+
     findings: list[Finding] = []
     names = ("data/aggregates.json", "data/tiers.json", "data/protocol.json")
     reader = BundleReader({n: bundle / n for n in names if (bundle / n).is_file()}, findings)
@@ -274,6 +303,11 @@ def show(
     ] = None,
 ) -> None:
     """Print the conditions, the estimand, the reproduction class and the tier verdicts."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from repro.report import condition_label
+
     agg, tiers, order = _read(bundle)
     out = Console()
     published = {f.figure.removesuffix(" mean"): f for f in tiers.reproduction.figures}

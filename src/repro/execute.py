@@ -24,6 +24,7 @@ from attrs import frozen
 
 from repro import __version__, cluster
 from repro.adapters.base import Adapter, Frozen, get_adapter
+from repro.backends import MAX_LOCAL_WORKERS, Backend, DaskCluster, LocalWorkers
 from repro.bundle import TAGMANIFEST, BundleWriter, create_root
 from repro.derive import Derived, derive, source_ledger, tally_records
 from repro.disclosure import is_derivation_input, refuse_disclosing_protocol
@@ -65,29 +66,6 @@ class Progress(TypingProtocol):
     def finish(self) -> None:
         """All slots are done."""
 
-
-#: The most worker processes ``repro study --workers`` starts on one host.
-MAX_LOCAL_WORKERS = 64
-
-
-@frozen
-class LocalWorkers:
-    """Partitions run on ``count`` worker processes of this host, taken in sealed order by
-    whichever is free (1: one partition after another, the default)."""
-
-    count: int = 1
-
-
-@frozen
-class DaskCluster:
-    """Each partition runs as one task on the Dask cluster whose scheduler listens at
-    ``address`` (e.g. ``tcp://127.0.0.1:8786``); needs the extra ``dask``."""
-
-    address: str
-
-
-#: Where a study's partitions execute.
-Backend = LocalWorkers | DaskCluster
 
 #: Runs a workload's partitions, writes their runs files, and calls back as each slot ends.
 _RunPartitions = Callable[[Workload, BundleWriter, Callable[[str], None]], list[SlotsResult]]

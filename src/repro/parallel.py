@@ -27,7 +27,8 @@ from typing import Literal
 from repro.bundle import BundleWriter
 from repro.models import Partition, PlanEntry, RunRecord
 from repro.slots import SlotsResult, Workload, run_slots
-from repro.worker import Cancelled, Worker, checkpoint_of
+from repro.streams import checkpoint_of
+from repro.worker import Cancelled, Worker
 
 __all__ = ["run_on_local_workers"]
 

@@ -22,8 +22,9 @@ from repro.errors import BadInput
 from repro.models import Checkpoint, FrozenProtocol, Ledger, Partition, RunRecord, Seal
 from repro.serde import structure, to_bytes, unstructure
 from repro.slots import _ConditionSession, run_slot
+from repro.streams import stream_of
 from repro.verify import verify
-from repro.worker import Job, Worker, adapter_target, stream_of
+from repro.worker import Job, Worker, adapter_target
 
 __all__ = ["Replay", "replay"]
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import itertools
 import math
 import os
 import re
@@ -27,7 +28,7 @@ import stat
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, get_args, get_type_hints
 
 import orjson
 from attrs import field, frozen
@@ -54,8 +55,8 @@ from repro.models import (
 )
 from repro.outcomes import Attempt, RunTally, attempt_id, merge, tally
 from repro.protocol import check_consistency
-from repro.serde import converter, structure, to_bytes, unstructure
-from repro.worker import checkpoint_of
+from repro.serde import structure, to_bytes, unstructure
+from repro.streams import checkpoint_of
 
 __all__ = ["BundleReader", "Finding", "Limits", "bundle_sha256", "verify"]
 
@@ -499,6 +500,35 @@ def _line_chunks(blocks: Iterable[bytes]) -> Iterator[bytes]:
         yield b"".join(pending)
 
 
+#: The type of JSON value a canonical run line holds under each key of a run record, keys in
+#: the canonical (sorted) order. Exact types, as the strict converter's: a boolean is not an
+#: integer. Narrower than the converter where it converts: an integer where a float is expected
+#: becomes a float, which is written back with a fraction, so such a line is not canonical.
+_RUN_LINE_TYPES: dict[str, tuple[type, ...]] = {
+    "attempt": (int,),
+    "attempt_id": (str,),
+    "cause": (str, type(None)),
+    "condition": (str,),
+    "contract_sha256": (str, type(None)),
+    "measure": (float, type(None)),
+    "predecessor": (str, type(None)),
+    "slot": (str,),
+    "status": (str,),
+    "step_rewards": (list, type(None)),
+    "steps": (int, type(None)),
+    "trace_sha256": (str, type(None)),
+}
+_RUN_LINE_KEYS = tuple(sorted(_RUN_LINE_TYPES))
+#: Every combination of value types, key by key, that a canonical run line can hold: one set
+#: lookup checks them all.
+_RUN_LINE_SHAPES = frozenset(itertools.product(*(_RUN_LINE_TYPES[k] for k in _RUN_LINE_KEYS)))
+_STATUSES = frozenset(get_args(get_type_hints(RunRecord)["status"]))
+#: Integers past 53 bits are refused, which leaves every one past 64 bits, which orjson would
+#: write but the strict reader refuses, to the strict way. orjson writes a non-finite float as
+#: null, which no parsed line holds in its place.
+_RUN_LINE_DUMP = orjson.OPT_SORT_KEYS | orjson.OPT_STRICT_INTEGER
+
+
 def _canonical_record(line: bytes) -> RunRecord | None:
     """The run record whose canonical bytes are exactly ``line``, or None for any other line.
 
@@ -509,18 +539,35 @@ def _canonical_record(line: bytes) -> RunRecord | None:
     every line it accepts; a line it does not accept goes the strict way to be named. (Only for
     lines: orjson's parser holds some sixteen times its input while it parses, which is nothing
     for a record and too much for a whole partition.)
+
+    The parsed line is checked as the strict converter would check it, without the converter,
+    which costs most of a record's reading: the keys are the record's fields (in sorted order, as
+    the line is canonical), each value has a type the field takes, the status is one
+    the model names and the step rewards are floats. The record is built from the checked
+    values, its validators run.
     """
     try:
-        value = converter.structure(orjson.loads(line), RunRecord)
-        # Refusing integers past 53 bits leaves every one past 64 bits, which orjson would
-        # write but the strict reader refuses, to the strict way. orjson writes a non-finite
-        # float as null, which no parsed line holds in its place.
-        option = orjson.OPT_SORT_KEYS | orjson.OPT_STRICT_INTEGER
-        if orjson.dumps(unstructure(value), option=option) + b"\n" == line:
-            return value
-    except Exception:  # any refusal at all: the strict way names it
+        raw = orjson.loads(line)
+        if orjson.dumps(raw, option=_RUN_LINE_DUMP) + b"\n" != line:
+            return None
+    except (orjson.JSONDecodeError, orjson.JSONEncodeError):
         return None
-    return None
+    if (
+        type(raw) is not dict
+        or tuple(raw) != _RUN_LINE_KEYS
+        or tuple(map(type, raw.values())) not in _RUN_LINE_SHAPES
+        or raw["status"] not in _STATUSES
+    ):
+        return None
+    rewards = raw["step_rewards"]
+    if rewards is not None:
+        if not set(map(type, rewards)) <= {float}:
+            return None
+        raw["step_rewards"] = tuple(rewards)
+    try:
+        return RunRecord(**raw)
+    except ValueError:  # a validator's refusal (FieldError): the strict way names it
+        return None
 
 
 class BundleReader:

@@ -40,9 +40,7 @@ from repro.disclosure import short_cause
 from repro.errors import ReproError, RunFailed
 from repro.interrupts import STOP_SIGNALS, held
 from repro.models import (
-    Checkpoint,
     Condition,
-    GeneratorState,
     PlanEntry,
     Protocol,
 )
@@ -57,10 +55,8 @@ __all__ = [
     "WorkerLost",
     "adapter_target",
     "check_evidence",
-    "checkpoint_of",
     "main",
     "seed_global_generators",
-    "stream_of",
 ]
 
 _SHA256 = re.compile(r"[0-9a-f]{64}")
@@ -190,26 +186,6 @@ def seed_global_generators(seed: int) -> None:
     numpy = sys.modules.get("numpy")
     if numpy is not None:
         numpy.random.seed(seed & 0xFFFF_FFFF)
-
-
-def checkpoint_of(partition: str, stream: tuple[str, Any]) -> Checkpoint:
-    """The checkpoint for a partition that begins with the generator stream at ``stream`` (a
-    seed not yet applied, or the states a worker reported). Only Python's generator is kept:
-    NumPy's is unseeded, so its state would differ from one study to the next."""
-    kind, value = stream
-    python_state = random.Random(value).getstate() if kind == "seed" else value[0]
-    version, words, gauss_next = python_state
-    return Checkpoint(
-        schema="repro.checkpoint/1",
-        partition=partition,
-        python_random=GeneratorState(version, tuple(int(w) for w in words), gauss_next),
-    )
-
-
-def stream_of(checkpoint: Checkpoint) -> tuple[str, Any]:
-    """The stream a worker resumes from to replay a checkpoint's partition."""
-    py = checkpoint.python_random
-    return ("state", ((py.version, py.words, py.gauss_next), None))
 
 
 def _restore_stream(stream: tuple[str, Any]) -> None:
