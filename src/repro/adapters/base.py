@@ -95,35 +95,37 @@ class TraceDigest:
     """Incremental sha256 over a run's actions and observations, with type-tagged framing:
     each item is its tag, its payload's length (8 bytes, big-endian) and its payload.
 
-    Items are gathered in a buffer and hashed in blocks: a classic-control step takes a few
+    Items are gathered in a list and hashed in blocks: a classic-control step takes a few
     microseconds, and one hash update per item would cost a good part of one."""
 
-    #: Bytes gathered before they are hashed.
-    _BLOCK = 1 << 16
+    #: Items gathered before they are hashed.
+    _BLOCK = 4096
 
     def __init__(self) -> None:
         self._h = hashlib.sha256(b"repro.trace/1")
-        self._buffer = bytearray()
+        self._parts: list[bytes] = []
 
     def add(self, tag: bytes, payload: bytes) -> None:
         """Add one framed item."""
-        self.add_framed(tag + _LENGTH(len(payload)), payload)
+        parts = self._parts
+        parts.append(frame(tag, len(payload)))
+        parts.append(payload)
+        if len(parts) >= self._BLOCK:
+            self.feed([])
 
-    def add_framed(self, prefix: bytes, payload: bytes) -> None:
-        """Add one item whose tag and length field the caller has framed as ``prefix`` (see
-        :func:`frame`): for items of a fixed size, the prefix can be made once."""
-        buffer = self._buffer
-        buffer += prefix
-        buffer += payload
-        if len(buffer) >= self._BLOCK:
-            self._h.update(buffer)
-            buffer.clear()
+    def feed(self, parts: list[bytes]) -> None:
+        """Hash ``parts``, framed items the caller gathered itself (each item's prefix, then its
+        payload), and clear the list: the fastest way for a loop over many small items."""
+        self._h.update(b"".join(self._parts))
+        self._parts.clear()
+        self._h.update(b"".join(parts))
+        parts.clear()
 
     def hexdigest(self) -> str:
         """The digest so far."""
-        if self._buffer:
-            self._h.update(self._buffer)
-            self._buffer.clear()
+        if self._parts:
+            self._h.update(b"".join(self._parts))
+            self._parts.clear()
         return self._h.hexdigest()
 
 
