@@ -78,12 +78,12 @@ class TestHarnessFaults:
         the outcome schema: invalid outcome-schema. Every slot is tried max_attempts times."""
         seen = {(r["condition"], r["status"], r["cause"]) for r in _records(bad_bundle)}
         assert seen == {
-            ("c0", "valid", None),
-            ("c1", "failed", "harness-exit:3"),
-            ("c2", "failed", "timeout"),
-            ("c3", "invalid", "outcome-not-json"),
-            ("c4", "invalid", "outcome-not-object"),
-            ("c5", "invalid", "outcome-schema"),
+            ("c00", "valid", None),
+            ("c01", "failed", "harness-exit:3"),
+            ("c02", "failed", "timeout"),
+            ("c03", "invalid", "outcome-not-json"),
+            ("c04", "invalid", "outcome-not-object"),
+            ("c05", "invalid", "outcome-schema"),
         }
         assert verify(bad_bundle) == []
 

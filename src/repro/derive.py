@@ -132,14 +132,9 @@ def derive(
     agg = aggregates(frozen_protocol, seal, runs)
     full_ledger = source_ledger(frozen_protocol, runs, ledger)
     tiers = judge.tiers(frozen_protocol, seal, runs, full_ledger, agg, disclosures)
-    text = report.validation_report(frozen_protocol, agg, tiers, full_ledger)
-    return Derived(
-        aggregates=agg,
-        tiers=tiers,
-        ledger=full_ledger,
-        report=text,
-        scores=scores(frozen_protocol, seal, runs),
-    )
+    scored = scores(frozen_protocol, seal, runs)
+    text = report.validation_report(frozen_protocol, agg, tiers, full_ledger, scored)
+    return Derived(aggregates=agg, tiers=tiers, ledger=full_ledger, report=text, scores=scored)
 
 
 def scores(frozen_protocol: FrozenProtocol, seal: Seal, runs: RunTally) -> Scores | None:
