@@ -241,7 +241,8 @@ class _Cell:
 
     def rate(self, check: str, regressions: bool) -> None:
         """(b) A pass rate lower than the baseline's (when ``regressions``), and (e) a pass rate
-        higher than a baseline's below 1. Rates compare as exact fractions."""
+        higher than the baseline's (which is then below 1: where the baseline always passed
+        there is no headroom). Rates compare as exact fractions."""
         base, cand = _summary(self.base, check), _summary(self.cand, check)
         if base is None or cand is None or not base.runs or not cand.runs:
             return
@@ -253,7 +254,7 @@ class _Cell:
         higher = cand.passed * base.runs > base.passed * cand.runs
         if regressions and lower:
             self.add(self.regression_kind, "rate", check, None, "reached less often", *figures)
-        if higher and base.passed < base.runs:
+        if higher:
             self.add("improvement", "rate", check, None, "reached more often", *figures)
 
     def volume(self, base: Sequence[float], cand: Sequence[float]) -> None:
