@@ -312,7 +312,7 @@ def record(slot: str, **changes: Any) -> RunRecord:
         "step_rewards": (1.0, 0.5, 0.5),
         "trace_sha256": "a" * 64,
         "contract_sha256": "b" * 64,
-        "outcome": {"verdict": "block", "questions": ["a", "b"]},
+        "outcome": {"verdict": "block", "questions": ["a", "b"], "confident": 1},
     }
     return RunRecord(**{**fields, **changes})
 
@@ -345,7 +345,9 @@ class TestCompareRuns:
         base = [record(s) for s in SLOTS] + [record("c05-r0000")]
         cand = [record(s) for s in SLOTS[:10]]
         cand[1] = record(SLOTS[1], measure=2.5, step_rewards=(1.0, 1.0, 0.5))
-        cand[2] = record(SLOTS[2], outcome={"verdict": "block", "questions": True})
+        cand[2] = record(
+            SLOTS[2], outcome={"verdict": "block", "questions": ["a", "b"], "confident": True}
+        )
         cand[3] = record(SLOTS[3], status="invalid", cause="bad", trace_sha256=None, steps=4)
         cand.append(record("c07-r0000"))
         c = compare_runs(base, cand)

@@ -12,7 +12,7 @@ from typing import Any
 
 import orjson
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from repro import scoring
@@ -436,6 +436,8 @@ class TestWilson:
         low99, high99 = scoring.wilson(4, 10, 0.99)
         assert low99 < low90 and high99 > high90
 
+    # No deadline: the first example imports scipy.special, slow on a busy machine.
+    @settings(deadline=None)
     @given(st.integers(1, 10_000).flatmap(lambda n: st.tuples(st.integers(0, n), st.just(n))))
     def test_contains_rate(self, kn: tuple[int, int]) -> None:
         """0 <= low <= k/n <= high <= 1."""
@@ -443,6 +445,7 @@ class TestWilson:
         low, high = scoring.wilson(k, n, 0.95)
         assert 0.0 <= low <= k / n <= high <= 1.0
 
+    @settings(deadline=None)
     @given(
         st.integers(1, 10_000).flatmap(lambda n: st.tuples(st.integers(0, n), st.just(n))),
         st.floats(0.5, 0.999),
