@@ -28,7 +28,15 @@ from repro.plan import conditions_of
 from repro.publish import load_verified
 from repro.serde import structure, unstructure
 
-__all__ = ["CompareResult", "compare"]
+__all__ = ["TIER_ASPECTS", "CompareResult", "compare"]
+
+#: The equivalence tier each compared aspect of the runs bears on: which runs ended how, what
+#: was observed of the simulator's states, and what the runs measured.
+TIER_ASPECTS: dict[str, tuple[str, ...]] = {
+    "execution-control": ("status", "steps"),
+    "state-observation": ("trace_sha256",),
+    "outcome-evaluation": ("measure", "step_rewards", "outcome"),
+}
 
 
 @frozen
@@ -51,8 +59,19 @@ class CompareResult:
         lines = [f"baseline:  {self.baseline}", f"candidate: {self.candidate}"]
         if self.scores is not None:
             lines += ["", self.scores.text()]
-        lines += ["", self.runs.text()]
+        lines += ["", self.runs.text(), *self.tier_lines()]
         return "\n".join(lines)
+
+    def tier_lines(self) -> list[str]:
+        """Per tier, whether the runs both bundles have agree in every aspect it bears on."""
+        equal = {a.name: a.equal for a in self.runs.aspects}
+        matched = self.runs.matched
+        return [
+            f"tier {tier}: "
+            + ("equal" if all(equal[a] == matched for a in aspects) else "differs")
+            + f" ({', '.join(f'{a} {equal[a]}/{matched}' for a in aspects)})"
+            for tier, aspects in TIER_ASPECTS.items()
+        ]
 
     def as_dict(self) -> dict[str, Any]:
         """The report as plain JSON data."""
@@ -62,6 +81,7 @@ class CompareResult:
             "regression": self.regression,
             "scores": unstructure(self.scores) if self.scores is not None else None,
             "runs": unstructure(self.runs),
+            "tiers": self.tier_lines(),
         }
 
 

@@ -98,7 +98,10 @@ def prepare(protocol_path: Path, options: Mapping[str, str]) -> Prepared:
     fp = freeze(protocol)
     adapter = get_adapter(protocol.adapter.name)
     frozen_adapter = adapter.freeze(protocol, options)
-    if protocol.measure.name == "outcome_value" and frozen_adapter.facts.measure_inputs != "reported":
+    if (
+        protocol.measure.name == "outcome_value"
+        and frozen_adapter.facts.measure_inputs != "reported"
+    ):
         raise BadInput(
             f"protocol: the {protocol.adapter.name} adapter's runs end in step rewards, not in an "
             "outcome object: use the episode_return measure @ $.measure.name"

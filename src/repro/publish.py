@@ -56,10 +56,9 @@ def _rate(check: CheckSummary) -> str:
     return f"{check.passed}/{check.runs} ({check.rate:.2f}; {check.low:.2f}-{check.high:.2f})"
 
 
-def _cells_table(cells: Sequence[CellScore]) -> list[str]:
+def _cells_table(cells: Sequence[CellScore], factor_names: Sequence[str]) -> list[str]:
     checks = [c.name for c in cells[0].checks]
     categories = list(cells[0].categories)
-    factor_names = list(cells[0].factors)
     head = [*factor_names, "participant", "valid", "superseded", *checks, *categories]
     head += ["agreement", "median measure"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
@@ -88,7 +87,12 @@ def table(fp: FrozenProtocol, scores: Scores) -> str:
         cells = [c for c in scores.cells if c.stratum == stratum]
         if not cells:
             continue
-        lines += ["", f"## {stratum.capitalize()} scenarios", "", *_cells_table(cells)]
+        lines += [
+            "",
+            f"## {stratum.capitalize()} scenarios",
+            "",
+            *_cells_table(cells, [f.name for f in p.matrix]),
+        ]
     lines += ["", "## Gates", ""]
     lines += [f"- {g.name}: {'holds' if g.holds else 'FAILS'} ({g.detail})" for g in scores.gates]
     return "\n".join(lines) + "\n"

@@ -20,8 +20,8 @@ from repro import canonical
 from repro.adapters.base import get_adapter
 from repro.errors import BadInput
 from repro.models import Checkpoint, FrozenProtocol, Ledger, Partition, RunRecord, Seal
-from repro.serde import structure, to_bytes, unstructure
 from repro.scenarios import scenario_of
+from repro.serde import structure, to_bytes, unstructure
 from repro.slots import _ConditionSession, run_slot
 from repro.streams import stream_of
 from repro.verify import verify

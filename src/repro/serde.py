@@ -158,15 +158,13 @@ converter.register_structure_hook_factory(attrs.has, _model_hook)
 
 
 def _omits(cls: Any) -> bool:
-    return attrs.has(cls) and any(
-        f.metadata.get("omit_if_default") for f in attrs.fields(cls)
-    )
+    return attrs.has(cls) and any(f.metadata.get("omit_if_default") for f in attrs.fields(cls))
 
 
 def _omitting_hook(cls: Any) -> Any:
     """Unstructure ``cls`` leaving out the fields marked :data:`repro.models.OMIT_IF_DEFAULT`
     while they hold their default."""
-    overrides = {
+    overrides: dict[str, Any] = {
         f.name: override(omit_if_default=True)
         for f in attrs.fields(cls)
         if f.metadata.get("omit_if_default")

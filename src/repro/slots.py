@@ -18,8 +18,8 @@ from attrs import frozen
 from repro.adapters.base import Evidence
 from repro.judge import contract_sha256
 from repro.models import Condition, Partition, PlanEntry, Protocol, RunRecord, Scenario
-from repro.scenarios import scenario_of, version_verdict
 from repro.outcomes import attempt_id, measure_of
+from repro.scenarios import scenario_of, version_verdict
 from repro.worker import Failure, Invalid, Job, Worker, WorkerLost
 
 __all__ = ["AttemptResult", "SlotsResult", "Workload", "run_slot", "run_slots"]

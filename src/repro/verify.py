@@ -56,8 +56,8 @@ from repro.models import (
     Tiers,
 )
 from repro.outcomes import Attempt, RunTally, attempt_id, merge, tally
-from repro.scenarios import by_condition
 from repro.protocol import check_consistency
+from repro.scenarios import by_condition
 from repro.serde import structure, to_bytes, unstructure
 from repro.streams import checkpoint_of
 

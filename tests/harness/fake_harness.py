@@ -23,7 +23,7 @@ import random
 import sys
 from pathlib import Path
 
-SKILL = {"raw": 0.25, "gated": 0.9, "static": 0.6}
+SKILL = {"raw": 0.1, "gated": 0.9, "static": 0.6}
 MODEL_BONUS = {"model-a": 0.0, "model-b": 0.05}
 
 
@@ -54,7 +54,9 @@ def main() -> None:
         "findings": [f"the change touches {c}" for c in mentioned],
         "domains": domains,
         "blocking_questions": questions,
-        "scenario_version": 1 if scenario["id"] in release.get("stale", []) else scenario["version"],
+        "scenario_version": 1
+        if scenario["id"] in release.get("stale", [])
+        else scenario["version"],
     }
     sys.stdout.write(json.dumps(outcome))
 

@@ -24,6 +24,7 @@ Participants are ``kind: "agent"`` with free ``params``, passed to the harness a
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import importlib.metadata
@@ -40,7 +41,6 @@ from repro import canonical
 from repro.adapters.base import Evidence, Frozen, file_source
 from repro.canonical import json_path
 from repro.errors import BadInput, RunFailed, RunInvalid
-from repro.worker import die_with_parent
 from repro.models import (
     AdapterFacts,
     Condition,
@@ -50,6 +50,7 @@ from repro.models import (
     Protocol,
     Source,
 )
+from repro.worker import die_with_parent
 
 __all__ = ["CommandAdapter", "tree_source"]
 
@@ -313,10 +314,8 @@ class _CommandSession:
 
 
 def _kill_group(process: subprocess.Popen[bytes]) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(process.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
     process.communicate()
 
 
