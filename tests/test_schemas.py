@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from conftest import ROOT
 from repro import schemas
 from repro.errors import BadInput
+from repro.models import CellScore, CheckResult, CheckSummary, GateResult, RunScore, Scores
 from repro.serde import structure, unstructure
 from repro.streams import checkpoint_of
 
@@ -77,14 +78,49 @@ _json_values = st.recursive(
 )
 
 
-def _samples(bundle: Path) -> dict[str, Any]:
-    """A real JSON value of each schema's kind."""
+_SCORES = Scores(
+    schema="repro.scores/1",
+    protocol_sha256="0" * 64,
+    level=0.95,
+    runs=(
+        RunScore(
+            attempt_id="c00-r0000-a1",
+            condition="c00",
+            checks=(CheckResult("verdict", True, {"found": "block", "expected": "block"}),),
+            category="catch",
+        ),
+    ),
+    cells=(
+        CellScore(
+            condition="c00",
+            factors={"scenario": "s1", "runs": 3},
+            participant="agent",
+            stratum="holdout",
+            valid_runs=2,
+            superseded_runs=1,
+            checks=(CheckSummary("verdict", 1, 2, 0.5, 0.09, 0.91, False),),
+            categories={"catch": 1, "miss": 1},
+            agreement="split",
+            median_measure=2.5,
+            note=None,
+        ),
+    ),
+    gates=(GateResult("completeness", False, "1 of 3 slots failed: timeout (1)"),),
+)
+
+
+def _samples(bundle: Path) -> dict[str, list[Any]]:
+    """Real JSON values of each schema's kind."""
     data = bundle / "data"
-    samples = {kind: json.loads((bundle / file).read_text()) for file, kind in FILES.items()}
-    samples["partition"] = json.loads((data / "plans/c00.json").read_text())
-    samples["run-record"] = json.loads((data / "runs/c00.jsonl").read_text().splitlines()[0])
-    samples["checkpoint"] = unstructure(checkpoint_of("c00", ("seed", 153)))
-    samples["protocol"] = json.loads((ROOT / "protocols/cage2-ccs-sleeper.json").read_text())
+    samples = {kind: [json.loads((bundle / file).read_text())] for file, kind in FILES.items()}
+    samples["partition"] = [json.loads((data / "plans/c00.json").read_text())]
+    samples["run-record"] = [json.loads((data / "runs/c00.jsonl").read_text().splitlines()[0])]
+    samples["checkpoint"] = [unstructure(checkpoint_of("c00", ("seed", 153)))]
+    samples["protocol"] = [
+        json.loads((ROOT / "protocols" / name).read_text())
+        for name in ("cage2-ccs-sleeper.json", "agent-gate-eval.json")
+    ]
+    samples["scores"] = [unstructure(_SCORES)]
     return samples
 
 
@@ -133,7 +169,7 @@ class TestSchemasAcceptWhatModelsAccept:
         JSON type or by any JSON value, a key dropped or added): if the model accepts it, the
         schema does."""
         kind = data.draw(st.sampled_from(sorted(schemas.SCHEMAS)))
-        value = copy.deepcopy(_samples(small_bundle)[kind])
+        value = copy.deepcopy(data.draw(st.sampled_from(_samples(small_bundle)[kind])))
         for _ in range(data.draw(st.integers(0, 3))):
             places = _places(value)
             if not places:

@@ -277,6 +277,61 @@ def replay(
         raise typer.Exit(EXIT_VERIFY_FAILED)
 
 
+@app.command()
+def publish(
+    bundle: Annotated[Path, typer.Argument(help="Bundle directory of a scored study.")],
+    out: Annotated[Path, typer.Option("--out", help="New Markdown file for the table.")],
+) -> None:
+    """Write the results table of a scored bundle, only if it verifies and every publish gate
+    of its protocol holds; otherwise name each finding or failed gate and exit 1."""
+    from repro.publish import Refused
+    from repro.publish import publish as publish_table
+
+    try:
+        gates = publish_table(bundle, out)
+    except BadInput as exc:
+        raise _fail(str(exc)) from None
+    except Refused as refused:
+        err = _err()
+        for reason in refused.reasons:
+            err.print(f"REFUSED {reason}", highlight=False, markup=False)
+        err.print(f"{len(refused.reasons)} reason(s): no table written", highlight=False)
+        raise typer.Exit(EXIT_VERIFY_FAILED) from None
+    for gate in gates:
+        print(f"gate {gate.name}: holds ({gate.detail})")
+    print(f"OK: wrote {out}")
+
+
+@app.command()
+def compare(
+    baseline: Annotated[Path, typer.Argument(help="Baseline bundle directory.")],
+    candidate: Annotated[Path, typer.Argument(help="Candidate bundle directory.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print the comparison as JSON.")] = False,
+) -> None:
+    """Compare two verified bundles of one protocol: regressions of a candidate release against
+    a baseline (scored studies), or run-by-run equality of two backends (any study). Exits 1
+    on a regression or a bundle that does not verify."""
+    from repro.comparing import CompareResult
+    from repro.comparing import compare as compare_bundles
+    from repro.publish import Refused
+
+    try:
+        result: CompareResult = compare_bundles(baseline, candidate)
+    except BadInput as exc:
+        raise _fail(str(exc)) from None
+    except Refused as refused:
+        err = _err()
+        for reason in refused.reasons:
+            err.print(f"FAIL {reason}", highlight=False, markup=False)
+        raise typer.Exit(EXIT_VERIFY_FAILED) from None
+    if as_json:
+        print(json.dumps(result.as_dict(), indent=2))
+    else:
+        print(result.text())
+    if result.regression:
+        raise typer.Exit(EXIT_VERIFY_FAILED)
+
+
 def _read(bundle: Path) -> tuple[Aggregates, Tiers, list[str]]:
     from repro.models import Aggregates, FrozenProtocol, Tiers
     from repro.verify import BundleReader, Finding

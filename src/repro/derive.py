@@ -1,4 +1,5 @@
-"""Pure derivations from bundle data: aggregates, tiers, the ledger's losses, the report.
+"""Pure derivations from bundle data: aggregates, tiers, the ledger's losses, the report, and
+for a scored protocol its scores and publish gates.
 
 ``repro study`` and ``repro verify`` both call :func:`derive` on a
 :class:`~repro.outcomes.RunTally` of the runs: the study tallies the records it wrote, the
@@ -12,7 +13,7 @@ from collections.abc import Sequence
 
 from attrs import frozen
 
-from repro import judge, report, stats
+from repro import judge, report, scoring, stats
 from repro.disclosure import Disclosure
 from repro.models import (
     Aggregates,
@@ -22,12 +23,15 @@ from repro.models import (
     Ledger,
     Partition,
     RunRecord,
+    Scores,
     Seal,
     Tiers,
 )
 from repro.outcomes import Attempt, ConditionTally, RunTally, tally
+from repro.plan import conditions_of
+from repro.scenarios import by_condition
 
-__all__ = ["Derived", "aggregates", "derive", "source_ledger", "tally_records"]
+__all__ = ["Derived", "aggregates", "derive", "scores", "source_ledger", "tally_records"]
 
 
 def tally_records(
@@ -43,6 +47,7 @@ def tally_records(
         (Attempt.of(r) for r in records),
         frozen_protocol.protocol.retry.max_attempts,
         judge.contract_digests(facts),
+        by_condition(frozen_protocol.protocol, conditions_of(frozen_protocol.protocol)),
     )
 
 
@@ -91,6 +96,8 @@ class Derived:
     tiers: Tiers
     ledger: Ledger
     report: str
+    #: scores.json, for a protocol with scoring.
+    scores: Scores | None = None
 
 
 def source_ledger(frozen_protocol: FrozenProtocol, runs: RunTally, facts: Ledger) -> Ledger:
@@ -125,5 +132,31 @@ def derive(
     agg = aggregates(frozen_protocol, seal, runs)
     full_ledger = source_ledger(frozen_protocol, runs, ledger)
     tiers = judge.tiers(frozen_protocol, seal, runs, full_ledger, agg, disclosures)
-    text = report.validation_report(frozen_protocol, agg, tiers, full_ledger)
-    return Derived(aggregates=agg, tiers=tiers, ledger=full_ledger, report=text)
+    scored = scores(frozen_protocol, seal, runs)
+    text = report.validation_report(frozen_protocol, agg, tiers, full_ledger, scored)
+    return Derived(aggregates=agg, tiers=tiers, ledger=full_ledger, report=text, scores=scored)
+
+
+def scores(frozen_protocol: FrozenProtocol, seal: Seal, runs: RunTally) -> Scores | None:
+    """scores.json from the tally of the runs (None for a protocol without scoring): every
+    valid run scored, the cells in sealed order, and the publish gates."""
+    p = frozen_protocol.protocol
+    if p.scoring is None:
+        return None
+    none = ConditionTally(scheduled=0, valid=0, failed=0, excluded=0, measures=())
+    scored = [
+        (attempt, condition.id, outcome, measure)
+        for condition in seal.conditions
+        for attempt, outcome, measure in runs.conditions.get(condition.id, none).scored
+    ]
+    superseded = {condition: c.superseded for condition, c in runs.conditions.items()}
+    level = p.interval.level
+    run_scores, cells = scoring.score_cells(p, seal.conditions, scored, superseded, level)
+    return Scores(
+        schema="repro.scores/1",
+        protocol_sha256=frozen_protocol.sha256,
+        level=level,
+        runs=run_scores,
+        cells=cells,
+        gates=scoring.gates(p, cells, runs.losses, runs.slots),
+    )

@@ -12,6 +12,7 @@ __all__ = [
     "Interrupted",
     "ReproError",
     "RunFailed",
+    "RunInvalid",
     "StudyStopped",
 ]
 
@@ -36,6 +37,15 @@ class BadInput(ReproError):
 
 class RunFailed(ReproError):
     """An adapter could not complete one run; ``cause`` is a short code, never a traceback."""
+
+    def __init__(self, cause: str) -> None:
+        super().__init__(cause)
+        self.cause = cause
+
+
+class RunInvalid(ReproError):
+    """A run completed but what it yielded is unusable (an outcome that is not JSON, or breaks
+    its schema); ``cause`` is a short code. The attempt is recorded invalid."""
 
     def __init__(self, cause: str) -> None:
         super().__init__(cause)

@@ -98,6 +98,14 @@ def prepare(protocol_path: Path, options: Mapping[str, str]) -> Prepared:
     fp = freeze(protocol)
     adapter = get_adapter(protocol.adapter.name)
     frozen_adapter = adapter.freeze(protocol, options)
+    if (
+        protocol.measure.name == "outcome_value"
+        and frozen_adapter.facts.measure_inputs != "reported"
+    ):
+        raise BadInput(
+            f"protocol: the {protocol.adapter.name} adapter's runs end in step rewards, not in an "
+            "outcome object: use the episode_return measure @ $.measure.name"
+        )
     # After the adapter's checks, whose messages say more about a field than this one does.
     refuse_disclosing_protocol(fp)
     return Prepared(
@@ -300,6 +308,8 @@ def _study(
     derived = derive(fp, plan.seal, runs, ledger, inputs)
     writer.model("data/aggregates.json", derived.aggregates)
     writer.model("data/tiers.json", derived.tiers)
+    if derived.scores is not None:
+        writer.model("data/scores.json", derived.scores)
     writer.write("data/validation-report.md", derived.report.encode())
     writer.finish(
         {

@@ -17,14 +17,21 @@ from attrs.validators import optional
 
 __all__ = [
     "MAX_RESAMPLES",
+    "OMIT_IF_DEFAULT",
     "TIER_NAMES",
     "AdapterFacts",
     "AdapterSpec",
     "Aggregates",
+    "BreadthGate",
+    "CellScore",
+    "Check",
+    "CheckResult",
+    "CheckSummary",
     "Checkpoint",
     "Citation",
     "Condition",
     "ConditionAggregate",
+    "ControlFloorGate",
     "Criteria",
     "Disagreement",
     "Environment",
@@ -34,7 +41,10 @@ __all__ = [
     "FieldError",
     "FigureComparison",
     "FrozenProtocol",
+    "GateResult",
+    "Gates",
     "GeneratorState",
+    "HarnessFacts",
     "Interval",
     "IntervalValue",
     "Ledger",
@@ -51,10 +61,16 @@ __all__ = [
     "PublishedEstimand",
     "Reproduction",
     "Retry",
+    "Rule",
     "RunRecord",
+    "RunScore",
+    "Scenario",
+    "Scores",
+    "Scoring",
     "Seal",
     "Seeding",
     "Source",
+    "Taxonomy",
     "Tier",
     "Tiers",
 ]
@@ -67,6 +83,11 @@ MAX_RESAMPLES = 100_000
 
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
+
+
+#: Field metadata: the field is left out of its object's JSON while it holds its default, so
+#: that adding it changed no existing file's bytes (or a protocol's digest).
+OMIT_IF_DEFAULT = {"omit_if_default": True}
 
 
 class FieldError(ValueError):
@@ -118,6 +139,11 @@ def _finite(_: object, attribute: Any, value: float) -> None:
         raise FieldError(attribute.name, f"{attribute.name} must be finite")
 
 
+def _fraction(_: object, attribute: Any, value: float) -> None:
+    if not (math.isfinite(value) and 0 <= value <= 1):
+        raise FieldError(attribute.name, f"{attribute.name} must be in [0, 1], not {value}")
+
+
 def _non_empty(_: object, attribute: Any, value: tuple[Any, ...]) -> None:
     if not value:
         raise FieldError(attribute.name, f"{attribute.name} must not be empty")
@@ -163,12 +189,15 @@ class Seeding:
 
 @frozen
 class Measure:
-    """What one run yields. ``episode_return`` is the exact sum of the run's step rewards."""
+    """What one run yields. ``episode_return`` is the exact sum of the run's step rewards;
+    ``outcome_value`` is the number the run's outcome object holds at ``key`` (the length of the
+    array, if it holds an array): for adapters whose runs end in an outcome object."""
 
-    name: Literal["episode_return"]
+    name: Literal["episode_return", "outcome_value"]
     description: str
     minimum: float | None = field(default=None, validator=optional(_finite))
     maximum: float | None = field(default=None, validator=optional(_finite))
+    key: str | None = field(default=None, metadata=OMIT_IF_DEFAULT)
 
 
 @frozen
@@ -282,6 +311,104 @@ class Disagreement:
 
 
 @frozen
+class Scenario:
+    """A scenario a run is made on: ``input`` goes to the harness in the run spec, ``expect`` is
+    what the scorers compare the outcome with. ``version`` is the scenario's current version: a
+    run whose outcome reports another one is superseded, recorded ``excluded`` and never counted.
+    ``stratum`` tells holdout scenarios (reported apart) from training ones."""
+
+    id: str = field(validator=_ident)
+    version: int = field(validator=_positive)
+    stratum: Literal["training", "holdout"] = "training"
+    input: dict[str, Any] = field(factory=dict)
+    expect: dict[str, Any] = field(factory=dict)
+
+
+@frozen
+class Check:
+    """One deterministic check of a run's outcome against its scenario's ``expect[expect]``:
+
+    - ``concept-coverage``: every expected concept (a string) has at least half of its
+      ``[a-z0-9]+`` tokens among the tokens of the outcome's text at ``keys``;
+    - ``includes-all``: every expected item is in the outcome's array at ``key``;
+    - ``at-least``: the outcome's number at ``key`` (an array's length) is at least the
+      expected number;
+    - ``equals``: the outcome's value at ``key`` equals the expected value.
+    """
+
+    name: str = field(validator=_ident)
+    kind: Literal["concept-coverage", "includes-all", "at-least", "equals"]
+    expect: str
+    key: str | None = None
+    keys: tuple[str, ...] = ()
+
+
+@frozen
+class Rule:
+    """One row of a taxonomy's rule table: ``category`` when every named check has the given
+    result and every named outcome key holds the given value (no conditions: always)."""
+
+    category: str
+    checks: dict[str, bool] = field(factory=dict)
+    values: dict[str, Any] = field(factory=dict)
+
+
+@frozen
+class Taxonomy:
+    """Maps each run to one of ``categories``: the first rule that matches wins; the last rule
+    must have no conditions, so that every run gets a category."""
+
+    name: str = field(validator=_ident)
+    categories: tuple[str, ...] = field(validator=_non_empty)
+    rules: tuple[Rule, ...] = field(validator=_non_empty)
+
+
+@frozen
+class Scoring:
+    """How runs are scored: ``checks`` reported one by one, never collapsed into one number,
+    and an optional ``taxonomy``. ``scenario_factor`` names the matrix factor whose levels are
+    scenario IDs."""
+
+    checks: tuple[Check, ...] = field(validator=_non_empty)
+    taxonomy: Taxonomy | None = None
+    scenario_factor: str = "scenario"
+
+
+@frozen
+class BreadthGate:
+    """Publish only with between ``minimum`` and ``maximum`` scenarios, at least
+    ``holdout_fraction`` of them holdout."""
+
+    minimum: int = field(validator=_positive)
+    maximum: int = field(validator=_positive)
+    holdout_fraction: float = field(default=0.0, validator=_fraction)
+
+
+@frozen
+class ControlFloorGate:
+    """Publish only if, in every scenario, the runs of the control level ``control`` of factor
+    ``factor`` fail check ``check`` in at least ``fraction`` of their valid runs: a scenario
+    whose control does not show the failure measured proves nothing."""
+
+    factor: str
+    control: Level
+    check: str
+    fraction: float = field(validator=_fraction)
+
+
+@frozen
+class Gates:
+    """What ``repro publish`` requires before it writes a results table. ``versions``: no run
+    of a superseded scenario version counted; ``completeness``: every admitted slot ended valid
+    or excluded (failures are grouped by cause)."""
+
+    breadth: BreadthGate | None = None
+    control_floor: ControlFloorGate | None = None
+    versions: bool = True
+    completeness: bool = True
+
+
+@frozen
 class Protocol:
     """An experiment protocol as authored: everything that shapes the results."""
 
@@ -302,6 +429,9 @@ class Protocol:
     criteria: Criteria = Criteria()
     disagreements: tuple[Disagreement, ...] = ()
     description: str = ""
+    scenarios: tuple[Scenario, ...] = field(default=(), metadata=OMIT_IF_DEFAULT)
+    scoring: Scoring | None = field(default=None, metadata=OMIT_IF_DEFAULT)
+    gates: Gates | None = field(default=None, metadata=OMIT_IF_DEFAULT)
 
 
 @frozen
@@ -379,7 +509,11 @@ class RunRecord:
     """One attempt at one slot. A retry has a new ``attempt_id`` and names its ``predecessor``.
 
     ``status``: valid, invalid (completed but outside the protocol's validity rules), failed
-    (the adapter could not complete it) or excluded (declared before sealing; never run).
+    (the adapter could not complete it) or excluded (declared before sealing and never run, or
+    run on a superseded scenario version: cause ``superseded-scenario-version:N``).
+
+    Runs that end in an outcome object (the command adapter's) also keep it, and what the
+    harness process left: its exit code and the length and digest of its stderr.
     """
 
     attempt_id: str
@@ -394,6 +528,18 @@ class RunRecord:
     step_rewards: tuple[float, ...] | None
     trace_sha256: str | None = field(validator=optional(_sha256))
     contract_sha256: str | None = field(validator=optional(_sha256))
+    outcome: dict[str, Any] | None = field(default=None, metadata=OMIT_IF_DEFAULT)
+    harness: HarnessFacts | None = field(default=None, metadata=OMIT_IF_DEFAULT)
+
+
+@frozen
+class HarnessFacts:
+    """What a harness process left besides its outcome: its exit code, and the length and
+    sha256 of its stderr (whose text never enters the bundle)."""
+
+    exit_code: int
+    stderr_bytes: int
+    stderr_sha256: str = field(validator=_sha256)
 
 
 # --------------------------------------------------------------------------- derived
@@ -506,15 +652,91 @@ class Tiers:
     reproduction: Reproduction
 
 
+@frozen
+class CheckResult:
+    """One check of one run: whether it passed, and what decided it (``detail``: e.g. the
+    concepts covered and missing, the items missing, the count and the minimum)."""
+
+    name: str
+    passed: bool
+    detail: dict[str, Any]
+
+
+@frozen
+class RunScore:
+    """The scores of one valid run: every check by name, and its taxonomy category."""
+
+    attempt_id: str
+    condition: str
+    checks: tuple[CheckResult, ...]
+    category: str | None
+
+
+@frozen
+class CheckSummary:
+    """One check over a cell's valid runs: passes of runs, the rate and its Wilson interval
+    (null with fewer than 2 valid runs), and whether every run had the same result."""
+
+    name: str
+    passed: int
+    runs: int
+    rate: float | None
+    low: float | None
+    high: float | None
+    unanimous: bool
+
+
+@frozen
+class CellScore:
+    """One cell (condition) of a scored study. ``agreement``: unanimous when every valid run
+    had the same result in every check and the same category, split otherwise, none without
+    valid runs. Rates and the median measure are null below 2 valid runs (``note`` says so)."""
+
+    condition: str
+    factors: dict[str, Level]
+    participant: str
+    stratum: Literal["training", "holdout"]
+    valid_runs: int
+    superseded_runs: int
+    checks: tuple[CheckSummary, ...]
+    categories: dict[str, int]
+    agreement: Literal["unanimous", "split", "none"]
+    median_measure: float | None
+    note: str | None
+
+
+@frozen
+class GateResult:
+    """One publish gate: whether it holds, and why (the figures it was judged on)."""
+
+    name: Literal["breadth", "holdout", "control-floor", "versions", "completeness"]
+    holds: bool
+    detail: str
+
+
+@frozen
+class Scores:
+    """scores.json (scored studies only): every valid run's checks and category, the cells,
+    and the publish gates, all derived from the protocol and the runs."""
+
+    schema: Literal["repro.scores/1"]
+    protocol_sha256: str
+    level: float
+    runs: tuple[RunScore, ...]
+    cells: tuple[CellScore, ...]
+    gates: tuple[GateResult, ...]
+
+
 # --------------------------------------------------------------------------- ledger, environment
 
 
 @frozen
 class Source:
     """A pinned source: a file (path inside its package or scenario directory, never a host
-    path) with size and sha256, or a package with its version."""
+    path) with size and sha256, a directory (its name, with the sha256 of its tree and its
+    total size), or a package with its version."""
 
-    kind: Literal["file", "package"]
+    kind: Literal["file", "directory", "package"]
     role: str
     name: str
     sha256: str | None = field(default=None, validator=optional(_sha256))

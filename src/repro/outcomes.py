@@ -15,11 +15,12 @@ import math
 import sys
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Generic, Literal, TypeVar
+from typing import Any, Generic, Literal, TypeVar
 
 from attrs import frozen
 
-from repro.models import Loss, Partition, PlanEntry, RunRecord
+from repro.models import Loss, Partition, PlanEntry, RunRecord, Scenario
+from repro.scenarios import SUPERSEDED, version_verdict
 
 __all__ = [
     "MAX_JOIN_PROBLEMS",
@@ -68,6 +69,8 @@ class Attempt:
     recomputed: float | None
     traced: bool
     contract_sha256: str | None
+    #: The run's outcome object (runs that end in one): what scores are derived from.
+    outcome: dict[str, Any] | None = None
 
     @classmethod
     def of(cls, record: RunRecord) -> Attempt:
@@ -88,6 +91,7 @@ class Attempt:
             contract_sha256=(
                 sys.intern(record.contract_sha256) if record.contract_sha256 is not None else None
             ),
+            outcome=record.outcome,
         )
 
 
@@ -178,7 +182,28 @@ def _attempt_problems(known: set[str], attempts: Sequence[Attempt]) -> list[Join
     return problems
 
 
-def _slot_problems(outcomes: Sequence[SlotOutcome], max_attempts: int) -> list[JoinProblem]:
+def _version_problem(a: Attempt, scenario: Scenario | None) -> JoinProblem | None:
+    """A completed attempt whose status and cause disagree with the version verdict its
+    outcome gives (:func:`repro.scenarios.version_verdict`)."""
+    verdict = version_verdict(scenario, a.outcome) if a.status != "failed" else None
+    found = (a.status, a.cause)
+    if verdict is not None and found != verdict:
+        return JoinProblem(a.attempt_id, "scenario version verdict", " ".join(verdict), a.status)
+    if verdict is None and (
+        (a.status == "excluded" and (a.cause or "").startswith(SUPERSEDED))
+        or (a.status == "invalid" and a.cause == "outcome-scenario-version-missing")
+    ):
+        return JoinProblem(
+            a.attempt_id, "scenario version verdict", "current version", f"{a.status} {a.cause}"
+        )
+    return None
+
+
+def _slot_problems(
+    outcomes: Sequence[SlotOutcome],
+    max_attempts: int,
+    scenarios: Mapping[str, Scenario | None],
+) -> list[JoinProblem]:
     """Every way a planned slot's attempts fail to reach exactly one terminal outcome through a
     correctly chained sequence, in sealed order."""
     problems: list[JoinProblem] = []
@@ -220,7 +245,8 @@ def _slot_problems(outcomes: Sequence[SlotOutcome], max_attempts: int) -> list[J
                 problems.append(
                     JoinProblem(a.attempt_id, "condition", entry.condition, a.condition)
                 )
-            if a.status == "excluded":
+            superseded = a.status == "excluded" and (a.cause or "").startswith(SUPERSEDED)
+            if a.status == "excluded" and not superseded:
                 problems.append(
                     JoinProblem(
                         a.attempt_id,
@@ -229,11 +255,14 @@ def _slot_problems(outcomes: Sequence[SlotOutcome], max_attempts: int) -> list[J
                         "excluded",
                     )
                 )
-            if a.status == "valid" and number != len(attempts):
+            version = _version_problem(a, scenarios.get(a.condition))
+            if version is not None:
+                problems.append(version)
+            if (a.status == "valid" or superseded) and number != len(attempts):
                 problems.append(
                     JoinProblem(
                         a.attempt_id,
-                        "attempt after a valid attempt",
+                        f"attempt after a{' superseded' if superseded else ' valid'} attempt",
                         "no further attempt",
                         f"{len(attempts) - number} more",
                     )
@@ -248,7 +277,7 @@ def _slot_problems(outcomes: Sequence[SlotOutcome], max_attempts: int) -> list[J
                     str(len(attempts)),
                 )
             )
-        elif attempts[-1].status != "valid" and len(attempts) < max_attempts:
+        elif attempts[-1].status not in ("valid", "excluded") and len(attempts) < max_attempts:
             problems.append(
                 JoinProblem(
                     where,
@@ -271,6 +300,11 @@ class ConditionTally:
     #: The measures of the slots that ended valid, in sealed order (a valid slot without a
     #: measure is counted valid and has none here).
     measures: tuple[float, ...]
+    #: Slots excluded because their run was made on a superseded scenario version.
+    superseded: int = 0
+    #: The slots that ended valid with an outcome, in sealed order: the terminal attempt's ID,
+    #: outcome and measure (what scores are derived from).
+    scored: tuple[tuple[str, dict[str, Any], float | None], ...] = ()
 
 
 @frozen
@@ -337,9 +371,11 @@ def tally(
     attempts: Iterable[Attempt],
     max_attempts: int,
     contracts: Mapping[str, str],
+    scenarios: Mapping[str, Scenario | None] | None = None,
 ) -> RunTally:
     """Join ``attempts`` to the entries of ``partitions`` and reduce them to what the
-    derivations read. ``contracts`` maps each condition to the digest of its contract facts.
+    derivations read. ``contracts`` maps each condition to the digest of its contract facts,
+    ``scenarios`` to the scenario it runs (whose version its outcomes are judged against).
     Whatever order the attempts come in, everything but the order of the attempts' own join
     problems is the same."""
     entries = [e for part in partitions for e in part.entries]
@@ -382,6 +418,19 @@ def tally(
                     and o.terminal is not None
                     and o.terminal.measure is not None
                 ),
+                superseded=sum(
+                    o.outcome == "excluded"
+                    and o.terminal is not None
+                    and (o.terminal.cause or "").startswith(SUPERSEDED)
+                    for o in slots
+                ),
+                scored=tuple(
+                    (o.terminal.attempt_id, o.terminal.outcome, o.terminal.measure)
+                    for o in slots
+                    if o.outcome == "valid"
+                    and o.terminal is not None
+                    and o.terminal.outcome is not None
+                ),
             )
             for condition, slots in conditions.items()
         },
@@ -396,7 +445,9 @@ def tally(
         ),
         attempt_problems=_first_of(_attempt_problems(known, attempts), MAX_JOIN_PROBLEMS),
         planned_attempt_problems=_first_of(_attempt_problems(known, planned), MAX_JOIN_PROBLEMS),
-        slot_problems=_first_of(_slot_problems(outcomes, max_attempts), MAX_JOIN_PROBLEMS),
+        slot_problems=_first_of(
+            _slot_problems(outcomes, max_attempts, scenarios or {}), MAX_JOIN_PROBLEMS
+        ),
     )
 
 
@@ -419,6 +470,8 @@ def merge(tallies: Sequence[RunTally]) -> RunTally:
                 failed=sum(c.failed for c in parts),
                 excluded=sum(c.excluded for c in parts),
                 measures=tuple(m for c in parts for m in c.measures),
+                superseded=sum(c.superseded for c in parts),
+                scored=tuple(x for c in parts for x in c.scored),
             )
             for condition, parts in per_condition.items()
         },

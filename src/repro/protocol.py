@@ -9,6 +9,7 @@ from repro import canonical
 from repro.errors import BadInput
 from repro.models import FrozenProtocol, Protocol
 from repro.plan import conditions_of, slot_ids
+from repro.scoring import scoring_problems
 from repro.serde import structure, to_bytes
 
 __all__ = [
@@ -71,7 +72,8 @@ def _check_size(p: Protocol) -> None:
 
 def check_consistency(p: Protocol) -> None:
     """Refuse what each field allows alone but the protocol as a whole does not: a plan too
-    large to seal, duplicate names, and references to slots or conditions that do not exist."""
+    large to seal, duplicate names, references to slots or conditions that do not exist, and
+    scenarios, checks and gates that do not fit together."""
     _check_size(p)
     problems: list[str] = []
     names = [f.name for f in p.matrix]
@@ -120,6 +122,7 @@ def check_consistency(p: Protocol) -> None:
                 matched.add(hits[0].id)
         if not p.published.conditions and p.published.estimand is None:
             problems.append("published figures declared but none given @ $.published")
+    problems += scoring_problems(p)
     if problems:
         raise BadInput("protocol: " + "; ".join(problems))
 

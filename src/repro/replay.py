@@ -20,6 +20,7 @@ from repro import canonical
 from repro.adapters.base import get_adapter
 from repro.errors import BadInput
 from repro.models import Checkpoint, FrozenProtocol, Ledger, Partition, RunRecord, Seal
+from repro.scenarios import scenario_of
 from repro.serde import structure, to_bytes, unstructure
 from repro.slots import _ConditionSession, run_slot
 from repro.streams import stream_of
@@ -140,8 +141,9 @@ def replay(root: Path, slot: str, options: Mapping[str, str]) -> Replay:
     attempts = 0
     try:
         session = _ConditionSession(worker, condition)
+        scenario = scenario_of(protocol, condition)
         for entry in todo:
-            found = list(run_slot(entry, protocol, session.digest, session.attempt))
+            found = list(run_slot(entry, protocol, session.digest, session.attempt, scenario))
             differences += _differences(entry.slot, bundled.get(entry.slot, []), found)
             attempts = len(found)
         session.close()

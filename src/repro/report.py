@@ -5,7 +5,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from repro.models import Aggregates, FrozenProtocol, IntervalValue, Ledger, Level, Tiers
+from repro.models import (
+    Aggregates,
+    FrozenProtocol,
+    IntervalValue,
+    Ledger,
+    Level,
+    Scores,
+    Tiers,
+)
 
 __all__ = ["condition_label", "plot", "validation_report"]
 
@@ -21,7 +29,13 @@ def _num(value: float | None, places: int = 4) -> str:
     return "n/a" if value is None else f"{value:.{places}f}"
 
 
-def validation_report(fp: FrozenProtocol, agg: Aggregates, tiers: Tiers, ledger: Ledger) -> str:
+def validation_report(
+    fp: FrozenProtocol,
+    agg: Aggregates,
+    tiers: Tiers,
+    ledger: Ledger,
+    scores: Scores | None = None,
+) -> str:
     """What was claimed, what was not, and the one command that re-checks it."""
     p = fp.protocol
     order = [f.name for f in p.matrix]
@@ -89,6 +103,19 @@ def validation_report(fp: FrozenProtocol, agg: Aggregates, tiers: Tiers, ledger:
             f"| {c.condition} | {condition_label(c.factors, c.participant, order)} | {c.valid} | "
             f"{_num(c.mean)} | {_num(c.sd)} | {iv} |"
         )
+    if scores is not None:
+        lines += ["", "## Scores", ""]
+        runs = sum(c.valid_runs for c in scores.cells)
+        superseded = sum(c.superseded_runs for c in scores.cells)
+        split = sum(c.agreement == "split" for c in scores.cells)
+        lines.append(
+            f"{runs} valid runs scored in {len(scores.cells)} cells by "
+            f"{len(scores.cells[0].checks) if scores.cells else 0} checks, each reported on its "
+            f"own (scores.json); {split} cell(s) split; {superseded} run(s) on a superseded "
+            "scenario version excluded."
+        )
+        for g in scores.gates:
+            lines.append(f"- gate {g.name}: {'holds' if g.holds else 'fails'} ({g.detail})")
     lines += ["", "## Tiers", ""]
     for t in tiers.tiers:
         lines.append(f"- **{t.name}**: {t.verdict}" + (f": {t.reason}" if t.reason else ""))

@@ -32,6 +32,7 @@ SCHEMAS: dict[str, type] = {
     "tiers": models.Tiers,
     "source-ledger": models.Ledger,
     "environment": models.Environment,
+    "scores": models.Scores,
 }
 
 

@@ -13,7 +13,7 @@ from cattrs.errors import (
     IterableValidationError,
     IterableValidationNote,
 )
-from cattrs.gen import make_dict_structure_fn
+from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 from cattrs.v import transform_error
 
 from repro import canonical
@@ -155,6 +155,24 @@ def _model_hook(cls: Any) -> Any:
 
 
 converter.register_structure_hook_factory(attrs.has, _model_hook)
+
+
+def _omits(cls: Any) -> bool:
+    return attrs.has(cls) and any(f.metadata.get("omit_if_default") for f in attrs.fields(cls))
+
+
+def _omitting_hook(cls: Any) -> Any:
+    """Unstructure ``cls`` leaving out the fields marked :data:`repro.models.OMIT_IF_DEFAULT`
+    while they hold their default."""
+    overrides: dict[str, Any] = {
+        f.name: override(omit_if_default=True)
+        for f in attrs.fields(cls)
+        if f.metadata.get("omit_if_default")
+    }
+    return make_dict_unstructure_fn(cls, converter, **overrides)
+
+
+converter.register_unstructure_hook_factory(_omits, _omitting_hook)
 
 
 _FIELD = "\x00"

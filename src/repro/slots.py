@@ -11,14 +11,15 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import suppress
-from typing import Any
+from typing import Any, Literal
 
 from attrs import frozen
 
 from repro.adapters.base import Evidence
 from repro.judge import contract_sha256
-from repro.models import Condition, Partition, PlanEntry, Protocol, RunRecord
+from repro.models import Condition, Partition, PlanEntry, Protocol, RunRecord, Scenario
 from repro.outcomes import attempt_id, measure_of
+from repro.scenarios import scenario_of, version_verdict
 from repro.worker import Failure, Invalid, Job, Worker, WorkerLost
 
 __all__ = ["AttemptResult", "SlotsResult", "Workload", "run_slot", "run_slots"]
@@ -59,6 +60,8 @@ def _record(entry: PlanEntry, attempt: int, **fields: object) -> RunRecord:
         "step_rewards": None,
         "trace_sha256": None,
         "contract_sha256": None,
+        "outcome": None,
+        "harness": None,
     }
     base.update(fields)
     return RunRecord(**base)  # type: ignore[arg-type]
@@ -73,11 +76,13 @@ def run_slot(
     protocol: Protocol,
     contract: Callable[[], str | None],
     attempt: Callable[[PlanEntry], AttemptResult],
+    scenario: Scenario | None = None,
 ) -> Iterator[RunRecord]:
-    """Attempt one slot until the first valid attempt or the protocol's attempt limit.
+    """Attempt one slot until the first valid attempt, a superseded one, or the protocol's
+    attempt limit.
 
     ``attempt`` runs the entry once; ``contract`` gives the digest of the session's contract
-    facts at the time of each attempt.
+    facts at the time of each attempt; ``scenario`` is the one the slot's condition runs.
     """
     if entry.excluded is not None:
         yield _record(
@@ -106,18 +111,24 @@ def run_slot(
             cause = "measure-below-minimum"
         elif m.maximum is not None and measure > m.maximum:
             cause = "measure-above-maximum"
+        status: Literal["valid", "invalid", "excluded"] = "invalid" if cause else "valid"
+        verdict = version_verdict(scenario, result.outcome)
+        if verdict is not None:
+            status, cause = verdict
         yield _record(
             entry,
             number,
-            status="invalid" if cause else "valid",
+            status=status,
             cause=cause,
             measure=measure,
             steps=result.steps,
             step_rewards=rewards,
             trace_sha256=result.trace_sha256,
             contract_sha256=contract(),
+            outcome=result.outcome,
+            harness=result.harness,
         )
-        if cause is None:
+        if status != "invalid":
             return
 
 
@@ -215,8 +226,9 @@ def run_slots(
         backlog.clear()
 
     session = _ConditionSession(worker, condition, catch_up)
+    scenario = scenario_of(protocol, condition)
     for entry in entries:
-        for record in run_slot(entry, protocol, session.digest, session.attempt):
+        for record in run_slot(entry, protocol, session.digest, session.attempt, scenario):
             backlog.append(record)
             records.append(record)
         backlog.append(None)

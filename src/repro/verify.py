@@ -49,12 +49,15 @@ from repro.models import (
     PartitionRef,
     Protocol,
     RunRecord,
+    Scenario,
+    Scores,
     Seal,
     Source,
     Tiers,
 )
 from repro.outcomes import Attempt, RunTally, attempt_id, merge, tally
 from repro.protocol import check_consistency
+from repro.scenarios import by_condition
 from repro.serde import structure, to_bytes, unstructure
 from repro.streams import checkpoint_of
 
@@ -84,6 +87,8 @@ _PAYLOAD = frozenset(
         "data/validation-report.md",
     }
 )
+#: Payload files only some bundles have: scores.json, in a bundle of a protocol with scoring.
+_OPTIONAL_PAYLOAD = frozenset({"data/scores.json"})
 #: The temporary name BundleWriter writes a file under before renaming it into place.
 _PARTIAL = re.compile(r"^\..+\.partial$")
 
@@ -401,6 +406,7 @@ def _integrity(listing: _Listing, read: BundleReader, findings: list[Finding]) -
         elif (
             name.startswith("data/")
             and name not in _PAYLOAD
+            and name not in _OPTIONAL_PAYLOAD
             and not name.startswith(("data/plans/", "data/runs/"))
         ):
             findings.append(
@@ -963,8 +969,10 @@ class _RecordChecks:
     not the sum of its step rewards, a contract digest that is not its condition's. At most
     MAX_DIFFS of each kind are named, in the order the records are read."""
 
-    def __init__(self, contracts: Mapping[str, str]) -> None:
+    def __init__(self, contracts: Mapping[str, str], scenarios: Mapping[str, Scenario]) -> None:
         self.contracts = contracts
+        #: The scenario each condition runs, whose version outcomes are judged against.
+        self.scenarios = scenarios
         self.findings: list[Finding] = []
         self._measures = self._contracts = 0
 
@@ -1043,7 +1051,7 @@ def _whole_plan_tally(
     read: BundleReader,
     kept: list[_PartitionRuns],
     max_attempts: int,
-    contracts: Mapping[str, str],
+    checks: _RecordChecks,
 ) -> RunTally | None:
     """The tally of all partitions and runs files together, read again: for a plan whose
     partitions' tallies may not add up to it. None when a file no longer reads as it did (which
@@ -1058,7 +1066,8 @@ def _whole_plan_tally(
             attempts += got[0]
     if None in parts:
         return None
-    return tally([p for p in parts if p is not None], attempts, max_attempts, contracts)
+    parts_read = [p for p in parts if p is not None]
+    return tally(parts_read, attempts, max_attempts, checks.contracts, checks.scenarios)
 
 
 def _check_checkpoint(read: BundleReader, partition: str, first: bool, seed: int) -> None:
@@ -1114,7 +1123,9 @@ def _partition_runs(
         id=part.id,
         entries=len(part.entries),
         sha256=part_sha256,
-        tally=tally([part], attempts, fp.protocol.retry.max_attempts, checks.contracts),
+        tally=tally(
+            [part], attempts, fp.protocol.retry.max_attempts, checks.contracts, checks.scenarios
+        ),
         contained=contained,
     )
 
@@ -1163,6 +1174,17 @@ def _check_content(read: BundleReader, limits: Limits) -> None:
     aggregates_found = read.json("data/aggregates.json", "aggregates", Aggregates)
     tiers_found = read.json("data/tiers.json", "tiers", Tiers)
     read.json("data/environment.json", "environment", Environment)
+    scored = fp is not None and fp.protocol.scoring is not None
+    scores_found = read.json("data/scores.json", "scores", Scores) if scored else None
+    if not scored and "data/scores.json" in read.files:
+        findings.append(
+            Finding(
+                "data/scores.json",
+                "scores of a protocol that declares no scoring",
+                "absent",
+                "present",
+            )
+        )
     report_bytes = read.raw("data/validation-report.md")
     disclosures = _disclosures(read, findings)
 
@@ -1190,7 +1212,7 @@ def _check_content(read: BundleReader, limits: Limits) -> None:
     protocol = fp.protocol
     max_attempts = protocol.retry.max_attempts
     contracts = judge.contract_digests(ledger) if ledger is not None else {}
-    checks = _RecordChecks(contracts)
+    checks = _RecordChecks(contracts, by_condition(protocol, seal.conditions))
     kept: list[_PartitionRuns] = []
     complete = True
     expected_files = {"data/plans/seal.json"}
@@ -1246,7 +1268,7 @@ def _check_content(read: BundleReader, limits: Limits) -> None:
     runs = (
         merge([k.tally for k in kept])
         if sealed
-        else _whole_plan_tally(read, kept, max_attempts, contracts)
+        else _whole_plan_tally(read, kept, max_attempts, checks)
     )
     if runs is None:
         return
@@ -1296,6 +1318,14 @@ def _check_content(read: BundleReader, limits: Limits) -> None:
             read.raw("data/tiers.json"),
             findings,
             tiers_found,
+        )
+    if scores_found is not None and derived.scores is not None:
+        _compare(
+            "data/scores.json",
+            derived.scores,
+            read.raw("data/scores.json"),
+            findings,
+            scores_found,
         )
     if report_bytes is not None and report_bytes != derived.report.encode():
         findings.append(

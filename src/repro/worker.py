@@ -37,13 +37,9 @@ from attrs import frozen
 from repro import canonical
 from repro.adapters.base import Adapter, Evidence, Frozen, Session
 from repro.disclosure import short_cause
-from repro.errors import ReproError, RunFailed
+from repro.errors import ReproError, RunFailed, RunInvalid
 from repro.interrupts import STOP_SIGNALS, held
-from repro.models import (
-    Condition,
-    PlanEntry,
-    Protocol,
-)
+from repro.models import Condition, HarnessFacts, PlanEntry, Protocol
 
 __all__ = [
     "CancelFlag",
@@ -55,6 +51,7 @@ __all__ = [
     "WorkerLost",
     "adapter_target",
     "check_evidence",
+    "die_with_parent",
     "main",
     "seed_global_generators",
 ]
@@ -135,7 +132,26 @@ def check_evidence(value: object) -> Evidence | Invalid:
     trace = value.trace_sha256
     if trace is not None and not (isinstance(trace, str) and _SHA256.fullmatch(trace)):
         return Invalid("evidence-trace-digest")
-    return Evidence(step_rewards=rewards, reported_measure=measure, steps=steps, trace_sha256=trace)
+    outcome = value.outcome
+    if outcome is not None:
+        # The outcome goes into the bundle as it is: a JSON object that canonical JSON holds.
+        try:
+            outcome = canonical.loads(canonical.dumps(outcome), what="outcome")
+        except Exception:
+            return Invalid("evidence-outcome-not-json")
+        if not isinstance(outcome, dict):
+            return Invalid("evidence-outcome-not-object")
+    harness = value.harness
+    if harness is not None and not isinstance(harness, HarnessFacts):
+        return Invalid("evidence-harness-type")
+    return Evidence(
+        step_rewards=rewards,
+        reported_measure=measure,
+        steps=steps,
+        trace_sha256=trace,
+        outcome=outcome,
+        harness=harness,
+    )
 
 
 def adapter_target(adapter: Adapter) -> str:
@@ -160,7 +176,7 @@ class Job:
 # --------------------------------------------------------------------------- the child
 
 
-def _die_with_parent(parent: int) -> None:
+def die_with_parent(parent: int) -> None:
     """On Linux, ask the kernel to kill this child when its parent dies, so a study killed by
     SIGKILL leaves no run going on behind it."""
     if sys.platform.startswith("linux"):
@@ -223,6 +239,9 @@ def _run(session: Session, entry: PlanEntry) -> tuple[Any, ...]:
     except RunFailed as exc:
         cause = exc.cause if isinstance(exc.cause, str) else ""
         return ("failed", short_cause(cause))
+    except RunInvalid as exc:
+        cause = exc.cause if isinstance(exc.cause, str) else ""
+        return ("invalid", short_cause(cause))
     except Exception as exc:
         return ("failed", f"adapter-raised:{type(exc).__name__}")
     if isinstance(checked, Invalid):
@@ -292,7 +311,7 @@ def main() -> None:
     """A worker process's entry point: ``python -c "from repro.worker import main; main()" FD
     PARENT_PID``, serving the job that arrives first on the socket FD."""
     conn = multiprocessing.connection.Connection(int(sys.argv[1]))
-    _die_with_parent(int(sys.argv[2]))
+    die_with_parent(int(sys.argv[2]))
     try:
         job = conn.recv()
     except (EOFError, OSError):  # the parent stopped before it sent the job

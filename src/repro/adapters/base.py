@@ -17,7 +17,7 @@ from typing import Protocol as TypingProtocol
 from attrs import frozen
 
 from repro.errors import BadInput
-from repro.models import AdapterFacts, Condition, PlanEntry, Protocol, Source
+from repro.models import AdapterFacts, Condition, HarnessFacts, PlanEntry, Protocol, Source
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -46,12 +46,16 @@ _HEX64 = re.compile(r"^[0-9a-f]{64}$")
 @frozen
 class Evidence:
     """What one run yields: the step rewards (or, when the adapter cannot see them, the reported
-    measure), the step count and a digest of the action/observation trace where observable."""
+    measure), the step count and a digest of the action/observation trace where observable;
+    for a run that ends in an outcome object (the command adapter's), that object and what the
+    harness process left."""
 
     step_rewards: tuple[float, ...] | None
     reported_measure: float | None
     steps: int | None
     trace_sha256: str | None
+    outcome: dict[str, Any] | None = None
+    harness: HarnessFacts | None = None
 
 
 @frozen
@@ -232,6 +236,7 @@ def pinned_target_source(role: str, params: Mapping[str, Any], where: str) -> So
 
 _BUILTIN: dict[str, str] = {
     "gymnasium": "repro.adapters.gymnasium:GymnasiumAdapter",
+    "command": "repro.adapters.command:CommandAdapter",
     "cyborg": "repro.adapters.cyborg:CybORGAdapter",
 }
 

@@ -1,0 +1,326 @@
+"""The command adapter: any executable (a model CLI, an agent harness) drives each run.
+
+Options (in the protocol's ``adapter.options``, or given with ``--option KEY=VALUE``, which wins):
+
+- ``harness`` (required): the program, a path resolved against the working directory. It is
+  pinned by sha256 in the source ledger. A ``.py`` file runs with the study's own Python;
+  anything else must be executable.
+- ``release`` (optional): a directory (or file) holding the release or model under test, pinned
+  by the digest of its tree, so a candidate can be measured before it is installed. The harness
+  gets its absolute path in the run spec.
+- ``outcome_schema`` (optional, protocol only): a JSON Schema (draft 2020-12) every outcome must
+  satisfy.
+
+Each run starts the harness afresh, writes the run spec to its stdin as one JSON object (slot,
+condition, factors, participant, seed, attempt, scenario, release) and reads one JSON object,
+the outcome, from its stdout. A run fails on a non-zero exit (cause ``harness-exit:N``) or on
+the protocol's ``retry.timeout_seconds`` (``timeout``; the harness and its process group are
+killed); it is invalid when stdout is not one JSON object (``outcome-not-json``,
+``outcome-not-object``) or the object breaks the outcome schema (``outcome-schema``). The
+harness's stderr never enters the bundle: only its length and sha256 do.
+
+Participants are ``kind: "agent"`` with free ``params``, passed to the harness as they are.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import hashlib
+import importlib.metadata
+import math
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from repro import canonical
+from repro.adapters.base import Evidence, Frozen, file_source
+from repro.canonical import json_path
+from repro.errors import BadInput, RunFailed, RunInvalid
+from repro.models import (
+    AdapterFacts,
+    Condition,
+    HarnessFacts,
+    Participant,
+    PlanEntry,
+    Protocol,
+    Source,
+)
+from repro.worker import die_with_parent
+
+__all__ = ["CommandAdapter", "tree_source"]
+
+_OPTIONS = {"harness", "release", "outcome_schema"}
+#: Bytes of stdout a harness may print at most: an outcome is a small object.
+MAX_OUTCOME_BYTES = 16 << 20
+
+
+def tree_source(role: str, path: Path) -> Source:
+    """A directory pinned by the sha256 of its tree: every regular file's path relative to it
+    (sorted, ``/``-separated), its size and its sha256, one line each. A symlink or special file
+    is refused: what it points to is not part of the tree. A plain file is pinned as a file."""
+    if path.is_file():
+        return file_source(role, path.name, path.read_bytes())
+    lines, total = [], 0
+    for dirpath, dirnames, filenames in os.walk(path, followlinks=False):
+        dirnames.sort()
+        for name in [*dirnames, *filenames]:
+            if (Path(dirpath) / name).is_symlink():
+                raise BadInput(f"--option {role}: {name!r} is a symbolic link; pin real files")
+        for name in sorted(filenames):
+            file = Path(dirpath) / name
+            if not file.is_file():
+                raise BadInput(f"--option {role}: {name!r} is not a regular file")
+            data = file.read_bytes()
+            relative = file.relative_to(path).as_posix()
+            lines.append(f"{hashlib.sha256(data).hexdigest()} {len(data)} {relative}\n")
+            total += len(data)
+    lines.sort(key=lambda line: line.split(" ", 2)[2])
+    digest = hashlib.sha256("".join(lines).encode()).hexdigest()
+    return Source(kind="directory", role=role, name=path.name, sha256=digest, size=total)
+
+
+def _options(protocol: Protocol, options: Mapping[str, str]) -> dict[str, Any]:
+    merged: dict[str, Any] = dict(protocol.adapter.options)
+    for key in protocol.adapter.options:
+        if key not in _OPTIONS:
+            raise BadInput(
+                f"protocol: the command adapter takes no option {key!r} (harness, release, "
+                f"outcome_schema) @ {json_path('$.adapter.options', key)}"
+            )
+    for key, value in options.items():
+        if key not in _OPTIONS - {"outcome_schema"}:
+            raise BadInput(f"--option {key}: the command adapter takes harness and release")
+        merged[key] = value
+    for key in ("harness", "release"):
+        if key in merged and not (isinstance(merged[key], str) and merged[key]):
+            raise BadInput(
+                f"protocol: {key} must be a non-empty path @ {json_path('$.adapter.options', key)}"
+            )
+    if "harness" not in merged:
+        raise BadInput(
+            "protocol: the command adapter needs a harness (adapter.options.harness or "
+            "--option harness=PATH) @ $.adapter.options"
+        )
+    return merged
+
+
+def _validator(schema: Any) -> Any:
+    import jsonschema
+
+    if not isinstance(schema, dict):
+        raise BadInput("protocol: outcome_schema must be a JSON object @ $.adapter.options")
+    try:
+        jsonschema.Draft202012Validator.check_schema(schema)
+    except jsonschema.SchemaError as exc:
+        raise BadInput(
+            f"protocol: outcome_schema is not a valid JSON Schema ({exc.message}) "
+            "@ $.adapter.options.outcome_schema"
+        ) from None
+    return jsonschema.Draft202012Validator(schema)
+
+
+class CommandAdapter:
+    """Runs each slot as one call of an external harness program."""
+
+    name = "command"
+
+    def __init__(self) -> None:
+        self._options: dict[str, Any] = {}
+
+    def freeze(self, protocol: Protocol, options: Mapping[str, str]) -> Frozen:
+        """Check options and participants; pin the harness file and the release tree. The
+        sessions this adapter opens use the options it was frozen with."""
+        merged = _options(protocol, options)
+        if protocol.retry.timeout_seconds is None:
+            raise BadInput(
+                "protocol: the command adapter needs a per-run timeout @ $.retry.timeout_seconds"
+            )
+        if protocol.measure.name != "outcome_value":
+            raise BadInput(
+                "protocol: a command run's measure is a value of its outcome: use the "
+                "outcome_value measure with a key @ $.measure.name"
+            )
+        for i, participant in enumerate(protocol.participants):
+            if participant.kind != "agent":
+                raise BadInput(
+                    f"protocol: unknown participant kind {participant.kind!r} for command "
+                    f"(agent) @ $.participants[{i}].kind"
+                )
+        if "outcome_schema" in merged:
+            _validator(merged["outcome_schema"])
+        harness = Path(merged["harness"])
+        if not harness.is_file():
+            raise BadInput(f"harness {merged['harness']!r} is not a file")
+        if harness.suffix != ".py" and not os.access(harness, os.X_OK):
+            raise BadInput(f"harness {merged['harness']!r} is not executable")
+        sources = [
+            file_source("harness", harness.name, harness.read_bytes()),
+            Source(
+                kind="package",
+                role="schema-validator",
+                name="jsonschema",
+                version=importlib.metadata.version("jsonschema"),
+            ),
+        ]
+        if "release" in merged:
+            release = Path(merged["release"])
+            if not release.exists():
+                raise BadInput(f"release {merged['release']!r} does not exist")
+            sources.append(tree_source("release", release))
+        facts = AdapterFacts(
+            name=self.name,
+            version=_version(),
+            observation_scope="none",
+            observation_note=(
+                "the harness is a black box: repro sees the run spec it sends, the outcome object "
+                "and exit code the harness returns, and the length and digest of its stderr"
+            ),
+            measure_inputs="reported",
+        )
+        self._options = merged
+        return Frozen(facts=facts, sources=tuple(sources))
+
+    def open(self, protocol: Protocol, condition: Condition, frozen: Frozen) -> _CommandSession:
+        """Prepare the condition's harness call."""
+        participant = next(p for p in protocol.participants if p.id == condition.participant)
+        return _CommandSession(protocol, condition, participant, self._options, frozen)
+
+
+def _version() -> str:
+    from repro import __version__
+
+    return __version__
+
+
+class _CommandSession:
+    def __init__(
+        self,
+        protocol: Protocol,
+        condition: Condition,
+        participant: Participant,
+        options: Mapping[str, Any],
+        frozen: Frozen,
+    ) -> None:
+        self._protocol = protocol
+        self._condition = condition
+        self._participant = participant
+        pinned = {s.role: s for s in frozen.sources}
+        self._harness = Path(options["harness"]).resolve()
+        release = options.get("release")
+        self._release = str(Path(release).resolve()) if release is not None else None
+        self._release_sha256 = pinned["release"].sha256 if "release" in pinned else None
+        schema = options.get("outcome_schema")
+        self._validator = _validator(schema) if schema is not None else None
+        self._timeout = protocol.retry.timeout_seconds
+        scoring = protocol.scoring
+        factor = scoring.scenario_factor if scoring is not None else "scenario"
+        scenario_id = condition.factors.get(factor)
+        self._scenario = next((s for s in protocol.scenarios if s.id == scenario_id), None)
+        self.contract: dict[str, Any] = {
+            "harness_sha256": pinned["harness"].sha256,
+            "release_sha256": self._release_sha256,
+            "participant": participant.id,
+            "scenario": self._scenario.id if self._scenario is not None else None,
+            "scenario_version": self._scenario.version if self._scenario is not None else None,
+        }
+
+    def _spec(self, entry: PlanEntry) -> dict[str, Any]:
+        scenario = self._scenario
+        return {
+            "slot": entry.slot,
+            "condition": self._condition.id,
+            "factors": self._condition.factors,
+            "participant": {"id": self._participant.id, "params": self._participant.params},
+            "seed": entry.seed,
+            "scenario": None
+            if scenario is None
+            else {"id": scenario.id, "version": scenario.version, "input": scenario.input},
+            "release": self._release,
+            "release_sha256": self._release_sha256,
+        }
+
+    def _command(self) -> list[str]:
+        if self._harness.suffix == ".py":
+            return [sys.executable, str(self._harness)]
+        return [str(self._harness)]
+
+    def run(self, entry: PlanEntry) -> Evidence:
+        stdin = canonical.dumps(self._spec(entry))
+        process = subprocess.Popen(
+            self._command(),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,  # its own process group, killed whole on a timeout
+            # and killed with this worker, should the study kill it first.
+            preexec_fn=functools.partial(die_with_parent, os.getpid()),
+        )
+        try:
+            stdout, stderr = process.communicate(stdin, timeout=self._timeout)
+        except subprocess.TimeoutExpired:
+            _kill_group(process)
+            raise RunFailed("timeout") from None
+        finally:
+            if process.poll() is None:
+                _kill_group(process)
+        harness = HarnessFacts(
+            exit_code=process.returncode,
+            stderr_bytes=len(stderr),
+            stderr_sha256=hashlib.sha256(stderr).hexdigest(),
+        )
+        if process.returncode != 0:
+            code = process.returncode
+            raise RunFailed(
+                f"harness-exit:{code}" if code > 0 else f"harness-killed:{_signal_name(-code)}"
+            )
+        if len(stdout) > MAX_OUTCOME_BYTES:
+            raise RunInvalid("outcome-too-large")
+        try:
+            outcome = canonical.loads(stdout, what="outcome", max_bytes=MAX_OUTCOME_BYTES)
+        except BadInput:
+            raise RunInvalid("outcome-not-json") from None
+        if not isinstance(outcome, dict):
+            raise RunInvalid("outcome-not-object")
+        if self._validator is not None and not self._validator.is_valid(outcome):
+            raise RunInvalid("outcome-schema")
+        return Evidence(
+            step_rewards=None,
+            reported_measure=self._measure(outcome),
+            steps=None,
+            trace_sha256=None,
+            outcome=outcome,
+            harness=harness,
+        )
+
+    def _measure(self, outcome: dict[str, Any]) -> float | None:
+        measure = self._protocol.measure
+        if measure.name != "outcome_value" or measure.key is None:
+            return None
+        value = outcome.get(measure.key)
+        if isinstance(value, list):
+            return float(len(value))
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            number = float(value)
+            return number if math.isfinite(number) else None
+        return None
+
+    def close(self) -> None:
+        """Nothing stays open between runs."""
+
+
+def _kill_group(process: subprocess.Popen[bytes]) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
+    process.communicate()
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal-{number}"

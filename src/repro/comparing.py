@@ -1,0 +1,128 @@
+"""``repro compare BASELINE CANDIDATE``: two bundles of one protocol family, both verified first.
+
+For a scored protocol it reports the candidate's regressions against the baseline
+(:func:`repro.comparison.compare_scores`): the scores it reads are those ``repro verify`` has
+just re-derived from each bundle's runs and found equal to what the bundle stores. For any
+protocol it compares the two bundles run by run (:func:`repro.comparison.compare_runs`): two
+backends of one protocol (two simulator implementations, say) with per-run seeds should agree
+slot by slot, and the comparison says in which respects they do.
+
+One family: the same protocol ``id`` and the same conditions (factor levels and participants).
+The protocols may differ elsewhere (an adapter, a release option), which is what is compared.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from attrs import frozen
+
+from repro import canonical
+from repro.comparison import Comparison, RunComparison, compare_runs, compare_scores
+from repro.errors import BadInput
+from repro.models import FrozenProtocol, RunRecord
+from repro.plan import conditions_of
+from repro.publish import load_verified
+from repro.serde import structure, unstructure
+
+__all__ = ["TIER_ASPECTS", "CompareResult", "compare"]
+
+#: The equivalence tier each compared aspect of the runs bears on: which runs ended how, what
+#: was observed of the simulator's states, and what the runs measured.
+TIER_ASPECTS: dict[str, tuple[str, ...]] = {
+    "execution-control": ("status", "steps"),
+    "state-observation": ("trace_sha256",),
+    "outcome-evaluation": ("measure", "step_rewards", "outcome"),
+}
+
+
+@frozen
+class CompareResult:
+    """What ``repro compare`` found: the score comparison (scored protocols) and the run-by-run
+    comparison."""
+
+    baseline: str
+    candidate: str
+    scores: Comparison | None
+    runs: RunComparison
+
+    @property
+    def regression(self) -> bool:
+        """Whether the candidate regressed against the baseline (scored protocols)."""
+        return self.scores is not None and self.scores.regression
+
+    def text(self) -> str:
+        """The report for people."""
+        lines = [f"baseline:  {self.baseline}", f"candidate: {self.candidate}"]
+        if self.scores is not None:
+            lines += ["", self.scores.text()]
+        lines += ["", self.runs.text(), *self.tier_lines()]
+        return "\n".join(lines)
+
+    def tier_lines(self) -> list[str]:
+        """Per tier, whether the runs both bundles have agree in every aspect it bears on."""
+        equal = {a.name: a.equal for a in self.runs.aspects}
+        matched = self.runs.matched
+        return [
+            f"tier {tier}: "
+            + ("equal" if all(equal[a] == matched for a in aspects) else "differs")
+            + f" ({', '.join(f'{a} {equal[a]}/{matched}' for a in aspects)})"
+            for tier, aspects in TIER_ASPECTS.items()
+        ]
+
+    def as_dict(self) -> dict[str, Any]:
+        """The report as plain JSON data."""
+        return {
+            "baseline": self.baseline,
+            "candidate": self.candidate,
+            "regression": self.regression,
+            "scores": unstructure(self.scores) if self.scores is not None else None,
+            "runs": unstructure(self.runs),
+            "tiers": self.tier_lines(),
+        }
+
+
+def _records(bundle: Path) -> Iterator[RunRecord]:
+    for path in sorted((bundle / "data" / "runs").glob("*.jsonl")):
+        with path.open("rb") as fh:
+            for number, line in enumerate(fh, start=1):
+                raw = canonical.loads(line, what=f"{path.name} line {number}")
+                yield structure(raw, RunRecord, what=f"{path.name} line {number}")
+
+
+def _family(baseline: FrozenProtocol, candidate: FrozenProtocol) -> None:
+    a, b = baseline.protocol, candidate.protocol
+    if a.id != b.id:
+        raise BadInput(f"not one protocol family: protocol id {a.id!r} vs {b.id!r}")
+    if conditions_of(a) != conditions_of(b):
+        raise BadInput(f"not one protocol family: the conditions of {a.id!r} differ")
+
+
+def _valid_measures(records: Iterator[RunRecord]) -> dict[str, list[float]]:
+    measures: dict[str, list[float]] = defaultdict(list)
+    for r in records:
+        if r.status == "valid" and r.measure is not None:
+            measures[r.condition].append(r.measure)
+    return dict(measures)
+
+
+def compare(baseline: Path, candidate: Path) -> CompareResult:
+    """Verify both bundles, check they are one family, and compare them; raise
+    :class:`repro.publish.Refused` naming every finding when either does not verify."""
+    base_fp, base_scores = load_verified(baseline)
+    cand_fp, cand_scores = load_verified(candidate)
+    _family(base_fp, cand_fp)
+    scores = None
+    if base_scores is not None and cand_scores is not None:
+        scores = compare_scores(
+            base_scores,
+            cand_scores,
+            base_fp.protocol,
+            _valid_measures(_records(baseline)),
+            _valid_measures(_records(candidate)),
+        )
+    runs = compare_runs(_records(baseline), _records(candidate))
+    return CompareResult(str(baseline), str(candidate), scores, runs)

@@ -1,0 +1,32 @@
+"""A misbehaving harness for repro's command adapter tests: the participant's ``params.mode``
+says how it misbehaves (``ok`` answers a valid outcome)."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+
+
+def main() -> None:
+    spec = json.loads(sys.stdin.read())
+    mode = spec["participant"]["params"].get("mode", "ok")
+    sys.stderr.write("secret stderr text /home/someone/.ssh/id_rsa\n")
+    if mode == "exit":
+        sys.exit(3)
+    if mode == "sleep":
+        time.sleep(60)
+    if mode == "garbage":
+        sys.stdout.write("this is not json")
+        return
+    if mode == "array":
+        sys.stdout.write("[1, 2]")
+        return
+    if mode == "schema":
+        sys.stdout.write(json.dumps({"score": "high"}))
+        return
+    sys.stdout.write(json.dumps({"score": spec["seed"] % 7, "echo": spec["slot"]}))
+
+
+if __name__ == "__main__":
+    main()

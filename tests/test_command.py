@@ -1,0 +1,195 @@
+"""The command adapter: an external harness drives each run; every way it can misbehave ends as
+one recorded attempt with the right status and cause, its stderr never enters the bundle, the
+release under test is pinned, and runs on a superseded scenario version are excluded."""
+
+from __future__ import annotations
+
+import copy
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import ROOT, _Quiet
+from repro.errors import BadInput
+from repro.execute import prepare, study
+from repro.verify import verify
+
+HARNESS = ROOT / "tests" / "harness"
+EXAMPLE = ROOT / "protocols" / "agent-gate-eval.json"
+
+BAD: dict[str, Any] = {
+    "schema": "repro.protocol/1",
+    "id": "bad-harness",
+    "title": "Misbehaving harness",
+    "adapter": {
+        "name": "command",
+        "options": {
+            "harness": str(HARNESS / "bad_harness.py"),
+            "outcome_schema": {
+                "type": "object",
+                "required": ["score"],
+                "properties": {"score": {"type": "integer"}},
+            },
+        },
+    },
+    "matrix": [{"name": "case", "levels": ["one"]}],
+    "participants": [
+        {"id": mode, "kind": "agent", "params": {"mode": mode}}
+        for mode in ("ok", "exit", "sleep", "garbage", "array", "schema")
+    ],
+    "runs_per_condition": 2,
+    "seeding": {"mode": "per-run", "seed": 5},
+    "measure": {"name": "outcome_value", "key": "score", "description": "the harness's score"},
+    "estimand": "mean-of-condition-means",
+    "interval": {"method": "normal", "level": 0.95},
+    "retry": {"max_attempts": 2, "timeout_seconds": 2},
+}
+
+
+def _study(tmp_path: Path, protocol: dict[str, Any], options: dict[str, str] | None = None) -> Path:
+    path = tmp_path / "protocol.json"
+    path.write_text(json.dumps(protocol), "utf-8")
+    out = tmp_path / "out"
+    study(prepare(path, options or {}), out, _Quiet())
+    return out
+
+
+def _records(bundle: Path) -> list[dict[str, Any]]:
+    return [
+        json.loads(line)
+        for path in sorted((bundle / "data" / "runs").glob("*.jsonl"))
+        for line in path.read_text("utf-8").splitlines()
+    ]
+
+
+@pytest.fixture(scope="module")
+def bad_bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One study whose participants are the harness's ways to misbehave."""
+    return _study(tmp_path_factory.mktemp("bad"), BAD)
+
+
+class TestHarnessFaults:
+    def test_each_fault_gets_its_status_and_cause(self, bad_bundle: Path) -> None:
+        """ok: valid; non-zero exit: failed harness-exit:3; past the timeout: failed timeout;
+        not JSON: invalid outcome-not-json; not an object: invalid outcome-not-object; breaks
+        the outcome schema: invalid outcome-schema. Every slot is tried max_attempts times."""
+        seen = {(r["condition"], r["status"], r["cause"]) for r in _records(bad_bundle)}
+        assert seen == {
+            ("c00", "valid", None),
+            ("c01", "failed", "harness-exit:3"),
+            ("c02", "failed", "timeout"),
+            ("c03", "invalid", "outcome-not-json"),
+            ("c04", "invalid", "outcome-not-object"),
+            ("c05", "invalid", "outcome-schema"),
+        }
+        assert verify(bad_bundle) == []
+
+    def test_valid_runs_keep_their_outcome_and_harness_facts(self, bad_bundle: Path) -> None:
+        """A valid run keeps the outcome object, its measure from the outcome's key, the exit
+        code and the stderr's length and sha256."""
+        valid = [r for r in _records(bad_bundle) if r["status"] == "valid"]
+        assert len(valid) == 2
+        for r in valid:
+            assert r["outcome"]["echo"] == r["slot"]
+            assert r["measure"] == float(r["outcome"]["score"])
+            assert r["harness"]["exit_code"] == 0
+            assert r["harness"]["stderr_bytes"] > 0
+            assert len(r["harness"]["stderr_sha256"]) == 64
+
+    def test_stderr_never_enters_the_bundle(self, bad_bundle: Path) -> None:
+        """The harness's stderr text (here with a host path) is in no bundle file."""
+        for path in bad_bundle.rglob("*"):
+            if path.is_file():
+                assert b"secret stderr text" not in path.read_bytes(), path
+
+    def test_no_harness_outlives_the_study(self, bad_bundle: Path) -> None:
+        """The harness that hung past the timeout was killed with its process group."""
+        for proc in Path("/proc").iterdir():
+            cmdline = proc / "cmdline"
+            if proc.name.isdigit() and cmdline.exists():
+                try:
+                    assert b"bad_harness.py" not in cmdline.read_bytes()
+                except OSError:
+                    continue
+
+
+class TestRelease:
+    def test_the_release_is_pinned_by_its_tree(self, tmp_path: Path) -> None:
+        """The release directory is pinned in the ledger by the digest of its tree: a changed
+        file changes it, a candidate given with --option release=DIR is pinned instead."""
+        release = tmp_path / "release"
+        shutil.copytree(HARNESS / "releases" / "v1", release)
+        protocol = copy.deepcopy(BAD)
+        protocol["participants"] = protocol["participants"][:1]
+        protocol_path = tmp_path / "p.json"
+        protocol_path.write_text(json.dumps(protocol), "utf-8")
+
+        def pinned() -> Any:
+            frozen = prepare(protocol_path, {"release": str(release)}).frozen
+            return next(s for s in frozen.sources if s.role == "release")
+
+        first = pinned()
+        assert (first.kind, first.name) == ("directory", "release")
+        (release / "release.json").write_text('{"version": "1.0.1"}', "utf-8")
+        assert pinned().sha256 != first.sha256
+
+    @pytest.mark.parametrize(
+        ("change", "message"),
+        [
+            (lambda p: p["adapter"]["options"].pop("harness"), "needs a harness"),
+            (lambda p: p["retry"].pop("timeout_seconds"), "needs a per-run timeout"),
+            (lambda p: p["participants"][0].update(kind="robot"), "unknown participant kind"),
+            (lambda p: p["adapter"]["options"].update(extra="1"), "takes no option 'extra'"),
+            (
+                lambda p: p["adapter"]["options"].update(outcome_schema={"type": 3}),
+                "not a valid JSON Schema",
+            ),
+            (lambda p: p["adapter"]["options"].update(harness="no/such/file.py"), "is not a file"),
+        ],
+    )
+    def test_bad_command_protocols_are_refused(
+        self, tmp_path: Path, change: Any, message: str
+    ) -> None:
+        """Each mistake in a command protocol is refused before anything runs, saying what."""
+        protocol = copy.deepcopy(BAD)
+        change(protocol)
+        path = tmp_path / "p.json"
+        path.write_text(json.dumps(protocol), "utf-8")
+        with pytest.raises(BadInput, match=message):
+            prepare(path, {})
+
+
+class TestExample:
+    def test_the_example_study_verifies_and_scores(self, tmp_path: Path) -> None:
+        """The example protocol runs 144 harness calls into a bundle that verifies, with a
+        scores.json that names every check per cell."""
+        out = tmp_path / "out"
+        study(prepare(EXAMPLE, {}), out, _Quiet())
+        assert verify(out) == []
+        scores = json.loads((out / "data" / "scores.json").read_text("utf-8"))
+        assert len(scores["cells"]) == 24
+        assert {c["name"] for c in scores["cells"][0]["checks"]} == {
+            "concepts",
+            "domains",
+            "blocking",
+            "verdict",
+        }
+
+    def test_superseded_runs_are_excluded_and_listed(self, tmp_path: Path) -> None:
+        """Runs a release makes on an old scenario version are recorded excluded with their
+        version, left out of every aggregate, and the bundle still verifies."""
+        release = tmp_path / "stale"
+        release.mkdir()
+        (release / "release.json").write_text('{"stale": ["auth-token"]}', "utf-8")
+        out = tmp_path / "out"
+        study(prepare(EXAMPLE, {"release": str(release)}), out, _Quiet())
+        assert verify(out) == []
+        stale = [r for r in _records(out) if r["status"] == "excluded"]
+        assert len(stale) == 36  # auth-token: 2 models x 3 arms x 6 runs
+        assert {r["cause"] for r in stale} == {"superseded-scenario-version:1"}
+        scores = json.loads((out / "data" / "scores.json").read_text("utf-8"))
+        auth = [c for c in scores["cells"] if c["factors"]["scenario"] == "auth-token"]
+        assert all(c["valid_runs"] == 0 and c["superseded_runs"] == 6 for c in auth)
