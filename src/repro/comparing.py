@@ -64,7 +64,7 @@ class CompareResult:
 
     def tier_lines(self) -> list[str]:
         """Per tier, whether the runs both bundles have agree in every aspect it bears on."""
-        equal = {a.name: a.equal for a in self.runs.aspects}
+        equal: dict[str, int] = {a.name: a.equal for a in self.runs.aspects}
         matched = self.runs.matched
         return [
             f"tier {tier}: "
