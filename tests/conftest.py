@@ -80,13 +80,15 @@ def run_study(
 
 def bundle_digests(bundle: Path) -> dict[str, str]:
     """The sha256 of every file of a bundle that must not depend on how or when it ran: all but
-    environment.json (wall time) and the tag files that digest it or carry the date."""
-    varying = {"data/environment.json", "bag-info.txt", "manifest-sha256.txt"}
-    varying.add("tagmanifest-sha256.txt")
+    those that record when (environment.json, the attempt times in times/, the RO-Crate metadata
+    that carries them) and the tag files that digest them or carry the date."""
+    varying = {"data/environment.json", "data/ro-crate-metadata.json", "bag-info.txt"}
+    varying |= {"manifest-sha256.txt", "tagmanifest-sha256.txt"}
+    names = {path: path.relative_to(bundle).as_posix() for path in bundle.rglob("*")}
     return {
-        path.relative_to(bundle).as_posix(): hashlib.sha256(path.read_bytes()).hexdigest()
-        for path in sorted(bundle.rglob("*"))
-        if path.is_file() and path.relative_to(bundle).as_posix() not in varying
+        name: hashlib.sha256(path.read_bytes()).hexdigest()
+        for path, name in sorted(names.items())
+        if path.is_file() and name not in varying and not name.startswith("data/times/")
     }
 
 

@@ -27,7 +27,7 @@ from typing import Any
 
 from forge import reseal
 from repro import canonical
-from repro.verify import verify
+from repro.verify import Finding, verify
 from test_corpus import CORPUS, TAMPER, Base, _materialise, _parse
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -202,6 +202,17 @@ def _normalised(findings: list[Any], root: Path, outside: Path) -> list[list[str
     return out
 
 
+#: Files bundles gained after the committed base bundle and the findings were recorded (the RO-Crate
+#: metadata and the attempt times): the base lacks them, so every case also finds them missing,
+#: which is left out of the comparison; tests/test_crate.py covers them.
+NEWER_FILES = ("data/ro-crate-metadata.json", "data/times/")
+
+
+def older_findings(findings: list[Finding]) -> list[Finding]:
+    """The findings on files the base bundle's format already had."""
+    return [f for f in findings if not f.file.startswith(NEWER_FILES)]
+
+
 def case_findings(name: str, base: Base, work: Path) -> list[list[str]]:
     """The normalised findings of verify on the base bundle after case ``name``: a corpus
     case's index, or a key of :data:`EXTRA`."""
@@ -214,7 +225,7 @@ def case_findings(name: str, base: Base, work: Path) -> list[list[str]]:
     else:
         case = CORPUS[int(name)]
         TAMPER[case.kind](root, random.Random(case.seed), base, outside)
-    return _normalised(verify(root), root, outside)
+    return _normalised(older_findings(verify(root)), root, outside)
 
 
 def case_names() -> list[str]:

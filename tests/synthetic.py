@@ -15,10 +15,19 @@ import random
 from pathlib import Path
 
 from repro.bundle import BundleWriter, create_root
+from repro.crate import CRATE, ActionFacts, CrateBuilder, payload_files
 from repro.derive import derive, source_ledger
 from repro.disclosure import is_derivation_input
 from repro.judge import contract_digests
-from repro.models import AdapterFacts, Environment, Ledger, Protocol, RunRecord, Source
+from repro.models import (
+    AdapterFacts,
+    AttemptTimes,
+    Environment,
+    Ledger,
+    Protocol,
+    RunRecord,
+    Source,
+)
 from repro.outcomes import Attempt, attempt_id, measure_of, merge, tally
 from repro.plan import seal
 from repro.protocol import freeze
@@ -49,6 +58,10 @@ def _protocol(conditions: int, runs_per_condition: int, seed: int) -> Protocol:
         Protocol,
         what="synthetic protocol",
     )
+
+
+#: When every synthetic attempt ran.
+_WHEN = "2026-01-01T00:00:00.000000Z"
 
 
 def synthetic_bundle(
@@ -83,6 +96,22 @@ def synthetic_bundle(
     for ref, part in zip(plan.seal.partitions, plan.partitions, strict=True):
         writer.model(f"data/{ref.file}", part)
     writer.model("data/plans/seal.json", plan.seal)
+    environment = Environment(
+        schema="repro.environment/1",
+        repro_version="0",
+        python="3",
+        implementation="CPython",
+        platform="synthetic",
+        machine="synthetic",
+        packages={},
+        started_utc="2026-01-01T00:00:00Z",
+        finished_utc="2026-01-01T00:00:00Z",
+        wall_seconds=0.0,
+    )
+    # The crate's head and actions read only the ledger's adapter facts and sources, which the
+    # final ledger shares with ``facts``.
+    crate = CrateBuilder(fp, facts, environment, payload_files(fp, [p.id for p in plan.partitions]))
+    pieces = [crate.head()]
     rng = random.Random(seed)
     tallies = []
     for part in plan.partitions:
@@ -108,29 +137,30 @@ def synthetic_bundle(
                 )
                 emit(record)
                 attempts.append(Attempt.of(record))
+        times = [AttemptTimes(a.attempt_id, _WHEN, _WHEN) for a in attempts]
+        with writer.lines(f"data/times/{part.id}.jsonl") as emit:
+            for line in times:
+                emit(line)
+        pieces.extend(
+            crate.partition(
+                part.id,
+                (
+                    ActionFacts(a.attempt_id, a.slot, a.condition, a.status, a.cause, t)
+                    for a, t in zip(attempts, times, strict=True)
+                ),
+            )
+        )
         tallies.append(tally([part], attempts, protocol.retry.max_attempts, contracts))
     runs = merge(tallies)
     ledger = source_ledger(fp, runs, facts)
     writer.model("data/source-ledger.json", ledger)
-    writer.model(
-        "data/environment.json",
-        Environment(
-            schema="repro.environment/1",
-            repro_version="0",
-            python="3",
-            implementation="CPython",
-            platform="synthetic",
-            machine="synthetic",
-            packages={},
-            started_utc="2026-01-01T00:00:00Z",
-            finished_utc="2026-01-01T00:00:00Z",
-            wall_seconds=0.0,
-        ),
-    )
+    writer.model("data/environment.json", environment)
     inputs = [d for d in writer.disclosures if is_derivation_input(d.file)]
     derived = derive(fp, plan.seal, runs, ledger, inputs)
     writer.model("data/aggregates.json", derived.aggregates)
     writer.model("data/tiers.json", derived.tiers)
     writer.write("data/validation-report.md", derived.report.encode())
+    ran = (attempt_id(e.slot, 1) for part in plan.partitions for e in part.entries)
+    writer.write(CRATE, b"".join([*pieces, *crate.tail(ran)]))
     writer.finish({"External-Description": protocol.title})
     return root

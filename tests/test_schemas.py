@@ -116,6 +116,7 @@ def _samples(bundle: Path) -> dict[str, list[Any]]:
     samples["partition"] = [json.loads((data / "plans/c00.json").read_text())]
     samples["run-record"] = [json.loads((data / "runs/c00.jsonl").read_text().splitlines()[0])]
     samples["checkpoint"] = [unstructure(checkpoint_of("c00", ("seed", 153)))]
+    samples["attempt-times"] = [json.loads((data / "times/c00.jsonl").read_text().splitlines()[0])]
     samples["protocol"] = [
         json.loads((ROOT / "protocols" / name).read_text())
         for name in ("cage2-ccs-sleeper.json", "agent-gate-eval.json")

@@ -15,7 +15,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import repro.verify as verify_module
-from corpus_findings import EXTRA, FINDINGS, base_files, case_findings, case_names
+from corpus_findings import (
+    EXTRA,
+    FINDINGS,
+    base_files,
+    case_findings,
+    case_names,
+    older_findings,
+)
 from guarantees import record
 from repro import canonical
 from repro.disclosure import scan
@@ -48,8 +55,11 @@ class TestSameFindingsAsBefore:
         assert sorted(BEFORE) == sorted(case_names())
 
     def test_base_verifies(self, base: Base, tmp_path: Path) -> None:
-        """The committed base bundle verifies with no finding."""
-        assert verify(_base_copy(base, tmp_path / "bundle")) == []
+        """The committed base bundle verifies with no finding but that the files bundles gained
+        since it was made are missing."""
+        findings = verify(_base_copy(base, tmp_path / "bundle"))
+        assert older_findings(findings) == []
+        assert {f.what for f in findings} == {"expected bundle file is missing"}
 
     @pytest.mark.parametrize("name", case_names())
     def test_case(self, name: str, base: Base, tmp_path: Path) -> None:
@@ -94,7 +104,7 @@ class TestWholePlanTally:
         self, base: Base, tmp_path: Path, whole_plan_reads: list[int]
     ) -> None:
         """A bundle as study wrote it is tallied one partition at a time."""
-        assert verify(_base_copy(base, tmp_path / "bundle")) == []
+        assert older_findings(verify(_base_copy(base, tmp_path / "bundle"))) == []
         assert whole_plan_reads == []
 
     @pytest.mark.parametrize("name", sorted(EXTRA))
@@ -541,14 +551,15 @@ class TestMemory:
         256 KiB to the peak."""
         short, long = self._verified_peak(bundles["short"]), self._verified_peak(bundles["long"])
         record("peak MB verifying 2,000 runs of 400 steps", round(long / 1e6, 2))
-        assert long < short + (256 << 10)
+        assert long < short + (256 << 10), (short, long)
 
     def test_partitions(self, bundles: dict[str, Path]) -> None:
-        """Eight times the partitions (16,000 runs instead of 2,000) adds less than 100 bytes
+        """Eight times the partitions (16,000 runs instead of 2,000) adds less than 128 bytes
         per added run to the peak (a valid run's measure takes 32), while the runs files take
-        some 450 bytes per run."""
+        some 450 bytes per run. (Measured here, warm: 99 bytes per run before verify joined
+        each partition's attempt times for the RO-Crate check, 102 after.)"""
         few, many = self._verified_peak(bundles["short"]), self._verified_peak(bundles["many"])
         runs_bytes = sum(p.stat().st_size for p in (bundles["many"] / "data/runs").iterdir())
         record("peak MB verifying 16,000 runs of 20 steps", round(many / 1e6, 2))
-        assert many < few + 100 * 14_000
+        assert many < few + 128 * 14_000
         assert many < runs_bytes / 3

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from repro.bundle import BundleWriter
 from repro.errors import BadInput, ClusterFailed
 from repro.models import Condition, Partition
-from repro.slots import SlotsResult, Workload, run_slots
+from repro.slots import SlotsResult, Workload, run_slots, write_times
 from repro.worker import Job, Worker
 
 if TYPE_CHECKING:
@@ -153,6 +153,7 @@ def run_on_dask(
                 with writer.lines(f"data/runs/{work.partitions[written].id}.jsonl") as emit:
                     for record in result.records:
                         emit(record)
+                write_times(writer, work.partitions[written].id, result.times)
                 written += 1
     finally:
         if written < len(results):

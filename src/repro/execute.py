@@ -14,7 +14,7 @@ import os
 import platform
 import signal
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -26,11 +26,12 @@ from repro import __version__, cluster
 from repro.adapters.base import Adapter, Frozen, get_adapter
 from repro.backends import MAX_LOCAL_WORKERS, Backend, DaskCluster, LocalWorkers
 from repro.bundle import TAGMANIFEST, BundleWriter, create_root
+from repro.crate import CRATE, ActionFacts, CrateBuilder, payload_files
 from repro.derive import Derived, derive, source_ledger, tally_records
 from repro.disclosure import is_derivation_input, refuse_disclosing_protocol
 from repro.errors import EXIT_STUDY_STOPPED, BadInput, ClusterFailed, Interrupted, StudyStopped
 from repro.interrupts import stop_on_signals
-from repro.models import Environment, FrozenProtocol, Ledger, Protocol
+from repro.models import Environment, FrozenProtocol, Ledger, Partition, Protocol
 from repro.parallel import run_on_local_workers
 from repro.plan import SealedPlan, seal
 from repro.protocol import freeze, load_protocol
@@ -239,6 +240,35 @@ def _study_stopping_cleanly(
         ) from None
 
 
+def _crate(
+    prepared: Prepared,
+    partitions: Sequence[Partition],
+    results: Sequence[SlotsResult],
+    ledger: Ledger,
+    environment: Environment,
+) -> bytes:
+    """data/ro-crate-metadata.json of the bundle written so far (every other payload file)."""
+    fp = prepared.frozen_protocol
+    builder = CrateBuilder(fp, ledger, environment, payload_files(fp, [p.id for p in partitions]))
+    pieces: list[bytes] = [builder.head()]
+    for part, result in zip(partitions, results, strict=True):
+        times = {t.attempt_id: t for t in result.times}
+        pieces.extend(
+            builder.partition(
+                part.id,
+                (
+                    ActionFacts(
+                        r.attempt_id, r.slot, r.condition, r.status, r.cause, times[r.attempt_id]
+                    )
+                    for r in result.records
+                    if r.attempt_id in times
+                ),
+            )
+        )
+    ran = (t.attempt_id for result in results for t in result.times)
+    return b"".join([*pieces, *builder.tail(ran)])
+
+
 def _inside(path: object, root: Path) -> bool:
     return isinstance(path, str | os.PathLike) and Path(path).is_relative_to(root)
 
@@ -289,21 +319,19 @@ def _study(
     ledger = source_ledger(fp, runs, facts)
     writer.model("data/source-ledger.json", ledger)
     packages = [*CORE_PACKAGES, *(s.name for s in prepared.frozen.sources if s.kind == "package")]
-    writer.model(
-        "data/environment.json",
-        Environment(
-            schema="repro.environment/1",
-            repro_version=__version__,
-            python=platform.python_version(),
-            implementation=platform.python_implementation(),
-            platform=f"{platform.system()} {platform.release()}",
-            machine=platform.machine(),
-            packages=_versions(sorted(set(packages))),
-            started_utc=started,
-            finished_utc=_utc(),
-            wall_seconds=round(wall, 3),
-        ),
+    environment = Environment(
+        schema="repro.environment/1",
+        repro_version=__version__,
+        python=platform.python_version(),
+        implementation=platform.python_implementation(),
+        platform=f"{platform.system()} {platform.release()}",
+        machine=platform.machine(),
+        packages=_versions(sorted(set(packages))),
+        started_utc=started,
+        finished_utc=_utc(),
+        wall_seconds=round(wall, 3),
     )
+    writer.model("data/environment.json", environment)
     inputs = [d for d in writer.disclosures if is_derivation_input(d.file)]
     derived = derive(fp, plan.seal, runs, ledger, inputs)
     writer.model("data/aggregates.json", derived.aggregates)
@@ -311,6 +339,7 @@ def _study(
     if derived.scores is not None:
         writer.model("data/scores.json", derived.scores)
     writer.write("data/validation-report.md", derived.report.encode())
+    writer.write(CRATE, _crate(prepared, plan.partitions, results, ledger, environment))
     writer.finish(
         {
             "Bag-Software-Agent": f"repro {__version__}",

@@ -22,6 +22,7 @@ __all__ = [
     "AdapterFacts",
     "AdapterSpec",
     "Aggregates",
+    "AttemptTimes",
     "BreadthGate",
     "CellScore",
     "Check",
@@ -142,6 +143,16 @@ def _finite(_: object, attribute: Any, value: float) -> None:
 def _fraction(_: object, attribute: Any, value: float) -> None:
     if not (math.isfinite(value) and 0 <= value <= 1):
         raise FieldError(attribute.name, f"{attribute.name} must be in [0, 1], not {value}")
+
+
+_SPDX = re.compile(r"^[A-Za-z0-9][A-Za-z0-9.+-]{0,63}$")
+
+
+def _spdx(_: object, attribute: Any, value: str) -> None:
+    # The licence of what the bundle holds, named by its SPDX identifier (e.g. CC-BY-4.0); the
+    # RO-Crate metadata links it as https://spdx.org/licenses/<identifier>.
+    if not _SPDX.fullmatch(value):
+        raise FieldError(attribute.name, f"{attribute.name} must be an SPDX license identifier")
 
 
 def _non_empty(_: object, attribute: Any, value: tuple[Any, ...]) -> None:
@@ -429,6 +440,7 @@ class Protocol:
     criteria: Criteria = Criteria()
     disagreements: tuple[Disagreement, ...] = ()
     description: str = ""
+    license: str | None = field(default=None, validator=optional(_spdx), metadata=OMIT_IF_DEFAULT)
     scenarios: tuple[Scenario, ...] = field(default=(), metadata=OMIT_IF_DEFAULT)
     scoring: Scoring | None = field(default=None, metadata=OMIT_IF_DEFAULT)
     gates: Gates | None = field(default=None, metadata=OMIT_IF_DEFAULT)
@@ -803,6 +815,28 @@ class GeneratorState:
     version: int
     words: tuple[int, ...]
     gauss_next: float | None
+
+
+_UTC = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6}Z$")
+
+
+def _utc(_: object, attribute: Any, value: str) -> None:
+    if not _UTC.fullmatch(value):
+        raise FieldError(
+            attribute.name, f"{attribute.name} must be a UTC time as YYYY-MM-DDTHH:MM:SS.ffffffZ"
+        )
+
+
+@frozen
+class AttemptTimes:
+    """One line of times/<partition>.jsonl: when an attempt was asked of the worker and
+    when its answer came (UTC, microseconds). Kept apart from the run records, which stay
+    byte-identical whatever ran them and whenever; every attempt but a declared exclusion has
+    one line, in the order of the runs file."""
+
+    attempt_id: str
+    started_utc: str = field(validator=_utc)
+    finished_utc: str = field(validator=_utc)
 
 
 @frozen

@@ -26,7 +26,7 @@ from typing import Literal
 
 from repro.bundle import BundleWriter
 from repro.models import Partition, PlanEntry, RunRecord
-from repro.slots import SlotsResult, Workload, run_slots
+from repro.slots import SlotsResult, Workload, run_slots, write_times
 from repro.streams import checkpoint_of
 from repro.worker import Cancelled, Worker
 
@@ -149,7 +149,7 @@ def _serve_partitions(
                 own = run_slots(
                     worker, protocol, condition, slots, emit, _reporter(events, part.condition)
                 )
-                records, contract = list(own.records), own.contract
+                records, contract, times = list(own.records), own.contract, list(own.times)
                 # Nothing is taken once the owner has no slot left to start.
                 for taken in sorted(running.taken, key=lambda t: t.start):
                     _wait(taken.done, cancel)
@@ -157,8 +157,10 @@ def _serve_partitions(
                     for record in taken.result.records:
                         emit(record)
                     records += taken.result.records
+                    times += taken.result.times
                     contract = contract or taken.result.contract
-            results[running.index] = SlotsResult(tuple(records), contract)
+            write_times(writer, part.id, times)
+            results[running.index] = SlotsResult(tuple(records), contract, tuple(times))
         while not cancel.is_set() and (took := pool.take_slots()) is not None:
             running, taken = took
             part = running.partition

@@ -28,6 +28,7 @@ SCHEMAS: dict[str, type] = {
     "partition": models.Partition,
     "run-record": models.RunRecord,
     "checkpoint": models.Checkpoint,
+    "attempt-times": models.AttemptTimes,
     "aggregates": models.Aggregates,
     "tiers": models.Tiers,
     "source-ledger": models.Ledger,

@@ -11,18 +11,36 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import suppress
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 from attrs import frozen
 
 from repro.adapters.base import Evidence
+from repro.bundle import BundleWriter
 from repro.judge import contract_sha256
-from repro.models import Condition, Partition, PlanEntry, Protocol, RunRecord, Scenario
+from repro.models import (
+    AttemptTimes,
+    Condition,
+    Partition,
+    PlanEntry,
+    Protocol,
+    RunRecord,
+    Scenario,
+)
 from repro.outcomes import attempt_id, measure_of
 from repro.scenarios import scenario_of, version_verdict
 from repro.worker import Failure, Invalid, Job, Worker, WorkerLost
 
-__all__ = ["AttemptResult", "SlotsResult", "Workload", "run_slot", "run_slots"]
+__all__ = [
+    "AttemptResult",
+    "SlotsResult",
+    "Workload",
+    "run_slot",
+    "run_slots",
+    "utc_now",
+    "write_times",
+]
 
 
 @frozen
@@ -40,11 +58,13 @@ class Workload:
 @frozen
 class SlotsResult:
     """Slots of one condition run to their end (a whole partition, or a range of one): every
-    attempt's record in sealed order, and the contract facts of the first session that opened
-    (empty when none opened)."""
+    attempt's record in sealed order, the contract facts of the first session that opened
+    (empty when none opened), and when each attempt ran (every attempt but a declared
+    exclusion, in the order of the records)."""
 
     records: tuple[RunRecord, ...]
     contract: dict[str, Any]
+    times: tuple[AttemptTimes, ...] = ()
 
 
 def _record(entry: PlanEntry, attempt: int, **fields: object) -> RunRecord:
@@ -227,11 +247,32 @@ def run_slots(
 
     session = _ConditionSession(worker, condition, catch_up)
     scenario = scenario_of(protocol, condition)
+    times: list[AttemptTimes] = []
+    started: list[str] = []
+
+    def timed(entry: PlanEntry) -> AttemptResult:
+        started.append(utc_now())
+        return session.attempt(entry)
+
     for entry in entries:
-        for record in run_slot(entry, protocol, session.digest, session.attempt, scenario):
+        for record in run_slot(entry, protocol, session.digest, timed, scenario):
+            if started:  # the record of an attempt (a declared exclusion makes none)
+                times.append(AttemptTimes(record.attempt_id, started.pop(), utc_now()))
             backlog.append(record)
             records.append(record)
         backlog.append(None)
     catch_up()
     session.close()
-    return SlotsResult(tuple(records), session.contract or {})
+    return SlotsResult(tuple(records), session.contract or {}, tuple(times))
+
+
+def write_times(writer: BundleWriter, partition: str, times: Iterable[AttemptTimes]) -> None:
+    """Write times/<partition>.jsonl: when each attempt of the partition ran."""
+    with writer.lines(f"data/times/{partition}.jsonl") as emit:
+        for line in times:
+            emit(line)
+
+
+def utc_now() -> str:
+    """The time now, UTC, to the microsecond, as :class:`~repro.models.AttemptTimes` holds it."""
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")

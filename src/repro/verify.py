@@ -36,11 +36,13 @@ from attrs.validators import ge
 
 from repro import canonical, judge, plan, schemas
 from repro.bundle import BAGIT_TXT, MANIFEST, MANIFEST_LINE, TAG_FILES, TAGMANIFEST
+from repro.crate import CRATE, ActionFacts, CrateBuilder, payload_files
 from repro.derive import derive
 from repro.disclosure import Disclosure, is_derivation_input, scan
 from repro.errors import BadInput
 from repro.models import (
     Aggregates,
+    AttemptTimes,
     Checkpoint,
     Environment,
     FrozenProtocol,
@@ -85,6 +87,7 @@ _PAYLOAD = frozenset(
         "data/tiers.json",
         "data/environment.json",
         "data/validation-report.md",
+        "data/ro-crate-metadata.json",
     }
 )
 #: Payload files only some bundles have: scores.json, in a bundle of a protocol with scoring.
@@ -407,7 +410,7 @@ def _integrity(listing: _Listing, read: BundleReader, findings: list[Finding]) -
             name.startswith("data/")
             and name not in _PAYLOAD
             and name not in _OPTIONAL_PAYLOAD
-            and not name.startswith(("data/plans/", "data/runs/"))
+            and not name.startswith(("data/plans/", "data/runs/", "data/times/"))
         ):
             findings.append(
                 Finding(name, "payload file outside the bundle layout", "absent", "present")
@@ -472,7 +475,7 @@ def _validator(kind: str) -> Any:
 #: with the plan. Every other file (partitions, runs, anything added) is read in blocks, hashed
 #: and scanned, and read again when it is parsed, so that what verify holds does not grow with the
 #: number of runs.
-_HELD = frozenset({*TAG_FILES, *_PAYLOAD, "data/plans/seal.json"})
+_HELD = frozenset({*TAG_FILES, *_PAYLOAD - {"data/ro-crate-metadata.json"}, "data/plans/seal.json"})
 #: Bytes read at a time: a few copies of a block are what reading holds besides the models.
 _BLOCK = 1 << 16
 #: How deep a run record nests at most: an object holding an array of numbers. Where the limit on
@@ -573,6 +576,29 @@ def _canonical_record(line: bytes) -> RunRecord | None:
     try:
         return RunRecord(**raw)
     except ValueError:  # a validator's refusal (FieldError): the strict way names it
+        return None
+
+
+_TIMES_KEYS = ("attempt_id", "finished_utc", "started_utc")
+
+
+def _canonical_times(line: bytes) -> AttemptTimes | None:
+    """The attempt times whose canonical bytes are exactly ``line`` (three strings), or None for
+    any other line, which the strict way then names: the quick way of :func:`_canonical_record`
+    for the times files."""
+    try:
+        raw = orjson.loads(line)
+        if orjson.dumps(raw, option=_RUN_LINE_DUMP) + b"\n" != line:
+            return None
+    except (orjson.JSONDecodeError, orjson.JSONEncodeError):
+        return None
+    if type(raw) is not dict or tuple(raw) != _TIMES_KEYS:
+        return None
+    if not all(type(v) is str for v in raw.values()):
+        return None
+    try:
+        return AttemptTimes(**raw)
+    except ValueError:
         return None
 
 
@@ -827,6 +853,54 @@ class BundleReader:
             )
             return None
         return self._run_lines(name)
+
+    def times_lines(self, name: str) -> Iterator[AttemptTimes | None] | None:
+        """The lines of a times/<partition>.jsonl file, parsed one at a time as they are
+        read (None for a line that is not one, with a finding); None (with a finding) when the
+        file cannot be read or does not end with a newline."""
+        seen = self._first(name)
+        if seen is None:
+            return None
+        if not seen.final_newline:
+            self._notes.append(
+                Finding(
+                    name, "JSON Lines file does not end with a newline", "final newline", "none"
+                )
+            )
+            return None
+        return self._times_lines(name)
+
+    def _times_lines(self, name: str) -> Iterator[AttemptTimes | None]:
+        number = 0
+        for chunk in _line_chunks(self._again(name)):
+            for line in chunk.splitlines(keepends=True):
+                number += 1
+                times = _canonical_times(line)
+                yield times if times is not None else self._times_line(name, number, line)
+
+    def _times_line(self, name: str, number: int, line: bytes) -> AttemptTimes | None:
+        """The strict way for one line of a times file: parse, schema and model, each refusal
+        named."""
+        try:
+            raw = canonical.loads(
+                line,
+                what=f"{name} line {number}",
+                max_bytes=self.limits.max_file_bytes,
+                max_depth=self.limits.max_json_depth,
+            )
+        except BadInput as exc:
+            self._notes.append(
+                Finding(name, f"strict JSON parse, line {number}", "valid JSON", str(exc))
+            )
+            return None
+        value = self._validate(name, raw, "attempt-times", AttemptTimes, f" line {number}")
+        if value is not None and to_bytes(value) != line:
+            self._notes.append(
+                Finding(
+                    name, f"line {number} is not in canonical form", "canonical JSON", "other bytes"
+                )
+            )
+        return value
 
     def _run_lines(self, name: str) -> Iterator[RunRecord | None]:
         quick = self.limits.max_json_depth >= _RUN_RECORD_DEPTH
@@ -1093,12 +1167,109 @@ def _check_checkpoint(read: BundleReader, partition: str, first: bool, seed: int
         )
 
 
+class _CrateCheck:
+    """The re-derivation of data/ro-crate-metadata.json, one partition at a time as verify reads
+    them: its bytes are hashed as they are made, and the digest is compared at the end."""
+
+    def __init__(self, builder: CrateBuilder) -> None:
+        self._builder = builder
+        self._hash = hashlib.sha256(builder.head())
+        #: False once a partition's actions could not be made (its files are named already).
+        self.whole = True
+
+    def partition(self, read: BundleReader, partition: Partition, attempts: list[Attempt]) -> None:
+        """Add the actions of ``partition``'s attempts that ran, joined one by one with the
+        lines of its times file as they are read; a file that does not parse, or does not hold
+        one line per attempt that ran (in the runs file's order, each ending after it starts),
+        is named and leaves the crate unjudged."""
+        if not self.whole:
+            return
+        name = f"data/times/{partition.id}.jsonl"
+        lines = read.times_lines(name)
+        if lines is None:
+            self.whole = False
+            return
+        declared = {e.slot for e in partition.entries if e.excluded is not None}
+        ran = [a for a in attempts if a.slot not in declared]
+        broken: list[str] = []
+        joined = _joined(read, name, ran, iter(lines), broken)
+        for piece in self._builder.partition(partition.id, joined):
+            self._hash.update(piece)
+        if broken:
+            self.whole = False
+
+    def finish(self, read: BundleReader, partitions: Iterable[str]) -> None:
+        """Compare the re-derived crate with the file, if every partition was made. The root's
+        mentions are the attempts of the times files, read again one line at a time."""
+        if not self.whole:
+            return
+        with read._repeating():
+            attempts = (
+                t.attempt_id
+                for partition in partitions
+                for t in read.times_lines(f"data/times/{partition}.jsonl") or ()
+                if t is not None
+            )
+            for piece in self._builder.tail(attempts):
+                self._hash.update(piece)
+        found = read.sha256(CRATE)
+        if found is not None and found != self._hash.hexdigest():
+            read.findings.append(
+                Finding(
+                    CRATE,
+                    "RO-Crate metadata differs from its re-derivation",
+                    f"sha256 {self._hash.hexdigest()}",
+                    f"sha256 {found}",
+                )
+            )
+
+
+_END = object()
+
+
+def _joined(
+    read: BundleReader,
+    name: str,
+    ran: list[Attempt],
+    lines: Iterator[AttemptTimes | None],
+    broken: list[str],
+) -> Iterator[ActionFacts]:
+    """The crate's facts of each attempt that ran with its line of the times file ``name``, one
+    at a time. The first line that does not parse (named as it was read), names another
+    attempt, ends before it starts, or is missing or left over, ends the join: it is named and
+    put in ``broken``."""
+    for number, a in enumerate(ran, start=1):
+        t = next(lines, _END)
+        if t is None:
+            broken.append(name)
+            return
+        if t is _END or not isinstance(t, AttemptTimes) or t.attempt_id != a.attempt_id:
+            found = t.attempt_id if isinstance(t, AttemptTimes) else "end of file"
+            what = f"times do not match the attempts that ran, from line {number}"
+            read.findings.append(Finding(name, what, a.attempt_id, found))
+            broken.append(name)
+            return
+        if t.finished_utc < t.started_utc:
+            what = f"attempt {a.attempt_id} ends before it starts"
+            read.findings.append(Finding(name, what, "end >= start", t.finished_utc))
+            broken.append(name)
+            return
+        yield ActionFacts(a.attempt_id, a.slot, a.condition, a.status, a.cause, t)
+    extra = next(lines, _END)
+    if extra is not _END:
+        found = extra.attempt_id if isinstance(extra, AttemptTimes) else "a line"
+        what = f"times do not match the attempts that ran, from line {len(ran) + 1}"
+        read.findings.append(Finding(name, what, "end of file", found))
+        broken.append(name)
+
+
 def _partition_runs(
     read: BundleReader,
     fp: FrozenProtocol,
     ref: PartitionRef,
     first: bool,
     checks: _RecordChecks,
+    crate: _CrateCheck | None,
 ) -> _PartitionRuns | None:
     """Read one partition and its runs file (and, in stream mode, its checkpoint) and tally its
     runs; None when either does not parse. Whatever it reads of the partition is let go on
@@ -1117,6 +1288,8 @@ def _partition_runs(
     if part is None or part_sha256 is None or got is None:
         return None
     attempts, contained = got
+    if crate is not None:
+        crate.partition(read, part, attempts)
     return _PartitionRuns(
         file=name,
         runs_file=runs_name,
@@ -1173,7 +1346,7 @@ def _check_content(read: BundleReader, limits: Limits) -> None:
     ledger = read.json("data/source-ledger.json", "source-ledger", Ledger)
     aggregates_found = read.json("data/aggregates.json", "aggregates", Aggregates)
     tiers_found = read.json("data/tiers.json", "tiers", Tiers)
-    read.json("data/environment.json", "environment", Environment)
+    environment = read.json("data/environment.json", "environment", Environment)
     scored = fp is not None and fp.protocol.scoring is not None
     scores_found = read.json("data/scores.json", "scores", Scores) if scored else None
     if not scored and "data/scores.json" in read.files:
@@ -1216,9 +1389,17 @@ def _check_content(read: BundleReader, limits: Limits) -> None:
     kept: list[_PartitionRuns] = []
     complete = True
     expected_files = {"data/plans/seal.json"}
+    crate = None
+    if ledger is not None and environment is not None:
+        payload = payload_files(fp, [ref.id for ref in seal.partitions])
+        crate = _CrateCheck(CrateBuilder(fp, ledger, environment, payload))
     for ref in seal.partitions:
-        partition_runs = _partition_runs(read, fp, ref, ref is seal.partitions[0], checks)
-        expected_files |= {f"data/{ref.file}", f"data/runs/{ref.id}.jsonl"}
+        partition_runs = _partition_runs(read, fp, ref, ref is seal.partitions[0], checks, crate)
+        expected_files |= {
+            f"data/{ref.file}",
+            f"data/runs/{ref.id}.jsonl",
+            f"data/times/{ref.id}.jsonl",
+        }
         if protocol.seeding.mode == "stream":
             expected_files.add(f"data/runs/{ref.id}.checkpoint.json")
         if partition_runs is None:
@@ -1226,10 +1407,12 @@ def _check_content(read: BundleReader, limits: Limits) -> None:
         else:
             kept.append(partition_runs)
     for name in sorted(
-        n for n in read.files if n.startswith("data/plans/") or n.startswith("data/runs/")
+        n for n in read.files if n.startswith(("data/plans/", "data/runs/", "data/times/"))
     ):
         if name not in expected_files:
             findings.append(Finding(name, "file not named by the seal", "absent", "present"))
+    if crate is not None and complete:
+        crate.finish(read, [ref.id for ref in seal.partitions])
     if not complete or ledger is None:
         return
     planned = (

@@ -1,0 +1,189 @@
+"""RO-Crate metadata: every bundle's payload is an RO-Crate 1.1 that conforms to the Process Run
+Crate profile, which ro-crate-py reads offline; each attempt that ran is a CreateAction with its
+instrument, object, result, times and status; and ``repro verify`` re-derives the crate (and
+checks the attempt times it is made from)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import ROOT, _Quiet
+from forge import reseal
+from repro.execute import prepare, study
+from repro.verify import verify
+
+rocrate = pytest.importorskip("rocrate.rocrate", reason="ro-crate-py is a test dependency")
+
+PROFILE = "https://w3id.org/ro/wfrun/process/0.5"
+FAULTY_HARNESS = ROOT / "tests" / "harness" / "bad_harness.py"
+
+
+def _graph(bundle: Path) -> dict[str, dict[str, Any]]:
+    data = json.loads((bundle / "data" / "ro-crate-metadata.json").read_text("utf-8"))
+    return {entity["@id"]: entity for entity in data["@graph"]}
+
+
+def _runs(bundle: Path) -> list[dict[str, Any]]:
+    return [
+        json.loads(line)
+        for path in sorted((bundle / "data" / "runs").glob("*.jsonl"))
+        for line in path.read_text("utf-8").splitlines()
+    ]
+
+
+@pytest.fixture(scope="module")
+def faulty_bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A command study with a licence whose attempts are valid, failed and invalid, and one
+    slot excluded before sealing."""
+    tmp = tmp_path_factory.mktemp("crate")
+    protocol = {
+        "schema": "repro.protocol/1",
+        "id": "crate-faults",
+        "title": "Crate with faults",
+        "description": "valid, failed and invalid attempts",
+        "license": "CC-BY-4.0",
+        "adapter": {"name": "command", "options": {"harness": str(FAULTY_HARNESS)}},
+        "matrix": [{"name": "case", "levels": ["one"]}],
+        "participants": [
+            {"id": mode, "kind": "agent", "params": {"mode": mode}}
+            for mode in ("ok", "exit", "garbage")
+        ],
+        "runs_per_condition": 2,
+        "seeding": {"mode": "per-run", "seed": 3},
+        "measure": {"name": "outcome_value", "key": "score", "description": "score"},
+        "estimand": "mean-of-condition-means",
+        "interval": {"method": "normal", "level": 0.95},
+        "retry": {"max_attempts": 2, "timeout_seconds": 30},
+        "exclusions": [{"slot": "c00-r0001", "reason": "declared before sealing"}],
+    }
+    path = tmp / "protocol.json"
+    path.write_text(json.dumps(protocol), "utf-8")
+    study(prepare(path, {}), tmp / "bundle", _Quiet())
+    return tmp / "bundle"
+
+
+def test_ro_crate_py_reads_the_crate_offline(small_bundle: Path) -> None:
+    """ro-crate-py opens the payload as a crate: its root dataset has a name, a description and
+    a datePublished, conforms to the Process Run Crate profile, and every file it lists exists."""
+    crate = rocrate.ROCrate(small_bundle / "data")
+    root = crate.root_dataset
+    assert root["name"] == "Small test study"
+    assert root["description"] and root["datePublished"]
+    assert root["conformsTo"].id == PROFILE
+    for part in root["hasPart"]:
+        assert (small_bundle / "data" / part.id).is_file(), part.id
+    listed = {part.id for part in root["hasPart"]}
+    on_disk = {
+        p.relative_to(small_bundle / "data").as_posix()
+        for p in (small_bundle / "data").rglob("*")
+        if p.is_file() and p.name != "ro-crate-metadata.json"
+    }
+    assert listed == on_disk
+
+
+def test_every_attempt_that_ran_is_a_create_action(faulty_bundle: Path) -> None:
+    """One CreateAction per attempt that ran (none for the declared exclusion), each with the
+    adapter as instrument, its partition as object, its runs file as result, start <= end, and
+    Completed for a valid run, Failed with the cause as error for a failed or invalid one."""
+    graph = _graph(faulty_bundle)
+    runs = _runs(faulty_bundle)
+    ran = [r for r in runs if not (r["cause"] or "").startswith("excluded before sealing")]
+    actions = {k: v for k, v in graph.items() if v["@type"] == "CreateAction"}
+    assert sorted(actions) == sorted(f"#{r['attempt_id']}" for r in ran)
+    assert {r["status"] for r in ran} == {"valid", "failed", "invalid"}
+    for record in ran:
+        action = actions[f"#{record['attempt_id']}"]
+        assert action["instrument"] == {"@id": "#adapter"}
+        partition = record["condition"]
+        assert action["object"] == [{"@id": f"plans/{partition}.json"}]
+        assert action["result"] == [{"@id": f"runs/{partition}.jsonl"}]
+        assert action["startTime"] <= action["endTime"]
+        status = action["actionStatus"]["@id"]
+        if record["status"] == "valid":
+            assert status == "http://schema.org/CompletedActionStatus"
+            assert "error" not in action
+        else:
+            assert status == "http://schema.org/FailedActionStatus"
+            assert action["error"] == record["cause"]
+    root = graph["./"]
+    assert root["license"] == {"@id": "https://spdx.org/licenses/CC-BY-4.0"}
+    assert sorted(m["@id"] for m in root["mentions"]) == sorted(actions)
+    assert graph["#adapter"]["@type"] == "SoftwareApplication"
+
+
+def test_the_times_file_holds_one_line_per_attempt_that_ran(faulty_bundle: Path) -> None:
+    """times/<partition>.jsonl has the attempt IDs of the runs file, but the declared
+    exclusion's, in the same order."""
+    for runs_file in sorted((faulty_bundle / "data" / "runs").glob("*.jsonl")):
+        records = [json.loads(line) for line in runs_file.read_text("utf-8").splitlines()]
+        times_file = faulty_bundle / "data" / "times" / runs_file.name
+        times = [json.loads(line) for line in times_file.read_text("utf-8").splitlines()]
+        expected = [
+            r["attempt_id"]
+            for r in records
+            if not (r["cause"] or "").startswith("excluded before sealing")
+        ]
+        assert [t["attempt_id"] for t in times] == expected
+
+
+def _rewrite_first_line(path: Path, change: Any) -> None:
+    if isinstance(change, bytes):  # a whole-file edit: the first occurrence becomes another
+        path.write_bytes(path.read_bytes().replace(change, change.upper(), 1))
+        return
+    lines = path.read_text("utf-8").splitlines(keepends=True)
+    value = json.loads(lines[0])
+    change(value)
+    lines[0] = json.dumps(value, sort_keys=True, separators=(",", ":")) + "\n"
+    path.write_text("".join(lines), "utf-8")
+
+
+@pytest.mark.parametrize(
+    ("file", "change", "what"),
+    [
+        (
+            "ro-crate-metadata.json",
+            b"CompletedActionStatus",
+            "RO-Crate metadata differs from its re-derivation",
+        ),
+        (
+            "times/c00.jsonl",
+            lambda t: t.update(finished_utc="2000-01-01T00:00:00.000000Z"),
+            "ends before it starts",
+        ),
+        (
+            "times/c00.jsonl",
+            lambda t: t.update(attempt_id="c00-r0009-a1"),
+            "times do not match the attempts that ran",
+        ),
+        (
+            "times/c00.jsonl",
+            lambda t: t.update(started_utc="yesterday"),
+            "must be a UTC time",
+        ),
+    ],
+)
+def test_verify_rederives_the_crate_and_checks_the_times(
+    small_bundle: Path, tmp_path: Path, file: str, change: Any, what: str
+) -> None:
+    """A changed crate, or times that end before they start, name another attempt or are not
+    UTC times, are named even with the manifests regenerated."""
+    root = tmp_path / "bundle"
+    shutil.copytree(small_bundle, root)
+    _rewrite_first_line(root / "data" / file, change)
+    reseal(root)
+    findings = verify(root)
+    assert any(what in f.what or what in f.found for f in findings), [f.as_dict() for f in findings]
+
+
+def test_a_missing_times_file_is_named(small_bundle: Path, tmp_path: Path) -> None:
+    """Without a partition's times file the bundle does not verify, and the file is named."""
+    root = tmp_path / "bundle"
+    shutil.copytree(small_bundle, root)
+    (root / "data" / "times" / "c00.jsonl").unlink()
+    reseal(root)
+    assert any(f.file == "data/times/c00.jsonl" for f in verify(root))
