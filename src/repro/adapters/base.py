@@ -252,13 +252,25 @@ class Registration:
         """A new instance of the adapter; any error its import or construction raises comes out
         as :class:`BadInput` naming the error's type, since a plugin's code may raise anything."""
         try:
-            factory: Callable[[], Adapter] = self.entry_point.load()
-            return factory()
+            return self._make()
         except Exception as exc:
             raise BadInput(
                 f"protocol: adapter {self.name!r} ({self.target} from {self.distribution} "
                 f"{self.version}) does not load ({type(exc).__name__}: {exc}) @ $.adapter.name"
             ) from None
+
+    def load_error(self) -> str | None:
+        """The type name of the error that importing or constructing the adapter raises, or
+        ``None`` when it loads: what ``repro adapters`` shows, never a traceback."""
+        try:
+            self._make()
+        except Exception as exc:
+            return type(exc).__name__
+        return None
+
+    def _make(self) -> Adapter:
+        factory: Callable[[], Adapter] = self.entry_point.load()
+        return factory()
 
 
 def registered_adapters() -> list[Registration]:
