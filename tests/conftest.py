@@ -92,6 +92,42 @@ def bundle_digests(bundle: Path) -> dict[str, str]:
     }
 
 
+def register_adapters(
+    monkeypatch: pytest.MonkeyPatch, site: Path, distribution: str, adapters: Mapping[str, str]
+) -> None:
+    """Register ``adapters`` (name -> ``module:Class``) for this process as an installed
+    distribution named ``distribution`` does: its ``.dist-info`` directory (METADATA and an
+    entry_points.txt with a ``repro.adapters`` section) is written into ``site``, and ``site``
+    goes first on sys.path until ``monkeypatch`` undoes it.
+
+    repro finds adapters through that entry-point group only, so this is how a test adds one
+    without building and installing a package. Worker processes rebuild an adapter from its
+    class (which must be importable from the test's sys.path) and need no registration."""
+    version = "0"
+    info = site / f"{distribution.replace('-', '_')}-{version}.dist-info"
+    info.mkdir(parents=True)
+    metadata = f"Metadata-Version: 2.1\nName: {distribution}\nVersion: {version}\n"
+    (info / "METADATA").write_text(metadata, "utf-8")
+    lines = "".join(f"{name} = {target}\n" for name, target in adapters.items())
+    (info / "entry_points.txt").write_text(f"[repro.adapters]\n{lines}", "utf-8")
+    # syspath_prepend also invalidates the import caches, importlib.metadata's among them.
+    monkeypatch.syspath_prepend(str(site))
+
+
+@pytest.fixture
+def fault_adapter(
+    monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """The fault-injecting test adapter (tests/repro_fault_adapter.py), registered as ``faults``
+    for one test."""
+    register_adapters(
+        monkeypatch,
+        tmp_path_factory.mktemp("adapters"),
+        "repro-test-faults",
+        {"faults": "repro_fault_adapter:FaultAdapter"},
+    )
+
+
 @pytest.fixture(scope="session")
 def dask_scheduler() -> Iterator[str]:
     """The address of a local Dask cluster for the session: 2 worker processes with 1 thread

@@ -427,6 +427,14 @@ WRONG_TYPES = [
          _drop("seeding", "mode"), "required key missing", "$.seeding.mode"),
     Case("missing-schema", "The schema key is required.", _drop("schema"),
          "required key missing", "$.schema"),
+    Case("number-comment", "A $comment that is not a string is refused, not dropped as a note.",
+         _set("seeding", "$comment", value=1), "a $comment must be a string, found an integer",
+         '$.seeding["$comment"]'),
+    Case("null-top-level-comment", "So is a null one at the top.", _set("$comment", value=None),
+         "a $comment must be a string, found null", '$["$comment"]'),
+    Case("object-comment-in-params", "Free-form params hold comments too, strings only.",
+         _set("participants", 1, "params", "$comment", value={"note": "left"}),
+         "a $comment must be a string, found an object", '$.participants[1].params["$comment"]'),
 ]  # fmt: skip
 
 

@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 from conftest import _Quiet as Quiet
+from conftest import register_adapters
 from guarantees import record
-from repro.adapters import base
 from repro.adapters.base import Evidence
 from repro.disclosure import WITHHELD_CAUSE, short_cause
 from repro.execute import Prepared, prepare, study
@@ -32,11 +32,7 @@ TIMEOUT = 0.5
 RUNS = 2
 
 
-@pytest.fixture(autouse=True)
-def _fault_adapter(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Register the test adapter as ``faults``, for this process (the worker rebuilds it from
-    its class, so it needs no registration)."""
-    monkeypatch.setitem(base._BUILTIN, "faults", "repro_fault_adapter:FaultAdapter")
+pytestmark = pytest.mark.usefixtures("fault_adapter")
 
 
 def _protocol(levels: list[str], mode: str = "per-run", attempts: int = 2) -> dict[str, Any]:
@@ -72,11 +68,14 @@ def _run(tmp_path: Path, protocol: dict[str, Any], name: str = "out") -> list[Ru
 @pytest.fixture(scope="module")
 def records(tmp_path_factory: pytest.TempPathFactory) -> list[RunRecord]:
     """The run records of one study with every fault as a condition."""
-    base._BUILTIN["faults"] = "repro_fault_adapter:FaultAdapter"
-    try:
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        register_adapters(
+            monkeypatch,
+            tmp_path_factory.mktemp("adapters"),
+            "repro-test-faults",
+            {"faults": "repro_fault_adapter:FaultAdapter"},
+        )
         return _run(tmp_path_factory.mktemp("faults"), _protocol([*FAULTS, *FLAKY]))
-    finally:
-        del base._BUILTIN["faults"]
 
 
 class TestFaultyRuns:

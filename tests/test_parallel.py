@@ -20,7 +20,6 @@ from typer.testing import CliRunner
 
 from conftest import bundle_digests, run_study
 from repro import cluster, parallel
-from repro.adapters import base
 from repro.bundle import BundleWriter, create_root
 from repro.cli import app
 from repro.execute import Backend, DaskCluster, LocalWorkers, prepare, study
@@ -79,13 +78,6 @@ def _fault_study(tmp_path: Path, name: str, backend: Backend) -> Path:
     path.write_text(json.dumps(_fault_protocol()), "utf-8")
     (tmp_path / f"{name}-state").mkdir()
     return run_study(path, tmp_path / name, backend, {"state_dir": str(tmp_path / f"{name}-state")})
-
-
-@pytest.fixture
-def fault_adapter(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Register the test adapter as ``faults`` in this process (workers rebuild it from its
-    class)."""
-    monkeypatch.setitem(base._BUILTIN, "faults", "repro_fault_adapter:FaultAdapter")
 
 
 def _causes(bundle: Path) -> Counter[tuple[str, str | None]]:

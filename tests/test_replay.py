@@ -13,17 +13,10 @@ from typer.testing import CliRunner
 
 from conftest import _Quiet as Quiet
 from conftest import run_study
-from repro.adapters import base
 from repro.cli import app
 from repro.execute import prepare, study
 
 runner = CliRunner()
-
-
-@pytest.fixture
-def faults(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The fault-injecting test adapter, registered as ``faults``."""
-    monkeypatch.setitem(base._BUILTIN, "faults", "repro_fault_adapter:FaultAdapter")
 
 
 def _fault_protocol(fault: str, mode: str) -> dict[str, Any]:
@@ -72,7 +65,8 @@ class TestReplay:
             [],
         )
 
-    def test_stream_slot_replays_from_the_checkpoint(self, tmp_path: Path, faults: None) -> None:
+    @pytest.mark.usefixtures("fault_adapter")
+    def test_stream_slot_replays_from_the_checkpoint(self, tmp_path: Path) -> None:
         """In stream mode the third slot of a partition re-executes the partition's three slots
         from its checkpoint, including a retried slot whose first attempt killed its worker."""
         state = tmp_path / "state"
@@ -87,7 +81,8 @@ class TestReplay:
             result.stdout
         )
 
-    def test_a_different_outcome_is_named(self, tmp_path: Path, faults: None) -> None:
+    @pytest.mark.usefixtures("fault_adapter")
+    def test_a_different_outcome_is_named(self, tmp_path: Path) -> None:
         """When the simulator now behaves differently (a flaky fault that has already fired),
         replay exits 1 and names each differing field of each attempt."""
         state = tmp_path / "state"

@@ -332,6 +332,144 @@ def compare(
         raise typer.Exit(EXIT_VERIFY_FAILED)
 
 
+@app.command()
+def adapters(
+    as_json: Annotated[bool, typer.Option("--json", help="Print the list as JSON.")] = False,
+) -> None:
+    """List every installed adapter: its name, the distribution and version that provide it,
+    its object path, and whether it loads. Exits 0 even when some do not."""
+    from repro.adapters.base import registered_adapters
+
+    installed = registered_adapters()
+    listed = [
+        (r, r.load_error(), [o.distribution for o in installed if o.name == r.name and o is not r])
+        for r in installed
+    ]
+    if as_json:
+        rows = [
+            {
+                "name": r.name,
+                "distribution": r.distribution,
+                "version": r.version,
+                "object": r.target,
+                "loads": error is None,
+                "error": error,
+                "also_registered_by": others,
+            }
+            for r, error, others in listed
+        ]
+        print(json.dumps({"adapters": rows}, indent=2))
+        return
+    if not listed:
+        print("no adapter is registered in the repro.adapters entry-point group")
+        return
+    table = [("name", "distribution", "version", "object", "loads")]
+    for r, error, others in listed:
+        status = "yes" if error is None else f"no ({error})"
+        if others:
+            status += f"; also registered by {', '.join(others)}: refused"
+        table.append((r.name, r.distribution, r.version, r.target, status))
+    widths = [max(len(line[i]) for line in table) for i in range(4)]
+    for line in table:
+        cells = [cell.ljust(width) for cell, width in zip(line, widths, strict=False)]
+        print("  ".join([*cells, line[4]]))
+
+
+protocol_app = typer.Typer(
+    no_args_is_help=True, help="Check a protocol without running it, or start a new one."
+)
+app.add_typer(protocol_app, name="protocol")
+
+
+@protocol_app.command("check")
+def protocol_check(
+    protocol: Annotated[Path, typer.Argument(help="Protocol JSON file.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+    option: Annotated[
+        list[str] | None, typer.Option("--option", help="Adapter option KEY=VALUE (repeatable).")
+    ] = None,
+) -> None:
+    """Validate and freeze PROTOCOL exactly as `repro study` does before it writes, without
+    running or writing anything: print its sha256, adapter, plan size and pinned sources."""
+    from repro.execute import prepare
+    from repro.serde import unstructure
+
+    try:
+        prepared = prepare(protocol, _options(option or []))
+    except BadInput as exc:
+        raise _fail(str(exc)) from None
+    facts, plan = prepared.frozen.facts, prepared.plan
+    sources = [unstructure(source) for source in prepared.frozen.sources]
+    summary = {
+        "protocol": prepared.protocol.id,
+        "sha256": prepared.frozen_protocol.sha256,
+        "adapter": unstructure(facts),
+        "conditions": len(plan.seal.conditions),
+        "partitions": len(plan.partitions),
+        "slots": sum(len(partition.entries) for partition in plan.partitions),
+        "sources_sha256": plan.seal.sources_sha256,
+        "sources": sources,
+    }
+    if as_json:
+        print(json.dumps(summary, indent=2))
+        return
+    print(f"OK: {protocol} is valid (nothing was run or written)")
+    print(f"protocol  {prepared.protocol.id}")
+    print(f"sha256    {summary['sha256']}")
+    print(
+        f"adapter   {facts.name} {facts.version} (observation {facts.observation_scope}, "
+        f"measure from {facts.measure_inputs})"
+    )
+    print(
+        f"plan      {summary['conditions']} conditions, {summary['partitions']} partitions, "
+        f"{summary['slots']} slots"
+    )
+    print(f"sources   {len(sources)}, sha256 {summary['sources_sha256']}")
+    for source in prepared.frozen.sources:
+        pin = source.version if source.sha256 is None else f"sha256 {source.sha256}"
+        print(f"  {source.role}: {source.kind} {source.name} {pin}")
+
+
+def _templates() -> dict[str, str]:
+    """The starting protocols shipped in repro/templates, by adapter name."""
+    from importlib.resources import files
+
+    folder = files("repro").joinpath("templates")
+    return {
+        entry.name.removesuffix(".json"): entry.read_text("utf-8")
+        for entry in folder.iterdir()
+        if entry.name.endswith(".json")
+    }
+
+
+@protocol_app.command("new")
+def protocol_new(
+    adapter: Annotated[
+        str, typer.Option("--adapter", help="gymnasium, command or cyborg.", show_default=False)
+    ],
+    out: Annotated[
+        Path | None, typer.Option("--out", help="New file to write (default: stdout).")
+    ] = None,
+) -> None:
+    """Write a starting protocol for ADAPTER, explained by "$comment" keys, to stdout or to a
+    new file (never over an existing one)."""
+    templates = _templates()
+    if adapter not in templates:
+        raise _fail(f"no template for adapter {adapter!r} ({', '.join(sorted(templates))})")
+    text = templates[adapter]
+    if out is None:
+        sys.stdout.write(text)
+        return
+    try:
+        with out.open("x", encoding="utf-8") as file:
+            file.write(text)
+    except FileExistsError:
+        raise _fail(f"{out} exists: repro protocol new never overwrites a file") from None
+    except OSError as exc:
+        raise _fail(f"{out}: cannot write ({exc.strerror})") from None
+    print(f"wrote {out}; check it with: repro protocol check {out}")
+
+
 def _read(bundle: Path) -> tuple[Aggregates, Tiers, list[str]]:
     from repro.models import Aggregates, FrozenProtocol, Tiers
     from repro.verify import BundleReader, Finding

@@ -4,27 +4,33 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Any
 
 from repro import canonical
+from repro.canonical import json_path
 from repro.errors import BadInput
 from repro.models import FrozenProtocol, Protocol
 from repro.plan import conditions_of, slot_ids
 from repro.scoring import scoring_problems
-from repro.serde import structure, to_bytes
+from repro.serde import found, structure, to_bytes
 
 __all__ = [
+    "COMMENT",
     "MAX_PROTOCOL_BYTES",
     "MAX_SLOTS",
     "check_consistency",
     "freeze",
     "load_protocol",
     "parse_protocol",
+    "strip_comments",
 ]
 
 MAX_PROTOCOL_BYTES = 1 << 20
 #: The plan is expanded and sealed in memory before anything runs; a few lines of JSON could
 #: otherwise ask for more slots (matrix cells x participants x runs) than memory holds.
 MAX_SLOTS = 1_000_000
+#: The key of a comment, in any object of a protocol (as in JSON Schema).
+COMMENT = "$comment"
 
 
 def load_protocol(path: Path) -> Protocol:
@@ -45,12 +51,37 @@ def load_protocol(path: Path) -> Protocol:
     return parse_protocol(data)
 
 
+def strip_comments(value: Any, path: str = "$") -> Any:
+    """``value`` without the ``"$comment"`` key of any object in it, as JSON Schema allows:
+    comments are for the protocol's readers and never reach strict validation, the frozen
+    protocol or its digest. A comment must be a string, or it is refused with its JSON path:
+    anything else under that key is more likely a mistake than a note.
+
+    ``value`` comes from :func:`repro.canonical.loads`, which bounds its nesting, so the
+    recursion is bounded too."""
+    if isinstance(value, dict):
+        out = {}
+        for key, item in value.items():
+            where = json_path(path, key)
+            if key == COMMENT:
+                if not isinstance(item, str):
+                    raise BadInput(
+                        f"protocol: a {COMMENT} must be a string, {found(item)} @ {where}"
+                    )
+                continue
+            out[key] = strip_comments(item, where)
+        return out
+    if isinstance(value, list):
+        return [strip_comments(item, json_path(path, i)) for i, item in enumerate(value)]
+    return value
+
+
 def parse_protocol(data: bytes) -> Protocol:
-    """Parse and validate protocol bytes."""
+    """Parse and validate protocol bytes; ``"$comment"`` keys are removed first."""
     raw = canonical.loads(data, what="protocol", max_bytes=MAX_PROTOCOL_BYTES)
     if not isinstance(raw, dict):
         raise BadInput("protocol: expected an object @ $")
-    protocol = structure(raw, Protocol, what="protocol")
+    protocol = structure(strip_comments(raw), Protocol, what="protocol")
     check_consistency(protocol)
     return protocol
 

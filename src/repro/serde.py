@@ -20,7 +20,7 @@ from repro import canonical
 from repro.errors import BadInput
 from repro.models import FieldError, Level
 
-__all__ = ["converter", "structure", "to_bytes", "unstructure"]
+__all__ = ["converter", "found", "structure", "to_bytes", "unstructure"]
 
 T = TypeVar("T")
 
@@ -38,37 +38,38 @@ _JSON_TYPES = {
 }
 
 
-def _found(value: Any) -> str:
+def found(value: Any) -> str:
+    """``found`` and the JSON type of ``value``, for messages that say what was expected."""
     return f"found {_JSON_TYPES.get(type(value), type(value).__name__)}"
 
 
 def _strict_int(value: Any, _: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"expected an integer, {_found(value)}")
+        raise TypeError(f"expected an integer, {found(value)}")
     return value
 
 
 def _strict_float(value: Any, _: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"expected a number, {_found(value)}")
+        raise TypeError(f"expected a number, {found(value)}")
     return float(value)
 
 
 def _strict_str(value: Any, _: Any) -> str:
     if not isinstance(value, str):
-        raise TypeError(f"expected a string, {_found(value)}")
+        raise TypeError(f"expected a string, {found(value)}")
     return value
 
 
 def _strict_bool(value: Any, _: Any) -> bool:
     if not isinstance(value, bool):
-        raise TypeError(f"expected true or false, {_found(value)}")
+        raise TypeError(f"expected true or false, {found(value)}")
     return value
 
 
 def _level(value: Any, _: Any) -> Level:
     if isinstance(value, bool) or not isinstance(value, (str, int)):
-        raise TypeError(f"expected a string or an integer, {_found(value)}")
+        raise TypeError(f"expected a string or an integer, {found(value)}")
     return value
 
 
@@ -96,7 +97,7 @@ def _literal(value: Any, type_: Any) -> Any:
 
 def _json_object(value: Any, _: Any) -> dict[str, Any]:
     if not isinstance(value, dict):
-        raise TypeError(f"expected an object, {_found(value)}")
+        raise TypeError(f"expected an object, {found(value)}")
     return value
 
 
@@ -119,7 +120,7 @@ def _tuple_hook(type_: Any) -> Any:
     def structure_tuple(value: Any, _: Any) -> tuple[Any, ...]:
         # cattrs would happily iterate a string or an object; JSON arrays only here.
         if not isinstance(value, list):
-            raise TypeError(f"expected an array, {_found(value)}")
+            raise TypeError(f"expected an array, {found(value)}")
         # The float hook gives a float back as it is: an array of floats (a run's step rewards)
         # needs no call per element.
         if element is float and all(type(item) is float for item in value):
@@ -148,7 +149,7 @@ def _model_hook(cls: Any) -> Any:
         # cattrs would fail on null or an array with a Python message ("argument of type
         # 'NoneType' is not iterable"); say what JSON was expected instead.
         if not isinstance(value, dict):
-            raise TypeError(f"expected an object, {_found(value)}")
+            raise TypeError(f"expected an object, {found(value)}")
         return structure_fields(value, cls)
 
     return structure_model

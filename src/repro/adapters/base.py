@@ -25,6 +25,7 @@ __all__ = [
     "Adapter",
     "Evidence",
     "Frozen",
+    "Registration",
     "Session",
     "TraceDigest",
     "accepts",
@@ -35,6 +36,7 @@ __all__ = [
     "module_file_source",
     "package_source",
     "pinned_target_source",
+    "registered_adapters",
 ]
 
 ENTRY_POINT_GROUP = "repro.adapters"
@@ -234,30 +236,83 @@ def pinned_target_source(role: str, params: Mapping[str, Any], where: str) -> So
     return source
 
 
-_BUILTIN: dict[str, str] = {
-    "gymnasium": "repro.adapters.gymnasium:GymnasiumAdapter",
-    "command": "repro.adapters.command:CommandAdapter",
-    "cyborg": "repro.adapters.cyborg:CybORGAdapter",
-}
+@frozen
+class Registration:
+    """One adapter an installed distribution registers in the ``repro.adapters`` entry-point
+    group: its name, the distribution and version that provide it, and its ``module:attribute``
+    object path. repro's own adapters are registered so too, in its pyproject.toml."""
+
+    name: str
+    distribution: str
+    version: str
+    target: str
+    entry_point: importlib.metadata.EntryPoint
+
+    def adapter(self) -> Adapter:
+        """A new instance of the adapter; any error its import or construction raises comes out
+        as :class:`BadInput` naming the error's type, since a plugin's code may raise anything."""
+        try:
+            return self._make()
+        except Exception as exc:
+            raise BadInput(
+                f"protocol: adapter {self.name!r} ({self.target} from {self.distribution} "
+                f"{self.version}) does not load ({type(exc).__name__}: {exc}) @ $.adapter.name"
+            ) from None
+
+    def load_error(self) -> str | None:
+        """The type name of the error that importing or constructing the adapter raises, or
+        ``None`` when it loads: what ``repro adapters`` shows, never a traceback."""
+        try:
+            self._make()
+        except Exception as exc:
+            return type(exc).__name__
+        return None
+
+    def _make(self) -> Adapter:
+        factory: Callable[[], Adapter] = self.entry_point.load()
+        return factory()
 
 
-def _load(target: str) -> Callable[[], Adapter]:
-    module, _, attribute = target.partition(":")
-    factory: Callable[[], Adapter] = getattr(importlib.import_module(module), attribute)
-    return factory
+def registered_adapters() -> list[Registration]:
+    """Every adapter registration installed, by name, then distribution.
+
+    A distribution found more than once on the import path counts once, as the one Python would
+    import (importlib.metadata keeps the first); two distributions may still register one name,
+    which :func:`get_adapter` refuses."""
+    out = []
+    for entry_point in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+        dist = entry_point.dist
+        assert dist is not None  # entry_points() ties each entry point to its distribution
+        out.append(
+            Registration(
+                name=entry_point.name,
+                distribution=dist.name,
+                version=dist.version,
+                target=entry_point.value,
+                entry_point=entry_point,
+            )
+        )
+    return sorted(out, key=lambda r: (r.name, r.distribution))
 
 
 def get_adapter(name: str) -> Adapter:
-    """The adapter registered as ``name``: built in, or from the ``repro.adapters`` entry points."""
-    if name in _BUILTIN:
-        return _load(_BUILTIN[name])()
-    for entry_point in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
-        if entry_point.name == name:
-            factory: Callable[[], Adapter] = entry_point.load()
-            return factory()
-    known = sorted(
-        set(_BUILTIN) | {e.name for e in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)}
-    )
-    raise BadInput(
-        f"protocol: unknown adapter {name!r} (known: {', '.join(known)}) @ $.adapter.name"
-    )
+    """A new instance of the adapter registered as ``name`` in the ``repro.adapters`` entry-point
+    group, built in or not: one lookup, so a plugin is found exactly as repro's own adapters are.
+
+    A name that two distributions register is refused naming both, rather than resolved by
+    whichever happens to come first on the import path: a bundle must not depend on that."""
+    installed = registered_adapters()
+    matches = [r for r in installed if r.name == name]
+    if not matches:
+        known = sorted({r.name for r in installed})
+        raise BadInput(
+            f"protocol: unknown adapter {name!r} (known: {', '.join(known) or 'none'}) "
+            "@ $.adapter.name"
+        )
+    if len(matches) > 1:
+        providers = " and ".join(f"{r.distribution} {r.version} ({r.target})" for r in matches)
+        raise BadInput(
+            f"protocol: adapter {name!r} is registered by more than one distribution: "
+            f"{providers}; uninstall all but one @ $.adapter.name"
+        )
+    return matches[0].adapter()
