@@ -1,11 +1,18 @@
 """``repro show``: it shows only bundles that verify; ``--json`` prints their derived files as
-one JSON object; ``--html`` writes one self-contained page, never over an existing file."""
+one JSON object; ``--html`` writes one self-contained page, never over an existing file, and
+headless Chromium renders that page with exactly the bundle's figures.
+
+The Chromium test is skipped when /usr/bin/chromium is missing, unless CI is set (``.ci/run``
+installs it), in which case its absence fails the test: CI never skips it quietly.
+"""
 
 from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import resource
+import shutil
 import signal
 import subprocess
 import sys
@@ -15,11 +22,12 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from htmlpage import check_figures, parse
+from htmlpage import check_figures, external_references, parse
 from repro.cli import app
 from repro.verify import bundle_sha256
 
 runner = CliRunner()
+CHROMIUM = Path("/usr/bin/chromium")
 
 
 def _json(bundle: Path, name: str) -> Any:
@@ -186,3 +194,72 @@ def test_plot_without_matplotlib_writes_no_page(
     assert result.exit_code == 2
     assert "install repro[plot]" in result.stderr
     assert not page.exists() and not plot.exists()
+
+
+# --------------------------------------------------------------------------- in a browser
+
+
+@pytest.fixture
+def chromium() -> Path:
+    """The Chromium binary; skipped without it, failed without it when CI is set."""
+    if CHROMIUM.is_file() and os.access(CHROMIUM, os.X_OK):
+        return CHROMIUM
+    if os.environ.get("CI"):
+        pytest.fail(f"CI is set but {CHROMIUM} is missing (.ci/run installs it with apt-get)")
+    pytest.skip(f"{CHROMIUM} not installed (apt-get install chromium); CI never skips this")
+
+
+def _dump_dom(chromium: Path, page: Path, tmp_path: Path) -> str:
+    """The DOM headless Chromium builds from ``page``. The flags keep it from reaching for the
+    network (without them it hangs on a closed one) and let it run as root."""
+    profile = tmp_path / "chromium-profile"
+    done = subprocess.run(
+        [
+            str(chromium),
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            f"--user-data-dir={profile}",
+            "--dump-dom",
+            page.as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "HOME": str(tmp_path)},
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    shutil.rmtree(profile, ignore_errors=True)
+    return done.stdout
+
+
+@pytest.mark.parametrize("which", ["published_bundle", "scored_bundle"])
+def test_chromium_shows_exactly_the_bundles_figures(
+    which: str, request: pytest.FixtureRequest, chromium: Path, tmp_path: Path
+) -> None:
+    """The page as headless Chromium renders it: every data-value equals the figure of the
+    bundle's JSON it names (means, interval bounds, n, published values, scores), the plot is
+    an SVG with a mean mark per condition and the estimand, and no element refers to anything
+    outside the page."""
+    bundle: Path = request.getfixturevalue(which)
+    page = tmp_path / "report.html"
+    result = runner.invoke(app, ["show", str(bundle), "--html", str(page)])
+    assert result.exit_code == 0, result.output
+    elements = parse(_dump_dom(chromium, page, tmp_path))
+    in_text = check_figures(elements, bundle)
+    conditions = _json(bundle, "aggregates.json")["conditions"]
+    for c in conditions:
+        for field in ("valid", "mean", "low", "high"):
+            assert ("condition", c["condition"], field) in in_text
+    svg = [e for e in elements if e.tag == "svg"]
+    assert len(svg) == 1
+    circles = [e for e in elements if e.tag == "circle" and "data-value" in e.attrs]
+    assert len(circles) == len(conditions) + 1
+    assert external_references(elements, page.as_uri()) == []
+    title = _json(bundle, "protocol.json")["protocol"]["title"]
+    assert [e.text for e in elements if e.tag == "h1"] == [title]
