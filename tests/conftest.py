@@ -149,6 +149,47 @@ def small_bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return run_study(path, base / "bundle")
 
 
+#: The small protocol with published figures (one per-condition half-width, the estimand with
+#: its half-width) and a slot excluded before sealing: every part of a report has something.
+PUBLISHED: dict[str, Any] = {
+    **SMALL,
+    "id": "small-published",
+    "exclusions": [{"slot": "c01-r0002", "reason": "declared before sealing"}],
+    "published": {
+        "citation": {"title": "A made-up paper", "url": "https://example.org/paper"},
+        "decimals": 2,
+        "conditions": [
+            {
+                "factors": {"env_id": "CartPole-v1"},
+                "participant": "random",
+                "mean": 20.0,
+                "halfwidth": 6.5,
+            },
+            {"factors": {"env_id": "MountainCar-v0"}, "participant": "push-left", "mean": -200.0},
+        ],
+        "estimand": {"value": -360.0, "halfwidth": 12.5},
+    },
+}
+
+
+@pytest.fixture(scope="session")
+def published_bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One real bundle of :data:`PUBLISHED`, made once; copy it before changing it."""
+    base = tmp_path_factory.mktemp("published")
+    path = base / "protocol.json"
+    path.write_text(json.dumps(PUBLISHED), "utf-8")
+    return run_study(path, base / "bundle")
+
+
+@pytest.fixture(scope="session")
+def scored_bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One real bundle of the scored example (protocols/agent-gate-eval.json, on the fake
+    harness), made once; copy it before changing it."""
+    out = tmp_path_factory.mktemp("scored") / "bundle"
+    study(prepare(ROOT / "protocols" / "agent-gate-eval.json", {}), out, _Quiet(), LocalWorkers())
+    return out
+
+
 @pytest.fixture
 def bundle_copy(small_bundle: Path, tmp_path: Path) -> Path:
     """A private copy of the small bundle, free to tamper with."""

@@ -63,3 +63,16 @@ def test_help_imports_no_study_machinery() -> None:
     assert status == 0, out
     assert "verify" in out and "study" in out
     assert _imported(modules, STUDY_MACHINERY) == []
+
+
+def test_show_json_and_html_import_no_study_machinery(tmp_path: Path) -> None:
+    """``repro show --json --html`` verifies, prints JSON and writes the page with neither the
+    study machinery nor rich (nothing goes through it), matplotlib (the page's plot is repro's
+    own SVG), NumPy or SciPy."""
+    bundle = synthetic_bundle(tmp_path / "bundle", 2, 3, 5)
+    page = tmp_path / "report.html"
+    status, out, modules = _loaded("show", str(bundle), "--json", "--html", str(page))
+    assert status == 0, out
+    assert '"ok": true' in out and page.is_file()
+    heavy = (*STUDY_MACHINERY, "rich", "matplotlib", "numpy", "scipy")
+    assert _imported(modules, heavy) == []

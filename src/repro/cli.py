@@ -7,11 +7,12 @@ I/O error (its root is incomplete); 128 + N a study stopped by signal N (130 SIG
 from __future__ import annotations
 
 import functools
+import importlib.util
 import json
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 # Each command imports what it needs when it runs: the study machinery (adapters, workers, the
 # Dask client) and rich's progress bars and tables cost a start-up that ``repro verify`` and
@@ -22,9 +23,12 @@ from repro.backends import MAX_LOCAL_WORKERS, Backend, DaskCluster, LocalWorkers
 from repro.errors import EXIT_BAD_INPUT, EXIT_VERIFY_FAILED, BadInput, StudyStopped
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from rich.console import Console
 
-    from repro.models import Aggregates, Tiers
+    from repro.showing import Shown
+    from repro.verify import Finding
 
 __all__ = ["app", "main"]
 
@@ -194,6 +198,34 @@ def study(
     print(f"repro verify {out}")
 
 
+def _verify_report(findings: Sequence[Finding], digest: str | None) -> dict[str, Any]:
+    """``--json``'s verdict on a bundle, the same for ``verify`` and ``show``."""
+    return {
+        "ok": not findings,
+        "bundle_sha256": digest,
+        "findings": [f.as_dict() for f in findings],
+    }
+
+
+def _print_findings(bundle: Path, findings: Sequence[Finding]) -> None:
+    """Name every finding on stderr, then say whether the root is unfinished or tampered."""
+    err = _err()
+    for f in findings:
+        err.print(
+            f"FAIL {f.file}: {f.what}: expected {f.expected}, found {f.found}",
+            highlight=False,
+            markup=False,
+        )
+    if findings[0].incomplete:
+        err.print(
+            f"INCOMPLETE: {bundle} is an unfinished study and does not verify "
+            f"({len(findings)} finding(s))",
+            highlight=False,
+        )
+    else:
+        err.print(f"{len(findings)} finding(s): {bundle} does not verify", highlight=False)
+
+
 @app.command()
 def verify(
     bundle: Annotated[Path, typer.Argument(help="Bundle directory.")],
@@ -209,28 +241,9 @@ def verify(
         raise _fail(str(exc)) from None
     digest = None if findings else bundle_sha256(bundle)
     if as_json:
-        report = {
-            "ok": not findings,
-            "bundle_sha256": digest,
-            "findings": [f.as_dict() for f in findings],
-        }
-        print(json.dumps(report, indent=2))
+        print(json.dumps(_verify_report(findings, digest), indent=2))
     elif findings:
-        err = _err()
-        for f in findings:
-            err.print(
-                f"FAIL {f.file}: {f.what}: expected {f.expected}, found {f.found}",
-                highlight=False,
-                markup=False,
-            )
-        if findings[0].incomplete:
-            err.print(
-                f"INCOMPLETE: {bundle} is an unfinished study and does not verify "
-                f"({len(findings)} finding(s))",
-                highlight=False,
-            )
-        else:
-            err.print(f"{len(findings)} finding(s): {bundle} does not verify", highlight=False)
+        _print_findings(bundle, findings)
     else:
         print(
             f"OK: {bundle} verifies (integrity, schema, joins, re-derived aggregates, tiers, class)"
@@ -470,38 +483,29 @@ def protocol_new(
     print(f"wrote {out}; check it with: repro protocol check {out}")
 
 
-def _read(bundle: Path) -> tuple[Aggregates, Tiers, list[str]]:
-    from repro.models import Aggregates, FrozenProtocol, Tiers
-    from repro.verify import BundleReader, Finding
-
-    findings: list[Finding] = []
-    names = ("data/aggregates.json", "data/tiers.json", "data/protocol.json")
-    reader = BundleReader({n: bundle / n for n in names if (bundle / n).is_file()}, findings)
-    agg = reader.json("data/aggregates.json", "aggregates", Aggregates)
-    tiers = reader.json("data/tiers.json", "tiers", Tiers)
-    fp = reader.json("data/protocol.json", "frozen-protocol", FrozenProtocol)
-    if agg is None or tiers is None or fp is None:
-        raise _fail(
-            f"{bundle}: unreadable bundle: "
-            + "; ".join(f"{f.file}: {f.what}: {f.found}" for f in findings)
-        )
-    return agg, tiers, [f.name for f in fp.protocol.matrix]
+def _write_new(path: Path, text: str) -> None:
+    """Write ``text`` to the new file ``path``; refuse an existing one, and leave nothing behind
+    when the write fails (a full disk, say)."""
+    try:
+        fh = open(path, "x", encoding="utf-8")  # noqa: SIM115 (closed below, removed on failure)
+    except OSError as exc:
+        raise _fail(f"{path}: {exc.strerror or type(exc).__name__}") from None
+    try:
+        with fh:
+            fh.write(text)
+    except OSError as exc:
+        path.unlink(missing_ok=True)
+        raise _fail(f"{path}: {exc.strerror or type(exc).__name__}") from None
 
 
-@app.command()
-def show(
-    bundle: Annotated[Path, typer.Argument(help="Bundle directory.")],
-    plot: Annotated[
-        Path | None, typer.Option("--plot", help="Also draw a PNG comparison plot.")
-    ] = None,
-) -> None:
-    """Print the conditions, the estimand, the reproduction class and the tier verdicts."""
+def _print_tables(shown: Shown) -> None:
     from rich.console import Console
     from rich.table import Table
 
     from repro.report import condition_label
 
-    agg, tiers, order = _read(bundle)
+    agg, tiers = shown.aggregates, shown.tiers
+    order = [f.name for f in shown.protocol.protocol.matrix]
     out = Console()
     published = {f.figure.removesuffix(" mean"): f for f in tiers.reproduction.figures}
     has_published = bool(published)
@@ -549,16 +553,76 @@ def show(
     for t in tiers.tiers:
         tiers_table.add_row(t.name, t.verdict, t.reason or "")
     out.print(tiers_table)
+
+
+@app.command()
+def show(
+    bundle: Annotated[Path, typer.Argument(help="Bundle directory (it must verify).")],
+    plot: Annotated[
+        Path | None, typer.Option("--plot", help="Also draw a PNG comparison plot.")
+    ] = None,
+    html: Annotated[
+        Path | None,
+        typer.Option(
+            "--html",
+            help="Also write the report as one self-contained HTML file (must not exist).",
+        ),
+    ] = None,
+    as_json: Annotated[
+        bool,
+        typer.Option(
+            "--json", help="Print aggregates, tiers and scores as one JSON object instead."
+        ),
+    ] = False,
+) -> None:
+    """Verify the bundle, then print its conditions, estimand, reproduction class and tier
+    verdicts (or, with --json, its derived files as JSON); optionally write a plot or an HTML
+    report."""
+    from repro.showing import NotVerified, load
+
+    if html is not None and (html.exists() or html.is_symlink()):
+        raise _fail(f"--html {html}: already exists; show never overwrites")
+    # Known before anything is written: a missing matplotlib must not leave the HTML file behind.
+    if plot is not None and importlib.util.find_spec("matplotlib") is None:
+        raise _fail("plotting needs matplotlib: install repro[plot]")
+    try:
+        shown = load(bundle)
+    except BadInput as exc:
+        raise _fail(str(exc)) from None
+    except NotVerified as exc:
+        if as_json:
+            print(json.dumps(_verify_report(exc.findings, None), indent=2))
+        else:
+            _print_findings(bundle, exc.findings)
+        raise typer.Exit(EXIT_VERIFY_FAILED) from None
+    if as_json:
+        print(json.dumps(shown.as_dict(), indent=2))
+    else:
+        _print_tables(shown)
+    # With --json, stdout holds the JSON object alone: notes go to stderr.
+    note = sys.stderr if as_json else sys.stdout
+    if html is not None:
+        from repro.html import render
+
+        page = render(
+            shown.protocol,
+            shown.aggregates,
+            shown.tiers,
+            shown.ledger,
+            shown.scores,
+            shown.bundle_sha256,
+        )
+        _write_new(html, page)
+        print(f"html written to {html}", file=note)
     if plot is not None:
+        from repro.report import plot as draw
+
+        order = [f.name for f in shown.protocol.protocol.matrix]
         try:
-            from repro.report import plot as draw
+            draw(shown.aggregates, shown.tiers, plot, order)
         except ImportError:
             raise _fail("plotting needs matplotlib: install repro[plot]") from None
-        try:
-            draw(agg, tiers, plot, order)
-        except ImportError:
-            raise _fail("plotting needs matplotlib: install repro[plot]") from None
-        out.print(f"plot written to {plot}", highlight=False)
+        print(f"plot written to {plot}", file=note)
 
 
 def main() -> None:

@@ -1,0 +1,215 @@
+"""Reading an HTML report back: its elements (with the standard library's html.parser), and the
+figures its ``data-*`` attributes claim, checked against the bundle's own JSON files.
+
+One checker serves both the page as :func:`repro.html.render` returns it and the DOM that
+headless Chromium dumps after rendering it, so a figure the browser shows is held to the same
+rule as a figure the renderer wrote.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "Element",
+    "check_figures",
+    "expected_figures",
+    "external_references",
+    "figure_key",
+    "parse",
+]
+
+#: Elements that never have content or an end tag.
+_VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source"}
+_VOID |= {"track", "wbr"}
+
+Key = tuple[str, ...]
+
+
+@dataclass
+class Element:
+    """One element: its tag, its attributes, and all the text inside it."""
+
+    tag: str
+    attrs: dict[str, str]
+    text: str = ""
+    children: list[Element] = field(default_factory=list)
+
+
+class _Parser(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.elements: list[Element] = []
+        self._open: list[Element] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        element = Element(tag, {k: v or "" for k, v in attrs})
+        if self._open:
+            self._open[-1].children.append(element)
+        self.elements.append(element)
+        if tag not in _VOID:
+            self._open.append(element)
+
+    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        element = Element(tag, {k: v or "" for k, v in attrs})
+        if self._open:
+            self._open[-1].children.append(element)
+        self.elements.append(element)
+
+    def handle_endtag(self, tag: str) -> None:
+        # An end tag closes its element and any left open inside it (as browsers do).
+        for depth in range(len(self._open) - 1, -1, -1):
+            if self._open[depth].tag == tag:
+                del self._open[depth:]
+                return
+
+    def handle_data(self, data: str) -> None:
+        for element in self._open:
+            element.text += data
+
+
+def parse(page: str) -> list[Element]:
+    """Every element of ``page``, in document order."""
+    parser = _Parser()
+    parser.feed(page)
+    parser.close()
+    return parser.elements
+
+
+def figure_key(attrs: dict[str, str]) -> Key:
+    """What figure an element with ``data-value`` shows, as named by its attributes."""
+    f = attrs.get("data-field", "")
+    if "data-cell" in attrs and "data-check" in attrs:
+        return ("check", attrs["data-cell"], attrs["data-check"], f)
+    if "data-cell" in attrs and "data-category" in attrs:
+        return ("category", attrs["data-cell"], attrs["data-category"])
+    for kind in ("condition", "estimand", "figure", "cell", "slot"):
+        if f"data-{kind}" in attrs:
+            return (kind, attrs[f"data-{kind}"], f)
+    raise AssertionError(f"a data-value that names no figure: {attrs}")
+
+
+def _json(bundle: Path, name: str) -> Any:
+    return json.loads((bundle / "data" / name).read_text("utf-8"))
+
+
+def expected_figures(bundle: Path) -> dict[Key, Any]:
+    """Every figure the report of ``bundle`` must show, read from its JSON files with the
+    standard library, by the key :func:`figure_key` gives."""
+    agg, tiers = _json(bundle, "aggregates.json"), _json(bundle, "tiers.json")
+    protocol = _json(bundle, "protocol.json")["protocol"]
+    want: dict[Key, Any] = {}
+    figures = {f["figure"]: f for f in tiers["reproduction"]["figures"]}
+    for c in agg["conditions"]:
+        interval = c["interval"] or {}
+        key = c["condition"]
+        want[("condition", key, "valid")] = c["valid"]
+        want[("condition", key, "mean")] = c["mean"]
+        want[("condition", key, "sd")] = c["sd"]
+        want[("condition", key, "low")] = interval.get("low")
+        want[("condition", key, "high")] = interval.get("high")
+        f = figures.get(f"{key} mean")
+        if f is not None:
+            want[("condition", key, "published")] = f["published"]
+            want[("condition", key, "equal_at_precision")] = f["equal_at_precision"]
+            for pc in (protocol.get("published") or {}).get("conditions", []):
+                same = pc["factors"] == c["factors"]
+                same = same and pc.get("participant") in (None, c["participant"])
+                if same and pc.get("halfwidth") is not None:
+                    want[("condition", key, "published_halfwidth")] = pc["halfwidth"]
+    e = agg["estimand"]
+    if e["value"] is not None and e["interval"] is not None:
+        for name in ("value", "se"):
+            want[("estimand", e["kind"], name)] = e[name]
+        for name in ("low", "high", "halfwidth"):
+            want[("estimand", e["kind"], name)] = e["interval"][name]
+    if "estimand value" in figures:
+        want[("estimand", e["kind"], "published")] = figures["estimand value"]["published"]
+    if "estimand half-width" in figures:
+        half = figures["estimand half-width"]["published"]
+        want[("estimand", e["kind"], "published_halfwidth")] = half
+    for name, f in figures.items():
+        for part in ("published", "observed", "equal_at_precision"):
+            want[("figure", name, part)] = f[part]
+    for loss in _json(bundle, "source-ledger.json")["losses"]:
+        want[("slot", loss["slot"], "attempts")] = loss["attempts"]
+    if (bundle / "data" / "scores.json").is_file():
+        for cell in _json(bundle, "scores.json")["cells"]:
+            key = cell["condition"]
+            for name in ("valid_runs", "superseded_runs", "median_measure"):
+                want[("cell", key, name)] = cell[name]
+            for check in cell["checks"]:
+                for name in ("passed", "runs"):
+                    want[("check", key, check["name"], name)] = check[name]
+                if check["rate"] is not None:
+                    for name in ("rate", "low", "high"):
+                        want[("check", key, check["name"], name)] = check[name]
+            for category, count in cell["categories"].items():
+                want[("category", key, category)] = count
+    return want
+
+
+def _matches_text(text: str, value: Any) -> bool:
+    """Whether the rounded text people read says ``value``."""
+    text = text.strip()
+    if value is None:
+        return text == "n/a"
+    if isinstance(value, bool):
+        return text.startswith("equal") == value
+    if isinstance(value, int):
+        return text == str(value)
+    places = len(text.partition(".")[2])
+    return math.isclose(float(text), value, rel_tol=1e-12, abs_tol=0.5 * 10**-places + 1e-12)
+
+
+def check_figures(elements: list[Element], bundle: Path) -> set[Key]:
+    """Assert that every ``data-value`` in the page is exactly the figure of the bundle it
+    names (same JSON type, same float to the last bit), that each element's text rounds to it,
+    and that every figure of the bundle is in the page; return the keys found in text elements
+    (tables and prose, as opposed to the plot)."""
+    want = expected_figures(bundle)
+    seen: set[Key] = set()
+    in_text: set[Key] = set()
+    for element in elements:
+        if "data-value" not in element.attrs:
+            continue
+        key = figure_key(element.attrs)
+        assert key in want, f"the page shows {key}, which the bundle does not hold"
+        found = json.loads(element.attrs["data-value"])
+        expected = want[key]
+        assert type(found) is type(expected) and repr(found) == repr(expected), (
+            key,
+            found,
+            expected,
+        )
+        seen.add(key)
+        if element.tag in ("td", "span", "strong"):
+            in_text.add(key)
+            assert _matches_text(element.text, expected), (key, element.text, expected)
+    assert seen == set(want), f"figures missing from the page: {sorted(set(want) - seen)}"
+    return in_text
+
+
+#: Attributes through which an element can make a browser fetch something.
+_FETCHING = ("src", "href", "xlink:href", "srcset", "action", "poster", "data", "background")
+
+
+def external_references(elements: list[Element], page_url: str) -> list[str]:
+    """Every reference to an outside resource: a fetching attribute whose value starts with
+    ``http``, ``//`` or ``file:`` (other than the page itself), and any ``url(`` in a style."""
+    found = []
+    for element in elements:
+        for name, value in element.attrs.items():
+            v = value.strip().lower()
+            if name in _FETCHING and v.startswith(("http", "//", "file:")) and value != page_url:
+                found.append(f"<{element.tag} {name}={value!r}>")
+            if name == "style" and "url(" in v:
+                found.append(f"<{element.tag} style={value!r}>")
+        if element.tag == "style" and "url(" in element.text.lower():
+            found.append("<style> with url(")
+    return found
