@@ -213,7 +213,7 @@ its JSON path, and writes nothing). The plan it describes (matrix cells x partic
 
 What the adapter named in `adapter.name` accepts (its `options`, the names and levels of the
 matrix factors, each participant's `kind` and `params`) is the adapter's to check: see
-README.md, "Adapters", and docs/adapter-api.md.
+[README.md](../README.md), "Adapters", and [adapter-api.md](adapter-api.md).
 
 `repro study` freezes the protocol into the bundle's `data/protocol.json` with every default
 made explicit, except the fields marked "left out of protocol.json while it is the default",
