@@ -14,9 +14,8 @@ from typing import Any
 import attrs
 import pytest
 
-from conftest import ROOT, run_study
+from conftest import ROOT, register_adapters, run_study
 from repro import docgen, models, schemas
-from repro.adapters import base
 from repro.errors import BadInput
 from repro.execute import prepare
 from repro.models import FieldError
@@ -126,11 +125,14 @@ class TestExampleAdapter:
             assert _fenced(language, (EXAMPLES / name).read_text("utf-8")) in doc, name
 
     @pytest.fixture
-    def dice(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        """Register the example as ``dice`` in this process, with docs/examples importable here
-        and, through PYTHONPATH, in the worker process."""
+    def dice(
+        self, monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory
+    ) -> None:
+        """Register the example as ``dice`` in this process, as an installed plugin would be,
+        with docs/examples importable here and, through PYTHONPATH, in the worker process."""
         monkeypatch.syspath_prepend(str(EXAMPLES))
-        monkeypatch.setitem(base._BUILTIN, "dice", "dice_adapter:DiceAdapter")
+        site = tmp_path_factory.mktemp("dice-site")
+        register_adapters(monkeypatch, site, "repro-dice", {"dice": "dice_adapter:DiceAdapter"})
 
     def test_example_study_verifies_and_replays(self, dice: None, tmp_path: Path) -> None:
         """The example protocol runs with the example adapter into a bundle that verifies, whose

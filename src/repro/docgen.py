@@ -59,6 +59,11 @@ CONSTRAINTS: dict[str, Constraint] = {
     "_finite": Constraint("finite", (0.0, -1e300), (float("inf"), float("nan"))),
     "_fraction": Constraint("from 0 to 1", (0.0, 0.5, 1.0), (-0.01, 1.01, float("nan"))),
     "_non_empty": Constraint("at least one item", ((1,),), ((),)),
+    "_spdx": Constraint(
+        "an SPDX license identifier: 1 to 64 letters, digits, `.`, `+`, `-`",
+        ("CC-BY-4.0", "MIT", "GPL-3.0+"),
+        ("", "CC BY", "-MIT", "x" * 65),
+    ),
     "Interval._check_resamples": Constraint(
         f"from 1 to {models.MAX_RESAMPLES:,}",
         (1, models.MAX_RESAMPLES),
@@ -210,6 +215,10 @@ lone surrogates, nesting deeper than {max_depth} levels, unknown keys, wrong JSO
 values outside the constraints below are refused (`repro study` exits 2, names the problem and
 its JSON path, and writes nothing). The plan it describes (matrix cells x participants x
 `runs_per_condition`) may hold at most {max_slots:,} slots.
+
+Any object may carry a `"$comment"` key holding a string, as in JSON Schema: the loader removes
+it before it validates anything, so comments never change the frozen protocol or its digest (a
+`"$comment"` that is not a string is refused).
 
 What the adapter named in `adapter.name` accepts (its `options`, the names and levels of the
 matrix factors, each participant's `kind` and `params`) is the adapter's to check: see
