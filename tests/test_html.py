@@ -21,14 +21,7 @@ from repro.showing import Shown, load
 
 
 def _render(shown: Shown) -> str:
-    return render(
-        shown.protocol,
-        shown.aggregates,
-        shown.tiers,
-        shown.ledger,
-        shown.scores,
-        shown.bundle_sha256,
-    )
+    return shown.html()
 
 
 @pytest.fixture(scope="module")

@@ -26,6 +26,7 @@ from corpus_findings import (
 from guarantees import record
 from repro import canonical
 from repro.disclosure import scan
+from repro.models import RunRecord
 from repro.outcomes import Attempt, merge, tally
 from repro.verify import BundleReader, Finding, verify
 from synthetic import synthetic_bundle
@@ -195,7 +196,9 @@ class TestQuickWay:
         line = data.draw(_run_lines())
         quick = verify_module._canonical_record(line)
         findings: list[Finding] = []
-        strict = BundleReader({}, findings)._run_line("data/runs/c00.jsonl", 1, line)
+        strict = BundleReader({}, findings)._line(
+            "data/runs/c00.jsonl", 1, line, "run-record", RunRecord
+        )
         if quick is not None:
             assert (strict, findings) == (quick, [])
 
@@ -360,7 +363,9 @@ def _written(draw: st.DrawFn, record_: dict[str, Any]) -> bytes:
 
 def _strict(line: bytes) -> tuple[Any, list[Finding]]:
     findings: list[Finding] = []
-    return BundleReader({}, findings)._run_line("data/runs/c00.jsonl", 1, line), findings
+    return BundleReader({}, findings)._line(
+        "data/runs/c00.jsonl", 1, line, "run-record", RunRecord
+    ), findings
 
 
 class TestQuickWayGenerated:

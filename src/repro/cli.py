@@ -602,17 +602,7 @@ def show(
     # With --json, stdout holds the JSON object alone: notes go to stderr.
     note = sys.stderr if as_json else sys.stdout
     if html is not None:
-        from repro.html import render
-
-        page = render(
-            shown.protocol,
-            shown.aggregates,
-            shown.tiers,
-            shown.ledger,
-            shown.scores,
-            shown.bundle_sha256,
-        )
-        _write_new(html, page)
+        _write_new(html, shown.html())
         print(f"html written to {html}", file=note)
     if plot is not None:
         from repro.report import plot as draw

@@ -30,10 +30,20 @@ from attrs import frozen
 from repro import __version__, canonical
 from repro.models import AttemptTimes, Environment, FrozenProtocol, Ledger
 
-__all__ = ["CRATE", "PROFILE", "ActionFacts", "CrateBuilder", "payload_files"]
+__all__ = ["CRATE", "FIXED_PAYLOAD", "PROFILE", "ActionFacts", "CrateBuilder", "payload_files"]
 
 #: The file's name inside the payload.
 CRATE = "data/ro-crate-metadata.json"
+#: The payload files every bundle has besides the crate and those named by the seal (plans/,
+#: runs/, times/).
+FIXED_PAYLOAD = (
+    "data/protocol.json",
+    "data/source-ledger.json",
+    "data/aggregates.json",
+    "data/tiers.json",
+    "data/environment.json",
+    "data/validation-report.md",
+)
 #: The Process Run Crate profile the crate conforms to.
 PROFILE = "https://w3id.org/ro/wfrun/process/0.5"
 _CONTEXT = [
@@ -65,15 +75,7 @@ def payload_files(frozen_protocol: FrozenProtocol, partitions: Iterable[str]) ->
     lists as its parts. It follows from the protocol and the sealed partitions alone, so a file
     added to a bundle is named as such and does not change the crate's re-derivation."""
     p = frozen_protocol.protocol
-    names = [
-        "data/protocol.json",
-        "data/source-ledger.json",
-        "data/aggregates.json",
-        "data/tiers.json",
-        "data/environment.json",
-        "data/validation-report.md",
-        "data/plans/seal.json",
-    ]
+    names = [*FIXED_PAYLOAD, "data/plans/seal.json"]
     if p.scoring is not None:
         names.append("data/scores.json")
     for partition in partitions:

@@ -62,6 +62,14 @@ class Shown:
             "scores": None if self.scores is None else unstructure(self.scores),
         }
 
+    def html(self) -> str:
+        """``repro show --html``: the page :func:`repro.html.render` makes of these files."""
+        from repro.html import render
+
+        return render(
+            self.protocol, self.aggregates, self.tiers, self.ledger, self.scores, self.bundle_sha256
+        )
+
 
 def load(bundle: Path) -> Shown:
     """Verify ``bundle`` and read what ``show`` presents. Raises :class:`NotVerified` with the

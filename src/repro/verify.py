@@ -25,7 +25,7 @@ import math
 import os
 import re
 import stat
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar, get_args, get_type_hints
@@ -36,7 +36,7 @@ from attrs.validators import ge
 
 from repro import canonical, judge, plan, schemas
 from repro.bundle import BAGIT_TXT, MANIFEST, MANIFEST_LINE, TAG_FILES, TAGMANIFEST
-from repro.crate import CRATE, ActionFacts, CrateBuilder, payload_files
+from repro.crate import CRATE, FIXED_PAYLOAD, ActionFacts, CrateBuilder, payload_files
 from repro.derive import derive
 from repro.disclosure import Disclosure, is_derivation_input, scan
 from repro.errors import BadInput
@@ -79,17 +79,7 @@ _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 #: The payload files of every bundle besides those in data/plans/ and data/runs/ (which the seal
 #: names): any other payload file is not part of a bundle, even when the manifest lists it.
-_PAYLOAD = frozenset(
-    {
-        "data/protocol.json",
-        "data/source-ledger.json",
-        "data/aggregates.json",
-        "data/tiers.json",
-        "data/environment.json",
-        "data/validation-report.md",
-        "data/ro-crate-metadata.json",
-    }
-)
+_PAYLOAD = frozenset({*FIXED_PAYLOAD, CRATE})
 #: Payload files only some bundles have: scores.json, in a bundle of a protocol with scoring.
 _OPTIONAL_PAYLOAD = frozenset({"data/scores.json"})
 #: The temporary name BundleWriter writes a file under before renaming it into place.
@@ -475,7 +465,7 @@ def _validator(kind: str) -> Any:
 #: with the plan. Every other file (partitions, runs, anything added) is read in blocks, hashed
 #: and scanned, and read again when it is parsed, so that what verify holds does not grow with the
 #: number of runs.
-_HELD = frozenset({*TAG_FILES, *_PAYLOAD - {"data/ro-crate-metadata.json"}, "data/plans/seal.json"})
+_HELD = frozenset({*TAG_FILES, *FIXED_PAYLOAD, "data/plans/seal.json"})
 #: Bytes read at a time: a few copies of a block are what reading holds besides the models.
 _BLOCK = 1 << 16
 #: How deep a run record nests at most: an object holding an array of numbers. Where the limit on
@@ -839,25 +829,23 @@ class BundleReader:
         return value, canonical.sha256_hex(written)
 
     def run_records(self, name: str) -> Iterator[RunRecord | None] | None:
-        """The run records of a JSON Lines file, parsed one line at a time as they are read:
-        each record, or None for a line that is not one (with findings). None (with a finding)
-        when the file cannot be read or does not end with a newline."""
-        seen = self._first(name)
-        if seen is None:
-            return None
-        if not seen.final_newline:
-            self._notes.append(
-                Finding(
-                    name, "JSON Lines file does not end with a newline", "final newline", "none"
-                )
-            )
-            return None
-        return self._run_lines(name)
+        """The run records of a JSON Lines file (see :meth:`json_lines`); canonical lines are
+        read the quick way (:func:`_canonical_record`) where the nesting limit allows it."""
+        quick = _canonical_record if self.limits.max_json_depth >= _RUN_RECORD_DEPTH else None
+        return self.json_lines(name, "run-record", RunRecord, quick)
 
     def times_lines(self, name: str) -> Iterator[AttemptTimes | None] | None:
-        """The lines of a times/<partition>.jsonl file, parsed one at a time as they are
-        read (None for a line that is not one, with a finding); None (with a finding) when the
-        file cannot be read or does not end with a newline."""
+        """The lines of a times/<partition>.jsonl file (see :meth:`json_lines`)."""
+        return self.json_lines(name, "attempt-times", AttemptTimes, _canonical_times)
+
+    def json_lines(
+        self, name: str, kind: str, cls: type[T], quick: Callable[[bytes], T | None] | None
+    ) -> Iterator[T | None] | None:
+        """The values of a JSON Lines file, parsed one line at a time as they are read: each
+        value, or None for a line that is not one (with findings). ``quick`` gives a line's
+        value when the line is its value's canonical form (None otherwise: the strict way then
+        names what is wrong). None (with a finding) when the file cannot be read or does not
+        end with a newline."""
         seen = self._first(name)
         if seen is None:
             return None
@@ -868,52 +856,21 @@ class BundleReader:
                 )
             )
             return None
-        return self._times_lines(name)
+        return self._lines(name, kind, cls, quick)
 
-    def _times_lines(self, name: str) -> Iterator[AttemptTimes | None]:
-        number = 0
-        for chunk in _line_chunks(self._again(name)):
-            for line in chunk.splitlines(keepends=True):
-                number += 1
-                times = _canonical_times(line)
-                yield times if times is not None else self._times_line(name, number, line)
-
-    def _times_line(self, name: str, number: int, line: bytes) -> AttemptTimes | None:
-        """The strict way for one line of a times file: parse, schema and model, each refusal
-        named."""
-        try:
-            raw = canonical.loads(
-                line,
-                what=f"{name} line {number}",
-                max_bytes=self.limits.max_file_bytes,
-                max_depth=self.limits.max_json_depth,
-            )
-        except BadInput as exc:
-            self._notes.append(
-                Finding(name, f"strict JSON parse, line {number}", "valid JSON", str(exc))
-            )
-            return None
-        value = self._validate(name, raw, "attempt-times", AttemptTimes, f" line {number}")
-        if value is not None and to_bytes(value) != line:
-            self._notes.append(
-                Finding(
-                    name, f"line {number} is not in canonical form", "canonical JSON", "other bytes"
-                )
-            )
-        return value
-
-    def _run_lines(self, name: str) -> Iterator[RunRecord | None]:
-        quick = self.limits.max_json_depth >= _RUN_RECORD_DEPTH
+    def _lines(
+        self, name: str, kind: str, cls: type[T], quick: Callable[[bytes], T | None] | None
+    ) -> Iterator[T | None]:
         number = 0
         for chunk in _line_chunks(self._again(name)):
             # Chunks end at newlines, so their lines are the file's lines, also where a lone \r
             # ends one.
             for line in chunk.splitlines(keepends=True):
                 number += 1
-                record = _canonical_record(line) if quick else None
-                yield record if record is not None else self._run_line(name, number, line)
+                value = quick(line) if quick is not None else None
+                yield value if value is not None else self._line(name, number, line, kind, cls)
 
-    def _run_line(self, name: str, number: int, line: bytes) -> RunRecord | None:
+    def _line(self, name: str, number: int, line: bytes, kind: str, cls: type[T]) -> T | None:
         """The strict way for one line: parse, schema and model, each refusal named."""
         try:
             raw = canonical.loads(
@@ -927,7 +884,7 @@ class BundleReader:
                 Finding(name, f"strict JSON parse, line {number}", "valid JSON", str(exc))
             )
             return None
-        value = self._validate(name, raw, "run-record", RunRecord, f" line {number}")
+        value = self._validate(name, raw, kind, cls, f" line {number}")
         if value is not None and to_bytes(value) != line:
             self._notes.append(
                 Finding(
