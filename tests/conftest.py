@@ -137,6 +137,9 @@ def dask_scheduler() -> Iterator[str]:
     with distributed.LocalCluster(
         n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
     ) as cluster:
+        # Both workers are up before any test (environment.json records how many there were).
+        with distributed.Client(cluster.scheduler_address) as client:
+            client.wait_for_workers(2, timeout=60)
         yield cluster.scheduler_address
 
 

@@ -105,22 +105,30 @@ class _Recorder:
         self.calls.append(("finish", None))
 
 
+def _execution(bundle: Path) -> tuple[str, int]:
+    """What environment.json records of how the partitions ran."""
+    environment = json.loads((bundle / "data" / "environment.json").read_text("utf-8"))
+    return environment["backend"], environment["workers"]
+
+
 class TestLocalWorkers:
     """Partitions on N local worker processes."""
 
     def test_bundle_is_byte_identical_whatever_the_worker_count(
         self, write_protocol: Callable[..., Path], small_protocol: dict[str, Any], tmp_path: Path
     ) -> None:
-        """One, two and three workers write the same bytes in every file but environment.json
-        and the tag files that digest it (runs, plans, aggregates, tiers, ledger, report), and
-        each bundle verifies."""
+        """One, two and three workers write the same bytes in every file but those that record
+        when and how it ran (runs, plans, aggregates, tiers, ledger, report are identical),
+        environment.json records how many, and each bundle verifies."""
         path = write_protocol(_mixed(small_protocol))
         serial = run_study(path, tmp_path / "serial")
         expected = bundle_digests(serial)
         assert "data/runs/c05.jsonl" in expected and "data/validation-report.md" in expected
+        assert _execution(serial) == ("local", 1)
         for count in (2, 3):
             bundle = run_study(path, tmp_path / f"workers-{count}", LocalWorkers(count))
             assert bundle_digests(bundle) == expected, count
+            assert _execution(bundle) == ("local", count)
             assert verify(bundle) == []
 
     @pytest.mark.usefixtures("fault_adapter")
@@ -395,6 +403,7 @@ class TestDask:
         serial = run_study(path, tmp_path / "serial")
         on_dask = run_study(path, tmp_path / "dask", DaskCluster(dask_scheduler))
         assert bundle_digests(on_dask) == bundle_digests(serial)
+        assert _execution(on_dask) == ("dask", 2)
         assert verify(on_dask) == []
 
     @pytest.mark.usefixtures("fault_adapter")

@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Literal
 from typing import Protocol as TypingProtocol
 
 from attrs import frozen
@@ -157,15 +158,27 @@ def check_backend(protocol: Protocol, backend: Backend) -> None:
         )
 
 
+@frozen
+class _Runner:
+    """How the partitions will run, and what environment.json records of it."""
+
+    run: _RunPartitions
+    backend: Literal["local", "dask"]
+    workers: int
+
+
 @contextmanager
-def _partition_runner(backend: Backend) -> Iterator[_RunPartitions]:
+def _partition_runner(backend: Backend) -> Iterator[_Runner]:
     """How the partitions will run; for a cluster, connected before the root is created, so an
     unreachable scheduler writes nothing."""
     if isinstance(backend, LocalWorkers):
-        yield functools.partial(run_on_local_workers, backend.count)
+        yield _Runner(
+            functools.partial(run_on_local_workers, backend.count), "local", backend.count
+        )
         return
     with cluster.connect(backend.address) as client:
-        yield functools.partial(cluster.run_on_dask, client)
+        workers = len(client.scheduler_info().get("workers", {}))
+        yield _Runner(functools.partial(cluster.run_on_dask, client), "dask", workers)
 
 
 def _workload(prepared: Prepared) -> Workload:
@@ -191,13 +204,13 @@ def study(
     left incomplete (no tag manifest), so it never verifies.
     """
     check_backend(prepared.protocol, backend)
-    with _partition_runner(backend) as run_partitions:
+    with _partition_runner(backend) as runner:
         create_root(out)
-        return _study_stopping_cleanly(prepared, out, progress, run_partitions)
+        return _study_stopping_cleanly(prepared, out, progress, runner)
 
 
 def _study_stopping_cleanly(
-    prepared: Prepared, out: Path, progress: Progress, run_partitions: _RunPartitions
+    prepared: Prepared, out: Path, progress: Progress, runner: _Runner
 ) -> StudyResult:
     """Run the study into the root it created; turn whatever stops it into one
     :class:`StudyStopped` that says how far it got."""
@@ -206,7 +219,7 @@ def _study_stopping_cleanly(
     try:
         with stop_on_signals():
             try:
-                return _study(prepared, out, progress, run_partitions, done, total)
+                return _study(prepared, out, progress, runner, done, total)
             finally:
                 progress.finish()
     except Interrupted as exc:
@@ -277,7 +290,7 @@ def _study(
     prepared: Prepared,
     out: Path,
     progress: Progress,
-    run_partitions: _RunPartitions,
+    runner: _Runner,
     done: list[int],
     total: int,
 ) -> StudyResult:
@@ -295,7 +308,7 @@ def _study(
         done[0] += 1
         progress.advance(condition)
 
-    results = run_partitions(_workload(prepared), writer, slot_done)
+    results = runner.run(_workload(prepared), writer, slot_done)
     wall = time.perf_counter() - clock
     # In sealed order, whichever order the partitions finished in.
     records = [record for result in results for record in result.records]
@@ -330,6 +343,8 @@ def _study(
         started_utc=started,
         finished_utc=_utc(),
         wall_seconds=round(wall, 3),
+        backend=runner.backend,
+        workers=runner.workers,
     )
     writer.model("data/environment.json", environment)
     inputs = [d for d in writer.disclosures if is_derivation_input(d.file)]

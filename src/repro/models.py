@@ -793,7 +793,8 @@ class Ledger:
 
 @frozen
 class Environment:
-    """environment.json: where the study ran, without host paths, user or host names."""
+    """environment.json: where and how the study ran, without host paths, user or host names
+    (a cluster's address is not recorded either)."""
 
     schema: Literal["repro.environment/1"]
     repro_version: str
@@ -805,6 +806,10 @@ class Environment:
     started_utc: str
     finished_utc: str
     wall_seconds: float
+    #: How the partitions ran: on local worker processes, or on a Dask cluster; and how many
+    #: workers there were (for a cluster, when the study began).
+    backend: Literal["local", "dask"] | None = field(default=None, metadata=OMIT_IF_DEFAULT)
+    workers: int | None = field(default=None, metadata=OMIT_IF_DEFAULT)
 
 
 @frozen
