@@ -11,7 +11,7 @@ import orjson
 import pytest
 
 from repro import comparison, scoring
-from repro.comparison import Comparison, compare_runs, compare_scores
+from repro.comparison import ASPECTS, Comparison, compare_runs, compare_scores
 from repro.models import Protocol, RunRecord, Scores
 from repro.plan import conditions_of
 from repro.serde import structure, unstructure
@@ -379,4 +379,19 @@ class TestCompareRuns:
         """The run comparison unstructures to plain JSON data."""
         c = compare_runs([record(SLOTS[0])], [record(SLOTS[0], steps=None)])
         data = orjson.loads(orjson.dumps(unstructure(c)))
-        assert data["aspects"][2] == {"name": "steps", "equal": 0, "differing": [f"{SLOTS[0]}-a1"]}
+        assert data["aspects"][2] == {
+            "name": "steps",
+            "equal": 0,
+            "differing": [f"{SLOTS[0]}-a1"],
+            "observed": 1,
+        }
+
+    def test_an_aspect_neither_bundle_holds_is_not_observed(self) -> None:
+        """Runs that both lack an aspect (no trace digest on either side) are equal in it, and
+        counted as not observed; one side holding it counts as observed."""
+        none, some = record(SLOTS[0], trace_sha256=None), record(SLOTS[0], trace_sha256="a" * 64)
+        trace = ASPECTS.index("trace_sha256")
+        both_lack = compare_runs([none], [none]).aspects[trace]
+        assert (both_lack.equal, both_lack.observed) == (1, 0)
+        one_has = compare_runs([none], [some]).aspects[trace]
+        assert (one_has.equal, one_has.observed) == (0, 1)

@@ -57,11 +57,15 @@ def test_every_bundle_verifies_offline(bundles: dict[str, Path]) -> None:
 
 
 def test_compare_is_quiet_on_a_rerun_of_the_same_release(bundles: dict[str, Path]) -> None:
-    """The same release run again: no regression, exit 0, and every run equal."""
+    """The same release run again: no regression, exit 0, every run equal, and the tier of
+    observed states said to be unobserved rather than equal."""
     result = runner.invoke(app, ["compare", str(bundles["v1"]), str(bundles["v1-again"])])
     assert result.exit_code == 0, result.output
     assert "no regression, improvement where there is headroom" in result.output
     assert "identical" in result.output
+    # The harness is a black box: no trace digest on either side, which is not an agreement.
+    assert "tier state-observation: not observed in either bundle" in result.output
+    assert "tier outcome-evaluation: equal" in result.output
 
 
 def test_compare_finds_the_seeded_regression(bundles: dict[str, Path]) -> None:
@@ -129,12 +133,14 @@ def test_compare_refuses_other_families(bundles: dict[str, Path], small_bundle: 
 
 def test_compare_runs_two_bundles_of_any_protocol(small_bundle: Path, tmp_path: Path) -> None:
     """Two bundles of an unscored protocol are compared run by run: a copy is identical in
-    every aspect, tier by tier."""
+    every aspect, and equal in every tier (the simulator's trace digests observed on both)."""
     copy = tmp_path / "copy"
     shutil.copytree(small_bundle, copy)
     result = runner.invoke(app, ["compare", str(small_bundle), str(copy)])
     assert result.exit_code == 0, result.output
     assert "identical" in result.output
+    for tier in ("execution-control", "state-observation", "outcome-evaluation"):
+        assert f"tier {tier}: equal" in result.output
 
 
 _FLIP = {"pass": "block", "block": "pass"}

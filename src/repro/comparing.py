@@ -21,7 +21,13 @@ from typing import Any
 from attrs import frozen
 
 from repro import canonical
-from repro.comparison import Comparison, RunComparison, compare_runs, compare_scores
+from repro.comparison import (
+    AspectComparison,
+    Comparison,
+    RunComparison,
+    compare_runs,
+    compare_scores,
+)
 from repro.errors import BadInput
 from repro.models import FrozenProtocol, RunRecord
 from repro.plan import conditions_of
@@ -64,14 +70,23 @@ class CompareResult:
 
     def tier_lines(self) -> list[str]:
         """Per tier, whether the runs both bundles have agree in every aspect it bears on."""
-        equal: dict[str, int] = {a.name: a.equal for a in self.runs.aspects}
+        by_name: dict[str, AspectComparison] = {a.name: a for a in self.runs.aspects}
         matched = self.runs.matched
-        return [
-            f"tier {tier}: "
-            + ("equal" if all(equal[a] == matched for a in aspects) else "differs")
-            + f" ({', '.join(f'{a} {equal[a]}/{matched}' for a in aspects)})"
-            for tier, aspects in TIER_ASPECTS.items()
-        ]
+        lines = []
+        for tier, names in TIER_ASPECTS.items():
+            aspects = [by_name[n] for n in names]
+            if not any(a.observed for a in aspects):
+                verdict = "not observed in either bundle"
+            elif all(a.equal == matched for a in aspects):
+                verdict = "equal"
+            else:
+                verdict = "differs"
+            counts = ", ".join(
+                f"{a.name} {a.equal}/{matched}" if a.observed else f"{a.name} absent"
+                for a in aspects
+            )
+            lines.append(f"tier {tier}: {verdict} ({counts})")
+        return lines
 
     def as_dict(self) -> dict[str, Any]:
         """The report as plain JSON data."""

@@ -355,12 +355,15 @@ def compare_scores(
 
 @frozen
 class AspectComparison:
-    """One aspect of the runs both bundles have: in how many it is equal, and the first
+    """One aspect of the runs both bundles have: in how many it is equal, in how many either
+    bundle holds it at all (a trace digest, say, which a black-box adapter never has: two runs
+    that both lack it are equal without anything having been compared), and the first
     :data:`MAX_LISTED` attempt IDs (in the candidate's order) in which it differs."""
 
     name: Aspect
     equal: int
     differing: tuple[str, ...]
+    observed: int = 0
 
 
 @frozen
@@ -426,6 +429,7 @@ def compare_runs(
     says which they do. Only the baseline's aspects are held, never its whole records."""
     held = {r.attempt_id: _aspects(r) for r in baseline_records}
     equal = [0] * len(ASPECTS)
+    observed = [0] * len(ASPECTS)
     differing: list[list[str]] = [[] for _ in ASPECTS]
     matched = only_candidate = 0
     for record in candidate_records:
@@ -435,12 +439,15 @@ def compare_runs(
             continue
         matched += 1
         for i, (a, b) in enumerate(zip(base, _aspects(record), strict=True)):
+            observed[i] += a is not None or b is not None
             if json_equal(a, b):
                 equal[i] += 1
             elif len(differing[i]) < MAX_LISTED:
                 differing[i].append(record.attempt_id)
     aspects = tuple(
-        AspectComparison(name=name, equal=equal[i], differing=tuple(differing[i]))
+        AspectComparison(
+            name=name, equal=equal[i], differing=tuple(differing[i]), observed=observed[i]
+        )
         for i, name in enumerate(ASPECTS)
     )
     return RunComparison(
