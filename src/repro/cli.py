@@ -264,8 +264,10 @@ def replay(
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
 ) -> None:
-    """Re-execute one slot (the simulator must be installed) and compare its records with the
-    bundle's byte for byte; in stream mode, from its partition's checkpoint."""
+    """Re-execute one slot and compare its records with the bundle's, byte for byte.
+
+    The simulator must be installed; in stream mode the slot's partition is re-executed from
+    its checkpoint."""
     import attrs
 
     from repro.replay import replay as replay_slot
@@ -295,8 +297,9 @@ def publish(
     bundle: Annotated[Path, typer.Argument(help="Bundle directory of a scored study.")],
     out: Annotated[Path, typer.Option("--out", help="New Markdown file for the table.")],
 ) -> None:
-    """Write the results table of a scored bundle, only if it verifies and every publish gate
-    of its protocol holds; otherwise name each finding or failed gate and exit 1."""
+    """Write a scored bundle's results table, only if it verifies and every gate holds.
+
+    Otherwise name each finding or failed gate, write nothing and exit 1."""
     from repro.publish import Refused
     from repro.publish import publish as publish_table
 
@@ -321,9 +324,10 @@ def compare(
     candidate: Annotated[Path, typer.Argument(help="Candidate bundle directory.")],
     as_json: Annotated[bool, typer.Option("--json", help="Print the comparison as JSON.")] = False,
 ) -> None:
-    """Compare two verified bundles of one protocol: regressions of a candidate release against
-    a baseline (scored studies), or run-by-run equality of two backends (any study). Exits 1
-    on a regression or a bundle that does not verify."""
+    """Compare two verified bundles of one protocol, for regressions or run-by-run equality.
+
+    A scored study's regressions of the candidate against the baseline, or the runs of two
+    backends compared slot by slot. Exits 1 on a regression or a bundle that does not verify."""
     from repro.comparing import CompareResult
     from repro.comparing import compare as compare_bundles
     from repro.publish import Refused
@@ -349,8 +353,9 @@ def compare(
 def adapters(
     as_json: Annotated[bool, typer.Option("--json", help="Print the list as JSON.")] = False,
 ) -> None:
-    """List every installed adapter: its name, the distribution and version that provide it,
-    its object path, and whether it loads. Exits 0 even when some do not."""
+    """List every installed adapter, where it comes from, and whether it loads.
+
+    Name, distribution and version, object path; exits 0 even when some do not load."""
     from repro.adapters.base import registered_adapters
 
     installed = registered_adapters()
@@ -402,8 +407,9 @@ def protocol_check(
         list[str] | None, typer.Option("--option", help="Adapter option KEY=VALUE (repeatable).")
     ] = None,
 ) -> None:
-    """Validate and freeze PROTOCOL exactly as `repro study` does before it writes, without
-    running or writing anything: print its sha256, adapter, plan size and pinned sources."""
+    """Validate and freeze PROTOCOL as `repro study` would, running and writing nothing.
+
+    Prints the frozen sha256 a study records, the adapter, the plan size and pinned sources."""
     from repro.execute import prepare
     from repro.serde import unstructure
 
@@ -464,8 +470,9 @@ def protocol_new(
         Path | None, typer.Option("--out", help="New file to write (default: stdout).")
     ] = None,
 ) -> None:
-    """Write a starting protocol for ADAPTER, explained by "$comment" keys, to stdout or to a
-    new file (never over an existing one)."""
+    """Write a starting protocol for ADAPTER, explained by "$comment" keys.
+
+    To stdout, or to a new file (never over an existing one)."""
     templates = _templates()
     if adapter not in templates:
         raise _fail(f"no template for adapter {adapter!r} ({', '.join(sorted(templates))})")
@@ -575,9 +582,9 @@ def show(
         ),
     ] = False,
 ) -> None:
-    """Verify the bundle, then print its conditions, estimand, reproduction class and tier
-    verdicts (or, with --json, its derived files as JSON); optionally write a plot or an HTML
-    report."""
+    """Verify the bundle, then show its conditions, estimand, class and tiers.
+
+    With --json, its derived files as JSON; optionally also a plot (PNG) or an HTML report."""
     from repro.showing import NotVerified, load
 
     if html is not None and (html.exists() or html.is_symlink()):
