@@ -13,7 +13,6 @@ The protocols may differ elsewhere (an adapter, a release option), which is what
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -116,28 +115,27 @@ def _family(baseline: FrozenProtocol, candidate: FrozenProtocol) -> None:
         raise BadInput(f"not one protocol family: the conditions of {a.id!r} differ")
 
 
-def _valid_measures(records: Iterator[RunRecord]) -> dict[str, list[float]]:
-    measures: dict[str, list[float]] = defaultdict(list)
-    for r in records:
+def _measured(bundle: Path, measures: dict[str, list[float]]) -> Iterator[RunRecord]:
+    """The run records of ``bundle``, adding each valid run's measure to ``measures`` (by
+    condition) as it passes, so that one reading serves both comparisons."""
+    for r in _records(bundle):
         if r.status == "valid" and r.measure is not None:
-            measures[r.condition].append(r.measure)
-    return dict(measures)
+            measures.setdefault(r.condition, []).append(r.measure)
+        yield r
 
 
 def compare(baseline: Path, candidate: Path) -> CompareResult:
     """Verify both bundles, check they are one family, and compare them; raise
     :class:`repro.publish.Refused` naming every finding when either does not verify."""
-    base_fp, base_scores = load_verified(baseline)
-    cand_fp, cand_scores = load_verified(candidate)
-    _family(base_fp, cand_fp)
+    base, cand = load_verified(baseline), load_verified(candidate)
+    _family(base.protocol, cand.protocol)
+    base_measures: dict[str, list[float]] = {}
+    cand_measures: dict[str, list[float]] = {}
+    # Reads every record of both bundles once, and gathers their measures on the way.
+    runs = compare_runs(_measured(baseline, base_measures), _measured(candidate, cand_measures))
     scores = None
-    if base_scores is not None and cand_scores is not None:
+    if base.scores is not None and cand.scores is not None:
         scores = compare_scores(
-            base_scores,
-            cand_scores,
-            base_fp.protocol,
-            _valid_measures(_records(baseline)),
-            _valid_measures(_records(candidate)),
+            base.scores, cand.scores, base.protocol.protocol, base_measures, cand_measures
         )
-    runs = compare_runs(_records(baseline), _records(candidate))
     return CompareResult(str(baseline), str(candidate), scores, runs)

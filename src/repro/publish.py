@@ -11,11 +11,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from repro import canonical
 from repro.errors import BadInput
 from repro.models import CellScore, CheckSummary, FrozenProtocol, GateResult, Scores
-from repro.serde import structure
-from repro.verify import verify
+from repro.showing import NotVerified, Shown, load
 
 __all__ = ["Refused", "load_verified", "publish", "table"]
 
@@ -28,26 +26,15 @@ class Refused(Exception):
         self.reasons = tuple(reasons)
 
 
-def load_verified(bundle: Path) -> tuple[FrozenProtocol, Scores | None]:
-    """Verify ``bundle``, then read its frozen protocol and its scores (None for a protocol
-    without scoring); raise :class:`Refused` naming every finding when it does not verify."""
-    findings = verify(bundle)
-    if findings:
-        raise Refused([f"{bundle} does not verify: {f.file}: {f.what}" for f in findings])
-    data = bundle / "data"
-    fp = structure(
-        canonical.loads((data / "protocol.json").read_bytes(), what="protocol.json"),
-        FrozenProtocol,
-        what="data/protocol.json",
-    )
-    if fp.protocol.scoring is None:
-        return fp, None
-    scores = structure(
-        canonical.loads((data / "scores.json").read_bytes(), what="scores.json"),
-        Scores,
-        what="data/scores.json",
-    )
-    return fp, scores
+def load_verified(bundle: Path) -> Shown:
+    """Verify ``bundle`` and read its files as ``repro show`` does (:func:`repro.showing.load`);
+    raise :class:`Refused` naming every finding when it does not verify."""
+    try:
+        return load(bundle)
+    except NotVerified as exc:
+        raise Refused(
+            [f"{bundle} does not verify: {f.file}: {f.what}" for f in exc.findings]
+        ) from None
 
 
 def _rate(check: CheckSummary) -> str:
@@ -103,7 +90,8 @@ def publish(bundle: Path, out: Path) -> list[GateResult]:
     :class:`Refused` naming every finding or failed gate, with nothing written."""
     if out.exists() or out.is_symlink():
         raise BadInput(f"--out {out}: already exists; publish never overwrites")
-    fp, scores = load_verified(bundle)
+    shown = load_verified(bundle)
+    fp, scores = shown.protocol, shown.scores
     if scores is None:
         raise BadInput(f"{bundle}: its protocol declares no scoring; nothing to publish")
     failed = [g for g in scores.gates if not g.holds]
