@@ -528,6 +528,18 @@ _STATUSES = frozenset(get_args(get_type_hints(RunRecord)["status"]))
 _RUN_LINE_DUMP = orjson.OPT_SORT_KEYS | orjson.OPT_STRICT_INTEGER
 
 
+def _canonical_object(line: bytes) -> dict[str, Any] | None:
+    """The JSON object ``line`` holds, when ``line`` is exactly its canonical bytes (and a
+    newline); None otherwise. The quick readers of lines start here."""
+    try:
+        raw = orjson.loads(line)
+        if orjson.dumps(raw, option=_RUN_LINE_DUMP) + b"\n" != line:
+            return None
+    except (orjson.JSONDecodeError, orjson.JSONEncodeError):
+        return None
+    return raw if type(raw) is dict else None
+
+
 def _canonical_record(line: bytes) -> RunRecord | None:
     """The run record whose canonical bytes are exactly ``line``, or None for any other line.
 
@@ -545,14 +557,9 @@ def _canonical_record(line: bytes) -> RunRecord | None:
     the model names and the step rewards are floats. The record is built from the checked
     values, its validators run.
     """
-    try:
-        raw = orjson.loads(line)
-        if orjson.dumps(raw, option=_RUN_LINE_DUMP) + b"\n" != line:
-            return None
-    except (orjson.JSONDecodeError, orjson.JSONEncodeError):
-        return None
+    raw = _canonical_object(line)
     if (
-        type(raw) is not dict
+        raw is None
         or tuple(raw) != _RUN_LINE_KEYS
         or tuple(map(type, raw.values())) not in _RUN_LINE_SHAPES
         or raw["status"] not in _STATUSES
@@ -576,13 +583,8 @@ def _canonical_times(line: bytes) -> AttemptTimes | None:
     """The attempt times whose canonical bytes are exactly ``line`` (three strings), or None for
     any other line, which the strict way then names: the quick way of :func:`_canonical_record`
     for the times files."""
-    try:
-        raw = orjson.loads(line)
-        if orjson.dumps(raw, option=_RUN_LINE_DUMP) + b"\n" != line:
-            return None
-    except (orjson.JSONDecodeError, orjson.JSONEncodeError):
-        return None
-    if type(raw) is not dict or tuple(raw) != _TIMES_KEYS:
+    raw = _canonical_object(line)
+    if raw is None or tuple(raw) != _TIMES_KEYS:
         return None
     if not all(type(v) is str for v in raw.values()):
         return None
