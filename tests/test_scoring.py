@@ -436,7 +436,7 @@ class TestWilson:
         low99, high99 = scoring.wilson(4, 10, 0.99)
         assert low99 < low90 and high99 > high90
 
-    # No deadline: the first example imports scipy.special, slow on a busy machine.
+    # No deadline: a busy machine can take longer than the default for one example.
     @settings(deadline=None)
     @given(st.integers(1, 10_000).flatmap(lambda n: st.tuples(st.integers(0, n), st.just(n))))
     def test_contains_rate(self, kn: tuple[int, int]) -> None:

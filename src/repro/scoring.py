@@ -35,6 +35,7 @@ from repro.models import (
     Taxonomy,
 )
 from repro.scenarios import by_condition
+from repro.stats import normal_quantile
 
 __all__ = [
     "FEW_RUNS_NOTE",
@@ -243,10 +244,7 @@ def wilson(k: int, n: int, level: float) -> tuple[float, float]:
         raise ValueError(f"wilson needs 0 <= k <= n and n >= 1, not k={k}, n={n}")
     if not 0 < level < 1:
         raise ValueError(f"wilson needs a level in (0, 1), not {level}")
-    # scipy.special only: scipy.stats costs over a second to import.
-    from scipy.special import ndtri
-
-    z = float(ndtri(0.5 + level / 2))
+    z = normal_quantile(level)
     p = k / n
     z2n = z * z / n
     center = (p + z2n / 2) / (1 + z2n)

@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from repro.models import IntervalValue
 
-__all__ = ["Summary", "estimand_interval", "mean_interval", "summarize"]
+__all__ = ["Summary", "estimand_interval", "mean_interval", "normal_quantile", "summarize"]
 
 Method = Literal["normal", "t", "bootstrap"]
 
@@ -46,7 +46,8 @@ def summarize(values: Sequence[float]) -> Summary:
     return Summary(values)
 
 
-def _z(level: float) -> float:
+def normal_quantile(level: float) -> float:
+    """z of a two-sided interval at ``level``, from the standard library (bit-exact anywhere)."""
     return NormalDist().inv_cdf(0.5 + level / 2)
 
 
@@ -106,7 +107,7 @@ def mean_interval(
         return None
     se = math.sqrt(s.var / s.n)
     if method == "normal":
-        return _symmetric(method, level, s.mean, _z(level) * se)
+        return _symmetric(method, level, s.mean, normal_quantile(level) * se)
     if method == "t":
         return _symmetric(method, level, s.mean, _t(level, s.n - 1) * se)
     return _bootstrap([s.values], "sum", level, resamples, seed)
@@ -135,11 +136,11 @@ def estimand_interval(
     if kind == "mean-of-condition-means":
         total, se = total / k, se / k
     if method == "normal":
-        interval = _symmetric(method, level, total, _z(level) * se)
+        interval = _symmetric(method, level, total, normal_quantile(level) * se)
     elif method == "t":
         denominator = math.fsum(p * p / (s.n - 1) for p, s in zip(parts, summaries, strict=True))
         df = math.fsum(parts) ** 2 / denominator if denominator > 0 else math.inf
-        half = (_z(level) if math.isinf(df) else _t(level, df)) * se
+        half = (normal_quantile(level) if math.isinf(df) else _t(level, df)) * se
         interval = _symmetric(method, level, total, half)
     else:
         combine: Literal["sum", "mean"] = "sum" if kind == "sum-of-condition-means" else "mean"
