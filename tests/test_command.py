@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -27,7 +28,9 @@ BAD: dict[str, Any] = {
     "adapter": {
         "name": "command",
         "options": {
-            "harness": str(HARNESS / "bad_harness.py"),
+            # Relative to the working directory, as a protocol names it: an absolute path under
+            # a host root (/tmp, /home) is refused as a disclosure.
+            "harness": os.path.relpath(HARNESS / "bad_harness.py"),
             "outcome_schema": {
                 "type": "object",
                 "required": ["score"],

@@ -6,6 +6,7 @@ checks the attempt times it is made from)."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -47,7 +48,8 @@ def faulty_bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "title": "Crate with faults",
         "description": "valid, failed and invalid attempts",
         "license": "CC-BY-4.0",
-        "adapter": {"name": "command", "options": {"harness": str(FAULTY_HARNESS)}},
+        # Relative to the working directory: an absolute host path is refused as a disclosure.
+        "adapter": {"name": "command", "options": {"harness": os.path.relpath(FAULTY_HARNESS)}},
         "matrix": [{"name": "case", "levels": ["one"]}],
         "participants": [
             {"id": mode, "kind": "agent", "params": {"mode": mode}}
