@@ -7,6 +7,8 @@ import hashlib
 import json
 import shutil
 import signal
+import subprocess
+import sys
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -234,3 +236,20 @@ def deadline(seconds: int) -> Iterator[None]:
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, previous)
+
+
+@contextmanager
+def busy_cores(count: int) -> Iterator[None]:
+    """Keep ``count`` processes spinning on the CPU at normal priority while the block runs,
+    as a user's other work does (``benchmarks/busy_suite.py`` runs the whole suite so)."""
+    spin = "x = 0\nwhile True:\n    x = (x * 1103515245 + 12345) & 0xFFFFFFFF\n"
+    burners = [
+        subprocess.Popen([sys.executable, "-c", spin], stdin=subprocess.DEVNULL)
+        for _ in range(count)
+    ]
+    try:
+        yield
+    finally:
+        for burner in burners:
+            burner.kill()
+            burner.wait()

@@ -26,6 +26,7 @@ from repro.models import AdapterFacts, Condition, PlanEntry, Protocol
 #: Every fault, and the terminal (status, cause) each attempt of a slot gets when it is not flaky.
 FAULTS: dict[str, tuple[str, str | None]] = {
     "none": ("valid", None),
+    "slow": ("valid", None),
     "raise": ("failed", "adapter-raised:ValueError"),
     "run-failed": ("failed", "simulator-error:Boom"),
     "cause-with-path": ("failed", "cause-withheld"),
@@ -51,6 +52,12 @@ FLAKY: dict[str, str] = {
     "flaky-hang": "timeout",
     "flaky-raise": "adapter-raised:ValueError",
 }
+#: Faults at a condition's first session open only: the worker dies while it opens the session,
+#: as under the kernel's OOM killer. The open is retried with a fresh worker, so every slot
+#: ends valid at its first attempt, and the loss is kept with that attempt's times.
+FLAKY_OPEN: dict[str, str] = {"flaky-open-kill": "worker-died:SIGKILL"}
+#: How long a ``slow`` run takes.
+SLOW_RUN_SECONDS = 0.01
 
 
 def _good(entry: PlanEntry) -> Evidence:
@@ -113,7 +120,10 @@ class _Session:
             _good(entry)
             marker.touch()
             fault = fault.removeprefix("flaky-")
-        if fault == "none":
+        if fault in ("none", *FLAKY_OPEN):
+            return _good(entry)
+        if fault == "slow":
+            time.sleep(SLOW_RUN_SECONDS)
             return _good(entry)
         return _misbehave(fault)
 
@@ -133,7 +143,7 @@ class FaultAdapter:
         """Check the factor levels; remember where flaky faults keep their markers."""
         for i, factor in enumerate(protocol.matrix):
             for j, level in enumerate(factor.levels):
-                if factor.name != "fault" or (level not in FAULTS and level not in FLAKY):
+                if factor.name != "fault" or level not in {*FAULTS, *FLAKY, *FLAKY_OPEN}:
                     raise BadInput(f"protocol: unknown fault {level!r} @ $.matrix[{i}].levels[{j}]")
         if "state_dir" in options:
             self._state_dir = Path(options["state_dir"])
@@ -155,6 +165,12 @@ class FaultAdapter:
             time.sleep(3600)
         if fault == "open-kill":
             os.kill(os.getpid(), signal.SIGKILL)
+        if fault in FLAKY_OPEN:
+            assert self._state_dir is not None, "flaky faults need --option state_dir"
+            marker = self._state_dir / f"open-{condition.id}"
+            if not marker.exists():
+                marker.touch()
+                os.kill(os.getpid(), signal.SIGKILL)
         session = _Session(fault, self._state_dir)
         if fault == "bad-contract":
             session.contract = {"value": math.inf}

@@ -16,20 +16,25 @@ from typing import Any
 import pytest
 
 from conftest import _Quiet as Quiet
-from conftest import register_adapters
+from conftest import busy_cores, register_adapters
 from guarantees import record
 from repro.adapters.base import Evidence
 from repro.disclosure import WITHHELD_CAUSE, short_cause
-from repro.execute import Prepared, prepare, study
-from repro.models import Condition, PlanEntry, RunRecord
+from repro.execute import LocalWorkers, Prepared, prepare, study
+from repro.models import AttemptTimes, Condition, PlanEntry, RunRecord
 from repro.serde import structure
 from repro.slots import run_slots
 from repro.verify import verify
 from repro.worker import Invalid, Job, Worker, adapter_target, check_evidence
-from repro_fault_adapter import FAULTS, FLAKY
+from repro_fault_adapter import FAULTS, FLAKY, FLAKY_OPEN
 
 TIMEOUT = 0.5
+#: The bound on a worker's start and a session's opening: a few seconds here (a busy machine
+#: starts a worker in about a second), so that a hung open costs the suite little.
+OPEN_TIMEOUT = 10.0
 RUNS = 2
+#: Every fault level, in the order of the conditions of the study in :func:`records`.
+LEVELS = [*FAULTS, *FLAKY, *FLAKY_OPEN]
 
 
 pytestmark = pytest.mark.usefixtures("fault_adapter")
@@ -48,11 +53,16 @@ def _protocol(levels: list[str], mode: str = "per-run", attempts: int = 2) -> di
         "measure": {"name": "episode_return", "description": "sum of step rewards"},
         "estimand": "sum-of-condition-means",
         "interval": {"method": "normal", "level": 0.95},
-        "retry": {"max_attempts": attempts, "timeout_seconds": TIMEOUT},
+        "retry": {
+            "max_attempts": attempts,
+            "timeout_seconds": TIMEOUT,
+            "open_timeout_seconds": OPEN_TIMEOUT,
+        },
     }
 
 
-def _run(tmp_path: Path, protocol: dict[str, Any], name: str = "out") -> list[RunRecord]:
+def _study(tmp_path: Path, protocol: dict[str, Any], name: str = "out") -> Path:
+    """Run ``protocol`` into a fresh root, check that it verifies, and return the root."""
     path = tmp_path / f"{name}.json"
     path.write_text(json.dumps(protocol), "utf-8")
     state = tmp_path / f"{name}-state"
@@ -61,13 +71,23 @@ def _run(tmp_path: Path, protocol: dict[str, Any], name: str = "out") -> list[Ru
     study(prepare(path, {"state_dir": str(state)}), root, Quiet())
     assert verify(root) == [], "a study with faults must still verify"
     record("fault-injected studies that verify", 1)
-    lines = b"".join(p.read_bytes() for p in sorted((root / "data" / "runs").glob("*.jsonl")))
-    return [structure(json.loads(line), RunRecord, what="run") for line in lines.splitlines()]
+    return root
+
+
+def _lines(root: Path, folder: str, cls: type[Any]) -> list[Any]:
+    """The values of every JSON Lines file in data/``folder``, in partition order."""
+    files = sorted((root / "data" / folder).glob("*.jsonl"))
+    lines = b"".join(p.read_bytes() for p in files)
+    return [structure(json.loads(line), cls, what=folder) for line in lines.splitlines()]
+
+
+def _run(tmp_path: Path, protocol: dict[str, Any], name: str = "out") -> list[RunRecord]:
+    return _lines(_study(tmp_path, protocol, name), "runs", RunRecord)
 
 
 @pytest.fixture(scope="module")
-def records(tmp_path_factory: pytest.TempPathFactory) -> list[RunRecord]:
-    """The run records of one study with every fault as a condition."""
+def faults_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The root of one study with every fault as a condition."""
     with pytest.MonkeyPatch.context() as monkeypatch:
         register_adapters(
             monkeypatch,
@@ -75,19 +95,27 @@ def records(tmp_path_factory: pytest.TempPathFactory) -> list[RunRecord]:
             "repro-test-faults",
             {"faults": "repro_fault_adapter:FaultAdapter"},
         )
-        return _run(tmp_path_factory.mktemp("faults"), _protocol([*FAULTS, *FLAKY]))
+        return _study(tmp_path_factory.mktemp("faults"), _protocol(LEVELS))
+
+
+@pytest.fixture(scope="module")
+def records(faults_root: Path) -> list[RunRecord]:
+    """The run records of the study with every fault as a condition."""
+    return _lines(faults_root, "runs", RunRecord)
+
+
+def _by_fault(values: list[Any]) -> dict[str, list[Any]]:
+    """Run records or attempt times by the fault of their condition (``c03-r0001-a1``)."""
+    out: dict[str, list[Any]] = {level: [] for level in LEVELS}
+    for v in values:
+        out[LEVELS[int(v.attempt_id.split("-")[0][1:])]].append(v)
+    return out
 
 
 class TestFaultyRuns:
     """One study with every fault as a condition (the slow faults cost a timeout each)."""
 
-    @staticmethod
-    def _by_fault(records: list[RunRecord]) -> dict[str, list[RunRecord]]:
-        levels = [*FAULTS, *FLAKY]
-        out: dict[str, list[RunRecord]] = {level: [] for level in levels}
-        for r in records:
-            out[levels[int(r.condition[1:])]].append(r)
-        return out
+    _by_fault = staticmethod(_by_fault)
 
     @pytest.mark.parametrize("fault", list(FAULTS))
     def test_each_attempt_gets_its_terminal_state_and_cause(
@@ -117,6 +145,18 @@ class TestFaultyRuns:
                 2,
                 first.attempt_id,
             )
+
+    @pytest.mark.parametrize("fault", list(FLAKY_OPEN))
+    def test_a_worker_lost_while_opening_is_replaced(
+        self, records: list[RunRecord], faults_root: Path, fault: str
+    ) -> None:
+        """A worker killed while it opens the condition's session (once) does not lose the
+        condition: the open is retried with a fresh worker, every slot is valid at its first
+        attempt, and the lost open is kept with the first attempt's times, not in its record."""
+        mine = self._by_fault(records)[fault]
+        assert [(r.status, r.attempt) for r in mine] == [("valid", 1)] * RUNS
+        times = self._by_fault(_lines(faults_root, "times", AttemptTimes))[fault]
+        assert [t.lost_opens for t in times] == [(FLAKY_OPEN[fault],)] + [()] * (RUNS - 1)
 
     def test_no_cause_carries_a_message_or_a_path(self, records: list[RunRecord]) -> None:
         """Causes are short codes: the exception messages (which hold a host path) and the
@@ -279,3 +319,27 @@ class TestOverlap:
             assert process.poll() is not None
         finally:
             worker.stop()
+
+
+class TestBusyMachine:
+    """Timeouts bound a run's work, never the start of the worker that runs it: on a machine
+    whose cores are busy with other work, starting a worker takes about a second."""
+
+    def test_short_timeouts_hold_beside_cpu_bound_work(self, tmp_path: Path) -> None:
+        """A study of 10 ms runs with ``timeout_seconds`` 0.5, two conditions of 30 slots on
+        two workers, one of whose workers is killed while it opens a session (so a fresh one
+        starts), ends with every slot valid at its first attempt while two CPU-bound processes
+        run beside it."""
+        protocol = {**_protocol(["slow", "flaky-open-kill"], attempts=1), "runs_per_condition": 30}
+        protocol["retry"] = {"max_attempts": 1, "timeout_seconds": 0.5}
+        path = tmp_path / "busy.json"
+        path.write_text(json.dumps(protocol), "utf-8")
+        state = tmp_path / "state"
+        state.mkdir()
+        root = tmp_path / "busy"
+        with busy_cores(2):
+            study(prepare(path, {"state_dir": str(state)}), root, Quiet(), LocalWorkers(2))
+        records = _lines(root, "runs", RunRecord)
+        assert len(records) == 60
+        assert {(r.status, r.cause, r.attempt) for r in records} == {("valid", None, 1)}
+        assert verify(root) == []

@@ -75,6 +75,12 @@ CONSTRAINTS: dict[str, Constraint] = {
         (None, 0.001, 604800),
         (0, -1, 604800.5, float("inf")),
     ),
+    "Retry._check_open_timeout": Constraint(
+        "null (then "
+        f"{models.DEFAULT_OPEN_TIMEOUT_SECONDS:g} s), or above 0 and at most 604800 (a week)",
+        (None, 0.001, 604800),
+        (0, -1, 604800.5, float("inf")),
+    ),
     "Published._check": Constraint("from 0 to 12", (0, 12), (-1, 13)),
 }
 

@@ -16,6 +16,8 @@ from attrs import field, frozen
 from attrs.validators import optional
 
 __all__ = [
+    "DEFAULT_OPEN_TIMEOUT_SECONDS",
+    "MAX_LOST_OPENS",
     "MAX_RESAMPLES",
     "OMIT_IF_DEFAULT",
     "TIER_NAMES",
@@ -228,13 +230,43 @@ class Interval:
             )
 
 
+#: How long starting a worker process and opening a condition's session may take, when the
+#: protocol does not say (``retry.open_timeout_seconds``): generous, since it includes starting
+#: an interpreter and importing the simulator on a busy machine, and never charged to a run.
+DEFAULT_OPEN_TIMEOUT_SECONDS = 300.0
+
+
+#: Session opens in a row that may be lost to a dying worker process before the condition's
+#: session is given up (every later attempt of it then fails with the last cause, untried).
+MAX_LOST_OPENS = 3
+#: The cause of a worker process lost while it worked: killed by a signal, or exited.
+_LOST_WORKER = re.compile(r"worker-(?:died|exited):[A-Za-z0-9-]{1,32}")
+
+
+def _timeout_range(name: str, value: float | None) -> None:
+    if value is not None and not (math.isfinite(value) and 0 < value <= 604800):
+        raise FieldError(name, f"{name} must be above 0 and at most 604800 (a week)")
+
+
 @frozen
 class Retry:
     """How attempts are made: at most ``max_attempts`` per slot before it is recorded failed,
-    each stopped and recorded failed (cause ``timeout``) after ``timeout_seconds`` if given."""
+    each run stopped and recorded failed (cause ``timeout``) after ``timeout_seconds`` if given.
+
+    ``timeout_seconds`` bounds one run's work only. Starting a worker process and opening the
+    condition's session have their own bound, ``open_timeout_seconds`` (300 s when null), which
+    is never charged to a run; a session open that outlasts it fails the attempt with cause
+    ``session-open-failed:timeout``, and so every later attempt of the condition."""
 
     max_attempts: int = field(default=1)
     timeout_seconds: float | None = field(default=None)
+    open_timeout_seconds: float | None = field(default=None, metadata=OMIT_IF_DEFAULT)
+
+    @property
+    def open_bound(self) -> float:
+        """The bound on starting a worker and opening a session, in seconds."""
+        given = self.open_timeout_seconds
+        return DEFAULT_OPEN_TIMEOUT_SECONDS if given is None else given
 
     @max_attempts.validator
     def _check(self, _: Any, value: int) -> None:
@@ -243,10 +275,11 @@ class Retry:
 
     @timeout_seconds.validator
     def _check_timeout(self, _: Any, value: float | None) -> None:
-        if value is not None and not (math.isfinite(value) and 0 < value <= 604800):
-            raise FieldError(
-                "timeout_seconds", "timeout_seconds must be above 0 and at most 604800 (a week)"
-            )
+        _timeout_range("timeout_seconds", value)
+
+    @open_timeout_seconds.validator
+    def _check_open_timeout(self, _: Any, value: float | None) -> None:
+        _timeout_range("open_timeout_seconds", value)
 
 
 @frozen
@@ -842,6 +875,20 @@ class AttemptTimes:
     attempt_id: str
     started_utc: str = field(validator=_utc)
     finished_utc: str = field(validator=_utc)
+    #: Session opens lost before this attempt ran (its worker process died or exited while it
+    #: opened the condition's session, as under the kernel's OOM killer), each retried with a
+    #: fresh worker: their causes, in order. What happened to the machine, not to the run, so
+    #: it is kept here with the times, not in the run record.
+    lost_opens: tuple[str, ...] = field(default=(), metadata=OMIT_IF_DEFAULT)
+
+    @lost_opens.validator
+    def _check_lost_opens(self, _: Any, value: tuple[str, ...]) -> None:
+        if len(value) > MAX_LOST_OPENS or not all(_LOST_WORKER.fullmatch(v) for v in value):
+            raise FieldError(
+                "lost_opens",
+                f"lost_opens holds at most {MAX_LOST_OPENS} causes of a lost worker "
+                "(worker-died:SIGNAL, worker-exited:CODE)",
+            )
 
 
 @frozen

@@ -20,6 +20,7 @@ from repro.adapters.base import Evidence
 from repro.bundle import BundleWriter
 from repro.judge import contract_sha256
 from repro.models import (
+    MAX_LOST_OPENS,
     AttemptTimes,
     Condition,
     Partition,
@@ -154,9 +155,17 @@ def run_slot(
 
 class _ConditionSession:
     """One condition's session in the worker: opened on first use, opened again after the
-    worker was lost. A session that fails to open fails every later attempt of the condition
-    with the same cause, without trying again. ``meanwhile`` is done while the worker runs
-    each attempt."""
+    worker was lost. ``meanwhile`` is done while the worker runs each attempt.
+
+    A session that cannot open is told apart by why. An adapter that raises at opening (or
+    refuses the sources, or gives a contract the ledger cannot hold) will do so again, and a
+    session open that outlasted ``retry.open_timeout_seconds``, a generous bound, would cost as
+    much again: either fails this and every later attempt of the condition with its cause,
+    untried. A worker process that died or exited while it opened the session (the kernel's
+    OOM killer, say) is replaced by a fresh one and the open tried again, up to
+    :data:`~repro.models.MAX_LOST_OPENS` losses in a row; the losses are kept with the
+    attempt's times (:attr:`lost_opens`), and only when every try is lost does the condition
+    give up."""
 
     def __init__(
         self, worker: Worker, condition: Condition, meanwhile: Callable[[], None] | None = None
@@ -169,17 +178,27 @@ class _ConditionSession:
         self._digest: str | None = None
         #: The contract facts of the first session that opened; the ledger records them.
         self.contract: dict[str, Any] | None = None
+        #: The causes of the session opens lost (and retried) for the latest attempt.
+        self.lost_opens: tuple[str, ...] = ()
 
     def _ensure_open(self) -> Failure | None:
+        self.lost_opens = ()
         if self._open_error is not None:
             return Failure(self._open_error)
         if self._open:
             return None
-        try:
-            answer = self._worker.request("open", self._condition)
-        except WorkerLost as lost:
-            self._open_error = f"session-open-failed:{lost.cause}"
-            return Failure(self._open_error)
+        lost: list[str] = []
+        while True:
+            try:
+                answer = self._worker.request("open", self._condition)
+                break
+            except WorkerLost as loss:
+                if loss.cause == "timeout" or len(lost) + 1 >= MAX_LOST_OPENS:
+                    self._open_error = f"session-open-failed:{loss.cause}"
+                    self.lost_opens = tuple(lost)
+                    return Failure(self._open_error)
+                lost.append(loss.cause)
+        self.lost_opens = tuple(lost)
         if answer[0] != "opened":
             self._open_error = str(answer[1])
             return Failure(self._open_error)
@@ -257,7 +276,9 @@ def run_slots(
     for entry in entries:
         for record in run_slot(entry, protocol, session.digest, timed, scenario):
             if started:  # the record of an attempt (a declared exclusion makes none)
-                times.append(AttemptTimes(record.attempt_id, started.pop(), utc_now()))
+                times.append(
+                    AttemptTimes(record.attempt_id, started.pop(), utc_now(), session.lost_opens)
+                )
             backlog.append(record)
             records.append(record)
         backlog.append(None)

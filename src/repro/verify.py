@@ -582,7 +582,7 @@ _TIMES_KEYS = ("attempt_id", "finished_utc", "started_utc")
 def _canonical_times(line: bytes) -> AttemptTimes | None:
     """The attempt times whose canonical bytes are exactly ``line`` (three strings), or None for
     any other line, which the strict way then names: the quick way of :func:`_canonical_record`
-    for the times files."""
+    for the times files. (A line with lost session opens, which is rare, goes the strict way.)"""
     raw = _canonical_object(line)
     if raw is None or tuple(raw) != _TIMES_KEYS:
         return None

@@ -2,8 +2,11 @@
 past the protocol's timeout or kills its process ends as one recorded attempt, never as the end
 of the study.
 
-The parent (:class:`Worker`) sends requests over a socket and waits for each answer at most the
-protocol's ``retry.timeout_seconds``. The child (:func:`_serve`) answers every request with plain
+The parent (:class:`Worker`) sends requests over a socket and waits for a run's answer at most
+the protocol's ``retry.timeout_seconds``, and for anything else (the child's start, which
+imports and freezes the adapter, and a session's opening and closing) at most
+``retry.open_timeout_seconds``, a generous bound of its own, so that a busy machine's slow start
+is never charged to a run. The child (:func:`_serve`) answers every request with plain
 data it has already checked, so nothing an adapter returns can break the parent. A lost child
 (timed out, killed, exited) is replaced for the next attempt; in ``stream`` seeding mode the
 replacement resumes the generator stream from the state at the start of the lost attempt, which
@@ -336,6 +339,10 @@ class Worker:
     def __init__(self, job: Job, timeout: float | None, cancel: CancelFlag | None = None) -> None:
         self._job = job
         self._timeout = timeout
+        #: The bound on everything but a run: starting the child (a fresh interpreter that
+        #: imports and freezes the adapter, slow on a busy machine), opening and closing a
+        #: session. It is never charged to a run.
+        self._open_timeout = job.protocol.retry.open_bound
         self._cancel = cancel
         self._stream = job.stream
         self._process: subprocess.Popen[bytes] | None = None
@@ -370,29 +377,34 @@ class Worker:
         return conn
 
     def request(
-        self, *message: Any, timed: bool = True, meanwhile: Callable[[], None] | None = None
+        self, *message: Any, meanwhile: Callable[[], None] | None = None
     ) -> tuple[Any, ...]:
         """Send one request and return the child's answer; raise :class:`WorkerLost` (after
         killing the child) when it times out or the child dies, and :class:`Cancelled` when the
         study stops.
 
-        ``meanwhile`` is the caller's own work, done while the child works on the request (a
-        study writes the previous run's record then): the timeout counts from the sending. If
-        it raises, the child is killed and its answer never read."""
+        A ``run`` request is bounded by the protocol's ``retry.timeout_seconds``; any other
+        request, and any request that starts the child, by ``retry.open_timeout_seconds``: the
+        start of a worker is never charged to a run. ``meanwhile`` is the caller's own work,
+        done while the child works on the request (a study writes the previous run's record
+        then): the timeout counts from the sending. If it raises, the child is killed and its
+        answer never read."""
         self._check_cancel()
+        starting = self._conn is None
         try:
             conn = self._conn or self._start()
             conn.send(message)
         except OSError:
             raise WorkerLost(self._loss()) from None
         sent = time.monotonic()
+        bound = self._timeout if message[0] == "run" and not starting else self._open_timeout
         if meanwhile is not None:
             try:
                 meanwhile()
             except BaseException:
                 self.kill()
                 raise
-        deadline = sent + self._timeout if timed and self._timeout is not None else None
+        deadline = sent + bound if bound is not None else None
         try:
             if not self._answered(conn, deadline):
                 self.kill()
