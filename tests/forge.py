@@ -1,13 +1,35 @@
-"""What a forger does to a bundle's BagIt layer after changing its payload, for the tests."""
+"""What a forger does to a bundle after changing its payload, for the tests: regenerate the
+BagIt layer (:func:`reseal`), and, with repro's own code, every derived file from the recorded
+ones (:func:`rederive`), so that only a rule verify applies again to the recorded bytes can
+catch the change."""
 
 from __future__ import annotations
 
 import hashlib
+import json
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TypeVar
 
+from repro import canonical
 from repro.bundle import MANIFEST, TAGMANIFEST, manifest_text
+from repro.crate import CRATE, ActionFacts, CrateBuilder, payload_files
+from repro.derive import derive, source_ledger, tally_records
+from repro.disclosure import is_derivation_input, scan
+from repro.models import (
+    AttemptTimes,
+    Environment,
+    FrozenProtocol,
+    Ledger,
+    Partition,
+    RunRecord,
+    Seal,
+)
+from repro.serde import structure, to_bytes
 
-__all__ = ["reseal", "retag", "sha256"]
+__all__ = ["edit_records", "forge", "rederive", "reseal", "retag", "sha256"]
+
+T = TypeVar("T")
 
 
 def sha256(path: Path) -> str:
@@ -32,3 +54,78 @@ def reseal(root: Path) -> None:
     info = [oxum if line.startswith("Payload-Oxum:") else line for line in info]
     (root / "bag-info.txt").write_text("\n".join(info) + "\n", "utf-8")
     retag(root)
+
+
+def _model(root: Path, name: str, cls: type[T]) -> T:
+    return structure(canonical.loads((root / name).read_bytes(), what=name), cls, what=name)
+
+
+def _lines(root: Path, name: str, cls: type[T]) -> list[T]:
+    data = (root / name).read_bytes()
+    return [structure(json.loads(line), cls, what=name) for line in data.splitlines()]
+
+
+def rederive(root: Path) -> None:
+    """Regenerate, with repro's own derivations, every file of the bundle at ``root`` that is
+    derived from the recorded ones (the ledger's losses, aggregates, tiers, scores, report and
+    RO-Crate metadata), from its protocol, plan, runs, times, ledger facts and environment as
+    they now are; then :func:`reseal` it. What a forger with repro at hand does after editing
+    the recorded files."""
+    fp = _model(root, "data/protocol.json", FrozenProtocol)
+    seal = _model(root, "data/plans/seal.json", Seal)
+    facts = _model(root, "data/source-ledger.json", Ledger)
+    environment = _model(root, "data/environment.json", Environment)
+    partitions = [_model(root, f"data/{ref.file}", Partition) for ref in seal.partitions]
+    records = [r for p in partitions for r in _lines(root, f"data/runs/{p.id}.jsonl", RunRecord)]
+    runs = tally_records(fp, partitions, records, facts)
+    ledger = source_ledger(fp, runs, facts)
+    (root / "data/source-ledger.json").write_bytes(to_bytes(ledger))
+    inputs = sorted(p.relative_to(root).as_posix() for p in (root / "data").rglob("*"))
+    hits = [
+        hit
+        for name in inputs
+        if is_derivation_input(name) and (root / name).is_file()
+        for hit in scan(name, (root / name).read_bytes())
+    ]
+    derived = derive(fp, seal, runs, ledger, hits)
+    (root / "data/aggregates.json").write_bytes(to_bytes(derived.aggregates))
+    (root / "data/tiers.json").write_bytes(to_bytes(derived.tiers))
+    if derived.scores is not None:
+        (root / "data/scores.json").write_bytes(to_bytes(derived.scores))
+    (root / "data/validation-report.md").write_bytes(derived.report.encode())
+    builder = CrateBuilder(fp, ledger, environment, payload_files(fp, [p.id for p in partitions]))
+    pieces = [builder.head()]
+    ran: list[str] = []
+    for part in partitions:
+        times = _lines(root, f"data/times/{part.id}.jsonl", AttemptTimes)
+        by_id = {t.attempt_id: t for t in times}
+        ran += [t.attempt_id for t in times]
+        pieces += builder.partition(
+            part.id,
+            (
+                ActionFacts(
+                    r.attempt_id, r.slot, r.condition, r.status, r.cause, by_id[r.attempt_id]
+                )
+                for r in records
+                if r.condition == part.condition and r.attempt_id in by_id
+            ),
+        )
+    pieces += builder.tail(iter(ran))
+    (root / CRATE).write_bytes(b"".join(pieces))
+    reseal(root)
+
+
+def edit_records(root: Path, edit: Callable[[list[dict[str, Any]]], None]) -> None:
+    """Apply ``edit`` to the records of every runs file of the bundle at ``root`` (a list of
+    plain dicts per file, changed in place) and write them back as canonical JSON Lines."""
+    for path in sorted((root / "data/runs").glob("*.jsonl")):
+        records = [json.loads(line) for line in path.read_bytes().splitlines()]
+        edit(records)
+        path.write_bytes(b"".join(canonical.dumps(r) for r in records))
+
+
+def forge(root: Path, edit: Callable[[list[dict[str, Any]]], None]) -> None:
+    """Edit the run records of the bundle at ``root`` with ``edit`` (see :func:`edit_records`),
+    then re-derive every derived file and regenerate both manifests (:func:`rederive`)."""
+    edit_records(root, edit)
+    rederive(root)

@@ -37,7 +37,8 @@ FAULTS: dict[str, tuple[str, str | None]] = {
     "steps-type": ("invalid", "evidence-steps-type"),
     "bad-trace": ("invalid", "evidence-trace-digest"),
     "nan": ("invalid", "non-finite-step-reward"),
-    "no-measure": ("invalid", "no-finite-measure"),
+    "no-measure": ("invalid", "evidence-step-rewards-missing"),
+    "steps-mismatch": ("invalid", "evidence-steps-mismatch"),
     "hang": ("failed", "timeout"),
     "kill": ("failed", "worker-died:SIGKILL"),
     "exit": ("failed", "worker-exited:3"),
@@ -94,6 +95,8 @@ def _misbehave(fault: str) -> Any:
         return Evidence((1.0, math.nan), None, 2, None)
     if fault == "no-measure":
         return Evidence(None, None, None, None)
+    if fault == "steps-mismatch":
+        return Evidence((1.0, 2.0), None, 999, None)
     if fault == "hang":
         time.sleep(3600)
     if fault == "kill":

@@ -229,9 +229,7 @@ class _LoggingWorker:
     def __init__(self, log: list[tuple[str, str]]) -> None:
         self.log = log
 
-    def request(
-        self, kind: str, value: Any = None, timed: bool = True, meanwhile: Any = None
-    ) -> tuple[Any, ...]:
+    def request(self, kind: str, value: Any = None, meanwhile: Any = None) -> tuple[Any, ...]:
         self.log.append(("send", value.slot if kind == "run" else kind))
         if meanwhile is not None:
             meanwhile()
@@ -278,6 +276,7 @@ class TestOverlap:
         result = run_slots(
             _LoggingWorker(log),  # type: ignore[arg-type]
             prepared.protocol,
+            prepared.frozen.facts,
             condition,
             partition.entries,
             lambda record: log.append(("emit", record.slot)),

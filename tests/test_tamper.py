@@ -84,7 +84,7 @@ def _failing(root: Path) -> tuple[str, list[Finding]]:
     assert report["ok"] is False
     assert report["findings"], "exit 1 without a single finding"
     for finding in report["findings"]:
-        assert set(finding) == {"file", "what", "expected", "found"}
+        assert set(finding) == {"code", "file", "what", "expected", "found"}
         assert all(isinstance(v, str) for v in finding.values())
     return _flat(text.output), report["findings"]
 

@@ -115,6 +115,7 @@ class TestLimits:
         findings = verify(bundle_copy, Limits(max_files=5))
         assert findings == [
             Finding(
+                "scan-entries-limit",
                 ".",
                 "more entries than the limit max_files: verify stopped scanning",
                 "<= 5 entries",
@@ -222,6 +223,7 @@ class TestLimits:
         findings = verify(bundle, Limits(max_resamples=199))
         assert findings == [
             Finding(
+                "resamples-limit",
                 "data/protocol.json",
                 "bootstrap resamples over the limit max_resamples: aggregates not re-derived",
                 "<= 199",
@@ -255,7 +257,7 @@ class TestLinks:
         """A file hard-linked from outside the bundle, bytes unchanged, is the one finding."""
         os.link(bundle_copy / name, tmp_path / "outside")
         assert verify(bundle_copy) == [
-            Finding(name, "hard link in the bundle", "1 link", "2 links")
+            Finding("hard-link", name, "hard link in the bundle", "1 link", "2 links")
         ]
 
     def test_file_swapped_for_a_symlink_after_the_scan(
@@ -365,6 +367,7 @@ class TestManifestPaths:
         assert bool(disclosed) == path.startswith("/etc/")
         assert [f for f in findings if f not in disclosed] == [
             Finding(
+                "manifest-path-unsafe",
                 manifest,
                 f"unsafe path on line {number}: {reason}",
                 "a relative path inside the bag",
@@ -390,7 +393,13 @@ class TestLayout:
         (bundle_copy / name).write_bytes(b"the real results are twice as good\n")
         reseal(bundle_copy)
         assert verify(bundle_copy) == [
-            Finding(name, "payload file outside the bundle layout", "absent", "present")
+            Finding(
+                "outside-bundle-layout",
+                name,
+                "payload file outside the bundle layout",
+                "absent",
+                "present",
+            )
         ]
 
     def test_payload_file_without_its_manifest(self, bundle_copy: Path) -> None:
@@ -441,7 +450,13 @@ class TestNeverRaises:
         open(os.path.join(os.fsencode(bundle_copy), b"data", b"\xff.json"), "wb").close()
         findings = verify(bundle_copy)
         assert findings == [
-            Finding("data/\\udcff.json", "name is not UTF-8", "a bundle name", "undecodable bytes")
+            Finding(
+                "name-not-utf8",
+                "data/\\udcff.json",
+                "name is not UTF-8",
+                "a bundle name",
+                "undecodable bytes",
+            )
         ]
 
     def test_values_that_break_the_statistics(self, bundle_copy: Path) -> None:
@@ -550,6 +565,7 @@ class TestIncomplete:
         k = [name for name, _ in write_order].index("data/runs/c01.jsonl")
         root = _unfinished(tmp_path / "root", write_order[:k], write_order[k])
         assert verify(root)[0] == Finding(
+            "incomplete",
             TAGMANIFEST,
             "incomplete: the study that wrote this root did not finish: "
             f"no {TAGMANIFEST}; 1 partial file(s): data/runs/.c01.jsonl.partial",

@@ -513,7 +513,13 @@ class TestReadAgain:
         monkeypatch.setattr(BundleReader, "_read_first", first_then_swap)
         findings = verify(root)
         assert (
-            Finding(name, "not a regular file when read again", "a regular file", "a directory")
+            Finding(
+                "not-regular-file",
+                name,
+                "not a regular file when read again",
+                "a regular file",
+                "a directory",
+            )
             in findings
         )
 

@@ -96,7 +96,9 @@ def run_partition_task(
     which is stopped when the task ends; ``stop`` names the study's stop event."""
     worker = Worker(job, timeout, _StudyStopping(stop))
     try:
-        return run_slots(worker, job.protocol, condition, partition.entries, _drop, _nothing)
+        return run_slots(
+            worker, job.protocol, job.frozen.facts, condition, partition.entries, _drop, _nothing
+        )
     finally:
         worker.stop()
 

@@ -559,6 +559,10 @@ class RunRecord:
 
     Runs that end in an outcome object (the command adapter's) also keep it, and what the
     harness process left: its exit code and the length and digest of its stderr.
+
+    What each status keeps (:mod:`repro.validity` states the rule, and verify applies it to
+    every record): a valid or judged-invalid attempt its evidence; a failed attempt, or one
+    whose evidence the worker refused, none; a declared exclusion nothing but its cause.
     """
 
     attempt_id: str
@@ -575,6 +579,12 @@ class RunRecord:
     contract_sha256: str | None = field(validator=optional(_sha256))
     outcome: dict[str, Any] | None = field(default=None, metadata=OMIT_IF_DEFAULT)
     harness: HarnessFacts | None = field(default=None, metadata=OMIT_IF_DEFAULT)
+    #: The sha256 of the canonical bytes of an outcome withheld because it would disclose a
+    #: host path, a traceback or a credential (cause ``outcome-discloses:KIND``), so that its
+    #: maker can match it with their own copy; the outcome itself never enters the bundle.
+    outcome_sha256: str | None = field(
+        default=None, validator=optional(_sha256), metadata=OMIT_IF_DEFAULT
+    )
 
 
 @frozen

@@ -30,6 +30,7 @@ __all__ = [
     "JoinProblem",
     "RunTally",
     "attempt_id",
+    "declared_exclusion",
     "measure_of",
     "merge",
     "tally",
@@ -49,6 +50,11 @@ def measure_of(step_rewards: Sequence[float]) -> float:
 def attempt_id(slot: str, attempt: int) -> str:
     """The ID of a slot's ``attempt``-th attempt."""
     return f"{slot}-a{attempt}"
+
+
+def declared_exclusion(reason: str) -> str:
+    """The cause of the one record of a slot the protocol excluded before sealing."""
+    return f"excluded before sealing: {reason}"
 
 
 @frozen
@@ -138,8 +144,10 @@ def _outcomes(
 
 @frozen
 class JoinProblem:
-    """A broken join between plan and runs: where, what, what was expected, what was found."""
+    """A broken join between plan and runs: a stable code, where, what, what was expected, what
+    was found."""
 
+    code: str
     where: str
     what: str
     expected: str
@@ -171,12 +179,24 @@ def _attempt_problems(known: set[str], attempts: Sequence[Attempt]) -> list[Join
     seen_ids: set[str] = set()
     for a in attempts:
         if a.attempt_id in seen_ids:
-            problems.append(JoinProblem(a.attempt_id, "duplicate attempt ID", "unique", "repeated"))
+            problems.append(
+                JoinProblem(
+                    "duplicate-attempt-id",
+                    a.attempt_id,
+                    "duplicate attempt ID",
+                    "unique",
+                    "repeated",
+                )
+            )
         seen_ids.add(a.attempt_id)
         if a.slot not in known:
             problems.append(
                 JoinProblem(
-                    a.attempt_id, "run for a slot not in the sealed plan", "a planned slot", a.slot
+                    "unplanned-slot",
+                    a.attempt_id,
+                    "run for a slot not in the sealed plan",
+                    "a planned slot",
+                    a.slot,
                 )
             )
     return problems
@@ -188,13 +208,19 @@ def _version_problem(a: Attempt, scenario: Scenario | None) -> JoinProblem | Non
     verdict = version_verdict(scenario, a.outcome) if a.status != "failed" else None
     found = (a.status, a.cause)
     if verdict is not None and found != verdict:
-        return JoinProblem(a.attempt_id, "scenario version verdict", " ".join(verdict), a.status)
+        return JoinProblem(
+            "version-verdict", a.attempt_id, "scenario version verdict", " ".join(verdict), a.status
+        )
     if verdict is None and (
         (a.status == "excluded" and (a.cause or "").startswith(SUPERSEDED))
         or (a.status == "invalid" and a.cause == "outcome-scenario-version-missing")
     ):
         return JoinProblem(
-            a.attempt_id, "scenario version verdict", "current version", f"{a.status} {a.cause}"
+            "version-verdict",
+            a.attempt_id,
+            "scenario version verdict",
+            "current version",
+            f"{a.status} {a.cause}",
         )
     return None
 
@@ -212,13 +238,30 @@ def _slot_problems(
         where = entry.slot
         if not attempts:
             problems.append(
-                JoinProblem(where, "slot has no terminal outcome", "1 terminal record", "0 records")
+                JoinProblem(
+                    "no-terminal-outcome",
+                    where,
+                    "slot has no terminal outcome",
+                    "1 terminal record",
+                    "0 records",
+                )
             )
             continue
         if entry.excluded is not None:
+            if len(attempts) == 1 and attempts[0].cause != declared_exclusion(entry.excluded):
+                problems.append(
+                    JoinProblem(
+                        "excluded-slot-cause",
+                        where,
+                        "an excluded slot's cause is the reason the protocol gives",
+                        declared_exclusion(entry.excluded),
+                        str(attempts[0].cause),
+                    )
+                )
             if len(attempts) != 1 or attempts[0].status != "excluded":
                 problems.append(
                     JoinProblem(
+                        "excluded-slot",
                         where,
                         "excluded slot must have one 'excluded' record",
                         "1 excluded record",
@@ -231,6 +274,7 @@ def _slot_problems(
             if a.attempt != number or a.attempt_id != attempt_id(entry.slot, number):
                 problems.append(
                     JoinProblem(
+                        "attempt-numbering",
                         a.attempt_id,
                         "attempt numbering",
                         attempt_id(entry.slot, number),
@@ -239,16 +283,25 @@ def _slot_problems(
                 )
             if a.predecessor != previous:
                 problems.append(
-                    JoinProblem(a.attempt_id, "predecessor link", str(previous), str(a.predecessor))
+                    JoinProblem(
+                        "predecessor-link",
+                        a.attempt_id,
+                        "predecessor link",
+                        str(previous),
+                        str(a.predecessor),
+                    )
                 )
             if a.condition != entry.condition:
                 problems.append(
-                    JoinProblem(a.attempt_id, "condition", entry.condition, a.condition)
+                    JoinProblem(
+                        "condition", a.attempt_id, "condition", entry.condition, a.condition
+                    )
                 )
             superseded = a.status == "excluded" and (a.cause or "").startswith(SUPERSEDED)
             if a.status == "excluded" and not superseded:
                 problems.append(
                     JoinProblem(
+                        "undeclared-exclusion",
                         a.attempt_id,
                         "exclusion not declared in the protocol",
                         "not excluded",
@@ -261,6 +314,7 @@ def _slot_problems(
             if (a.status == "valid" or superseded) and number != len(attempts):
                 problems.append(
                     JoinProblem(
+                        "attempt-after-terminal",
                         a.attempt_id,
                         f"attempt after a{' superseded' if superseded else ' valid'} attempt",
                         "no further attempt",
@@ -271,6 +325,7 @@ def _slot_problems(
         if len(attempts) > max_attempts:
             problems.append(
                 JoinProblem(
+                    "too-many-attempts",
                     where,
                     "more attempts than the protocol allows",
                     str(max_attempts),
@@ -280,6 +335,7 @@ def _slot_problems(
         elif attempts[-1].status not in ("valid", "excluded") and len(attempts) < max_attempts:
             problems.append(
                 JoinProblem(
+                    "slot-abandoned",
                     where,
                     "slot abandoned before its attempts were exhausted",
                     str(max_attempts),

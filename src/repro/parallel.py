@@ -136,7 +136,7 @@ def _serve_partitions(
     slots from running partitions until none has two left, or until the study stops. Its worker
     process lives no longer than the thread, which stops it last."""
     worker = Worker(work.job, work.timeout, cancel)
-    protocol = work.job.protocol
+    protocol, facts = work.job.protocol, work.job.frozen.facts
     try:
         while not cancel.is_set() and (running := pool.next_partition()) is not None:
             part = running.partition
@@ -147,7 +147,13 @@ def _serve_partitions(
             with writer.lines(f"data/runs/{part.id}.jsonl") as emit:
                 slots = iter(running.next_slot, None)
                 own = run_slots(
-                    worker, protocol, condition, slots, emit, _reporter(events, part.condition)
+                    worker,
+                    protocol,
+                    facts,
+                    condition,
+                    slots,
+                    emit,
+                    _reporter(events, part.condition),
                 )
                 records, contract, times = list(own.records), own.contract, list(own.times)
                 # Nothing is taken once the owner has no slot left to start.
@@ -166,7 +172,9 @@ def _serve_partitions(
             part = running.partition
             condition = work.conditions[part.condition]
             reporter = _reporter(events, part.condition)
-            taken.result = run_slots(worker, protocol, condition, taken.entries, _keep, reporter)
+            taken.result = run_slots(
+                worker, protocol, facts, condition, taken.entries, _keep, reporter
+            )
             taken.done.set()
     except Cancelled:
         pass  # the main thread is stopping the study and knows why

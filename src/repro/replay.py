@@ -143,7 +143,16 @@ def replay(root: Path, slot: str, options: Mapping[str, str]) -> Replay:
         session = _ConditionSession(worker, condition)
         scenario = scenario_of(protocol, condition)
         for entry in todo:
-            found = list(run_slot(entry, protocol, session.digest, session.attempt, scenario))
+            found = list(
+                run_slot(
+                    entry,
+                    protocol,
+                    frozen_adapter.facts,
+                    session.digest,
+                    session.attempt,
+                    scenario,
+                )
+            )
             differences += _differences(entry.slot, bundled.get(entry.slot, []), found)
             attempts = len(found)
         session.close()

@@ -8,11 +8,10 @@ itself; it hands each record to the caller as it is made.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import suppress
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any
 
 from attrs import frozen
 
@@ -21,6 +20,7 @@ from repro.bundle import BundleWriter
 from repro.judge import contract_sha256
 from repro.models import (
     MAX_LOST_OPENS,
+    AdapterFacts,
     AttemptTimes,
     Condition,
     Partition,
@@ -29,8 +29,9 @@ from repro.models import (
     RunRecord,
     Scenario,
 )
-from repro.outcomes import attempt_id, measure_of
-from repro.scenarios import scenario_of, version_verdict
+from repro.outcomes import attempt_id, declared_exclusion
+from repro.scenarios import scenario_of
+from repro.validity import judge
 from repro.worker import Failure, Invalid, Job, Worker, WorkerLost
 
 __all__ = [
@@ -83,6 +84,7 @@ def _record(entry: PlanEntry, attempt: int, **fields: object) -> RunRecord:
         "contract_sha256": None,
         "outcome": None,
         "harness": None,
+        "outcome_sha256": None,
     }
     base.update(fields)
     return RunRecord(**base)  # type: ignore[arg-type]
@@ -95,6 +97,7 @@ AttemptResult = Evidence | Failure | Invalid
 def run_slot(
     entry: PlanEntry,
     protocol: Protocol,
+    facts: AdapterFacts,
     contract: Callable[[], str | None],
     attempt: Callable[[PlanEntry], AttemptResult],
     scenario: Scenario | None = None,
@@ -103,14 +106,12 @@ def run_slot(
     attempt limit.
 
     ``attempt`` runs the entry once; ``contract`` gives the digest of the session's contract
-    facts at the time of each attempt; ``scenario`` is the one the slot's condition runs.
+    facts at the time of each attempt; ``scenario`` is the one the slot's condition runs; each
+    completed attempt is judged by :func:`repro.validity.judge` under the adapter's ``facts``.
     """
     if entry.excluded is not None:
-        yield _record(
-            entry, 1, status="excluded", cause=f"excluded before sealing: {entry.excluded}"
-        )
+        yield _record(entry, 1, status="excluded", cause=declared_exclusion(entry.excluded))
         return
-    m = protocol.measure
     for number in range(1, protocol.retry.max_attempts + 1):
         result = attempt(entry)
         if isinstance(result, Failure):
@@ -121,35 +122,30 @@ def run_slot(
                 entry, number, status="invalid", cause=result.cause, contract_sha256=contract()
             )
             continue
-        rewards = result.step_rewards
-        measure = measure_of(rewards) if rewards is not None else result.reported_measure
-        cause = None
-        if rewards is not None and not all(map(math.isfinite, rewards)):
-            cause, measure, rewards = "non-finite-step-reward", None, None
-        elif measure is None or not math.isfinite(measure):
-            cause, measure = "no-finite-measure", None
-        elif m.minimum is not None and measure < m.minimum:
-            cause = "measure-below-minimum"
-        elif m.maximum is not None and measure > m.maximum:
-            cause = "measure-above-maximum"
-        status: Literal["valid", "invalid", "excluded"] = "invalid" if cause else "valid"
-        verdict = version_verdict(scenario, result.outcome)
-        if verdict is not None:
-            status, cause = verdict
+        judged = judge(
+            protocol,
+            facts,
+            scenario,
+            result.step_rewards,
+            result.reported_measure,
+            result.steps,
+            result.outcome,
+        )
         yield _record(
             entry,
             number,
-            status=status,
-            cause=cause,
-            measure=measure,
+            status=judged.status,
+            cause=judged.cause,
+            measure=judged.measure,
             steps=result.steps,
-            step_rewards=rewards,
+            step_rewards=judged.step_rewards,
             trace_sha256=result.trace_sha256,
             contract_sha256=contract(),
-            outcome=result.outcome,
+            outcome=judged.outcome,
             harness=result.harness,
+            outcome_sha256=judged.outcome_sha256,
         )
-        if status != "invalid":
+        if judged.status != "invalid":
             return
 
 
@@ -241,6 +237,7 @@ class _ConditionSession:
 def run_slots(
     worker: Worker,
     protocol: Protocol,
+    facts: AdapterFacts,
     condition: Condition,
     entries: Iterable[PlanEntry],
     emit: Callable[[RunRecord], None],
@@ -274,7 +271,7 @@ def run_slots(
         return session.attempt(entry)
 
     for entry in entries:
-        for record in run_slot(entry, protocol, session.digest, timed, scenario):
+        for record in run_slot(entry, protocol, facts, session.digest, timed, scenario):
             if started:  # the record of an attempt (a declared exclusion makes none)
                 times.append(
                     AttemptTimes(record.attempt_id, started.pop(), utc_now(), session.lost_opens)

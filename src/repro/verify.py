@@ -41,6 +41,7 @@ from repro.derive import derive
 from repro.disclosure import Disclosure, is_derivation_input, scan
 from repro.errors import BadInput
 from repro.models import (
+    AdapterFacts,
     Aggregates,
     AttemptTimes,
     Checkpoint,
@@ -62,6 +63,7 @@ from repro.protocol import check_consistency
 from repro.scenarios import by_condition
 from repro.serde import structure, to_bytes, unstructure
 from repro.streams import checkpoint_of
+from repro.validity import record_problem
 
 __all__ = ["BundleReader", "Finding", "Limits", "bundle_sha256", "verify"]
 
@@ -111,8 +113,10 @@ class Limits:
 
 @frozen
 class Finding:
-    """One verification problem: which file, what, what was expected and what was found."""
+    """One verification problem: a stable machine-readable ``code`` (kebab-case; what tests and
+    ``--json`` users match), which file, what, what was expected and what was found."""
 
+    code: str
     file: str
     what: str
     expected: str
@@ -127,6 +131,7 @@ class Finding:
     def as_dict(self) -> dict[str, str]:
         """Plain data for ``--json``."""
         return {
+            "code": self.code,
             "file": self.file,
             "what": self.what,
             "expected": self.expected,
@@ -165,6 +170,7 @@ def _scan(root: Path, limits: Limits, findings: list[Finding]) -> _Listing:
                     if len(entries) >= limits.max_files:
                         findings.append(
                             Finding(
+                                "scan-entries-limit",
                                 ".",
                                 "more entries than the limit max_files: verify stopped scanning",
                                 f"<= {limits.max_files} entries",
@@ -177,10 +183,18 @@ def _scan(root: Path, limits: Limits, findings: list[Finding]) -> _Listing:
                     try:
                         listed.append((entry.name, entry.stat(follow_symlinks=False)))
                     except OSError as exc:
-                        findings.append(Finding(rel, "cannot stat", "an entry", _reason(exc)))
+                        findings.append(
+                            Finding("cannot-stat", rel, "cannot stat", "an entry", _reason(exc))
+                        )
         except OSError as exc:
             findings.append(
-                Finding(prefix or ".", "cannot list directory", "readable", _reason(exc))
+                Finding(
+                    "cannot-list-directory",
+                    prefix or ".",
+                    "cannot list directory",
+                    "readable",
+                    _reason(exc),
+                )
             )
             return True
         subdirectories = []
@@ -190,6 +204,7 @@ def _scan(root: Path, limits: Limits, findings: list[Finding]) -> _Listing:
             if not _utf8(name):
                 findings.append(
                     Finding(
+                        "name-not-utf8",
                         rel.encode("utf-8", "backslashreplace").decode(),
                         "name is not UTF-8",
                         "a bundle name",
@@ -198,12 +213,15 @@ def _scan(root: Path, limits: Limits, findings: list[Finding]) -> _Listing:
                 )
             elif stat.S_ISLNK(mode):
                 findings.append(
-                    Finding(rel, "symbolic link in the bundle", "a regular file", "a symlink")
+                    Finding(
+                        "symlink", rel, "symbolic link in the bundle", "a regular file", "a symlink"
+                    )
                 )
             elif stat.S_ISDIR(mode):
                 if depth + 1 > limits.max_depth:
                     findings.append(
                         Finding(
+                            "depth-limit",
                             rel,
                             "directory nested deeper than the limit max_depth: not read",
                             f"<= {limits.max_depth} levels",
@@ -218,11 +236,18 @@ def _scan(root: Path, limits: Limits, findings: list[Finding]) -> _Listing:
                 if st.st_nlink > 1:
                     # The same bytes are reachable, and changeable, through a path outside the bag.
                     findings.append(
-                        Finding(rel, "hard link in the bundle", "1 link", f"{st.st_nlink} links")
+                        Finding(
+                            "hard-link",
+                            rel,
+                            "hard link in the bundle",
+                            "1 link",
+                            f"{st.st_nlink} links",
+                        )
                     )
                 if total > limits.max_total_bytes:
                     findings.append(
                         Finding(
+                            "scan-bytes-limit",
                             ".",
                             "more bytes than the limit max_total_bytes: verify stopped scanning",
                             f"<= {limits.max_total_bytes} bytes",
@@ -232,14 +257,26 @@ def _scan(root: Path, limits: Limits, findings: list[Finding]) -> _Listing:
                     return False
             else:
                 findings.append(
-                    Finding(rel, "special file in the bundle", "a regular file", "a special file")
+                    Finding(
+                        "special-file",
+                        rel,
+                        "special file in the bundle",
+                        "a regular file",
+                        "a special file",
+                    )
                 )
         for name in subdirectories:
             try:
                 child = os.open(name, _DIR_FLAGS, dir_fd=fd)
             except OSError as exc:
                 findings.append(
-                    Finding(prefix + name, "cannot open directory", "readable", _reason(exc))
+                    Finding(
+                        "cannot-open-directory",
+                        prefix + name,
+                        "cannot open directory",
+                        "readable",
+                        _reason(exc),
+                    )
                 )
                 continue
             try:
@@ -252,7 +289,15 @@ def _scan(root: Path, limits: Limits, findings: list[Finding]) -> _Listing:
     try:
         fd = os.open(root, _DIR_FLAGS)
     except OSError as exc:
-        findings.append(Finding(".", "cannot open the bundle directory", "readable", _reason(exc)))
+        findings.append(
+            Finding(
+                "cannot-open-root",
+                ".",
+                "cannot open the bundle directory",
+                "readable",
+                _reason(exc),
+            )
+        )
         return _Listing({}, frozenset(), stopped=True)
     try:
         complete = walk(fd, "", 0)
@@ -283,6 +328,7 @@ def _unfinished(listing: _Listing) -> list[Finding]:
         why += f"; {len(partial)} partial file(s): {shown}"
     return [
         Finding(
+            "incomplete",
             TAGMANIFEST,
             f"{INCOMPLETE} the study that wrote this root did not finish: {why}",
             "the tag manifest, written last by a finished study",
@@ -343,7 +389,15 @@ def _parse_manifest(name: str, data: bytes, findings: list[Finding]) -> dict[str
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
-        findings.append(Finding(name, "manifest is not UTF-8", "UTF-8 text", "undecodable bytes"))
+        findings.append(
+            Finding(
+                "manifest-not-utf8",
+                name,
+                "manifest is not UTF-8",
+                "UTF-8 text",
+                "undecodable bytes",
+            )
+        )
         return out
     for number, line in enumerate(
         text.split("\n")[:-1] if text.endswith("\n") else text.split("\n"), 1
@@ -352,7 +406,11 @@ def _parse_manifest(name: str, data: bytes, findings: list[Finding]) -> dict[str
         if not match:
             findings.append(
                 Finding(
-                    name, f"malformed manifest line {number}", "<sha256>  <path>", repr(line[:80])
+                    "manifest-line-malformed",
+                    name,
+                    f"malformed manifest line {number}",
+                    "<sha256>  <path>",
+                    repr(line[:80]),
                 )
             )
             continue
@@ -362,6 +420,7 @@ def _parse_manifest(name: str, data: bytes, findings: list[Finding]) -> dict[str
             # Never looked up, let alone opened: only names the scan found are ever read.
             findings.append(
                 Finding(
+                    "manifest-path-unsafe",
                     name,
                     f"unsafe path on line {number}: {unsafe}",
                     "a relative path inside the bag",
@@ -370,11 +429,25 @@ def _parse_manifest(name: str, data: bytes, findings: list[Finding]) -> dict[str
             )
             continue
         if path in out:
-            findings.append(Finding(name, f"path listed twice (line {number})", "once", path))
+            findings.append(
+                Finding(
+                    "manifest-path-repeated",
+                    name,
+                    f"path listed twice (line {number})",
+                    "once",
+                    path,
+                )
+            )
         out[path] = digest
     if text and not text.endswith("\n"):
         findings.append(
-            Finding(name, "manifest does not end with a newline", "final newline", "none")
+            Finding(
+                "manifest-no-final-newline",
+                name,
+                "manifest does not end with a newline",
+                "final newline",
+                "none",
+            )
         )
     return out
 
@@ -382,20 +455,32 @@ def _parse_manifest(name: str, data: bytes, findings: list[Finding]) -> dict[str
 def _integrity(listing: _Listing, read: BundleReader, findings: list[Finding]) -> None:
     files = listing.sizes
     if "bagit.txt" not in files:
-        findings.append(Finding("bagit.txt", "missing BagIt declaration", "present", "missing"))
+        findings.append(
+            Finding(
+                "bagit-txt-missing", "bagit.txt", "missing BagIt declaration", "present", "missing"
+            )
+        )
     else:
         declaration = read.raw("bagit.txt")
         if declaration is not None and declaration != BAGIT_TXT:
             findings.append(
                 Finding(
-                    "bagit.txt", "BagIt declaration", BAGIT_TXT.decode().strip(), "other content"
+                    "bagit-txt-content",
+                    "bagit.txt",
+                    "BagIt declaration",
+                    BAGIT_TXT.decode().strip(),
+                    "other content",
                 )
             )
     for name in sorted(files):
         if ("/" not in name and name not in TAG_FILES) or (
             "/" in name and not name.startswith("data/")
         ):
-            findings.append(Finding(name, "file outside the bag layout", "absent", "present"))
+            findings.append(
+                Finding(
+                    "outside-bag-layout", name, "file outside the bag layout", "absent", "present"
+                )
+            )
         elif (
             name.startswith("data/")
             and name not in _PAYLOAD
@@ -403,14 +488,22 @@ def _integrity(listing: _Listing, read: BundleReader, findings: list[Finding]) -
             and not name.startswith(("data/plans/", "data/runs/", "data/times/"))
         ):
             findings.append(
-                Finding(name, "payload file outside the bundle layout", "absent", "present")
+                Finding(
+                    "outside-bundle-layout",
+                    name,
+                    "payload file outside the bundle layout",
+                    "absent",
+                    "present",
+                )
             )
     for manifest, covered in (
         (MANIFEST, None),
         (TAGMANIFEST, ("bagit.txt", "bag-info.txt", MANIFEST)),
     ):
         if manifest not in files:
-            findings.append(Finding(manifest, "missing manifest", "present", "missing"))
+            findings.append(
+                Finding("manifest-missing", manifest, "missing manifest", "present", "missing")
+            )
             continue
         data = read.raw(manifest)
         if data is None:
@@ -422,21 +515,43 @@ def _integrity(listing: _Listing, read: BundleReader, findings: list[Finding]) -
             actual = {n for n in covered if n in files}
             for name in covered:
                 if name not in listed:
-                    findings.append(Finding(manifest, f"{name} not listed", "listed", "not listed"))
+                    findings.append(
+                        Finding(
+                            "tag-file-not-listed",
+                            manifest,
+                            f"{name} not listed",
+                            "listed",
+                            "not listed",
+                        )
+                    )
         for name in sorted(set(listed) - actual):
             findings.append(
-                Finding(name, f"listed in {manifest} but missing", "present", "missing")
+                Finding(
+                    "listed-but-missing",
+                    name,
+                    f"listed in {manifest} but missing",
+                    "present",
+                    "missing",
+                )
             )
         for name in sorted(actual - set(listed)):
             if covered is None:
-                findings.append(Finding(name, f"not listed in {manifest}", "listed", "extra file"))
+                findings.append(
+                    Finding("not-listed", name, f"not listed in {manifest}", "listed", "extra file")
+                )
         for name in sorted(set(listed) & actual):
             digest = read.sha256(name)
             if digest is None:
                 continue
             if digest != listed[name]:
                 findings.append(
-                    Finding(name, f"sha256 differs from {manifest}", listed[name], digest)
+                    Finding(
+                        "digest-mismatch",
+                        name,
+                        f"sha256 differs from {manifest}",
+                        listed[name],
+                        digest,
+                    )
                 )
     if "bag-info.txt" in files:
         payload = [size for name, size in files.items() if name.startswith("data/")]
@@ -447,10 +562,20 @@ def _integrity(listing: _Listing, read: BundleReader, findings: list[Finding]) -
         ]
         if stated != [oxum]:
             findings.append(
-                Finding("bag-info.txt", "Payload-Oxum", oxum, ", ".join(stated) or "missing")
+                Finding(
+                    "payload-oxum",
+                    "bag-info.txt",
+                    "Payload-Oxum",
+                    oxum,
+                    ", ".join(stated) or "missing",
+                )
             )
     else:
-        findings.append(Finding("bag-info.txt", "missing bag-info.txt", "present", "missing"))
+        findings.append(
+            Finding(
+                "bag-info-missing", "bag-info.txt", "missing bag-info.txt", "present", "missing"
+            )
+        )
 
 
 @functools.cache
@@ -635,10 +760,14 @@ class BundleReader:
                 f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path
             )
             self._notes.append(
-                Finding(name, f"schema {kind}{line} @ {where}", "valid", error.message[:200])
+                Finding(
+                    "schema", name, f"schema {kind}{line} @ {where}", "valid", error.message[:200]
+                )
             )
         if not errors:
-            self._notes.append(Finding(name, f"model {cls.__name__}{line}", "valid", refusal))
+            self._notes.append(
+                Finding("model", name, f"model {cls.__name__}{line}", "valid", refusal)
+            )
         return None
 
     def _first(self, name: str) -> _Seen | None:
@@ -671,7 +800,9 @@ class BundleReader:
         path = self.files.get(name)
         if path is None:
             self.findings.append(
-                Finding(name, "expected bundle file is missing", "present", "missing")
+                Finding(
+                    "file-missing", name, "expected bundle file is missing", "present", "missing"
+                )
             )
             return None
         digest = hashlib.sha256()
@@ -688,7 +819,9 @@ class BundleReader:
                     # O_NOFOLLOW refused a symlink already: a directory or a special file.
                     found = "a directory" if stat.S_ISDIR(info.st_mode) else "a special file"
                     what = "not a regular file when read"
-                    self.findings.append(Finding(name, what, "a regular file", found))
+                    self.findings.append(
+                        Finding("not-regular-file", name, what, "a regular file", found)
+                    )
                     return None
                 allowed = min(self.limits.max_file_bytes, self._budget)
 
@@ -717,7 +850,7 @@ class BundleReader:
                 os.close(fd)
         except OSError as exc:
             self.findings.append(
-                Finding(name, "cannot read", "a readable regular file", _reason(exc))
+                Finding("cannot-read", name, "cannot read", "a readable regular file", _reason(exc))
             )
             return None
         self._budget -= count
@@ -729,6 +862,7 @@ class BundleReader:
         if size > self.limits.max_file_bytes:
             self.findings.append(
                 Finding(
+                    "file-bytes-limit",
                     name,
                     "file larger than the limit max_file_bytes: not read",
                     f"<= {self.limits.max_file_bytes} bytes",
@@ -738,6 +872,7 @@ class BundleReader:
         else:
             self.findings.append(
                 Finding(
+                    "total-bytes-limit",
                     name,
                     "reading it would pass the limit max_total_bytes: not read",
                     f"<= {self.limits.max_total_bytes} bytes in all",
@@ -760,7 +895,9 @@ class BundleReader:
                 if not stat.S_ISREG(mode):
                     found = "a directory" if stat.S_ISDIR(mode) else "a special file"
                     what = "not a regular file when read again"
-                    self.findings.append(Finding(name, what, "a regular file", found))
+                    self.findings.append(
+                        Finding("not-regular-file", name, what, "a regular file", found)
+                    )
                     return
                 while count <= seen.size:
                     block = os.read(fd, min(seen.size + 1 - count, _BLOCK))
@@ -773,12 +910,19 @@ class BundleReader:
                 os.close(fd)
         except OSError as exc:
             self.findings.append(
-                Finding(name, "cannot read again", "a readable regular file", _reason(exc))
+                Finding(
+                    "cannot-read-again",
+                    name,
+                    "cannot read again",
+                    "a readable regular file",
+                    _reason(exc),
+                )
             )
             return
         if (count, digest.hexdigest()) != (seen.size, seen.sha256):
             self.findings.append(
                 Finding(
+                    "changed-while-read",
                     name,
                     "changed while verify read it",
                     f"sha256 {seen.sha256} ({seen.size} bytes) as first read",
@@ -816,7 +960,9 @@ class BundleReader:
                 max_depth=self.limits.max_json_depth,
             )
         except BadInput as exc:
-            self._notes.append(Finding(name, "strict JSON parse", "valid JSON", str(exc)))
+            self._notes.append(
+                Finding("json-parse", name, "strict JSON parse", "valid JSON", str(exc))
+            )
             return None, None
         value = self._validate(name, raw, kind, cls)
         # The parsed tree is as large as the model: let it go before the model is written out.
@@ -826,7 +972,13 @@ class BundleReader:
         written = to_bytes(value)
         if written != data:
             self._notes.append(
-                Finding(name, "bytes are not in canonical form", "canonical JSON", "other bytes")
+                Finding(
+                    "not-canonical",
+                    name,
+                    "bytes are not in canonical form",
+                    "canonical JSON",
+                    "other bytes",
+                )
             )
         return value, canonical.sha256_hex(written)
 
@@ -854,7 +1006,11 @@ class BundleReader:
         if not seen.final_newline:
             self._notes.append(
                 Finding(
-                    name, "JSON Lines file does not end with a newline", "final newline", "none"
+                    "jsonl-no-final-newline",
+                    name,
+                    "JSON Lines file does not end with a newline",
+                    "final newline",
+                    "none",
                 )
             )
             return None
@@ -883,14 +1039,20 @@ class BundleReader:
             )
         except BadInput as exc:
             self._notes.append(
-                Finding(name, f"strict JSON parse, line {number}", "valid JSON", str(exc))
+                Finding(
+                    "json-parse", name, f"strict JSON parse, line {number}", "valid JSON", str(exc)
+                )
             )
             return None
         value = self._validate(name, raw, kind, cls, f" line {number}")
         if value is not None and to_bytes(value) != line:
             self._notes.append(
                 Finding(
-                    name, f"line {number} is not in canonical form", "canonical JSON", "other bytes"
+                    "not-canonical",
+                    name,
+                    f"line {number} is not in canonical form",
+                    "canonical JSON",
+                    "other bytes",
                 )
             )
         return value
@@ -922,16 +1084,34 @@ def _compare(
         return
     diffs = list(_diff(expected_plain, unstructure(found)))
     for path, e, f in diffs[:MAX_DIFFS]:
-        findings.append(Finding(name, f"re-derived value differs @ {path}", _short(e), _short(f)))
+        findings.append(
+            Finding(
+                "rederived-differs",
+                name,
+                f"re-derived value differs @ {path}",
+                _short(e),
+                _short(f),
+            )
+        )
     if len(diffs) > MAX_DIFFS:
         findings.append(
             Finding(
-                name, f"{len(diffs) - MAX_DIFFS} further differing values", "none", "differences"
+                "rederived-differs-more",
+                name,
+                f"{len(diffs) - MAX_DIFFS} further differing values",
+                "none",
+                "differences",
             )
         )
     if not diffs:
         findings.append(
-            Finding(name, "re-derived bytes differ", "canonical re-derivation", "other bytes")
+            Finding(
+                "rederived-bytes-differ",
+                name,
+                "re-derived bytes differ",
+                "canonical re-derivation",
+                "other bytes",
+            )
         )
 
 
@@ -944,6 +1124,7 @@ def _disclosures(read: BundleReader, findings: list[Finding]) -> list[Disclosure
         for hit in found[:MAX_DIFFS]:
             findings.append(
                 Finding(
+                    "disclosure",
                     name,
                     f"disclosure: {hit.kind} at byte {hit.offset}",
                     "no host path, traceback or credential-looking string",
@@ -952,7 +1133,13 @@ def _disclosures(read: BundleReader, findings: list[Finding]) -> list[Disclosure
             )
         if len(found) > MAX_DIFFS:
             findings.append(
-                Finding(name, f"{len(found) - MAX_DIFFS} further disclosure hits", "none", "hits")
+                Finding(
+                    "disclosure-more",
+                    name,
+                    f"{len(found) - MAX_DIFFS} further disclosure hits",
+                    "none",
+                    "hits",
+                )
             )
         hits += found
     return hits
@@ -988,6 +1175,7 @@ def verify(root: Path, limits: Limits = Limits()) -> list[Finding]:
         # bundle does not verify: say so as a finding rather than crash.
         findings.append(
             Finding(
+                "could-not-process",
                 "data/",
                 "verify could not process the data",
                 "data the re-derivations accept",
@@ -999,36 +1187,65 @@ def verify(root: Path, limits: Limits = Limits()) -> list[Finding]:
 
 class _RecordChecks:
     """The findings on single run records that come after the join problems: a measure that is
-    not the sum of its step rewards, a contract digest that is not its condition's. At most
-    MAX_DIFFS of each kind are named, in the order the records are read."""
+    not the sum of its step rewards, a contract digest that is not its condition's, and a record
+    whose status, cause or measure is not what the validity rules give for the evidence it keeps
+    (:func:`repro.validity.record_problem`, under the ledger's adapter facts). At most MAX_DIFFS
+    of each kind are named, in the order the records are read."""
 
-    def __init__(self, contracts: Mapping[str, str], scenarios: Mapping[str, Scenario]) -> None:
+    def __init__(
+        self,
+        contracts: Mapping[str, str],
+        scenarios: Mapping[str, Scenario],
+        protocol: Protocol,
+        facts: AdapterFacts | None,
+    ) -> None:
         self.contracts = contracts
         #: The scenario each condition runs, whose version outcomes are judged against.
         self.scenarios = scenarios
+        self._protocol = protocol
+        self._facts = facts
         self.findings: list[Finding] = []
-        self._measures = self._contracts = 0
+        self._measures = self._contracts = self._rules = 0
 
-    def check(self, a: Attempt) -> None:
-        """Check one record's attempt."""
+    def check(self, record: RunRecord, a: Attempt) -> None:
+        """Check one record and its attempt. A record named for a measure that is not the sum
+        of its step rewards is not named again for the validity rules, which say the same."""
         where = f"data/runs/{a.condition}.jsonl"
-        if a.recomputed is not None and a.measure is not None and a.recomputed != a.measure:
+        summed = a.recomputed is None or a.measure is None or a.recomputed == a.measure
+        if not summed:
             self._measures += 1
             if self._measures <= MAX_DIFFS:
                 self.findings.append(
                     Finding(
+                        "measure-not-sum",
                         where,
                         f"{a.attempt_id}: measure differs from the sum of its step rewards",
                         repr(a.recomputed),
                         repr(a.measure),
                     )
                 )
+        elif self._facts is not None:
+            scenario = self.scenarios.get(a.condition)
+            problem = record_problem(self._protocol, self._facts, scenario, record)
+            if problem is not None:
+                self._rules += 1
+                if self._rules <= MAX_DIFFS:
+                    self.findings.append(
+                        Finding(
+                            "validity-rules",
+                            where,
+                            f"{a.attempt_id}: record breaks the validity rules",
+                            "the status, cause and measure the rules give its evidence",
+                            problem,
+                        )
+                    )
         expected = self.contracts.get(a.condition)
         if a.status in ("valid", "invalid") and a.contract_sha256 != expected:
             self._contracts += 1
             if self._contracts <= MAX_DIFFS:
                 self.findings.append(
                     Finding(
+                        "contract-digest",
                         where,
                         f"{a.attempt_id}: contract digest",
                         str(expected),
@@ -1065,18 +1282,37 @@ def _attempts(
     records = read.run_records(runs_file)
     if records is None:
         return None
-    slots = {e.slot for e in part.entries} if part is not None else set()
+    order = {e.slot: e.order for e in part.entries} if part is not None else {}
     attempts: list[Attempt] = []
-    contained = ok = True
-    for record in records:
+    contained = ok = in_order = True
+    previous: tuple[int, int] = (-1, 0)
+    for number, record in enumerate(records, start=1):
         if record is None:
             ok = False
             continue
         a = Attempt.of(record)
         if checks is not None:
-            checks.check(a)
+            checks.check(record, a)
         attempts.append(a)
-        contained = contained and a.slot in slots and a.attempt_id == attempt_id(a.slot, a.attempt)
+        place = order.get(a.slot)
+        contained = (
+            contained and place is not None and a.attempt_id == attempt_id(a.slot, a.attempt)
+        )
+        if place is not None and checks is not None and in_order:
+            # A study writes each partition's records in sealed order: slots by their order in
+            # the plan, each slot's attempts by number.
+            if (place, a.attempt) <= previous:
+                in_order = False
+                checks.findings.append(
+                    Finding(
+                        "runs-order",
+                        runs_file,
+                        f"records out of sealed order from line {number}",
+                        "slots in plan order, each slot's attempts by number",
+                        a.attempt_id,
+                    )
+                )
+            previous = (place, a.attempt)
     return (attempts, contained) if ok else None
 
 
@@ -1113,11 +1349,18 @@ def _check_checkpoint(read: BundleReader, partition: str, first: bool, seed: int
         return
     if checkpoint.partition != partition:
         read.findings.append(
-            Finding(name, "checkpoint names another partition", partition, checkpoint.partition)
+            Finding(
+                "checkpoint-partition",
+                name,
+                "checkpoint names another partition",
+                partition,
+                checkpoint.partition,
+            )
         )
     if first and checkpoint != checkpoint_of(partition, ("seed", seed)):
         read.findings.append(
             Finding(
+                "checkpoint-seed",
                 name,
                 "the first checkpoint is not the state the protocol's seed gives",
                 f"random.seed({seed})",
@@ -1175,6 +1418,7 @@ class _CrateCheck:
         if found is not None and found != self._hash.hexdigest():
             read.findings.append(
                 Finding(
+                    "crate-differs",
                     CRATE,
                     "RO-Crate metadata differs from its re-derivation",
                     f"sha256 {self._hash.hexdigest()}",
@@ -1205,12 +1449,12 @@ def _joined(
         if t is _END or not isinstance(t, AttemptTimes) or t.attempt_id != a.attempt_id:
             found = t.attempt_id if isinstance(t, AttemptTimes) else "end of file"
             what = f"times do not match the attempts that ran, from line {number}"
-            read.findings.append(Finding(name, what, a.attempt_id, found))
+            read.findings.append(Finding("times-mismatch", name, what, a.attempt_id, found))
             broken.append(name)
             return
         if t.finished_utc < t.started_utc:
             what = f"attempt {a.attempt_id} ends before it starts"
-            read.findings.append(Finding(name, what, "end >= start", t.finished_utc))
+            read.findings.append(Finding("times-order", name, what, "end >= start", t.finished_utc))
             broken.append(name)
             return
         yield ActionFacts(a.attempt_id, a.slot, a.condition, a.status, a.cause, t)
@@ -1218,7 +1462,7 @@ def _joined(
     if extra is not _END:
         found = extra.attempt_id if isinstance(extra, AttemptTimes) else "a line"
         what = f"times do not match the attempts that ran, from line {len(ran) + 1}"
-        read.findings.append(Finding(name, what, "end of file", found))
+        read.findings.append(Finding("times-mismatch", name, what, "end of file", found))
         broken.append(name)
 
 
@@ -1237,7 +1481,13 @@ def _partition_runs(
     digest = read.sha256(name)
     if digest is not None and digest != ref.sha256:
         read.findings.append(
-            Finding(name, "partition digest differs from the seal", ref.sha256, digest)
+            Finding(
+                "partition-digest",
+                name,
+                "partition digest differs from the seal",
+                ref.sha256,
+                digest,
+            )
         )
     part, part_sha256 = read._model(name, "partition", Partition)
     if fp.protocol.seeding.mode == "stream":
@@ -1311,6 +1561,7 @@ def _check_content(read: BundleReader, limits: Limits) -> None:
     if not scored and "data/scores.json" in read.files:
         findings.append(
             Finding(
+                "scores-without-scoring",
                 "data/scores.json",
                 "scores of a protocol that declares no scoring",
                 "absent",
@@ -1325,6 +1576,7 @@ def _check_content(read: BundleReader, limits: Limits) -> None:
     if canonical.sha256_hex(to_bytes(fp.protocol)) != fp.sha256:
         findings.append(
             Finding(
+                "protocol-digest",
                 "data/protocol.json",
                 "protocol digest",
                 fp.sha256,
@@ -1334,6 +1586,7 @@ def _check_content(read: BundleReader, limits: Limits) -> None:
     if seal.protocol_sha256 != fp.sha256:
         findings.append(
             Finding(
+                "seal-protocol-digest",
                 "data/plans/seal.json",
                 "protocol digest in the seal",
                 fp.sha256,
@@ -1344,7 +1597,12 @@ def _check_content(read: BundleReader, limits: Limits) -> None:
     protocol = fp.protocol
     max_attempts = protocol.retry.max_attempts
     contracts = judge.contract_digests(ledger) if ledger is not None else {}
-    checks = _RecordChecks(contracts, by_condition(protocol, seal.conditions))
+    checks = _RecordChecks(
+        contracts,
+        by_condition(protocol, seal.conditions),
+        protocol,
+        ledger.adapter if ledger is not None else None,
+    )
     kept: list[_PartitionRuns] = []
     complete = True
     expected_files = {"data/plans/seal.json"}
@@ -1369,7 +1627,9 @@ def _check_content(read: BundleReader, limits: Limits) -> None:
         n for n in read.files if n.startswith(("data/plans/", "data/runs/", "data/times/"))
     ):
         if name not in expected_files:
-            findings.append(Finding(name, "file not named by the seal", "absent", "present"))
+            findings.append(
+                Finding("not-in-seal", name, "file not named by the seal", "absent", "present")
+            )
     if crate is not None and complete:
         crate.finish(read, [ref.id for ref in seal.partitions])
     if not complete or ledger is None:
@@ -1384,6 +1644,7 @@ def _check_content(read: BundleReader, limits: Limits) -> None:
         # Expanding the plan costs as much as the slots it has; bound that by what was read.
         findings.append(
             Finding(
+                "plan-limit",
                 "data/protocol.json",
                 "the protocol plans more slots than the sealed partitions hold: not re-derived",
                 f"{entries} slots",
@@ -1395,7 +1656,13 @@ def _check_content(read: BundleReader, limits: Limits) -> None:
         check_consistency(protocol)
     except BadInput as exc:
         findings.append(
-            Finding("data/protocol.json", "protocol consistency", "consistent", str(exc))
+            Finding(
+                "protocol-inconsistent",
+                "data/protocol.json",
+                "protocol consistency",
+                "consistent",
+                str(exc),
+            )
         )
         return
 
@@ -1417,6 +1684,7 @@ def _check_content(read: BundleReader, limits: Limits) -> None:
     for problem in runs.join_problems.first:
         findings.append(
             Finding(
+                f"join-{problem.code}",
                 f"data/runs/{problem.where.split('-')[0]}.jsonl",
                 f"{problem.where}: {problem.what}",
                 problem.expected,
@@ -1429,6 +1697,7 @@ def _check_content(read: BundleReader, limits: Limits) -> None:
     if interval.method == "bootstrap" and interval.resamples > limits.max_resamples:
         findings.append(
             Finding(
+                "resamples-limit",
                 "data/protocol.json",
                 "bootstrap resamples over the limit max_resamples: aggregates not re-derived",
                 f"<= {limits.max_resamples}",
@@ -1472,6 +1741,7 @@ def _check_content(read: BundleReader, limits: Limits) -> None:
     if report_bytes is not None and report_bytes != derived.report.encode():
         findings.append(
             Finding(
+                "report-differs",
                 "data/validation-report.md",
                 "report differs from its re-derivation",
                 "re-derived text",

@@ -38,13 +38,15 @@ import attrs
 from attrs import frozen
 
 from repro import canonical
-from repro.adapters.base import Adapter, Evidence, Frozen, Session
+from repro.adapters.base import MAX_EPISODE_STEPS, Adapter, Evidence, Frozen, Session
 from repro.disclosure import short_cause
 from repro.errors import ReproError, RunFailed, RunInvalid
 from repro.interrupts import STOP_SIGNALS, held
 from repro.models import Condition, HarnessFacts, PlanEntry, Protocol
 
 __all__ = [
+    "MAX_OUTCOME_BYTES",
+    "MAX_STEP_REWARDS",
     "CancelFlag",
     "Cancelled",
     "Failure",
@@ -60,6 +62,11 @@ __all__ = [
 ]
 
 _SHA256 = re.compile(r"[0-9a-f]{64}")
+#: Step rewards one run may return at most (as many as the longest episode a protocol may ask
+#: for), and bytes of its outcome object at most (as canonical JSON): together they keep a run
+#: record well within the line verify reads at most (``Limits.max_line_bytes``).
+MAX_STEP_REWARDS = MAX_EPISODE_STEPS
+MAX_OUTCOME_BYTES = 16 << 20
 #: How long a child that was asked to stop may take before it is killed.
 _STOP_GRACE_SECONDS = 5.0
 #: How often a worker with a cancel flag looks at it while it waits for an answer.
@@ -109,13 +116,17 @@ def _real(value: object) -> bool:
 def check_evidence(value: object) -> Evidence | Invalid:
     """The adapter's return value as well-typed :class:`Evidence` of plain floats and ints, or
     :class:`Invalid` naming the first thing wrong with it (finiteness is judged later, against
-    the protocol's measure)."""
+    the protocol's measure). Evidence too large for one run record (more than
+    :data:`MAX_STEP_REWARDS` step rewards, an outcome of more than :data:`MAX_OUTCOME_BYTES`)
+    is refused too: verify reads a run record as one line of bounded length."""
     if not isinstance(value, Evidence):
         return Invalid(f"evidence-type:{type(value).__name__}")
     rewards = value.step_rewards
     if rewards is not None:
         if not isinstance(rewards, Sequence) or isinstance(rewards, str | bytes):
             return Invalid("evidence-step-rewards-type")
+        if len(rewards) > MAX_STEP_REWARDS:
+            return Invalid("evidence-too-many-step-rewards")
         # Plain floats, the usual case, are checked without the slower test for any real.
         if not all(type(r) is float for r in rewards) and not all(_real(r) for r in rewards):
             return Invalid("evidence-step-reward-type")
@@ -139,7 +150,10 @@ def check_evidence(value: object) -> Evidence | Invalid:
     if outcome is not None:
         # The outcome goes into the bundle as it is: a JSON object that canonical JSON holds.
         try:
-            outcome = canonical.loads(canonical.dumps(outcome), what="outcome")
+            data = canonical.dumps(outcome)
+            if len(data) > MAX_OUTCOME_BYTES:
+                return Invalid("evidence-outcome-too-large")
+            outcome = canonical.loads(data, what="outcome", max_bytes=MAX_OUTCOME_BYTES + 1)
         except Exception:
             return Invalid("evidence-outcome-not-json")
         if not isinstance(outcome, dict):

@@ -28,7 +28,6 @@ import contextlib
 import functools
 import hashlib
 import importlib.metadata
-import math
 import os
 import signal
 import subprocess
@@ -288,26 +287,16 @@ class _CommandSession:
             raise RunInvalid("outcome-not-object")
         if self._validator is not None and not self._validator.is_valid(outcome):
             raise RunInvalid("outcome-schema")
+        # The measure is repro's to take from the outcome (repro.validity.outcome_value), in
+        # the study and again in verify: the adapter reports none of its own.
         return Evidence(
             step_rewards=None,
-            reported_measure=self._measure(outcome),
+            reported_measure=None,
             steps=None,
             trace_sha256=None,
             outcome=outcome,
             harness=harness,
         )
-
-    def _measure(self, outcome: dict[str, Any]) -> float | None:
-        measure = self._protocol.measure
-        if measure.name != "outcome_value" or measure.key is None:
-            return None
-        value = outcome.get(measure.key)
-        if isinstance(value, list):
-            return float(len(value))
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            number = float(value)
-            return number if math.isfinite(number) else None
-        return None
 
     def close(self) -> None:
         """Nothing stays open between runs."""

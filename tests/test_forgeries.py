@@ -1,0 +1,183 @@
+"""Forgeries by someone with repro at hand: the recorded files edited, every derived file
+re-derived with repro's own code and both manifests regenerated (``forge.forge``). Only a rule
+that verify applies again to the recorded bytes can catch them; each test names the rule
+(docs/guarantees.md, "Rules verify applies again", lists them all)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import SMALL, run_study
+from forge import forge, rederive
+from guarantees import record
+from repro.verify import Finding, verify
+
+#: CartPole under a random policy, with a maximum the longer episodes pass: some runs are
+#: invalid (measure-above-maximum), and a single attempt each, so those slots end failed.
+BOUNDED: dict[str, Any] = {
+    **SMALL,
+    "id": "bounded",
+    "matrix": [{"name": "env_id", "levels": ["CartPole-v1"]}],
+    "participants": [{"id": "random", "kind": "random", "params": {}}],
+    "runs_per_condition": 16,
+    "measure": {
+        "name": "episode_return",
+        "description": "sum of step rewards",
+        "maximum": 20.0,
+    },
+    "retry": {"max_attempts": 1},
+}
+
+
+@pytest.fixture(scope="module")
+def bounded_bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A real bundle of :data:`BOUNDED`, made once; copy it before changing it."""
+    base = tmp_path_factory.mktemp("bounded")
+    path = base / "protocol.json"
+    path.write_text(json.dumps(BOUNDED), "utf-8")
+    return run_study(path, base / "bundle")
+
+
+def _copy(bundle: Path, tmp_path: Path) -> Path:
+    root = tmp_path / "forged"
+    shutil.copytree(bundle, root)
+    return root
+
+
+def _codes(findings: list[Finding]) -> set[str]:
+    return {f.code for f in findings}
+
+
+def _caught(root: Path, code: str) -> list[Finding]:
+    """verify's findings on a forged bundle, which must include one of ``code``."""
+    findings = verify(root)
+    record("forgeries tried", 1)
+    record("forgeries named by the rule they break", int(code in _codes(findings)))
+    assert code in _codes(findings), [f.as_dict() for f in findings]
+    return findings
+
+
+def _first(
+    records: list[dict[str, Any]], where: Callable[[dict[str, Any]], bool]
+) -> dict[str, Any] | None:
+    return next((r for r in records if where(r)), None)
+
+
+class TestTheForgerSTools:
+    """The forger's re-derivation is repro's own: on an untouched bundle it changes nothing."""
+
+    def test_rederiving_an_untouched_bundle_keeps_it_verifying(
+        self, small_bundle: Path, tmp_path: Path
+    ) -> None:
+        """Re-deriving every derived file and both manifests of a real bundle gives a bundle
+        that verifies, with the same derived bytes."""
+        root = _copy(small_bundle, tmp_path)
+        rederive(root)
+        assert verify(root) == []
+        for name in ("aggregates.json", "tiers.json", "source-ledger.json", "validation-report.md"):
+            assert (root / "data" / name).read_bytes() == (
+                small_bundle / "data" / name
+            ).read_bytes()
+
+
+class TestValidityRules:
+    """A record's status, cause and measure are judged again from the evidence it keeps
+    (``repro.validity.record_problem``)."""
+
+    def test_a_measure_past_the_maximum_flipped_to_valid(
+        self, bounded_bundle: Path, tmp_path: Path
+    ) -> None:
+        """An invalid run (measure above the protocol's maximum) made valid, with aggregates,
+        tiers, ledger and report re-derived: named by the validity rules."""
+        root = _copy(bounded_bundle, tmp_path)
+        flipped: list[str] = []
+
+        def edit(records: list[dict[str, Any]]) -> None:
+            r = _first(records, lambda r: r["cause"] == "measure-above-maximum")
+            if r is not None and not flipped:
+                r["status"], r["cause"] = "valid", None
+                flipped.append(r["attempt_id"])
+
+        forge(root, edit)
+        assert flipped, "the study has a run above the maximum"
+        findings = _caught(root, "validity-rules")
+        assert any(flipped[0] in f.what for f in findings if f.code == "validity-rules")
+
+    def test_an_outcome_value_that_is_not_the_outcome_s(
+        self, scored_bundle: Path, tmp_path: Path
+    ) -> None:
+        """A command run's measure (100.0) that is not the number at ``measure.key`` of the
+        outcome it keeps, scores and gates re-derived: named by the validity rules."""
+        root = _copy(scored_bundle, tmp_path)
+
+        def edit(records: list[dict[str, Any]]) -> None:
+            r = _first(records, lambda r: r["status"] == "valid")
+            if r is not None:
+                r["measure"] = 100.0
+
+        forge(root, edit)
+        _caught(root, "validity-rules")
+
+    def test_steps_that_are_not_the_number_of_step_rewards(
+        self, small_bundle: Path, tmp_path: Path
+    ) -> None:
+        """A valid run with ``steps: 999`` and fewer step rewards: named."""
+        root = _copy(small_bundle, tmp_path)
+
+        def edit(records: list[dict[str, Any]]) -> None:
+            r = _first(records, lambda r: r["status"] == "valid")
+            if r is not None:
+                r["steps"] = 999
+
+        forge(root, edit)
+        _caught(root, "validity-rules")
+
+    def test_step_rewards_dropped_from_a_step_rewards_adapter_s_run(
+        self, small_bundle: Path, tmp_path: Path
+    ) -> None:
+        """A valid Gymnasium run whose step rewards are removed and whose measure is changed
+        (the ledger says this adapter's runs end in step rewards): named, not merely a weakened
+        tier."""
+        root = _copy(small_bundle, tmp_path)
+
+        def edit(records: list[dict[str, Any]]) -> None:
+            r = _first(records, lambda r: r["status"] == "valid")
+            if r is not None:
+                r["step_rewards"], r["measure"] = None, 500.0
+
+        forge(root, edit)
+        _caught(root, "validity-rules")
+
+    def test_a_failed_attempt_given_evidence(self, bounded_bundle: Path, tmp_path: Path) -> None:
+        """A failed attempt that keeps a measure, steps and a trace digest: named."""
+        root = _copy(bounded_bundle, tmp_path)
+
+        def edit(records: list[dict[str, Any]]) -> None:
+            r = _first(records, lambda r: r["status"] == "invalid")
+            if r is not None:
+                r["status"], r["cause"] = "failed", "worker-died:SIGKILL"
+
+        forge(root, edit)
+        _caught(root, "validity-rules")
+
+
+class TestRecordOrder:
+    """A partition's records are in sealed order."""
+
+    def test_records_stored_out_of_sealed_order(self, small_bundle: Path, tmp_path: Path) -> None:
+        """Two slots' records swapped in place in their runs file, everything re-derived: named
+        (``runs-order``)."""
+        root = _copy(small_bundle, tmp_path)
+
+        def edit(records: list[dict[str, Any]]) -> None:
+            if records and records[0]["condition"] == "c00":
+                records[0], records[1] = records[1], records[0]
+
+        forge(root, edit)
+        _caught(root, "runs-order")
