@@ -44,7 +44,7 @@ class _Quiet:
     def start(self, total: int) -> None:
         pass
 
-    def advance(self, condition: str) -> None:
+    def advance(self, condition: str, end: str) -> None:
         pass
 
     def finish(self) -> None:

@@ -37,6 +37,11 @@ def broken(observation: Any, rng: Any) -> int:
     raise RuntimeError("permanent failure")
 
 
+def divides_by_zero(observation: Any, rng: Any) -> int:
+    """Fail at every step with the error a careless policy makes."""
+    return int(1 / 0)
+
+
 class SleepyBlue:
     """A CAGE-2 blue agent class that sleeps (action 0) at every step."""
 

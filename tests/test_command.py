@@ -196,3 +196,50 @@ class TestExample:
         scores = json.loads((out / "data" / "scores.json").read_text("utf-8"))
         auth = [c for c in scores["cells"] if c["factors"]["scenario"] == "auth-token"]
         assert all(c["valid_runs"] == 0 and c["superseded_runs"] == 6 for c in auth)
+
+
+class TestDisclosingOutcome:
+    """A study never writes a bundle its own verify rejects: an outcome that would disclose a
+    host path is withheld, not written."""
+
+    def test_an_outcome_naming_the_host_is_withheld(self, tmp_path: Path) -> None:
+        """A harness that echoes its user, working and home directories in its outcome: each
+        such attempt is invalid (``outcome-discloses:host-path``), its outcome withheld and only
+        its sha256 kept; the bundle verifies and holds none of those paths."""
+        protocol = copy.deepcopy(BAD)
+        protocol["participants"] = [
+            {"id": "echo", "kind": "agent", "params": {"mode": "echo-host"}}
+        ]
+        protocol["retry"]["max_attempts"] = 1
+        out = _study(tmp_path, protocol)
+        records = _records(out)
+        assert {(r["status"], r["cause"]) for r in records} == {
+            ("invalid", "outcome-discloses:host-path")
+        }
+        assert all("outcome" not in r and len(r["outcome_sha256"]) == 64 for r in records)
+        assert verify(out) == []
+        home, cwd = str(Path.home()).encode(), str(Path.cwd()).encode()
+        for path in out.rglob("*"):
+            if path.is_file():
+                data = path.read_bytes()
+                assert home not in data and cwd not in data, path
+
+
+class TestPinNames:
+    """A pinned file or directory is named by what the protocol says, never by a path given on
+    the command line."""
+
+    def test_a_release_given_on_the_command_line_is_named_by_its_role(self, tmp_path: Path) -> None:
+        """``--option release=/abs/alice-candidate`` pins the tree under the name ``release``:
+        the directory's own name (the user's choice) is in no bundle file."""
+        release = tmp_path / "alice-candidate"
+        shutil.copytree(HARNESS / "releases" / "v1", release)
+        protocol = copy.deepcopy(BAD)
+        protocol["participants"] = protocol["participants"][:1]
+        out = _study(tmp_path, protocol, {"release": str(release)})
+        ledger = json.loads((out / "data" / "source-ledger.json").read_text("utf-8"))
+        assert [s["name"] for s in ledger["sources"] if s["role"] == "release"] == ["release"]
+        for path in out.rglob("*"):
+            if path.is_file():
+                assert b"alice-candidate" not in path.read_bytes(), path
+        assert verify(out) == []

@@ -283,7 +283,10 @@ class TestClassesOnRealData:
         out = _study(data, tmp_path)
         rep = _json(out, "tiers.json")["reproduction"]
         assert rep["verdict"] == "unavailable" and "incomplete" in rep["reason"]
-        assert len(_json(out, "source-ledger.json")["losses"]) == 18
+        losses = _json(out, "source-ledger.json")["losses"]
+        assert len(losses) == 18
+        # The agent failed, not the simulator: its own cause family.
+        assert {loss["cause"] for loss in losses} == {"policy-error:RuntimeError"}
         assert verify(out) == []
 
     def test_unavailable_without_published(self, tmp_path: Path) -> None:

@@ -280,13 +280,13 @@ class TestOverlap:
             condition,
             partition.entries,
             lambda record: log.append(("emit", record.slot)),
-            lambda: log.append(("done", "")),
+            lambda end: log.append(("done", end)),
         )
         slots = [e.slot for e in partition.entries]
         expected: list[tuple[str, str]] = [("send", "open"), ("send", slots[0])]
         for previous, slot in itertools.pairwise(slots):
-            expected += [("send", slot), ("emit", previous), ("done", "")]
-        expected += [("emit", slots[-1]), ("done", ""), ("send", "close")]
+            expected += [("send", slot), ("emit", previous), ("done", "valid")]
+        expected += [("emit", slots[-1]), ("done", "valid"), ("send", "close")]
         assert log == expected
         assert [r.slot for r in result.records] == slots
 

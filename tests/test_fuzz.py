@@ -22,9 +22,9 @@ from hypothesis import strategies as st
 from conftest import SMALL, run_study
 from guarantees import record
 from repro import canonical
-from repro.bundle import BAGIT_TXT, MANIFEST, TAGMANIFEST, bag_info, manifest_text
+from repro.bundle import BAGIT_TXT, MANIFEST, TAG_FILES, TAGMANIFEST, bag_info, manifest_text
 from repro.errors import BadInput
-from repro.verify import verify
+from repro.verify import Finding, verify
 
 pytestmark = [
     pytest.mark.stress,
@@ -302,19 +302,28 @@ class TestVerifyFuzz:
     @_settings(150)
     @given(data=st.data())
     def test_arbitrary_tree(self, base_files: dict[str, bytes], data: st.DataObject) -> None:
-        """Whatever the tree: no exception; no finding exactly when the tree is the real bundle
-        byte for byte; the first finding says incomplete exactly when there is no tag
+        """Whatever the tree: no exception but "not a bundle" (BadInput), exactly when the root
+        holds no BagIt tag file; otherwise no finding exactly when the tree is the real bundle
+        byte for byte, and the first finding says incomplete exactly when there is no tag
         manifest."""
         files = data.draw(trees(base_files))
         with tempfile.TemporaryDirectory() as tmp:
             root = Path(tmp) / "root"
             root.mkdir()
             written = _write(files, root)
-            findings = verify(root)
+            marks = [*TAG_FILES, *(f".{name}.partial" for name in TAG_FILES)]
+            marked = any(os.path.lexists(root / name) for name in marks)
+            try:
+                findings: list[Finding] | None = verify(root)
+            except BadInput:
+                findings = None
             unfinished = not os.path.lexists(root / TAGMANIFEST)
             shutil.rmtree(root)
         record("fuzzed trees verified", 1)
         record("fuzzed trees that are the real bundle", int(written == base_files))
+        assert (findings is None) == (not marked), findings
+        if findings is None:
+            return
         assert (findings == []) == (written == base_files), findings
         if findings:
             assert findings[0].incomplete == unfinished, findings

@@ -132,7 +132,7 @@ class TestSentinelStudy:
             for line in path.read_text().splitlines()
         ]
         failed = [r for r in records if r["status"] == "failed"]
-        assert failed and {r["cause"] for r in failed} == {"environment-error:RuntimeError"}
+        assert failed and {r["cause"] for r in failed} == {"policy-error:RuntimeError"}
         recovered = [r for r in records if r["status"] == "valid" and r["predecessor"]]
         assert recovered
         ledger = json.loads((probe.bundle / "data/source-ledger.json").read_text())

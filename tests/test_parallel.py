@@ -96,7 +96,7 @@ class _Recorder:
         self.threads.add(threading.get_ident())
         self.calls.append(("start", total))
 
-    def advance(self, condition: str) -> None:
+    def advance(self, condition: str, end: str) -> None:
         self.threads.add(threading.get_ident())
         self.calls.append(("advance", condition))
 

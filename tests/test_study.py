@@ -129,7 +129,7 @@ class TestRetriesAndExclusions:
         out = run_study(write_protocol(small_protocol), tmp_path / "b")
         runs = _runs(out)
         failed = [r for r in runs if r["status"] == "failed"]
-        assert len(failed) == 1 and failed[0]["cause"] == "environment-error:RuntimeError"
+        assert len(failed) == 1 and failed[0]["cause"] == "policy-error:RuntimeError"
         retry = next(r for r in runs if r["predecessor"] == failed[0]["attempt_id"])
         assert (
             retry["status"] == "valid"

@@ -16,11 +16,12 @@ import bagit
 import pytest
 from typer.testing import CliRunner, Result
 
-from conftest import deadline
+from conftest import ROOT, deadline
 from forge import reseal, retag, sha256
 from repro import canonical
-from repro.bundle import MANIFEST, TAGMANIFEST
+from repro.bundle import BAGIT_TXT, MANIFEST, TAGMANIFEST
 from repro.cli import app
+from repro.verify import verify
 
 pytestmark = pytest.mark.skipif(
     sys.platform == "win32", reason="symlinks, FIFOs and SIGALRM need POSIX"
@@ -484,8 +485,33 @@ class TestNotABundle:
         assert result.exit_code == 2, result.output
 
     def test_empty_directory(self, tmp_path: Path) -> None:
-        """An empty directory is a bundle with everything missing: exit 1 naming bagit.txt."""
+        """An empty directory is not a bundle, nor an unfinished study (a study writes bagit.txt
+        first): exit 2 in one line, not a list of missing files."""
         empty = tmp_path / "empty"
         empty.mkdir()
-        text, findings = _failing(empty)
-        _named(text, findings, "bagit.txt", "missing BagIt declaration")
+        result = _invoke("verify", str(empty))
+        assert result.exit_code == 2, result.output
+        assert "not a bundle" in result.output and "INCOMPLETE" not in result.output
+
+    def test_a_source_checkout(self, tmp_path: Path) -> None:
+        """A directory of source files (this project's src/ and tests/, copied) is not a bundle:
+        exit 2, with no findings and no word of an unfinished study."""
+        checkout = tmp_path / "checkout"
+        shutil.copytree(ROOT / "src", checkout / "src")
+        shutil.copytree(ROOT / "tests" / "harness", checkout / "tests" / "harness")
+        (checkout / "README.md").write_text("# a project\n", "utf-8")
+        for args in (["verify", str(checkout)], ["verify", "--json", str(checkout)]):
+            result = _invoke(*args)
+            assert result.exit_code == 2, result.output
+            assert "not a bundle" in result.output and "INCOMPLETE" not in result.output
+
+    def test_a_started_study_is_unfinished_not_foreign(self, tmp_path: Path) -> None:
+        """A root holding only the bagit.txt a study writes first is an unfinished study: exit
+        1, and the first finding says incomplete."""
+        root = tmp_path / "started"
+        root.mkdir()
+        (root / "bagit.txt").write_bytes(BAGIT_TXT)
+        findings = verify(root)
+        assert findings and findings[0].code == "incomplete"
+        result = _invoke("verify", str(root))
+        assert result.exit_code == 1 and "INCOMPLETE" in result.output

@@ -534,11 +534,12 @@ class TestIncomplete:
     """A root a study did not finish is called incomplete first, and never verifies."""
 
     def test_write_order(self, write_order: list[tuple[str, bytes]]) -> None:
-        """BundleWriter writes the payload first and the tag manifest last."""
+        """BundleWriter writes bagit.txt first (the mark of a started study), then the payload,
+        the protocol first, and the tag manifest last."""
         names = [name for name, _ in write_order]
-        assert names[0] == "data/protocol.json"
-        assert names[-4:] == ["bagit.txt", "bag-info.txt", MANIFEST, TAGMANIFEST]
-        assert all(n.startswith("data/") for n in names[:-4])
+        assert names[:2] == ["bagit.txt", "data/protocol.json"]
+        assert names[-3:] == ["bag-info.txt", MANIFEST, TAGMANIFEST]
+        assert all(n.startswith("data/") for n in names[1:-3])
 
     def test_every_kill_point(self, write_order: list[tuple[str, bytes]], tmp_path: Path) -> None:
         """Cut the write order after each file, with and without the next file half-written
@@ -550,6 +551,11 @@ class TestIncomplete:
             for during in (False, True):
                 partial = write_order[k] if during else None
                 root = _unfinished(tmp_path / f"{k}-{during}", write_order[:k], partial)
+                if k == 0 and not during:
+                    # Killed before its first write: an empty directory, no bundle at all.
+                    with pytest.raises(BadInput, match="not a bundle"):
+                        verify(root)
+                    continue
                 findings = verify(root)
                 tried += 1
                 temporary = "" if partial is None else f".{Path(partial[0]).name}.partial"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
@@ -9,7 +10,7 @@ import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from repro.disclosure import Disclosure, scan
 from repro.errors import BadInput
@@ -60,6 +61,24 @@ def bag_info(octets: int, count: int, fields: Mapping[str, str]) -> bytes:
     return ("\n".join(lines) + "\n").encode()
 
 
+#: The modes of a bundle's files and directories, set whatever the umask: the root is 0700,
+#: and what is inside it is its owner's alone too, until the owner chooses to share it.
+_FILE_MODE = 0o600
+_DIR_MODE = 0o700
+
+
+def _create(path: Path) -> BinaryIO:
+    """A new file at ``path`` (refused if it exists) with mode :data:`_FILE_MODE`, open for
+    writing bytes."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, _FILE_MODE)
+    try:
+        os.fchmod(fd, _FILE_MODE)  # the umask narrows the mode os.open sets; never widens it
+        return os.fdopen(fd, "wb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
 @contextmanager
 def _naming(path: Path) -> Iterator[None]:
     """Let an I/O error that names no file name ``path``, so the user learns which file of the
@@ -87,11 +106,25 @@ class BundleWriter:
         self._octets = 0
         #: Disclosure hits in every file written so far, found as its bytes were written.
         self.disclosures: list[Disclosure] = []
+        self._bagit_sha256: str | None = None
 
     def _target(self, name: str) -> Path:
         path = self.root / name
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        if not path.parent.is_dir():
+            # One level at a time, each made private to its owner (as the root is) whatever
+            # the umask, before the next is made inside it.
+            for parent in reversed(path.relative_to(self.root).parents[:-1]):
+                directory = self.root / parent
+                with contextlib.suppress(FileExistsError):
+                    os.mkdir(directory, _DIR_MODE)
+                    os.chmod(directory, _DIR_MODE)
         return path
+
+    def begin(self) -> None:
+        """Write the BagIt declaration, bagit.txt, first: the mark of a root a study began in,
+        which tells an unfinished study (it has bagit.txt and no tag manifest) from a directory
+        that is no bundle at all (neither)."""
+        self._bagit_sha256 = self.write("bagit.txt", BAGIT_TXT)
 
     def _commit(self, tmp: Path, path: Path) -> None:
         os.replace(tmp, path)
@@ -101,7 +134,7 @@ class BundleWriter:
         sha256."""
         path = self._target(name)
         tmp = path.with_name(f".{path.name}.partial")
-        with _naming(path), open(tmp, "xb") as fh:
+        with _naming(path), _create(tmp) as fh:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
@@ -131,7 +164,7 @@ class BundleWriter:
         digest = hashlib.sha256()
         size = 0
         hits: list[Disclosure] = []
-        with _naming(path), open(tmp, "xb") as fh:
+        with _naming(path), _create(tmp) as fh:
 
             def emit(value: Any) -> None:
                 nonlocal size
@@ -152,7 +185,7 @@ class BundleWriter:
         """Write the BagIt tag files; the tag manifest goes last, so a crashed study is visibly
         incomplete."""
         tags = {
-            "bagit.txt": self.write("bagit.txt", BAGIT_TXT),
+            "bagit.txt": self._bagit_sha256 or self.write("bagit.txt", BAGIT_TXT),
             "bag-info.txt": self.write(
                 "bag-info.txt", bag_info(self._octets, len(self._payload), fields)
             ),

@@ -1,7 +1,8 @@
 """The ``repro`` command line: parse, call, print.
 
 Exit codes: 0 ok; 1 verification failed; 2 bad input (nothing written); 3 a study stopped by an
-I/O error (its root is incomplete); 128 + N a study stopped by signal N (130 SIGINT, 143 SIGTERM).
+I/O error (its root is incomplete); 4 ``study --strict`` finished with a slot that ran and did not
+end valid; 128 + N a study stopped by signal N (130 SIGINT, 143 SIGTERM).
 """
 
 from __future__ import annotations
@@ -20,13 +21,20 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from repro.backends import MAX_LOCAL_WORKERS, Backend, DaskCluster, LocalWorkers
-from repro.errors import EXIT_BAD_INPUT, EXIT_VERIFY_FAILED, BadInput, StudyStopped
+from repro.errors import (
+    EXIT_BAD_INPUT,
+    EXIT_SLOTS_LOST,
+    EXIT_VERIFY_FAILED,
+    BadInput,
+    StudyStopped,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from rich.console import Console
 
+    from repro.models import Aggregates, Ledger
     from repro.showing import Shown
     from repro.verify import Finding
 
@@ -71,13 +79,16 @@ class _BarProgress:
             console=_err(),
         )
         self._task = self._bar.add_task("runs", total=None)
+        self._lost = 0
 
     def start(self, total: int) -> None:
         self._bar.update(self._task, total=total)
         self._bar.start()
 
-    def advance(self, condition: str) -> None:
-        self._bar.update(self._task, advance=1, description=condition)
+    def advance(self, condition: str, end: str) -> None:
+        self._lost += end != "valid"
+        lost = f" [red]{self._lost} not valid[/red]" if self._lost else ""
+        self._bar.update(self._task, advance=1, description=f"{condition}{lost}")
 
     def finish(self) -> None:
         self._bar.stop()
@@ -88,6 +99,7 @@ class _LineProgress:
 
     def __init__(self) -> None:
         self._done = 0
+        self._lost = 0
         self._total = 0
         self._next = 0
         self._t0 = 0.0
@@ -97,14 +109,16 @@ class _LineProgress:
         self._next = max(1, total // 10)
         print(f"study: {total} runs to go", file=sys.stderr, flush=True)
 
-    def advance(self, condition: str) -> None:
+    def advance(self, condition: str, end: str) -> None:
         self._done += 1
+        self._lost += end != "valid"
         if self._done >= self._next or self._done == self._total:
             elapsed = time.perf_counter() - self._t0
             left = elapsed / self._done * (self._total - self._done)
+            lost = f", {self._lost} not valid" if self._lost else ""
             print(
-                f"study: {self._done}/{self._total} runs ({100 * self._done // self._total}%), "
-                f"{elapsed:.1f} s elapsed, about {left:.1f} s left ({condition})",
+                f"study: {self._done}/{self._total} runs ({100 * self._done // self._total}%)"
+                f"{lost}, {elapsed:.1f} s elapsed, about {left:.1f} s left ({condition})",
                 file=sys.stderr,
                 flush=True,
             )
@@ -158,6 +172,14 @@ def study(
             "(e.g. tcp://127.0.0.1:8786); needs repro[dask]. Per-run seeding only.",
         ),
     ] = None,
+    strict: Annotated[
+        bool,
+        typer.Option(
+            "--strict",
+            help=f"Exit {EXIT_SLOTS_LOST} (the bundle still written whole) when any slot that "
+            "ran did not end valid; slots the protocol excludes before sealing do not count.",
+        ),
+    ] = False,
 ) -> None:
     """Freeze and seal PROTOCOL, run every slot into the fresh root OUT, and bundle the evidence."""
     from rich.markup import escape
@@ -195,7 +217,38 @@ def study(
         f"done in {result.wall_seconds:.1f} s: {summary}; reproduction {rep.verdict}",
         highlight=False,
     )
+    lost = _print_losses(result.derived.ledger, result.derived.aggregates, result.lost_opens)
     print(f"repro verify {out}")
+    if strict and lost:
+        raise typer.Exit(EXIT_SLOTS_LOST)
+
+
+def _print_losses(ledger: Ledger, aggregates: Aggregates, lost_opens: int) -> int:
+    """Say on stderr what the study lost, grouped by outcome and cause (``12 of 600 slots
+    failed: policy-error:ZeroDivisionError (12)``), and how many session opens a dying worker
+    cost; return how many slots that ran did not end valid."""
+    from collections import Counter
+
+    from repro.outcomes import DECLARED
+
+    err = _err()
+    total = sum(c.scheduled for c in aggregates.conditions)
+    ran_lost = 0
+    for outcome in ("failed", "excluded"):
+        causes = Counter(loss.cause for loss in ledger.losses if loss.outcome == outcome)
+        if not causes:
+            continue
+        count = sum(causes.values())
+        shown = ", ".join(f"{cause} ({n})" for cause, n in causes.most_common())
+        err.print(f"{count} of {total} slots {outcome}: {shown}", highlight=False, markup=False)
+        ran_lost += sum(n for cause, n in causes.items() if not cause.startswith(DECLARED))
+    if lost_opens:
+        err.print(
+            f"{lost_opens} session open(s) lost to a dying worker process and retried with a "
+            "fresh one (recorded with the attempts' times)",
+            highlight=False,
+        )
+    return ran_lost
 
 
 def _verify_report(findings: Sequence[Finding], digest: str | None) -> dict[str, Any]:
@@ -263,17 +316,25 @@ def replay(
         list[str] | None, typer.Option("--option", help="Adapter option KEY=VALUE (repeatable).")
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+    show_traceback: Annotated[
+        bool,
+        typer.Option(
+            "--traceback",
+            help="Print the traceback of every exception the adapter raises to stderr "
+            "(on this terminal only: no bundle ever keeps one).",
+        ),
+    ] = False,
 ) -> None:
     """Re-execute one slot and compare its records with the bundle's, byte for byte.
 
     The simulator must be installed; in stream mode the slot's partition is re-executed from
-    its checkpoint."""
+    its checkpoint. With --traceback, see why a failed slot failed."""
     import attrs
 
     from repro.replay import replay as replay_slot
 
     try:
-        result = replay_slot(bundle, slot, _options(option or []))
+        result = replay_slot(bundle, slot, _options(option or []), show_traceback)
     except BadInput as exc:
         raise _fail(str(exc)) from None
     if as_json:

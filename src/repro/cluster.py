@@ -21,13 +21,14 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING, Any
 
 from repro.bundle import BundleWriter
 from repro.errors import BadInput, ClusterFailed
-from repro.models import Condition, Partition
+from repro.models import Condition, Partition, RunRecord
+from repro.outcomes import SlotEnd, slot_outcome
 from repro.slots import SlotsResult, Workload, run_slots, write_times
 from repro.worker import Job, Worker
 
@@ -103,19 +104,29 @@ def run_partition_task(
         worker.stop()
 
 
+def _slot_ends(records: Sequence[RunRecord]) -> Iterator[SlotEnd]:
+    """How each slot of a partition's records (in sealed order) ended."""
+    for record, following in zip(records, [*records[1:], None], strict=True):
+        if following is None or following.slot != record.slot:
+            yield slot_outcome(record.status)
+
+
 def _drop(_: Any) -> None:
     """The records travel back in the task's result, not one by one."""
 
 
-def _nothing() -> None:
+def _nothing(_: SlotEnd) -> None:
     """Progress is counted by the study when a partition comes back."""
 
 
 def run_on_dask(
-    client: Client, work: Workload, writer: BundleWriter, slot_done: Callable[[str], None]
+    client: Client,
+    work: Workload,
+    writer: BundleWriter,
+    slot_done: Callable[[str, SlotEnd], None],
 ) -> list[SlotsResult]:
     """Run every partition of ``work`` as a task on ``client``'s cluster and write each one's
-    runs file in sealed order; call ``slot_done(condition)`` once per slot of each partition
+    runs file in sealed order; call ``slot_done(condition, end)`` once per slot of each partition
     that comes back. Return the results in sealed order.
 
     Whatever stops this function first sets the stop event and cancels the tasks."""
@@ -144,13 +155,14 @@ def run_on_dask(
             i = index[future.key]
             part = work.partitions[i]
             try:
-                results[i] = future.result()
+                came: SlotsResult = future.result()
             except Exception as exc:
                 raise ClusterFailed(
                     f"the Dask cluster could not run partition {part.id} ({type(exc).__name__})"
                 ) from None
-            for _ in part.entries:
-                slot_done(part.condition)
+            results[i] = came
+            for end in _slot_ends(came.records):
+                slot_done(part.condition, end)
             while written < len(results) and (result := results[written]) is not None:
                 with writer.lines(f"data/runs/{work.partitions[written].id}.jsonl") as emit:
                     for record in result.records:

@@ -5,6 +5,7 @@ from __future__ import annotations
 __all__ = [
     "EXIT_BAD_INPUT",
     "EXIT_OK",
+    "EXIT_SLOTS_LOST",
     "EXIT_STUDY_STOPPED",
     "EXIT_VERIFY_FAILED",
     "BadInput",
@@ -22,6 +23,9 @@ EXIT_BAD_INPUT = 2
 #: A study stopped by an I/O error or a failed cluster after its root was created; signals exit
 #: 128 + the signal.
 EXIT_STUDY_STOPPED = 3
+#: ``repro study --strict``: the study finished and its bundle is whole, but some slot it ran did
+#: not end valid (failed, or excluded at run time, such as a superseded scenario version).
+EXIT_SLOTS_LOST = 4
 
 
 class ReproError(Exception):

@@ -23,19 +23,21 @@ from typing import Protocol as TypingProtocol
 
 from attrs import frozen
 
-from repro import __version__, cluster
+from repro import __version__, canonical, cluster
 from repro.adapters.base import Adapter, Frozen, get_adapter
 from repro.backends import MAX_LOCAL_WORKERS, Backend, DaskCluster, LocalWorkers
 from repro.bundle import TAGMANIFEST, BundleWriter, create_root
 from repro.crate import CRATE, ActionFacts, CrateBuilder, payload_files
 from repro.derive import Derived, derive, source_ledger, tally_records
-from repro.disclosure import is_derivation_input, refuse_disclosing_protocol
+from repro.disclosure import is_derivation_input, refuse_disclosing_protocol, scan
 from repro.errors import EXIT_STUDY_STOPPED, BadInput, ClusterFailed, Interrupted, StudyStopped
 from repro.interrupts import stop_on_signals
 from repro.models import Environment, FrozenProtocol, Ledger, Partition, Protocol
+from repro.outcomes import SlotEnd
 from repro.parallel import run_on_local_workers
 from repro.plan import SealedPlan, seal
 from repro.protocol import freeze, load_protocol
+from repro.serde import unstructure
 from repro.slots import SlotsResult, Workload
 from repro.worker import Job, adapter_target
 
@@ -62,15 +64,18 @@ class Progress(TypingProtocol):
     def start(self, total: int) -> None:
         """``total`` slots are about to run."""
 
-    def advance(self, condition: str) -> None:
-        """One slot of ``condition`` reached its terminal outcome."""
+    def advance(self, condition: str, end: SlotEnd) -> None:
+        """One slot of ``condition`` reached its terminal outcome, ``end`` (valid, failed or
+        excluded)."""
 
     def finish(self) -> None:
         """All slots are done."""
 
 
 #: Runs a workload's partitions, writes their runs files, and calls back as each slot ends.
-_RunPartitions = Callable[[Workload, BundleWriter, Callable[[str], None]], list[SlotsResult]]
+_RunPartitions = Callable[
+    [Workload, BundleWriter, Callable[[str, SlotEnd], None]], list[SlotsResult]
+]
 
 
 @frozen
@@ -92,6 +97,8 @@ class StudyResult:
     root: Path
     derived: Derived
     wall_seconds: float
+    #: Session opens lost to a dying worker process and retried (kept with the attempts' times).
+    lost_opens: int = 0
 
 
 def prepare(protocol_path: Path, options: Mapping[str, str]) -> Prepared:
@@ -110,6 +117,7 @@ def prepare(protocol_path: Path, options: Mapping[str, str]) -> Prepared:
         )
     # After the adapter's checks, whose messages say more about a field than this one does.
     refuse_disclosing_protocol(fp)
+    _refuse_disclosing_pins(protocol.adapter.name, frozen_adapter)
     return Prepared(
         protocol,
         fp,
@@ -118,6 +126,20 @@ def prepare(protocol_path: Path, options: Mapping[str, str]) -> Prepared:
         frozen_adapter,
         seal(protocol, fp.sha256, frozen_adapter.sources),
     )
+
+
+def _refuse_disclosing_pins(adapter: str, frozen: Frozen) -> None:
+    """Refuse, before anything is written, an adapter whose facts or pinned sources (which the
+    ledger records) would disclose a host path or a credential: a study never writes a bundle
+    that its own verify rejects."""
+    for what, value in (("facts", frozen.facts), ("pinned sources", frozen.sources)):
+        hits = scan("", canonical.dumps(unstructure(value)))
+        if hits:
+            raise BadInput(
+                f"the {adapter} adapter's {what} would write {hits[0].kind} content "
+                f"({hits[0].pattern}) into the bundle's source ledger; name pinned files by "
+                "their place inside their package or directory @ $.adapter"
+            )
 
 
 def _utc() -> str:
@@ -296,6 +318,7 @@ def _study(
 ) -> StudyResult:
     p, fp, plan = prepared.protocol, prepared.frozen_protocol, prepared.plan
     writer = BundleWriter(out)
+    writer.begin()
     writer.model("data/protocol.json", fp)
     for ref, part in zip(plan.seal.partitions, plan.partitions, strict=True):
         writer.model(f"data/{ref.file}", part)
@@ -304,9 +327,9 @@ def _study(
     started, clock = _utc(), time.perf_counter()
     progress.start(total)
 
-    def slot_done(condition: str) -> None:
+    def slot_done(condition: str, end: SlotEnd) -> None:
         done[0] += 1
-        progress.advance(condition)
+        progress.advance(condition, end)
 
     results = runner.run(_workload(prepared), writer, slot_done)
     wall = time.perf_counter() - clock
@@ -363,4 +386,5 @@ def _study(
             "External-Description": p.title,
         }
     )
-    return StudyResult(root=out, derived=derived, wall_seconds=wall)
+    lost_opens = sum(len(t.lost_opens) for result in results for t in result.times)
+    return StudyResult(root=out, derived=derived, wall_seconds=wall, lost_opens=lost_opens)

@@ -23,6 +23,7 @@ from repro.models import Loss, Partition, PlanEntry, RunRecord, Scenario
 from repro.scenarios import SUPERSEDED, version_verdict
 
 __all__ = [
+    "DECLARED",
     "MAX_JOIN_PROBLEMS",
     "Attempt",
     "ConditionTally",
@@ -33,6 +34,7 @@ __all__ = [
     "declared_exclusion",
     "measure_of",
     "merge",
+    "slot_outcome",
     "tally",
 ]
 
@@ -52,9 +54,13 @@ def attempt_id(slot: str, attempt: int) -> str:
     return f"{slot}-a{attempt}"
 
 
+#: How the cause of a slot the protocol excluded before sealing begins.
+DECLARED = "excluded before sealing: "
+
+
 def declared_exclusion(reason: str) -> str:
     """The cause of the one record of a slot the protocol excluded before sealing."""
-    return f"excluded before sealing: {reason}"
+    return DECLARED + reason
 
 
 @frozen
@@ -134,12 +140,18 @@ def _outcomes(
     out = []
     for entry in sorted(entries, key=lambda e: e.order):
         attempts = by_slot.get(entry.slot, ())
-        last = attempts[-1].status if attempts else None
-        outcome: Literal["valid", "failed", "excluded"] = (
-            "valid" if last == "valid" else "excluded" if last == "excluded" else "failed"
-        )
+        outcome = slot_outcome(attempts[-1].status if attempts else None)
         out.append(SlotOutcome(entry=entry, outcome=outcome, attempts=attempts))
     return out
+
+
+SlotEnd = Literal["valid", "failed", "excluded"]
+
+
+def slot_outcome(last: str | None) -> SlotEnd:
+    """How a slot ended, from the status of its last attempt (None: it has none): valid,
+    excluded, or failed (attempts exhausted, or none recorded)."""
+    return "valid" if last == "valid" else "excluded" if last == "excluded" else "failed"
 
 
 @frozen

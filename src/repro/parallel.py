@@ -26,6 +26,7 @@ from typing import Literal
 
 from repro.bundle import BundleWriter
 from repro.models import Partition, PlanEntry, RunRecord
+from repro.outcomes import SlotEnd
 from repro.slots import SlotsResult, Workload, run_slots, write_times
 from repro.streams import checkpoint_of
 from repro.worker import Cancelled, Worker
@@ -35,7 +36,9 @@ __all__ = ["run_on_local_workers"]
 #: What a thread tells the main thread: a slot of a condition finished; it failed with an
 #: exception; it has stopped.
 _Event = (
-    tuple[Literal["slot"], str] | tuple[Literal["error"], BaseException] | tuple[Literal["exit"]]
+    tuple[Literal["slot"], str, SlotEnd]
+    | tuple[Literal["error"], BaseException]
+    | tuple[Literal["exit"]]
 )
 #: How often a thread waiting for slots another thread took looks at the cancel flag.
 _WAIT_SLICE_SECONDS = 0.1
@@ -185,9 +188,9 @@ def _serve_partitions(
         events.put(("exit",))
 
 
-def _reporter(events: queue.SimpleQueue[_Event], condition: str) -> Callable[[], None]:
-    """Tells the main thread that a slot of ``condition`` finished."""
-    return lambda: events.put(("slot", condition))
+def _reporter(events: queue.SimpleQueue[_Event], condition: str) -> Callable[[SlotEnd], None]:
+    """Tells the main thread that a slot of ``condition`` finished, and how."""
+    return lambda end: events.put(("slot", condition, end))
 
 
 def _keep(_: RunRecord) -> None:
@@ -195,11 +198,14 @@ def _keep(_: RunRecord) -> None:
 
 
 def run_on_local_workers(
-    count: int, work: Workload, writer: BundleWriter, slot_done: Callable[[str], None]
+    count: int,
+    work: Workload,
+    writer: BundleWriter,
+    slot_done: Callable[[str, SlotEnd], None],
 ) -> list[SlotsResult]:
     """Run every partition of ``work`` on ``count`` worker processes and write each one's runs
-    file; call ``slot_done(condition)`` in this thread as each slot finishes. Return the results
-    in sealed order.
+    file; call ``slot_done(condition, end)`` in this thread as each slot finishes. Return the
+    results in sealed order.
 
     Whatever stops this function (a signal raised in this thread, a thread's I/O error, which is
     raised again here) first stops every thread and its worker process."""
@@ -224,7 +230,7 @@ def run_on_local_workers(
         while running:
             event = events.get()
             if event[0] == "slot":
-                slot_done(event[1])
+                slot_done(event[1], event[2])
             elif event[0] == "error":
                 raise event[1]
             else:

@@ -83,10 +83,11 @@ def _short(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def replay(root: Path, slot: str, options: Mapping[str, str]) -> Replay:
+def replay(root: Path, slot: str, options: Mapping[str, str], tracebacks: bool = False) -> Replay:
     """Re-execute ``slot`` of the bundle at ``root`` and compare. Raises :class:`BadInput` when
     the bundle does not verify, the slot is unknown, or the installed simulator pins other
-    sources than the bundle's."""
+    sources than the bundle's. With ``tracebacks``, the traceback of every exception the
+    adapter raises is printed to stderr (never recorded)."""
     findings = verify(root)
     if findings:
         raise BadInput(
@@ -134,7 +135,7 @@ def replay(root: Path, slot: str, options: Mapping[str, str]) -> Replay:
         bundled.setdefault(record.slot, []).append(record)
 
     worker = Worker(
-        Job(adapter_target(adapter), protocol, options, frozen_adapter, start),
+        Job(adapter_target(adapter), protocol, options, frozen_adapter, start, tracebacks),
         protocol.retry.timeout_seconds,
     )
     differences: list[str] = []

@@ -29,7 +29,7 @@ from repro.models import (
     RunRecord,
     Scenario,
 )
-from repro.outcomes import attempt_id, declared_exclusion
+from repro.outcomes import SlotEnd, attempt_id, declared_exclusion, slot_outcome
 from repro.scenarios import scenario_of
 from repro.validity import judge
 from repro.worker import Failure, Invalid, Job, Worker, WorkerLost
@@ -241,22 +241,22 @@ def run_slots(
     condition: Condition,
     entries: Iterable[PlanEntry],
     emit: Callable[[RunRecord], None],
-    slot_done: Callable[[], None],
+    slot_done: Callable[[SlotEnd], None],
 ) -> SlotsResult:
     """Run ``entries`` (slots of ``condition``, in sealed order: a whole partition or a range of
     one) on ``worker``, in one session of the condition: ``emit`` gets each record in order,
-    ``slot_done`` is called after the records of each slot; both are called while the worker
-    runs the next attempt, or at the end."""
+    ``slot_done`` how each slot ended, after its records; both are called while the worker runs
+    the next attempt, or at the end."""
     records: list[RunRecord] = []
     # Each record is handed on while the worker runs the next attempt (on a machine with a core
     # to spare, writing it then costs no time): ``backlog`` holds the records not handed on yet,
-    # and None where a slot ended.
-    backlog: list[RunRecord | None] = []
+    # and, where a slot ended, how it ended.
+    backlog: list[RunRecord | SlotEnd] = []
 
     def catch_up() -> None:
         for item in backlog:
-            if item is None:
-                slot_done()
+            if isinstance(item, str):
+                slot_done(item)
             else:
                 emit(item)
         backlog.clear()
@@ -278,7 +278,7 @@ def run_slots(
                 )
             backlog.append(record)
             records.append(record)
-        backlog.append(None)
+        backlog.append(slot_outcome(records[-1].status if records else None))
     catch_up()
     session.close()
     return SlotsResult(tuple(records), session.contract or {}, tuple(times))

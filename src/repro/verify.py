@@ -86,6 +86,9 @@ _PAYLOAD = frozenset({*FIXED_PAYLOAD, CRATE})
 _OPTIONAL_PAYLOAD = frozenset({"data/scores.json"})
 #: The temporary name BundleWriter writes a file under before renaming it into place.
 _PARTIAL = re.compile(r"^\..+\.partial$")
+#: What a root must hold at its top to be a bundle or an unfinished study: a tag file, or one
+#: being written (a study writes bagit.txt before anything else).
+_STUDY_MARKS = frozenset({*TAG_FILES, *(f".{name}.partial" for name in TAG_FILES)})
 
 
 @frozen
@@ -1147,9 +1150,11 @@ def _disclosures(read: BundleReader, findings: list[Finding]) -> list[Disclosure
 
 def verify(root: Path, limits: Limits = Limits()) -> list[Finding]:
     """Every finding for the bundle at ``root``; empty when it verifies. Raises
-    :class:`BadInput` when ``root`` is not a directory at all (a symlink to one is not); whatever
-    the tree below holds, every other problem is a finding. When the root is an unfinished study,
-    the first finding says so (:attr:`Finding.incomplete`)."""
+    :class:`BadInput` when ``root`` is not a directory at all (a symlink to one is not), or is
+    not a bundle: it holds none of the BagIt tag files, of which a study writes bagit.txt first.
+    Whatever else the tree holds, every problem is a finding. When the root is an unfinished
+    study (bagit.txt or another tag file, but no tag manifest), the first finding says so
+    (:attr:`Finding.incomplete`)."""
     try:
         mode = os.lstat(root).st_mode
     except (OSError, ValueError) as exc:
@@ -1162,6 +1167,14 @@ def verify(root: Path, limits: Limits = Limits()) -> list[Finding]:
         schemas.load(kind)
     findings: list[Finding] = []
     listing = _scan(root, limits, findings)
+    # The root's own entries are listed first, so its tag files are seen even when a limit
+    # stopped the scan. A study writes bagit.txt before anything else: a root that holds no tag
+    # file was never a study's, finished or not.
+    if not listing.entries & _STUDY_MARKS:
+        raise BadInput(
+            f"{root}: not a bundle (it holds none of {', '.join(TAG_FILES)}; a study writes "
+            "bagit.txt first)"
+        )
     if listing.stopped:
         return findings
     findings[:0] = _unfinished(listing)

@@ -29,6 +29,7 @@ import socket
 import subprocess
 import sys
 import time
+import traceback
 from collections.abc import Callable, Mapping, Sequence
 from numbers import Real
 from typing import Any
@@ -39,7 +40,7 @@ from attrs import frozen
 
 from repro import canonical
 from repro.adapters.base import MAX_EPISODE_STEPS, Adapter, Evidence, Frozen, Session
-from repro.disclosure import short_cause
+from repro.disclosure import scan, short_cause
 from repro.errors import ReproError, RunFailed, RunInvalid
 from repro.interrupts import STOP_SIGNALS, held
 from repro.models import Condition, HarnessFacts, PlanEntry, Protocol
@@ -188,6 +189,10 @@ class Job:
     options: Mapping[str, str]
     frozen: Frozen
     stream: tuple[str, Any] | None
+    #: Print the traceback of every exception an adapter raises to the worker's stderr (the
+    #: user's terminal), for ``repro replay --traceback``. Never part of any record: a bundle
+    #: keeps a short cause code only.
+    tracebacks: bool = False
 
 
 # --------------------------------------------------------------------------- the child
@@ -237,29 +242,44 @@ def _restore_stream(stream: tuple[str, Any]) -> None:
         )
 
 
+def _show(job: Job, what: str, exc: BaseException) -> None:
+    """With ``job.tracebacks``, print ``exc``'s traceback to stderr, the user's terminal."""
+    if job.tracebacks:
+        print(f"repro: {what} raised (shown here only; no bundle keeps it):", file=sys.stderr)
+        traceback.print_exception(exc, file=sys.stderr)
+        sys.stderr.flush()
+
+
 def _open(adapter: Adapter, job: Job, condition: Condition) -> tuple[Any, ...]:
     try:
         session = adapter.open(job.protocol, condition, job.frozen)
         contract = dict(session.contract)
     except Exception as exc:
+        _show(job, f"opening the session of {condition.id}", exc)
         return ("open-failed", f"session-open-failed:{type(exc).__name__}")
     try:
-        canonical.dumps(contract)  # the ledger must be able to hold it
+        data = canonical.dumps(contract)  # the ledger must be able to hold it
     except Exception:
         return ("open-failed", "session-open-failed:contract-not-json")
+    hits = scan("", data)
+    if hits:  # nor may it say where or by whom the study ran
+        return ("open-failed", f"session-open-failed:contract-discloses:{hits[0].kind}")
     return ("opened", session, contract)
 
 
-def _run(session: Session, entry: PlanEntry) -> tuple[Any, ...]:
+def _run(job: Job, session: Session, entry: PlanEntry) -> tuple[Any, ...]:
     try:
         checked = check_evidence(session.run(entry))
     except RunFailed as exc:
+        _show(job, f"the run of {entry.slot}", exc)
         cause = exc.cause if isinstance(exc.cause, str) else ""
         return ("failed", short_cause(cause))
     except RunInvalid as exc:
+        _show(job, f"the run of {entry.slot}", exc)
         cause = exc.cause if isinstance(exc.cause, str) else ""
         return ("invalid", short_cause(cause))
     except Exception as exc:
+        _show(job, f"the run of {entry.slot}", exc)
         return ("failed", f"adapter-raised:{type(exc).__name__}")
     if isinstance(checked, Invalid):
         return ("invalid", checked.cause)
@@ -300,7 +320,7 @@ def _serve(conn: multiprocessing.connection.Connection, job: Job) -> None:
             entry: PlanEntry = request[1]
             if job.stream is None and entry.seed is not None:
                 seed_global_generators(entry.seed)
-            answer = _run(session, entry)
+            answer = _run(job, session, entry)
         elif kind == "close" and session is not None:
             try:
                 session.close()

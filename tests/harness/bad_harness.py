@@ -3,9 +3,12 @@ says how it misbehaves (``ok`` answers a valid outcome)."""
 
 from __future__ import annotations
 
+import getpass
 import json
+import os
 import sys
 import time
+from pathlib import Path
 
 
 def main() -> None:
@@ -24,6 +27,10 @@ def main() -> None:
         return
     if mode == "schema":
         sys.stdout.write(json.dumps({"score": "high"}))
+        return
+    if mode == "echo-host":  # a careless harness that tells where and by whom it ran
+        text = f"ran as {getpass.getuser()} in {Path.cwd()} with home {Path.home()}"
+        sys.stdout.write(json.dumps({"score": 1, "text": text, "pid": os.getpid() % 1}))
         return
     sys.stdout.write(json.dumps({"score": spec["seed"] % 7, "echo": spec["slot"]}))
 

@@ -58,12 +58,14 @@ _OPTIONS = {"harness", "release", "outcome_schema"}
 MAX_OUTCOME_BYTES = 16 << 20
 
 
-def tree_source(role: str, path: Path) -> Source:
+def tree_source(role: str, path: Path, name: str | None = None) -> Source:
     """A directory pinned by the sha256 of its tree: every regular file's path relative to it
     (sorted, ``/``-separated), its size and its sha256, one line each. A symlink or special file
-    is refused: what it points to is not part of the tree. A plain file is pinned as a file."""
+    is refused: what it points to is not part of the tree. A plain file is pinned as a file.
+    ``name`` is what the ledger calls it (by default the last component of ``path``)."""
+    pin_name = path.name if name is None else name
     if path.is_file():
-        return file_source(role, path.name, path.read_bytes())
+        return file_source(role, pin_name, path.read_bytes())
     lines, total = [], 0
     for dirpath, dirnames, filenames in os.walk(path, followlinks=False):
         dirnames.sort()
@@ -80,7 +82,7 @@ def tree_source(role: str, path: Path) -> Source:
             total += len(data)
     lines.sort(key=lambda line: line.split(" ", 2)[2])
     digest = hashlib.sha256("".join(lines).encode()).hexdigest()
-    return Source(kind="directory", role=role, name=path.name, sha256=digest, size=total)
+    return Source(kind="directory", role=role, name=pin_name, sha256=digest, size=total)
 
 
 def _options(protocol: Protocol, options: Mapping[str, str]) -> dict[str, Any]:
@@ -106,6 +108,12 @@ def _options(protocol: Protocol, options: Mapping[str, str]) -> dict[str, Any]:
             "--option harness=PATH) @ $.adapter.options"
         )
     return merged
+
+
+def _pin_name(role: str, options: Mapping[str, str], path: Path) -> str:
+    """What the ledger names the pinned ``role``: its file or directory name when the protocol
+    gives the path, the role itself when ``--option`` does (the name is then the user's)."""
+    return role if role in options else path.name
 
 
 def _validator(schema: Any) -> Any:
@@ -157,8 +165,10 @@ class CommandAdapter:
             raise BadInput(f"harness {merged['harness']!r} is not a file")
         if harness.suffix != ".py" and not os.access(harness, os.X_OK):
             raise BadInput(f"harness {merged['harness']!r} is not executable")
+        # A path given on the command line names a place on this machine, which the bundle
+        # must not tell: its pin is named by its role; one the protocol gives, by its file name.
         sources = [
-            file_source("harness", harness.name, harness.read_bytes()),
+            file_source("harness", _pin_name("harness", options, harness), harness.read_bytes()),
             Source(
                 kind="package",
                 role="schema-validator",
@@ -170,7 +180,7 @@ class CommandAdapter:
             release = Path(merged["release"])
             if not release.exists():
                 raise BadInput(f"release {merged['release']!r} does not exist")
-            sources.append(tree_source("release", release))
+            sources.append(tree_source("release", release, _pin_name("release", options, release)))
         facts = AdapterFacts(
             name=self.name,
             version=_version(),

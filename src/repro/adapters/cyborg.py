@@ -429,6 +429,11 @@ class CybORGAdapter:
         )
 
 
+class _PolicyError(Exception):
+    """The agent raised (its exception is the ``__cause__``): a ``policy-error``, not a
+    ``simulator-error``."""
+
+
 class _SleepingAgent:
     """ChallengeWrapper action 0 (Sleep) at every step."""
 
@@ -484,7 +489,10 @@ class _CybORGSession:
             observation = self._observation
             trace.add(b"O", np.asarray(observation).tobytes())
             for _ in range(self._steps):
-                action = self._agent.get_action(observation, self._action_space)
+                try:
+                    action = self._agent.get_action(observation, self._action_space)
+                except Exception as exc:
+                    raise _PolicyError(exc) from exc
                 observation, reward = self._backend.step(self._wrapped, action)
                 r = float(reward)
                 rewards.append(r)
@@ -493,17 +501,24 @@ class _CybORGSession:
                 trace.add(b"E", str(self._env.get_last_action("Red")).encode())
                 trace.add(b"O", np.asarray(observation).tobytes())
                 trace.add(b"R", struct.pack(">d", r))
-            self._agent.end_episode()
+            try:
+                self._agent.end_episode()
+            except Exception as exc:
+                raise _PolicyError(exc) from exc
             if not self._per_run:  # the evaluator resets after each episode, on the stream
                 self._observation = self._backend.reset(self._wrapped)
         except Exception as exc:
+            # Who failed is told apart: the agent's exceptions are its own cause family.
+            error = exc.__cause__ if isinstance(exc, _PolicyError) else exc
+            family = "policy-error" if isinstance(exc, _PolicyError) else "simulator-error"
+            cause = f"{family}:{type(error).__name__}"
             if self._per_run:  # the next run resets first
-                raise RunFailed(f"simulator-error:{type(exc).__name__}") from None
+                raise RunFailed(cause) from error
             try:
                 self._observation = self._backend.reset(self._wrapped)
             except Exception:
-                raise RunFailed(f"simulator-error:{type(exc).__name__}; reset failed") from None
-            raise RunFailed(f"simulator-error:{type(exc).__name__}") from None
+                raise RunFailed(f"{cause}; reset failed") from error
+            raise RunFailed(cause) from error
         return Evidence(
             step_rewards=tuple(rewards),
             reported_measure=None,

@@ -101,6 +101,11 @@ def _prefix(tag: bytes, array: Any) -> bytes:
 _BLOCK = 4096
 
 
+class _PolicyError(Exception):
+    """The policy raised (its exception is the ``__cause__``): a ``policy-error``, not a
+    ``simulator-error``."""
+
+
 class GymnasiumAdapter:
     """Runs episodes of registered Gymnasium environments."""
 
@@ -249,7 +254,10 @@ class _GymSession:
         # In stream mode each episode's seed is drawn from the stream set once at study start.
         seed = random.getrandbits(63) if self._stream else entry.seed
         assert seed is not None
-        policy = self._policy(seed)
+        try:
+            policy = self._policy(seed)
+        except Exception as exc:
+            raise RunFailed(f"policy-error:{type(exc).__name__}") from exc
         trace = TraceDigest()
         rewards: list[float] = []
         # The loop is written out for speed: a classic-control step takes microseconds.
@@ -261,7 +269,11 @@ class _GymSession:
             push(_prefix(b"O", o))
             push(o.tobytes())
             while True:
-                action = policy(obs)
+                # Who failed is told apart: the policy's exceptions are its own cause family.
+                try:
+                    action = policy(obs)
+                except Exception as exc:
+                    raise _PolicyError(exc) from exc
                 obs, reward, terminated, truncated, _ = step(action)
                 r = float(reward)
                 rewards.append(r)
@@ -278,8 +290,11 @@ class _GymSession:
                 if terminated or truncated:
                     break
             trace.feed(parts)
+        except _PolicyError as failed:
+            error = failed.__cause__
+            raise RunFailed(f"policy-error:{type(error).__name__}") from error
         except Exception as exc:
-            raise RunFailed(f"environment-error:{type(exc).__name__}") from None
+            raise RunFailed(f"simulator-error:{type(exc).__name__}") from exc
         return Evidence(
             step_rewards=tuple(rewards),
             reported_measure=None,

@@ -1,0 +1,154 @@
+"""A study says what it lost: the losses grouped by cause at its end, a running count while it
+runs, an exit code for CI (``--strict``), causes that name who failed, and the traceback of a
+failed slot on the user's own terminal only (``repro replay --traceback``)."""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import SMALL, run_study
+from repro.errors import EXIT_SLOTS_LOST
+from repro.verify import verify
+
+#: CartPole with a policy that divides by zero at its first step, beside a healthy one.
+BROKEN: dict[str, Any] = {
+    **copy.deepcopy(SMALL),
+    "id": "broken-policy",
+    "matrix": [{"name": "env_id", "levels": ["CartPole-v1"]}],
+    "participants": [
+        {"id": "random", "kind": "random", "params": {}},
+        {
+            "id": "zero",
+            "kind": "callable",
+            "params": {"target": "repro_test_policies:divides_by_zero"},
+        },
+    ],
+    "runs_per_condition": 6,
+    "retry": {"max_attempts": 1},
+}
+
+
+def _repro(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """``python -m repro ARGS`` in a child, with the tests' directory importable."""
+    tests = str(Path(__file__).resolve().parent)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([tests, *sys.path])}
+    return subprocess.run(
+        [sys.executable, "-m", "repro", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=cwd,
+        timeout=600,
+    )
+
+
+@pytest.fixture(scope="module")
+def broken_protocol(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """:data:`BROKEN` written to a file."""
+    path = tmp_path_factory.mktemp("broken") / "protocol.json"
+    path.write_text(json.dumps(BROKEN), "utf-8")
+    return path
+
+
+class TestLossesAreTold:
+    """The end of a study and its progress say what was lost, and why."""
+
+    def test_the_end_of_a_study_groups_its_losses_by_cause(
+        self, broken_protocol: Path, tmp_path: Path
+    ) -> None:
+        """A policy that raises on every step: the study exits 0, and its last lines say how
+        many slots failed and why (``6 of 12 slots failed: policy-error:ZeroDivisionError
+        (6)``); the running progress counted them too."""
+        done = _repro("study", str(broken_protocol), "--out", str(tmp_path / "b"))
+        assert done.returncode == 0, done.stderr
+        text = " ".join(done.stderr.split())
+        assert "6 of 12 slots failed: policy-error:ZeroDivisionError (6)" in text
+        assert "6 not valid" in text  # the plain-lines progress, as in a log
+        assert verify(tmp_path / "b") == []
+
+    def test_strict_exits_4_when_a_slot_that_ran_is_lost(
+        self, broken_protocol: Path, tmp_path: Path
+    ) -> None:
+        """``--strict`` exits 4 (EXIT_SLOTS_LOST) for the same study, with its bundle whole."""
+        done = _repro("study", str(broken_protocol), "--out", str(tmp_path / "b"), "--strict")
+        assert done.returncode == EXIT_SLOTS_LOST == 4, done.stderr
+        assert verify(tmp_path / "b") == []
+
+    def test_strict_ignores_exclusions_declared_before_sealing(self, tmp_path: Path) -> None:
+        """A study whose only non-valid slot is one the protocol excluded before sealing exits
+        0 under ``--strict``, and its end says the slot was excluded."""
+        protocol = {
+            **copy.deepcopy(SMALL),
+            "matrix": [{"name": "env_id", "levels": ["CartPole-v1"]}],
+            "participants": [{"id": "random", "kind": "random", "params": {}}],
+            "runs_per_condition": 3,
+            "exclusions": [{"slot": "c00-r0001", "reason": "declared before sealing"}],
+        }
+        path = tmp_path / "p.json"
+        path.write_text(json.dumps(protocol), "utf-8")
+        done = _repro("study", str(path), "--out", str(tmp_path / "b"), "--strict")
+        assert done.returncode == 0, done.stderr
+        assert "1 of 3 slots excluded" in " ".join(done.stderr.split())
+
+
+class TestWhoFailed:
+    """Causes name who failed: the policy, the simulator, the harness, the worker."""
+
+    def test_a_policy_s_exception_is_a_policy_error(
+        self, broken_protocol: Path, tmp_path: Path
+    ) -> None:
+        """The Gymnasium adapter records a callable policy's exception as
+        ``policy-error:TYPE``, not as the simulator's."""
+        root = run_study(broken_protocol, tmp_path / "b")
+        lines = (root / "data" / "runs" / "c01.jsonl").read_text("utf-8").splitlines()
+        assert {json.loads(line)["cause"] for line in lines} == {"policy-error:ZeroDivisionError"}
+
+
+class TestTraceback:
+    """A failed slot's traceback reaches the user's terminal, never a bundle."""
+
+    def test_replay_prints_it_on_request(self, broken_protocol: Path, tmp_path: Path) -> None:
+        """``repro replay DIR SLOT --traceback`` prints the policy's traceback to stderr (the
+        exception and the policy's source line); the replay still compares byte for byte, and
+        no bundle file holds a traceback."""
+        root = run_study(broken_protocol, tmp_path / "b")
+        done = _repro("replay", str(root), "c01-r0000", "--traceback")
+        assert done.returncode == 0, done.stderr
+        assert "Traceback (most recent call last)" in done.stderr
+        assert "ZeroDivisionError" in done.stderr and "divides_by_zero" in done.stderr
+        assert "byte-identical" in done.stdout
+        plain = _repro("replay", str(root), "c01-r0000")
+        assert "Traceback" not in plain.stderr
+        for path in root.rglob("*"):
+            if path.is_file():
+                assert b"Traceback" not in path.read_bytes(), path
+
+
+class TestModes:
+    """A bundle's files are its owner's alone, whatever the umask."""
+
+    def test_umask_0_gives_0600_files_and_0700_directories(self, tmp_path: Path) -> None:
+        """Under ``umask 0`` every file of the bundle is 0600 and every directory 0700."""
+        path = tmp_path / "p.json"
+        path.write_text(json.dumps(SMALL), "utf-8")
+        previous = os.umask(0)
+        try:
+            root = run_study(path, tmp_path / "b")
+        finally:
+            os.umask(previous)
+        modes = {
+            p.relative_to(root).as_posix(): stat.S_IMODE(p.stat().st_mode)
+            for p in [root, *root.rglob("*")]
+        }
+        assert {m for n, m in modes.items() if (root / n).is_dir()} == {0o700}
+        assert {m for n, m in modes.items() if (root / n).is_file()} == {0o600}
+        assert verify(root) == []
