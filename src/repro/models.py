@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import re
 import unicodedata
+from datetime import datetime
 from typing import Any, Literal
 
 from attrs import field, frozen
@@ -834,6 +835,35 @@ class Ledger:
     losses: tuple[Loss, ...]
 
 
+_UTC = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6}Z$")
+
+
+def _real_time(value: str, form: str) -> bool:
+    """Whether ``value`` is a time that exists in the calendar (not ``2026-99-99T99:99:99``)."""
+    try:
+        datetime.strptime(value, form)
+    except ValueError:
+        return False
+    return True
+
+
+def _utc(_: object, attribute: Any, value: str) -> None:
+    if not (_UTC.fullmatch(value) and _real_time(value, "%Y-%m-%dT%H:%M:%S.%fZ")):
+        raise FieldError(
+            attribute.name, f"{attribute.name} must be a UTC time as YYYY-MM-DDTHH:MM:SS.ffffffZ"
+        )
+
+
+_UTC_SECONDS = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z$")
+
+
+def _utc_seconds(_: object, attribute: Any, value: str) -> None:
+    if not (_UTC_SECONDS.fullmatch(value) and _real_time(value, "%Y-%m-%dT%H:%M:%SZ")):
+        raise FieldError(
+            attribute.name, f"{attribute.name} must be a UTC time as YYYY-MM-DDTHH:MM:SSZ"
+        )
+
+
 @frozen
 class Environment:
     """environment.json: where and how the study ran, without host paths, user or host names
@@ -846,8 +876,8 @@ class Environment:
     platform: str
     machine: str
     packages: dict[str, str]
-    started_utc: str
-    finished_utc: str
+    started_utc: str = field(validator=_utc_seconds)
+    finished_utc: str = field(validator=_utc_seconds)
     wall_seconds: float
     #: How the partitions ran: on local worker processes, or on a Dask cluster; and how many
     #: workers there were (for a cluster, when the study began).
@@ -863,16 +893,6 @@ class GeneratorState:
     version: int
     words: tuple[int, ...]
     gauss_next: float | None
-
-
-_UTC = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6}Z$")
-
-
-def _utc(_: object, attribute: Any, value: str) -> None:
-    if not _UTC.fullmatch(value):
-        raise FieldError(
-            attribute.name, f"{attribute.name} must be a UTC time as YYYY-MM-DDTHH:MM:SS.ffffffZ"
-        )
 
 
 @frozen

@@ -112,6 +112,20 @@ class Limits:
     #: Bootstrap resamples verify recomputes (the protocol default is 9999); a protocol asking
     #: for more is named and its aggregates are not re-derived.
     max_resamples: int = field(default=100_000, validator=ge(1))
+    #: Bytes of a file verify holds whole to parse it: a tag file, or a payload file whose size
+    #: does not grow with the runs (protocol, ledger, aggregates, tiers, ...). A larger one is
+    #: named and not parsed (its digest is still checked).
+    max_held_file_bytes: int = field(default=256 << 20, validator=ge(1))
+    #: Bytes of one line of a JSON Lines file (a run record, an attempt's times). A run record
+    #: of the most step rewards and the largest outcome a study keeps is well under it. A longer
+    #: line is named and skipped without being held.
+    max_line_bytes: int = field(default=64 << 20, validator=ge(1))
+    #: Findings listed one by one in all; the rest are counted in one last finding, so that a
+    #: hostile bundle cannot make the list itself unbounded.
+    max_findings: int = field(default=1000, validator=ge(1))
+    #: Lines of one JSON Lines file the strict reader refuses before verify stops parsing that
+    #: file (the rest is still read, for its digest, and counted).
+    max_bad_lines: int = field(default=MAX_DIFFS, validator=ge(1))
 
 
 @frozen
@@ -140,6 +154,45 @@ class Finding:
             "expected": self.expected,
             "found": self.found,
         }
+
+
+class _Findings(list[Finding]):
+    """The findings of one verification, at most ``cap`` of them listed: past it, findings are
+    counted, not kept (:meth:`close` adds the count as one last finding)."""
+
+    def __init__(self, cap: int) -> None:
+        super().__init__()
+        self.cap = cap
+        self.dropped = 0
+
+    def append(self, finding: Finding) -> None:
+        if len(self) < self.cap:
+            super().append(finding)
+        else:
+            self.dropped += 1
+
+    def extend(self, findings: Iterable[Finding]) -> None:
+        for finding in findings:
+            self.append(finding)
+
+    def __iadd__(self, findings: Iterable[Finding]) -> _Findings:  # type: ignore[override, misc]
+        self.extend(findings)
+        return self
+
+    def close(self) -> list[Finding]:
+        """The findings as a plain list, with the count of those not listed last."""
+        out = list(self)
+        if self.dropped:
+            out.append(
+                Finding(
+                    "findings-limit",
+                    ".",
+                    f"{self.dropped} further finding(s) not listed: the limit max_findings",
+                    f"<= {self.cap} findings listed",
+                    f"{self.cap + self.dropped} findings",
+                )
+            )
+        return out
 
 
 def _reason(exc: OSError) -> str:
@@ -200,6 +253,17 @@ def _scan(root: Path, limits: Limits, findings: list[Finding]) -> _Listing:
                 )
             )
             return True
+        if not listed and prefix:
+            # A study writes no empty directory; BagIt tools that compare trees see one.
+            findings.append(
+                Finding(
+                    "empty-directory",
+                    prefix.rstrip("/"),
+                    "empty directory in the bundle",
+                    "no empty directory",
+                    "an empty directory",
+                )
+            )
         subdirectories = []
         for name, st in sorted(listed, key=lambda pair: pair[0]):
             rel = prefix + name
@@ -387,6 +451,21 @@ def _unsafe(path: str) -> str | None:
     return None
 
 
+def _text_lines(text: str) -> Iterator[str]:
+    """The lines of ``text`` without their newlines, one at a time (a manifest may hold
+    millions): a final newline ends the last line rather than starting an empty one, and empty
+    text is one empty line."""
+    start = 0
+    while True:
+        end = text.find("\n", start)
+        if end < 0:
+            if start < len(text) or start == 0:
+                yield text[start:]
+            return
+        yield text[start:end]
+        start = end + 1
+
+
 def _parse_manifest(name: str, data: bytes, findings: list[Finding]) -> dict[str, str]:
     out: dict[str, str] = {}
     try:
@@ -402,9 +481,7 @@ def _parse_manifest(name: str, data: bytes, findings: list[Finding]) -> dict[str
             )
         )
         return out
-    for number, line in enumerate(
-        text.split("\n")[:-1] if text.endswith("\n") else text.split("\n"), 1
-    ):
+    for number, line in enumerate(_text_lines(text), 1):
         match = MANIFEST_LINE.match(line)
         if not match:
             findings.append(
@@ -453,6 +530,34 @@ def _parse_manifest(name: str, data: bytes, findings: list[Finding]) -> dict[str
             )
         )
     return out
+
+
+def _check_tag_text(name: str, data: bytes, findings: list[Finding]) -> None:
+    """A tag file is UTF-8 text (bagit.txt declares that encoding) without NUL bytes, which
+    stock BagIt tools fail on or cut text at."""
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        findings.append(
+            Finding(
+                "tag-file-not-utf8",
+                name,
+                f"tag file is not UTF-8 (byte {exc.start})",
+                "UTF-8 text, as bagit.txt declares",
+                "undecodable bytes",
+            )
+        )
+    nul = data.find(b"\x00")
+    if nul >= 0:
+        findings.append(
+            Finding(
+                "tag-file-nul",
+                name,
+                f"tag file holds a NUL byte (byte {nul})",
+                "text without NUL",
+                "a NUL byte",
+            )
+        )
 
 
 def _integrity(listing: _Listing, read: BundleReader, findings: list[Finding]) -> None:
@@ -559,7 +664,9 @@ def _integrity(listing: _Listing, read: BundleReader, findings: list[Finding]) -
     if "bag-info.txt" in files:
         payload = [size for name, size in files.items() if name.startswith("data/")]
         oxum = f"{sum(payload)}.{len(payload)}"
-        info = (read.raw("bag-info.txt") or b"").decode("utf-8", "replace").splitlines()
+        raw_info = read.raw("bag-info.txt") or b""
+        _check_tag_text("bag-info.txt", raw_info, findings)
+        info = raw_info.decode("utf-8", "replace").splitlines()
         stated = [
             line.split(":", 1)[1].strip() for line in info if line.startswith("Payload-Oxum:")
         ]
@@ -624,6 +731,39 @@ def _line_chunks(blocks: Iterable[bytes]) -> Iterator[bytes]:
         yield b"".join([*pending, block[:cut]])
         pending = [block[cut:]] if cut < len(block) else []
     if pending:
+        yield b"".join(pending)
+
+
+def _bounded_chunks(blocks: Iterable[bytes], limit: int) -> Iterator[bytes | int]:
+    """:func:`_line_chunks`, but a line that grows past ``limit`` bytes is not held: its length
+    comes instead of it, as an ``int``, once it has ended."""
+    pending: list[bytes] = []
+    held = 0
+    skipped: int | None = None
+    for block in blocks:
+        cut = block.rfind(b"\n") + 1
+        if not cut:
+            if skipped is not None:
+                skipped += len(block)
+                continue
+            pending.append(block)
+            held += len(block)
+            if held > limit:
+                skipped, pending = held, []
+            continue
+        if skipped is not None:
+            first = block.find(b"\n") + 1
+            yield skipped + first
+            skipped = None
+            if first < cut:
+                yield block[first:cut]
+        else:
+            yield b"".join([*pending, block[:cut]])
+        pending = [block[cut:]] if cut < len(block) else []
+        held = len(block) - cut
+    if skipped is not None:
+        yield skipped
+    elif pending:
         yield b"".join(pending)
 
 
@@ -826,7 +966,12 @@ class BundleReader:
                         Finding("not-regular-file", name, what, "a regular file", found)
                     )
                     return None
-                allowed = min(self.limits.max_file_bytes, self._budget)
+                held = name in _HELD
+                allowed = min(
+                    self.limits.max_held_file_bytes if held else self.limits.max_file_bytes,
+                    self.limits.max_file_bytes,
+                    self._budget,
+                )
 
                 def blocks() -> Iterator[bytes]:
                     nonlocal count
@@ -838,7 +983,7 @@ class BundleReader:
                             return
                         count += len(block)
                         digest.update(block)
-                        if name in _HELD:
+                        if held:
                             kept.append(block)
                         yield block
 
@@ -862,7 +1007,17 @@ class BundleReader:
             if name in _HELD:
                 self._held[name] = b"".join(kept)
             return _Seen(digest.hexdigest(), count, final_newline, tuple(hits))
-        if size > self.limits.max_file_bytes:
+        if name in _HELD and size > self.limits.max_held_file_bytes:
+            self.findings.append(
+                Finding(
+                    "held-file-bytes-limit",
+                    name,
+                    "file larger than the limit max_held_file_bytes: not read",
+                    f"<= {self.limits.max_held_file_bytes} bytes",
+                    f"{size} bytes",
+                )
+            )
+        elif size > self.limits.max_file_bytes:
             self.findings.append(
                 Finding(
                     "file-bytes-limit",
@@ -938,7 +1093,7 @@ class BundleReader:
         """Read again files whose content was reported already: findings about their content
         are not made twice, while a file that changed since, or can no longer be read, is still
         named."""
-        notes, self._notes = self._notes, []
+        notes, self._notes = self._notes, _Findings(0)
         try:
             yield
         finally:
@@ -1022,14 +1177,65 @@ class BundleReader:
     def _lines(
         self, name: str, kind: str, cls: type[T], quick: Callable[[bytes], T | None] | None
     ) -> Iterator[T | None]:
-        number = 0
-        for chunk in _line_chunks(self._again(name)):
+        """Each line's value, or None for a line that is not one (named). A line longer than
+        ``limits.max_line_bytes`` is named and skipped without being held; after
+        ``limits.max_bad_lines`` refused lines, the rest of the file is only read (for the
+        check that it did not change), its lines counted, not parsed."""
+        limit, cap = self.limits.max_line_bytes, self.limits.max_bad_lines
+        number = bad = unparsed = 0
+        for chunk in _bounded_chunks(self._again(name), limit):
+            if bad >= cap:
+                unparsed += 1 if isinstance(chunk, int) else len(chunk.splitlines())
+                continue
             # Chunks end at newlines, so their lines are the file's lines, also where a lone \r
             # ends one.
-            for line in chunk.splitlines(keepends=True):
+            lines: list[bytes | int] = (
+                [chunk] if isinstance(chunk, int) else [*chunk.splitlines(keepends=True)]
+            )
+            for index, line in enumerate(lines):
                 number += 1
-                value = quick(line) if quick is not None else None
-                yield value if value is not None else self._line(name, number, line, kind, cls)
+                value = self._value(name, number, line, kind, cls, quick)
+                bad += value is None
+                yield value
+                if bad >= cap:
+                    unparsed += len(lines) - index - 1
+                    break
+        if unparsed:
+            self._notes.append(
+                Finding(
+                    "bad-lines-limit",
+                    name,
+                    f"parsing stopped after {cap} refused lines: the limit max_bad_lines",
+                    f"<= {cap} refused lines",
+                    f"{unparsed} further line(s) not parsed",
+                )
+            )
+
+    def _value(
+        self,
+        name: str,
+        number: int,
+        line: bytes | int,
+        kind: str,
+        cls: type[T],
+        quick: Callable[[bytes], T | None] | None,
+    ) -> T | None:
+        """One line's value: the quick way, else the strict way; None (named) when it is not
+        one, or when it is longer than the limit (``line`` is then its length)."""
+        limit = self.limits.max_line_bytes
+        if isinstance(line, int) or len(line) > limit:
+            self._notes.append(
+                Finding(
+                    "line-bytes-limit",
+                    name,
+                    f"line {number} longer than the limit max_line_bytes: not read",
+                    f"<= {limit} bytes",
+                    f"{line if isinstance(line, int) else len(line)} bytes",
+                )
+            )
+            return None
+        value = quick(line) if quick is not None else None
+        return value if value is not None else self._line(name, number, line, kind, cls)
 
     def _line(self, name: str, number: int, line: bytes, kind: str, cls: type[T]) -> T | None:
         """The strict way for one line: parse, schema and model, each refusal named."""
@@ -1165,7 +1371,7 @@ def verify(root: Path, limits: Limits = Limits()) -> list[Finding]:
     # reads the bundle, the only files it opens are the bundle's.
     for kind in schemas.SCHEMAS:
         schemas.load(kind)
-    findings: list[Finding] = []
+    findings = _Findings(limits.max_findings)
     listing = _scan(root, limits, findings)
     # The root's own entries are listed first, so its tag files are seen even when a limit
     # stopped the scan. A study writes bagit.txt before anything else: a root that holds no tag
@@ -1176,7 +1382,7 @@ def verify(root: Path, limits: Limits = Limits()) -> list[Finding]:
             "bagit.txt first)"
         )
     if listing.stopped:
-        return findings
+        return findings.close()
     findings[:0] = _unfinished(listing)
     read = BundleReader({name: root / name for name in listing.sizes}, findings, limits)
     _integrity(listing, read, findings)
@@ -1195,7 +1401,7 @@ def verify(root: Path, limits: Limits = Limits()) -> list[Finding]:
                 f"{type(exc).__name__}: {exc}"[:200],
             )
         )
-    return findings
+    return findings.close()
 
 
 class _RecordChecks:
@@ -1386,9 +1592,12 @@ class _CrateCheck:
     """The re-derivation of data/ro-crate-metadata.json, one partition at a time as verify reads
     them: its bytes are hashed as they are made, and the digest is compared at the end."""
 
-    def __init__(self, builder: CrateBuilder) -> None:
+    def __init__(self, builder: CrateBuilder, window: tuple[str, str] | None) -> None:
         self._builder = builder
         self._hash = hashlib.sha256(builder.head())
+        #: When the study ran, to the second (environment.json), where the attempts' times come
+        #: from the same clock (local workers; a cluster's workers have their own).
+        self._window = window
         #: False once a partition's actions could not be made (its files are named already).
         self.whole = True
 
@@ -1407,7 +1616,7 @@ class _CrateCheck:
         declared = {e.slot for e in partition.entries if e.excluded is not None}
         ran = [a for a in attempts if a.slot not in declared]
         broken: list[str] = []
-        joined = _joined(read, name, ran, iter(lines), broken)
+        joined = _joined(read, name, ran, iter(lines), broken, self._window)
         for piece in self._builder.partition(partition.id, joined):
             self._hash.update(piece)
         if broken:
@@ -1449,11 +1658,13 @@ def _joined(
     ran: list[Attempt],
     lines: Iterator[AttemptTimes | None],
     broken: list[str],
+    window: tuple[str, str] | None = None,
 ) -> Iterator[ActionFacts]:
     """The crate's facts of each attempt that ran with its line of the times file ``name``, one
     at a time. The first line that does not parse (named as it was read), names another
-    attempt, ends before it starts, or is missing or left over, ends the join: it is named and
-    put in ``broken``."""
+    attempt, ends before it starts, lies outside the study's ``window`` (its recorded start and
+    end, to the second), or is missing or left over, ends the join: it is named and put in
+    ``broken``."""
     for number, a in enumerate(ran, start=1):
         t = next(lines, _END)
         if t is None:
@@ -1468,6 +1679,17 @@ def _joined(
         if t.finished_utc < t.started_utc:
             what = f"attempt {a.attempt_id} ends before it starts"
             read.findings.append(Finding("times-order", name, what, "end >= start", t.finished_utc))
+            broken.append(name)
+            return
+        # Times to the microsecond against the study's to the second: compare whole seconds.
+        if window is not None and not (
+            window[0][:19] <= t.started_utc[:19] and t.finished_utc[:19] <= window[1][:19]
+        ):
+            what = f"attempt {a.attempt_id} ran outside the study's recorded start and end"
+            found = f"{t.started_utc} to {t.finished_utc}"
+            read.findings.append(
+                Finding("times-outside-study", name, what, f"{window[0]} to {window[1]}", found)
+            )
             broken.append(name)
             return
         yield ActionFacts(a.attempt_id, a.slot, a.condition, a.status, a.cause, t)
@@ -1622,7 +1844,13 @@ def _check_content(read: BundleReader, limits: Limits) -> None:
     crate = None
     if ledger is not None and environment is not None:
         payload = payload_files(fp, [ref.id for ref in seal.partitions])
-        crate = _CrateCheck(CrateBuilder(fp, ledger, environment, payload))
+        # A cluster's workers time the attempts by their own clocks.
+        window = (
+            None
+            if environment.backend == "dask"
+            else (environment.started_utc, environment.finished_utc)
+        )
+        crate = _CrateCheck(CrateBuilder(fp, ledger, environment, payload), window)
     for ref in seal.partitions:
         partition_runs = _partition_runs(read, fp, ref, ref is seal.partitions[0], checks, crate)
         expected_files |= {
