@@ -16,7 +16,11 @@ finding that names what was changed. Per kind, "names" means a finding whose ``f
 - forged-runs: the runs file ("<attempt>: measure differs from the sum") when measure and step
   rewards disagree, else data/aggregates.json ("re-derived value differs");
 - forged-aggregates: data/aggregates.json ("re-derived value differs");
-- forged-slot-removal: the runs file ("<slot>: slot has no terminal outcome").
+- forged-slot-removal: the runs file ("<slot>: slot has no terminal outcome");
+- tag-file-encoding: bag-info.txt (code tag-file-not-utf8 or tag-file-nul);
+- empty-directory: the directory (code empty-directory);
+- cheap-edit: the runs file (code validity-rules, or runs-order for two records swapped), or
+  the times file (code model, for a time that is no real date).
 
 A hundred distinct real bundles, and copies of them, must verify with no finding at all.
 
@@ -81,6 +85,9 @@ KINDS = (
     "forged-runs",
     "forged-aggregates",
     "forged-slot-removal",
+    "tag-file-encoding",
+    "empty-directory",
+    "cheap-edit",
 )
 
 
@@ -113,10 +120,12 @@ class Named:
     file: str
     phrase: str = ""
     mentioned: bool = False
+    #: The finding's code, when it must have one.
+    code: str | None = None
 
     def matches(self, finding: Finding) -> bool:
         """Whether ``finding`` names this."""
-        if self.phrase not in finding.what:
+        if self.phrase not in finding.what or self.code not in (None, finding.code):
             return False
         return finding.file == self.file or (self.mentioned and self.file in finding.what)
 
@@ -457,6 +466,74 @@ def _forged_slot_removal(root: Path, rng: random.Random, base: Base, outside: Pa
     )
 
 
+def _tag_file_encoding(root: Path, rng: random.Random, base: Base, outside: Path) -> Tamper:
+    info = (root / "bag-info.txt").read_bytes()
+    where = rng.randrange(len(info))
+    if rng.random() < 0.5:
+        bad, code = bytes([rng.choice([0x80, 0xC0, 0xE9, 0xFE, 0xFF])]), "tag-file-not-utf8"
+    else:
+        bad, code = b"\x00", "tag-file-nul"
+    (root / "bag-info.txt").write_bytes(info[:where] + bad + info[where:])
+    retag(root)
+    return Tamper(
+        f"bag-info.txt: {bad!r} inserted at byte {where}, tag manifest regenerated",
+        (Named("bag-info.txt", code=code),),
+    )
+
+
+def _empty_directory(root: Path, rng: random.Random, base: Base, outside: Path) -> Tamper:
+    parent = rng.choice(["", "data/", "data/runs/", "data/plans/", "data/times/"])
+    name = parent + rng.choice(["x", "empty", ".hidden", "runs-old"])
+    (root / name).mkdir()
+    return Tamper(f"{name}: empty directory added", (Named(name, code="empty-directory"),))
+
+
+def _cheap_edit(root: Path, rng: random.Random, base: Base, outside: Path) -> Tamper:
+    """An edit that needs no forger's skill: a run record changed in a way its own fields or
+    its file's order give away, or its times made impossible; only the payload manifest
+    regenerated (and the tag manifest, which covers it)."""
+    valid = [r for r in base.records if r.status == "valid" and r.step_rewards]
+    record_ = rng.choice(valid)
+    name = f"data/runs/{record_.condition}.jsonl"
+    change = rng.choice(["steps", "rewards-dropped", "order", "times-date"])
+    if change == "times-date":
+        path = root / f"data/times/{record_.condition}.jsonl"
+        lines = path.read_bytes().splitlines(keepends=True)
+        k = rng.randrange(len(lines))
+        times = json.loads(lines[k])
+        times[rng.choice(["started_utc", "finished_utc"])] = rng.choice(
+            ["2026-99-99T99:99:99.000000Z", "2026-02-30T12:00:00.000000Z"]
+        )
+        lines[k] = canonical.dumps(times)
+        path.write_bytes(b"".join(lines))
+        reseal(root)
+        where = f"data/times/{record_.condition}.jsonl"
+        return Tamper(f"{where} line {k + 1}: no real date", (Named(where, code="model"),))
+    if change == "order":
+        records = [json.loads(line) for line in (root / name).read_bytes().splitlines()]
+        i, j = sorted(rng.sample(range(len(records)), 2))
+        records[i], records[j] = records[j], records[i]
+        (root / name).write_bytes(b"".join(canonical.dumps(r) for r in records))
+        reseal(root)
+        return Tamper(
+            f"{name}: lines {i + 1} and {j + 1} swapped", (Named(name, code="runs-order"),)
+        )
+
+    def edit(records: list[dict[str, Any]]) -> None:
+        [r] = [r for r in records if r["attempt_id"] == record_.attempt_id]
+        if change == "steps":
+            r["steps"] += rng.choice([-1, 1, 977])
+        else:
+            r["step_rewards"] = None
+
+    _edit_runs(root, name, edit)
+    reseal(root)
+    return Tamper(
+        f"{record_.attempt_id}: {change}, manifests regenerated",
+        (Named(name, f"{record_.attempt_id}:", code="validity-rules"),),
+    )
+
+
 TAMPER: dict[str, Callable[[Path, random.Random, Base, Path], Tamper]] = {
     "byte-flip": _byte_flip,
     "truncation": _truncation,
@@ -473,6 +550,9 @@ TAMPER: dict[str, Callable[[Path, random.Random, Base, Path], Tamper]] = {
     "forged-runs": _forged_runs,
     "forged-aggregates": _forged_aggregates,
     "forged-slot-removal": _forged_slot_removal,
+    "tag-file-encoding": _tag_file_encoding,
+    "empty-directory": _empty_directory,
+    "cheap-edit": _cheap_edit,
 }
 
 

@@ -19,7 +19,10 @@ from attrs.validators import optional
 __all__ = [
     "DEFAULT_OPEN_TIMEOUT_SECONDS",
     "MAX_LOST_OPENS",
+    "MAX_OUTCOME_BYTES",
+    "MAX_RECORD_VALUES",
     "MAX_RESAMPLES",
+    "MAX_STEP_REWARDS",
     "OMIT_IF_DEFAULT",
     "TIER_NAMES",
     "AdapterFacts",
@@ -236,6 +239,16 @@ class Interval:
 #: an interpreter and importing the simulator on a busy machine, and never charged to a run.
 DEFAULT_OPEN_TIMEOUT_SECONDS = 300.0
 
+
+#: Step rewards one run record may hold at most (as many as the longest episode a protocol
+#: may ask for), and bytes of its outcome object at most (as canonical JSON): a study refuses
+#: evidence past either (``evidence-too-many-step-rewards``, ``evidence-outcome-too-large``), so
+#: that every record it writes fits the line verify reads at most.
+MAX_STEP_REWARDS = 1_000_000
+MAX_OUTCOME_BYTES = 4 << 20
+#: Values (array items and object members) a run record's line may hold at most: every step
+#: reward, and an outcome of MAX_OUTCOME_BYTES made of the shortest values, with room to spare.
+MAX_RECORD_VALUES = MAX_STEP_REWARDS + MAX_OUTCOME_BYTES // 2 + 1024
 
 #: Session opens in a row that may be lost to a dying worker process before the condition's
 #: session is given up (every later attempt of it then fails with the last cause, untried).

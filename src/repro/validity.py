@@ -24,8 +24,15 @@ from typing import Any, Literal
 from attrs import frozen
 
 from repro import canonical
-from repro.disclosure import scan
-from repro.models import AdapterFacts, Protocol, RunRecord, Scenario
+from repro.disclosure import scan, short_cause
+from repro.models import (
+    MAX_OUTCOME_BYTES,
+    MAX_STEP_REWARDS,
+    AdapterFacts,
+    Protocol,
+    RunRecord,
+    Scenario,
+)
 from repro.outcomes import measure_of
 from repro.scenarios import SUPERSEDED, version_verdict
 
@@ -174,6 +181,14 @@ def record_problem(
         if _holds_evidence(record) or record.contract_sha256 is not None:
             return "a slot excluded before sealing keeps evidence, but it never ran"
         return None
+    if record.step_rewards is not None and len(record.step_rewards) > MAX_STEP_REWARDS:
+        return f"more than {MAX_STEP_REWARDS} step rewards, which a study refuses"
+    if record.outcome is not None and len(canonical.dumps(record.outcome)) > MAX_OUTCOME_BYTES:
+        return f"an outcome of more than {MAX_OUTCOME_BYTES} bytes, which a study refuses"
+    if record.cause is not None and short_cause(record.cause) != record.cause:
+        return "the cause is not a short code (a study keeps no message, path or traceback)"
+    if status != "valid" and record.cause is None:
+        return f"a {status} attempt without a cause"
     if cause.startswith(WITHHELD_OUTCOME):
         if record.outcome is not None or record.measure is not None:
             return "an outcome withheld as disclosing is kept, or its measure"

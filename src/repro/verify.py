@@ -41,6 +41,7 @@ from repro.derive import derive
 from repro.disclosure import Disclosure, is_derivation_input, scan
 from repro.errors import BadInput
 from repro.models import (
+    MAX_RECORD_VALUES,
     AdapterFacts,
     Aggregates,
     AttemptTimes,
@@ -72,6 +73,8 @@ T = TypeVar("T")
 MAX_FILE_BYTES = 1 << 30
 #: At most this many findings of one kind in one file are listed one by one; the rest are counted.
 MAX_DIFFS = 25
+#: Characters of each text of a finding at most.
+MAX_FINDING_TEXT = 400
 #: How the first finding on an unfinished study begins.
 INCOMPLETE = "incomplete:"
 
@@ -119,7 +122,7 @@ class Limits:
     #: Bytes of one line of a JSON Lines file (a run record, an attempt's times). A run record
     #: of the most step rewards and the largest outcome a study keeps is well under it. A longer
     #: line is named and skipped without being held.
-    max_line_bytes: int = field(default=64 << 20, validator=ge(1))
+    max_line_bytes: int = field(default=32 << 20, validator=ge(1))
     #: Findings listed one by one in all; the rest are counted in one last finding, so that a
     #: hostile bundle cannot make the list itself unbounded.
     max_findings: int = field(default=1000, validator=ge(1))
@@ -128,16 +131,25 @@ class Limits:
     max_bad_lines: int = field(default=MAX_DIFFS, validator=ge(1))
 
 
+def _clip(text: str) -> str:
+    """``text`` cut to :data:`MAX_FINDING_TEXT` characters: a finding quotes what a bundle holds,
+    and a hostile bundle may hold anything, of any length."""
+    if len(text) <= MAX_FINDING_TEXT:
+        return text
+    return f"{text[: MAX_FINDING_TEXT - 40]}... ({len(text)} characters in all)"
+
+
 @frozen
 class Finding:
     """One verification problem: a stable machine-readable ``code`` (kebab-case; what tests and
-    ``--json`` users match), which file, what, what was expected and what was found."""
+    ``--json`` users match), which file, what, what was expected and what was found (each text
+    at most :data:`MAX_FINDING_TEXT` characters)."""
 
     code: str
-    file: str
-    what: str
-    expected: str
-    found: str
+    file: str = field(converter=_clip)
+    what: str = field(converter=_clip)
+    expected: str = field(converter=_clip)
+    found: str = field(converter=_clip)
 
     @property
     def incomplete(self) -> bool:
@@ -1231,6 +1243,18 @@ class BundleReader:
                     f"line {number} longer than the limit max_line_bytes: not read",
                     f"<= {limit} bytes",
                     f"{line if isinstance(line, int) else len(line)} bytes",
+                )
+            )
+            return None
+        if line.count(b",") > MAX_RECORD_VALUES:
+            # Parsed, so many values would cost far more memory than the line's bytes.
+            self._notes.append(
+                Finding(
+                    "line-values-limit",
+                    name,
+                    f"line {number} holds more values than a run record can: not parsed",
+                    f"<= {MAX_RECORD_VALUES} values",
+                    f"{line.count(b',') + 1} values or more",
                 )
             )
             return None

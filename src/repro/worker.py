@@ -39,11 +39,18 @@ import attrs
 from attrs import frozen
 
 from repro import canonical
-from repro.adapters.base import MAX_EPISODE_STEPS, Adapter, Evidence, Frozen, Session
+from repro.adapters.base import Adapter, Evidence, Frozen, Session
 from repro.disclosure import scan, short_cause
 from repro.errors import ReproError, RunFailed, RunInvalid
 from repro.interrupts import STOP_SIGNALS, held
-from repro.models import Condition, HarnessFacts, PlanEntry, Protocol
+from repro.models import (
+    MAX_OUTCOME_BYTES,
+    MAX_STEP_REWARDS,
+    Condition,
+    HarnessFacts,
+    PlanEntry,
+    Protocol,
+)
 
 __all__ = [
     "MAX_OUTCOME_BYTES",
@@ -63,11 +70,6 @@ __all__ = [
 ]
 
 _SHA256 = re.compile(r"[0-9a-f]{64}")
-#: Step rewards one run may return at most (as many as the longest episode a protocol may ask
-#: for), and bytes of its outcome object at most (as canonical JSON): together they keep a run
-#: record well within the line verify reads at most (``Limits.max_line_bytes``).
-MAX_STEP_REWARDS = MAX_EPISODE_STEPS
-MAX_OUTCOME_BYTES = 16 << 20
 #: How long a child that was asked to stop may take before it is killed.
 _STOP_GRACE_SECONDS = 5.0
 #: How often a worker with a cancel flag looks at it while it waits for an answer.

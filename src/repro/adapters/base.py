@@ -17,7 +17,15 @@ from typing import Protocol as TypingProtocol
 from attrs import frozen
 
 from repro.errors import BadInput
-from repro.models import AdapterFacts, Condition, HarnessFacts, PlanEntry, Protocol, Source
+from repro.models import (
+    MAX_STEP_REWARDS,
+    AdapterFacts,
+    Condition,
+    HarnessFacts,
+    PlanEntry,
+    Protocol,
+    Source,
+)
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -40,8 +48,9 @@ __all__ = [
 ]
 
 ENTRY_POINT_GROUP = "repro.adapters"
-#: Steps per episode at most: a bound against absurd values, far above any published study.
-MAX_EPISODE_STEPS = 1_000_000
+#: Steps per episode at most: a bound against absurd values, far above any published study, and
+#: as many step rewards as a run record may hold.
+MAX_EPISODE_STEPS = MAX_STEP_REWARDS
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
 
 

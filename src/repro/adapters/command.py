@@ -54,8 +54,9 @@ from repro.worker import die_with_parent
 __all__ = ["CommandAdapter", "tree_source"]
 
 _OPTIONS = {"harness", "release", "outcome_schema"}
-#: Bytes of stdout a harness may print at most: an outcome is a small object.
-MAX_OUTCOME_BYTES = 16 << 20
+#: Bytes of stdout a harness may print at most: an outcome is a small object (as canonical
+#: JSON, a record keeps at most repro.models.MAX_OUTCOME_BYTES of it).
+MAX_STDOUT_BYTES = 16 << 20
 
 
 def tree_source(role: str, path: Path, name: str | None = None) -> Source:
@@ -287,10 +288,10 @@ class _CommandSession:
             raise RunFailed(
                 f"harness-exit:{code}" if code > 0 else f"harness-killed:{_signal_name(-code)}"
             )
-        if len(stdout) > MAX_OUTCOME_BYTES:
+        if len(stdout) > MAX_STDOUT_BYTES:
             raise RunInvalid("outcome-too-large")
         try:
-            outcome = canonical.loads(stdout, what="outcome", max_bytes=MAX_OUTCOME_BYTES)
+            outcome = canonical.loads(stdout, what="outcome", max_bytes=MAX_STDOUT_BYTES)
         except BadInput:
             raise RunInvalid("outcome-not-json") from None
         if not isinstance(outcome, dict):
