@@ -264,28 +264,14 @@ def _aws_secret(match: re.Match[bytes]) -> int | None:
     return match.start() if _mixed(match.group()) else None
 
 
-def _secret_value(value: bytes) -> bool:
-    # "secret: redacted" and "token: none" are words, and "max_token_count: 128000" is a number,
-    # not secrets; a value with a letter and a digit, or a long one, is taken for a secret.
+def _secret_value(match: re.Match[bytes]) -> int | None:
+    # "max_token_count: 128000" is a number, not a secret. (The regex wants a value with a
+    # digit, or a long one: "secret: redacted" and "token: none" are words and never get here.)
     try:
-        float(value)
+        float(match.group("value"))
     except ValueError:
-        return re.search(rb"[0-9]", value) is not None or len(value) >= 16
-    return False
-
-
-#: A secret-sounding word that begins a word of a (lower-cased) identifier and ends one:
-#: "my_token", "AWS_SECRET_ACCESS_KEY", "x-api-key", but not "tokenizer" or "mytoken".
-_SECRET_WORD = re.compile(rb"(?<![a-z0-9])(?:password|passwd|secret|api[_-]?key|token)(?![a-z0-9])")
-
-
-def _secret_assignment(match: re.Match[bytes]) -> int | None:
-    # The regex matched an identifier holding a secret-sounding word somewhere, given a value;
-    # the hit is where the first such word stands as a word of its own.
-    word = _SECRET_WORD.search(match.group("name").lower())
-    if word is None or not _secret_value(match.group("value")):
-        return None
-    return match.start("name") + word.start()
+        return match.start("word")
+    return None
 
 
 def _real_password(match: re.Match[bytes]) -> int | None:
@@ -461,19 +447,24 @@ _PATTERNS: tuple[_Pattern, ...] = (
     # A secret-sounding name given a value: "password=...", "API_KEY: ...", JSON
     # "token":"...", AWS_SECRET_ACCESS_KEY=... The regex starts only where an identifier
     # starts and reads at most a bounded identifier (a "token_token_..." of any length costs one
-    # look), which must hold a secret-sounding word somewhere; the judge then wants that word as
-    # a word of its own in the name, and the hit begins at it. It runs only near those words.
+    # look), in which a secret-sounding word must stand as a word of its own: "my_token",
+    # "x-api-key", "AWS_SECRET_ACCESS_KEY", not "tokenizer" or "mytoken". The hit begins at the
+    # first such word. The value must hold a digit or be long, and the judge refuses a number.
+    # It runs only near those words.
     _Pattern(
         "secret-assignment",
         "credential",
         re.compile(
-            rb"(?<![A-Za-z0-9_-])(?=[A-Za-z0-9_-]{0,127}?(?i:passw(?:or)?d|secret|api[_-]?key|token))"
-            rb"(?P<name>[A-Za-z0-9_-]{1,128}+)"
+            rb"(?<![A-Za-z0-9_-])"
+            rb"(?=[A-Za-z0-9_-]{0,127}?(?<![A-Za-z0-9])"
+            rb"(?P<word>(?i:passw(?:or)?d|secret|api[_-]?key|token))(?![A-Za-z0-9]))"
+            rb"[A-Za-z0-9_-]{1,128}+"
             rb"\\?\"?[ \t]{0,16}+[:=][ \t]{0,16}+\\?[\"']?"
+            rb"(?=[^ \t\n\"'\\,;&<>]{0,255}?[0-9]|[^ \t\n\"'\\,;&<>]{16})"
             rb"(?P<value>[^ \t\n\"'\\,;&<>]{6,256}+)"
         ),
         reach=128 + 2 + 16 + 1 + 16 + 2 + 256,
-        judge=_secret_assignment,
+        judge=_secret_value,
         starts=_needle_starts(
             ((b"passw", b"wW"), (b"secret", b""), (b"api", b"kK"), (b"token", b"kK")),
             128,
@@ -525,10 +516,16 @@ def _search(pattern: _Pattern, view: _View, pos: int, limit: int, hits: list[_Hi
 #: Zero-width and invisible characters (as UTF-8), removed, and the percent escapes of the
 #: characters that separate path components and drives ("/", "\", ":", "~"), decoded.
 _HIDDEN = re.compile(
-    rb"(?P<gone>(?:\xe2\x80[\x8b-\x8d]|\xe2\x81\xa0|\xef\xbb\xbf|\xc2\xad)++)"
-    rb"|(?P<escaped>(?:%(?:2[Ff]|5[Cc]|3[Aa]|7[Ee]))++)"
+    rb"(?:\xe2\x80[\x8b-\x8d]|\xe2\x81\xa0|\xef\xbb\xbf|\xc2\xad)++"
+    rb"|(?:%(?:2[Ff]|5[Cc]|3[Aa]|7[Ee]))++"
 )
-#: The proper prefixes of what :data:`HIDDEN` removes or decodes: a block ending in one is cut
+#: Each escape :data:`_HIDDEN` decodes, decoded.
+_DECODED = {
+    b"%" + hi + lo: bytes.fromhex((hi + lo).decode("ascii"))
+    for hi, lows in ((b"2", b"Ff"), (b"3", b"Aa"), (b"5", b"Cc"), (b"7", b"Ee"))
+    for lo in (lows[:1], lows[1:])
+}
+#: The proper prefixes of what :data:`_HIDDEN` removes or decodes: a block ending in one is cut
 #: before it, and the rest waits for the next block. (Each starts with a byte that none of them
 #: holds elsewhere, so nothing whole is ever cut.)
 _HIDDEN_PREFIXES = frozenset(
@@ -541,15 +538,15 @@ _HIDDEN_PREFIXES = frozenset(
         b"\xc2",
         b"%",
         b"%2",
-        b"%5",
         b"%3",
+        b"%5",
         b"%7",
     )
 )
 
 
 def _held_back(raw: bytes) -> int:
-    """How many bytes at the end of ``raw`` may begin something :data:`HIDDEN` changes."""
+    """How many bytes at the end of ``raw`` may begin something :data:`_HIDDEN` changes."""
     for k in (2, 1):
         if len(raw) >= k and raw[-k:] in _HIDDEN_PREFIXES:
             return k
@@ -557,53 +554,56 @@ def _held_back(raw: bytes) -> int:
 
 
 class _Offsets:
-    """The map from offsets in the normalised view to offsets in the file: pieces starting at a
-    view offset, each at a file offset and advancing ``stride`` file bytes per view byte (1 for
-    copied bytes, 3 for decoded percent escapes)."""
+    """The map from offsets in the normalised view to offsets in the file: from view offset
+    ``view[i]`` on (up to the next), a view byte is ``shift[i]`` bytes further on in the file,
+    the bytes removed before it. One entry per removed or decoded sequence."""
 
     def __init__(self) -> None:
         self.view: list[int] = [0]
-        self.file: list[int] = [0]
-        self.stride: list[int] = [1]
-
-    def add(self, view: int, file: int, stride: int) -> None:
-        """From view offset ``view`` on, view bytes come from file offset ``file``."""
-        if self.view[-1] == view:
-            self.file[-1], self.stride[-1] = file, stride
-        else:
-            self.view.append(view)
-            self.file.append(file)
-            self.stride.append(stride)
+        self.shift: list[int] = [0]
 
     def __call__(self, view: int) -> int:
-        i = bisect_right(self.view, view) - 1
-        return self.file[i] + self.stride[i] * (view - self.view[i])
+        # Entries may share a view offset (a zero-width run just after an escape); the last
+        # one holds.
+        return view + self.shift[bisect_right(self.view, view) - 1]
 
     def forget_before(self, view: int) -> None:
-        """Drop the pieces wholly before view offset ``view``, which no hit will need."""
+        """Drop the entries that no view offset from ``view`` on needs."""
         i = bisect_right(self.view, view) - 1
         if i > 0:
-            del self.view[:i], self.file[:i], self.stride[:i]
+            del self.view[:i], self.shift[:i]
 
 
-def _normalise(raw: bytes, file_at: int, view_at: int, offsets: _Offsets) -> bytes:
-    """The normalised view of ``raw`` (file bytes from offset ``file_at``, view bytes from
-    ``view_at``), recording in ``offsets`` where its bytes come from."""
+def _normalise(raw: bytes, file_at: int, offsets: _Offsets) -> bytes:
+    """The normalised view of ``raw`` (the file's bytes from offset ``file_at`` on), recording
+    in ``offsets`` where its bytes come from."""
     if (raw.isascii() and b"%" not in raw) or _HIDDEN.search(raw) is None:
         return raw
     pieces: list[bytes] = []
+    views, shifts = offsets.view, offsets.shift
+    removed = shifts[-1]
     copied = 0
-    view = view_at
     for match in _HIDDEN.finditer(raw):
         start, end = match.span()
         pieces.append(raw[copied:start])
-        view += start - copied
-        if match.lastgroup == "escaped":
-            decoded = bytes.fromhex(match.group().replace(b"%", b"").decode("ascii"))
-            pieces.append(decoded)
-            offsets.add(view, file_at + start, 3)
-            view += len(decoded)
-        offsets.add(view, file_at + end, 1)
+        if end - start == 3 and raw[start] == 0x25:  # "%": one escape, three bytes for one
+            pieces.append(_DECODED[raw[start:end]])
+            removed += 2
+            views.append(file_at + end - removed)
+            shifts.append(removed)
+        elif raw[start] == 0x25:  # a run of escapes
+            escapes = (end - start) // 3
+            pieces.append(bytes.fromhex(match.group().replace(b"%", b"").decode("ascii")))
+            # The view byte after each decoded one is two bytes further on in the file.
+            after = file_at + start - removed + 1
+            views.extend(range(after, after + escapes))
+            shifts.extend(range(removed + 2, removed + 2 * escapes + 1, 2))
+            removed += 2 * escapes
+        else:
+            removed += end - start
+            # The view byte after the removed run comes from file offset file_at + end.
+            views.append(file_at + end - removed)
+            shifts.append(removed)
         copied = end
     pieces.append(raw[copied:])
     return b"".join(pieces)
@@ -670,8 +670,7 @@ class _Stream:
         raw = self._held + block if self._held else block
         cut = len(raw) - (0 if final else _held_back(raw))
         body, self._held = (raw, b"") if cut == len(raw) else (raw[:cut], raw[cut:])
-        view_at = self._tail_at + len(self._tail)
-        normalised = _normalise(body, self._file_at, view_at, self._offsets)
+        normalised = _normalise(body, self._file_at, self._offsets)
         self._file_at += len(body)
         data = self._tail + normalised if self._tail else normalised
         base = self._tail_at
@@ -692,7 +691,12 @@ class _Stream:
         self._tail = data[keep_from - base :]
         self._tail_at = keep_from
         to_file = self._offsets
-        hits = [(to_file(base + offset), kind, name) for offset, kind, name in found]
+        if len(to_file.view) == 1:
+            # Nothing removed or decoded since the tail began: one shift for every hit.
+            at = base + to_file.shift[0]
+            hits = [(at + offset, kind, name) for offset, kind, name in found]
+        else:
+            hits = [(to_file(base + offset), kind, name) for offset, kind, name in found]
         to_file.forget_before(keep_from)
         return hits
 
