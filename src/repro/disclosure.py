@@ -20,6 +20,11 @@ without a rare literal to jump by are only run near what they need: the secret-s
 ``secret-assignment`` (found by plain substring search), the exactly-40-character runs of
 ``aws-secret-access-key``.
 
+*Fast where there is nothing to find.* Most patterns name a byte every match holds (``/`` for
+POSIX paths, ``@`` for a URL password, ``J`` for a JWT), and the AWS secret key wants an
+upper-case letter: where a buffer lacks it (checked at memchr speed), the regex is not run. A
+runs file of numbers, digests and identifiers runs only a few regexes at all.
+
 *Bounded matches, hence streaming.* Because every pattern reads at most a fixed number of bytes
 from where a match starts (its ``reach``), a :class:`Scanner` fed a file block by block needs to
 carry only a short tail between blocks, and it finds exactly what :func:`scan` finds in the whole
@@ -142,6 +147,9 @@ _Starts = Callable[[_View, int, int], Iterator[tuple[int, int]]]
 
 @frozen
 class _Pattern:
+    """One way a disclosure shows: a bounded regex, how far it reads, and what lets the
+    scanner skip it or run it only where it can match."""
+
     name: str
     kind: Kind
     regex: re.Pattern[bytes]
@@ -150,9 +158,19 @@ class _Pattern:
     reach: int
     judge: _Judge | None = None
     starts: _Starts | None = None
-    #: Bytes of which every match holds one: where the data holds none (found at memchr speed,
-    #: where even a regex that jumps by a literal reads every byte), the regex is not run.
+    #: A byte every match holds: where the data holds none (found at memchr speed, where even
+    #: a regex that jumps by a literal reads every byte), the regex is not run.
     gate: bytes = b""
+    #: Every match holds an upper-case letter: where the data holds none (its lower-cased copy,
+    #: made for other patterns anyway, is equal to it), the regex is not run.
+    cased: bool = False
+    #: For a regex without a literal to jump by: every match starts at most ``before`` bytes
+    #: before an occurrence of one of these (in the lower-cased data if ``folded``), and the
+    #: regex runs only there (see :func:`_needle_ranges`). Each comes with a gate of its own,
+    #: bytes of which the data must hold one for it to be looked for (none: always).
+    needles: tuple[tuple[bytes, tuple[bytes, ...]], ...] = ()
+    before: int = 0
+    folded: bool = False
 
 
 #: Lookbehinds read at most this many bytes before a match's start, and a hit starts at most
@@ -167,48 +185,58 @@ _NAME = rb"[A-Za-z0-9_.~$@%+=\x80-\xff-]"
 _NOT_AFTER_NAME = rb"[A-Za-z0-9_.~/\\-]"
 
 
-def _needle_starts(
-    needles: tuple[tuple[bytes, bytes], ...], before: int, *, folded: bool, span: int = 512
-) -> _Starts:
-    """Starts within ``before`` bytes before an occurrence of one of the ``needles`` (in the
-    lower-cased data if ``folded``), for a pattern whose every match holds one that far from its
-    start. Each needle comes with a gate, bytes of which the data must hold one for the needle
-    to be searched at all (empty: always searched).
+def _present(pattern: _Pattern, view: _View) -> list[bytes]:
+    """The needles of ``pattern`` that occur in the data, each looked for only where the data
+    holds a byte of its gate: where there are none, the pattern cannot match."""
+    data = view.data
+    haystack = view.lowered if pattern.folded else data
+    present = []
+    for needle, gate in pattern.needles:
+        # A loop, not any(): this runs for every line of a file scanned line by line.
+        for byte in gate:
+            if byte in data:
+                break
+        else:
+            if gate:
+                continue
+        if needle in haystack:
+            present.append(needle)
+    return present
 
-    Occurrences within ``span`` bytes of one another share one range, so that a text full of
-    them costs one regex search per ``span`` bytes rather than one call per occurrence.
+
+def _needle_ranges(
+    view: _View, needles: list[bytes], before: int, folded: bool, lo: int, hi: int
+) -> Iterator[tuple[int, int]]:
+    """The starts in ``[lo, hi)`` within ``before`` bytes before an occurrence of one of the
+    ``needles`` (in the lower-cased data if ``folded``).
+
+    Occurrences within :data:`_SPAN` bytes of one another share one range, so that a text full
+    of them costs one regex search per span rather than one call per occurrence.
     """
-
-    def starts(view: _View, lo: int, hi: int) -> Iterator[tuple[int, int]]:
-        wanted = [n for n, gate in needles if not gate or any(b in view.data for b in _each(gate))]
-        if not wanted:
+    data = view.lowered if folded else view.data
+    # The next occurrence of each needle at or after ``pos``, searched again only once ``pos``
+    # has passed it, so that each needle's occurrences are found in one sweep.
+    upcoming = [data.find(n, lo) for n in needles]
+    pos = lo
+    while pos < hi:
+        found = [q for q in upcoming if q >= 0]
+        if not found:
             return
-        data = view.lowered if folded else view.data
-        # The next occurrence of each needle at or after ``pos``, searched again only once
-        # ``pos`` has passed it, so that each needle's occurrences are found in one sweep.
-        upcoming = [data.find(n, lo) for n in wanted]
-        pos = lo
-        while pos < hi:
-            found = [q for q in upcoming if q >= 0]
-            if not found:
-                return
-            q = min(found)
-            if q - before >= hi:
-                return
-            a = max(pos, q - before)
-            b = min(hi - 1, q + span)
-            yield a, b
-            pos = b + 1
-            upcoming = [
-                p if p < 0 or p >= pos else data.find(n, pos)
-                for p, n in zip(upcoming, wanted, strict=True)
-            ]
-
-    return starts
+        q = min(found)
+        if q - before >= hi:
+            return
+        a = max(pos, q - before)
+        b = min(hi - 1, q + _SPAN)
+        yield a, b
+        pos = b + 1
+        upcoming = [
+            p if p < 0 or p >= pos else data.find(n, pos)
+            for p, n in zip(upcoming, needles, strict=True)
+        ]
 
 
-def _each(gate: bytes) -> tuple[bytes, ...]:
-    return tuple(gate[i : i + 1] for i in range(len(gate)))
+#: See :func:`_needle_ranges`.
+_SPAN = 512
 
 
 #: ``a`` for the characters of a base64 run, ``.`` for every other byte.
@@ -223,10 +251,6 @@ _RUN_OF_40 = b"." + b"a" * _AWS_SECRET_LENGTH
 def _exact_runs_of_40(view: _View, lo: int, hi: int) -> Iterator[tuple[int, int]]:
     """The starts of the runs of exactly 40 base64 characters: a 40-character secret key is not
     part of a longer run (a 64-character digest is not one), so only those can match."""
-    if view.lowered == view.data:
-        # No upper-case letter, so no key (and the lower-cased copy is made for other patterns
-        # anyway): spares the translation.
-        return
     runs = view.runs
     end = len(runs)
 
@@ -341,7 +365,8 @@ _PATTERNS: tuple[_Pattern, ...] = (
         "host-path",
         re.compile(rb"(?i)f(?<![A-Za-z0-9+.-]f)ile:/[^\n\"' <>]"),
         reach=7,
-        starts=_needle_starts(((b"file:/", b""),), 0, folded=True),
+        needles=((b"file:/", ()),),
+        folded=True,
         gate=b"/",
     ),
     # The first line Python prints for an uncaught exception.
@@ -376,6 +401,7 @@ _PATTERNS: tuple[_Pattern, ...] = (
         reach=40 + 1,
         judge=_aws_secret,
         starts=_exact_runs_of_40,
+        cased=True,
     ),
     # The armour line of any PEM private key (RSA, EC, DSA, OPENSSH, ENCRYPTED, PKCS#8). (Its
     # literal begins with a minus sign, which every negative number in a runs file holds: it
@@ -385,7 +411,7 @@ _PATTERNS: tuple[_Pattern, ...] = (
         "credential",
         re.compile(rb"-----BEGIN (?:[A-Z0-9]{1,32}+ ){0,4}PRIVATE KEY-----"),
         reach=11 + 4 * 33 + 16,
-        starts=_needle_starts(((b"-----BEGIN ", b""),), 0, folded=False),
+        needles=((b"-----BEGIN ", ()),),
         gate=b"G",
     ),
     # GitHub tokens: classic (ghp_, and gho_/ghu_/ghs_/ghr_ for OAuth, user, server, refresh)
@@ -465,32 +491,56 @@ _PATTERNS: tuple[_Pattern, ...] = (
         ),
         reach=128 + 2 + 16 + 1 + 16 + 2 + 256,
         judge=_secret_value,
-        starts=_needle_starts(
-            ((b"passw", b"wW"), (b"secret", b""), (b"api", b"kK"), (b"token", b"kK")),
-            128,
-            folded=True,
+        needles=(
+            (b"passw", (b"w", b"W")),
+            (b"secret", ()),
+            (b"api", (b"k", b"K")),
+            (b"token", (b"k", b"K")),
         ),
+        before=128,
+        folded=True,
     ),
 )
 
+#: Per pattern, the group where its hits start (0: the match).
+_PREPARED = tuple(
+    (pattern, "at" if "at" in pattern.regex.groupindex else 0) for pattern in _PATTERNS
+)
 
-def _search(pattern: _Pattern, view: _View, pos: int, limit: int, hits: list[_Hit]) -> int:
+
+def _search(
+    pattern: _Pattern,
+    at: str | int,
+    view: _View,
+    pos: int,
+    limit: int,
+    hits: list[_Hit],
+    needles: list[bytes] | None = None,
+) -> int:
     """Append to ``hits`` (as buffer index, kind, pattern) the hits of ``pattern`` in
     ``view.data`` whose matches start in ``[pos, limit)``; return the position its next search
-    must start at, ``limit`` or the end of a hit past it.
+    must start at, ``limit`` or the end of a hit past it. ``at`` names the group where a hit
+    starts (0: the match); ``needles`` are the pattern's needles that occur in the data.
 
     A hit consumes its match, as :func:`re.finditer` does; a rejected match consumes nothing.
     """
     data = view.data
     regex = pattern.regex
     judge = pattern.judge
-    at = "at" if "at" in regex.groupindex else 0
-    if pattern.starts is None:
-        ranges: Iterator[tuple[int, int]] = iter(((pos, limit - 1),))
-        reach = len(data)
-    else:
+    ranges: Iterator[tuple[int, int]]
+    reach = pattern.reach
+    if needles:
+        ranges = _needle_ranges(view, needles, pattern.before, pattern.folded, pos, limit)
+    elif pattern.starts is not None:
         ranges = pattern.starts(view, pos, limit)
-        reach = pattern.reach
+    elif judge is None and limit == len(data):
+        # Every match to the end is a hit: finditer finds them as the loop below would.
+        kind, name = pattern.kind, pattern.name
+        hits.extend((match.start(at), kind, name) for match in regex.finditer(data, pos))
+        return limit
+    else:
+        ranges = iter(((pos, limit - 1),))
+        reach = len(data)
     for a, b in ranges:
         q = max(a, pos)
         # No match that starts at or before b reads past b + reach: searching a string cut
@@ -659,13 +709,6 @@ class _Stream:
         self._gathered.clear()
         return hits
 
-    def only(self, data: bytes) -> list[_Hit]:
-        """The hits in ``data``, the whole stream: :meth:`feed` and :meth:`finish` in one, without
-        gathering a small ``data`` first."""
-        if len(data) > _ROUND:
-            return self.feed(data) + self.finish()
-        return self._round(bytes(data), final=True)
-
     def _round(self, block: bytes, *, final: bool) -> list[_Hit]:
         raw = self._held + block if self._held else block
         cut = len(raw) - (0 if final else _held_back(raw))
@@ -677,16 +720,24 @@ class _Stream:
         end = base + len(data)
         view = _View(data)
         found: list[_Hit] = []
-        for i, pattern in enumerate(_PATTERNS):
+        resume = self._resume
+        for i, (pattern, at) in enumerate(_PREPARED):
             limit = end if final else end - pattern.reach
-            pos = self._resume[i]
+            pos = resume[i]
             if pos >= limit:
                 continue
-            if pattern.gate and not any(b in data for b in _each(pattern.gate)):
+            needles = _present(pattern, view) if pattern.needles else []
+            if (
+                (pattern.gate and pattern.gate not in data)
+                or (pattern.cased and view.lowered == data)
+                or (pattern.needles and not needles)
+            ):
                 # No match lies wholly in ``data``, so none starts before ``limit``.
-                self._resume[i] = limit
+                resume[i] = limit
             else:
-                self._resume[i] = base + _search(pattern, view, pos - base, limit - base, found)
+                resume[i] = base + _search(
+                    pattern, at, view, pos - base, limit - base, found, needles
+                )
         keep_from = min(max(min(self._resume) - _BEHIND, base), end)
         self._tail = data[keep_from - base :]
         self._tail_at = keep_from
@@ -753,11 +804,40 @@ def scan_hits(file: str, data: bytes, start: int = 0, keep: int = MAX_HITS_KEPT)
     return scanner.finish()
 
 
+def _whole(data: bytes) -> list[_Hit]:
+    """The hits in ``data``, a whole stream: what a :class:`_Stream` fed it and finished finds,
+    without the stream's bookkeeping (which a scan of one line at a time would pay for)."""
+    if len(data) > _ROUND:
+        stream = _Stream()
+        return stream.feed(data) + stream.finish()
+    offsets = _Offsets()
+    normalised = _normalise(bytes(data), 0, offsets)
+    view = _View(normalised)
+    found: list[_Hit] = []
+    for pattern, at in _PREPARED:
+        if (pattern.gate and pattern.gate not in normalised) or (
+            pattern.cased and view.lowered == normalised
+        ):
+            continue
+        if pattern.needles:
+            needles = _present(pattern, view)
+            if needles:
+                _search(pattern, at, view, 0, len(normalised), found, needles)
+        elif pattern.starts is None and pattern.judge is None:
+            kind, name = pattern.kind, pattern.name
+            found += [(match.start(at), kind, name) for match in pattern.regex.finditer(normalised)]
+        else:
+            _search(pattern, at, view, 0, len(normalised), found)
+    if len(offsets.view) == 1:
+        return found
+    return [(offsets(offset), kind, name) for offset, kind, name in found]
+
+
 def scan(file: str, data: bytes, start: int = 0) -> list[Disclosure]:
     """Every hit in ``data``, the bytes of bundle file ``file`` from byte ``start`` on, sorted by
     offset (then kind and pattern). For small inputs: a :class:`Scanner` keeps a bounded number
     of hits of a file of any size."""
-    return sorted(_disclosure(file, start, hit) for hit in _Stream().only(data))
+    return sorted(_disclosure(file, start, hit) for hit in _whole(data))
 
 
 # --------------------------------------------------------------------------- callers' helpers
