@@ -34,10 +34,11 @@ huge file nor a file full of hits holds more than a few blocks' worth of memory.
 
 *Hidden spellings.* Zero-width characters (U+200B, U+200C, U+200D, U+2060, U+FEFF, U+00AD as
 UTF-8) inside a path and percent-encoded separators (``%2F``, ``%5C``, ``%3A``, ``%7E``, either
-case) would split or hide what the patterns look for. Where the data holds such bytes (a cheap
-check: pure ASCII without ``%`` holds none), the patterns run over a normalised view with the
-zero-width characters removed and those escapes decoded, and each hit is mapped back to the
-offset of the byte it starts at in the file.
+case) would split or hide what the patterns look for. Where the data holds such a sequence
+(found by substring search, and only where a ``%`` or the first byte of a zero-width character
+occurs), the patterns run over a normalised view with the zero-width characters removed and
+those escapes decoded, and each hit is mapped back to the offset of the byte it starts at in
+the file.
 
 No pattern reads across a newline, so scanning a JSON Lines file line by line (with each line's
 offset) still gives the same hits as scanning the whole file.
@@ -595,6 +596,24 @@ _HIDDEN_PREFIXES = frozenset(
 )
 
 
+#: The zero-width characters :data:`_HIDDEN` removes, by their first byte.
+_ZERO_WIDTH = (
+    (b"\xe2", (b"\xe2\x80\x8b", b"\xe2\x80\x8c", b"\xe2\x80\x8d", b"\xe2\x81\xa0")),
+    (b"\xef", (b"\xef\xbb\xbf",)),
+    (b"\xc2", (b"\xc2\xad",)),
+)
+
+
+def _hides(raw: bytes) -> bool:
+    """Whether ``raw`` holds something :data:`_HIDDEN` removes or decodes, by substring checks
+    (the regex itself would crawl through every byte, slower than all the checks together)."""
+    if b"%" in raw and any(escape in raw for escape in _DECODED):
+        return True
+    if raw.isascii():
+        return False
+    return any(lead in raw and any(z in raw for z in chars) for lead, chars in _ZERO_WIDTH)
+
+
 def _held_back(raw: bytes) -> int:
     """How many bytes at the end of ``raw`` may begin something :data:`_HIDDEN` changes."""
     for k in (2, 1):
@@ -627,7 +646,7 @@ class _Offsets:
 def _normalise(raw: bytes, file_at: int, offsets: _Offsets) -> bytes:
     """The normalised view of ``raw`` (the file's bytes from offset ``file_at`` on), recording
     in ``offsets`` where its bytes come from."""
-    if (raw.isascii() and b"%" not in raw) or _HIDDEN.search(raw) is None:
+    if not _hides(raw):
         return raw
     pieces: list[bytes] = []
     views, shifts = offsets.view, offsets.shift
