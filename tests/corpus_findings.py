@@ -2,8 +2,11 @@
 
 ``tests/data/corpus-base/`` is a real bundle of the small protocol cut to 2 runs per condition,
 the base the tamper corpus uses (``tests/test_corpus.py``). ``tests/data/corpus-findings.json``
-holds what ``verify`` found in each case on it before verify read the runs one record at a time:
-every case of the corpus, and the cases below, which put run records where the streaming reader
+holds what ``verify`` found in each case on it, first written before verify read the runs one
+record at a time, and written again when verify gained the validity rules, the sealed-order
+check and the corpus its three newer kinds (the cases whose kind and seed stayed the same gave
+the same findings; those that changed were checked one by one): every case of the corpus, and
+the cases below, which put run records where the streaming reader
 must fall back to reading the whole plan at once (a record in another partition's file, an
 attempt ID that is not its slot's, a re-sealed partition) or must cut lines as before (a lone
 carriage return, an integer past 64 bits). To write it again with another verify, put that

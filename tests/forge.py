@@ -15,7 +15,7 @@ from repro import canonical
 from repro.bundle import MANIFEST, TAGMANIFEST, manifest_text
 from repro.crate import CRATE, ActionFacts, CrateBuilder, payload_files
 from repro.derive import derive, source_ledger, tally_records
-from repro.disclosure import is_derivation_input, scan
+from repro.disclosure import is_derivation_input, scan_hits
 from repro.models import (
     AttemptTimes,
     Environment,
@@ -82,10 +82,9 @@ def rederive(root: Path) -> None:
     (root / "data/source-ledger.json").write_bytes(to_bytes(ledger))
     inputs = sorted(p.relative_to(root).as_posix() for p in (root / "data").rglob("*"))
     hits = [
-        hit
+        scan_hits(name, (root / name).read_bytes())
         for name in inputs
         if is_derivation_input(name) and (root / name).is_file()
-        for hit in scan(name, (root / name).read_bytes())
     ]
     derived = derive(fp, seal, runs, ledger, hits)
     (root / "data/aggregates.json").write_bytes(to_bytes(derived.aggregates))

@@ -484,7 +484,7 @@ def _tag_file_encoding(root: Path, rng: random.Random, base: Base, outside: Path
 def _empty_directory(root: Path, rng: random.Random, base: Base, outside: Path) -> Tamper:
     parent = rng.choice(["", "data/", "data/runs/", "data/plans/", "data/times/"])
     name = parent + rng.choice(["x", "empty", ".hidden", "runs-old"])
-    (root / name).mkdir()
+    (root / name).mkdir(parents=True)
     return Tamper(f"{name}: empty directory added", (Named(name, code="empty-directory"),))
 
 
@@ -495,7 +495,9 @@ def _cheap_edit(root: Path, rng: random.Random, base: Base, outside: Path) -> Ta
     valid = [r for r in base.records if r.status == "valid" and r.step_rewards]
     record_ = rng.choice(valid)
     name = f"data/runs/{record_.condition}.jsonl"
-    change = rng.choice(["steps", "rewards-dropped", "order", "times-date"])
+    # (The committed base bundle of tests/corpus_findings.py predates the times files.)
+    timed = (root / "data/times").is_dir()
+    change = rng.choice(["steps", "rewards-dropped", "order", *(["times-date"] if timed else [])])
     if change == "times-date":
         path = root / f"data/times/{record_.condition}.jsonl"
         lines = path.read_bytes().splitlines(keepends=True)

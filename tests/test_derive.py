@@ -11,15 +11,15 @@ from hypothesis import strategies as st
 
 from repro import canonical
 from repro.derive import derive, tally_records
-from repro.disclosure import Disclosure, is_derivation_input, scan
+from repro.disclosure import FileHits, is_derivation_input, scan_hits
 from repro.models import FrozenProtocol, Ledger, Partition, RunRecord, Seal
 from repro.serde import structure, to_bytes
 
 
-def _input_disclosures(bundle: Path) -> list[Disclosure]:
+def _input_disclosures(bundle: Path) -> list[FileHits]:
     """Scan hits in the derivation's input files, as verify finds them."""
     names = sorted(p.relative_to(bundle).as_posix() for p in bundle.rglob("*") if p.is_file())
-    return [h for n in names if is_derivation_input(n) for h in scan(n, (bundle / n).read_bytes())]
+    return [scan_hits(n, (bundle / n).read_bytes()) for n in names if is_derivation_input(n)]
 
 
 def _load(bundle: Path) -> tuple[FrozenProtocol, Seal, list[Partition], list[RunRecord], Ledger]:

@@ -478,9 +478,9 @@ FRAGMENT = (
 
 
 def _expected(data: bytes, keep: int, start: int = 0) -> FileHits:
-    """What a scanner must give: scan()'s hits, the first ``keep`` and the count."""
+    """What a scanner must give: scan()'s hits, the first ``keep``, the count and the kinds."""
     hits = scan("f", data, start)
-    return FileHits("f", tuple(hits[:keep]), len(hits))
+    return FileHits("f", tuple(hits[:keep]), len(hits), frozenset(h.kind for h in hits))
 
 
 def _fed(data: bytes, cuts: list[int], keep: int = MAX_HITS_KEPT, start: int = 0) -> FileHits:
@@ -683,7 +683,7 @@ class TestShortCause:
     @pytest.mark.parametrize(
         "cause",
         [
-            "environment-error:RuntimeError",
+            "policy-error:RuntimeError",
             "simulator-error:KeyError; reset failed",
             "session-open-failed:FileNotFoundError",
         ],
@@ -747,8 +747,9 @@ class TestDisclosureTier:
             Disclosure("data/environment.json", offset, "host-path", "posix-host-root")
             for offset in range(MAX_DISCLOSURES_LISTED + 5)
         ]
+        found = FileHits("data/environment.json", tuple(hits), len(hits), frozenset({"host-path"}))
         fp, seal, parts, records, ledger = _bundle_inputs(small_bundle)
-        derived = derive(fp, seal, tally_records(fp, parts, records, ledger), ledger, hits)
+        derived = derive(fp, seal, tally_records(fp, parts, records, ledger), ledger, [found])
         tier = next(t for t in derived.tiers.tiers if t.name == "disclosure")
         assert tier.verdict == "fail"
         assert tier.reason is not None and tier.reason.startswith(f"{len(hits)} hit(s) in 1 input")
@@ -771,14 +772,15 @@ class TestDisclosureTier:
             what="protocol",
         )
         hit = Disclosure("data/runs/c00.jsonl", 9, "credential", "github-token")
+        found = FileHits(hit.file, (hit,), 1, frozenset({"credential"}))
         runs = tally_records(cited, parts, records, ledger)
 
-        def verdict(hits: list[Disclosure]) -> str:
+        def verdict(hits: list[FileHits]) -> str:
             tiers = derive(cited, seal, runs, ledger, hits).tiers.tiers
             return next(t.verdict for t in tiers if t.name == "disclosure")
 
         assert verdict([]) == "weakened"
-        assert verdict([hit]) == "fail"
+        assert verdict([found]) == "fail"
         report = derive(cited, seal, runs, ledger, []).report
         assert "fit to share" not in report
 

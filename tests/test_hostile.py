@@ -273,7 +273,7 @@ EXHAUSTION: dict[str, tuple[Callable[[Path], None], str]] = {
     "millions of disclosure hits": (_drive_letters, "disclosure-more"),
     "a 50 MB run line": (_long_line, "line-bytes-limit"),
     "millions of values in one line": (_many_values, "line-values-limit"),
-    "256 MiB without a newline": (_no_newline, "line-bytes-limit"),
+    "256 MiB without a newline": (_no_newline, "jsonl-no-final-newline"),
     "a held file past its limit": (_huge_held, "held-file-bytes-limit"),
 }
 
@@ -311,8 +311,10 @@ def _manifest_secret(root: Path) -> None:
     retag(root)
 
 
-PATTERNS: dict[str, tuple[Callable[[Path], None], str]] = {
-    "token_ in bag-info.txt": (_info_tokens, "digest-mismatch"),
+#: Each case and the code verify names it by; None: nothing is wrong but the time it cost
+#: (bag-info.txt's descriptive fields are free text, which nothing re-derives).
+PATTERNS: dict[str, tuple[Callable[[Path], None], str | None]] = {
+    "token_ in bag-info.txt": (_info_tokens, None),
     "token_ in a data file": (_data_tokens, "outside-bundle-layout"),
     "Secret_ in a manifest line": (_manifest_secret, "manifest-line-malformed"),
 }
@@ -326,9 +328,10 @@ class TestPathologicalPatterns:
         """Verify ends within the bounds, naming what is wrong with the file."""
         make, code = PATTERNS[case]
         make(bundle)
-        _case(
-            "pathological patterns", bundle, code if code != "digest-mismatch" else "payload-oxum"
-        )
+        if code is None:
+            _case("pathological patterns", bundle, verifies=True)
+        else:
+            _case("pathological patterns", bundle, code)
 
     def test_a_study_of_a_long_description(self, tmp_path: Path) -> None:
         """A protocol whose 120 KB description repeats ``token_`` checks in seconds (before,

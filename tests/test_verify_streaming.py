@@ -5,6 +5,7 @@ the number of partitions."""
 from __future__ import annotations
 
 import json
+import re
 import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
@@ -25,7 +26,6 @@ from corpus_findings import (
 )
 from guarantees import record
 from repro import canonical
-from repro.disclosure import scan
 from repro.models import RunRecord
 from repro.outcomes import Attempt, merge, tally
 from repro.verify import BundleReader, Finding, verify
@@ -49,7 +49,7 @@ def _base_copy(base: Base, root: Path) -> Path:
 class TestSameFindingsAsBefore:
     """On the committed base bundle, every case of the tamper corpus, and every further case in
     tests/corpus_findings.py, gives exactly the findings, in the same order, that verify gave
-    before it streamed (tests/data/corpus-findings.json, written by that verify)."""
+    when they were recorded (tests/data/corpus-findings.json; see tests/corpus_findings.py)."""
 
     def test_every_case_was_recorded(self) -> None:
         """The recorded findings cover exactly the cases compared."""
@@ -66,8 +66,8 @@ class TestSameFindingsAsBefore:
     def test_case(self, name: str, base: Base, tmp_path: Path) -> None:
         """The case's findings are the recorded ones."""
         found = case_findings(name, base, tmp_path)
-        record("cases compared with verify before streaming", 1)
-        record("cases whose findings differ from before", int(found != BEFORE[name]))
+        record("cases compared with the recorded findings", 1)
+        record("cases whose findings differ from the recorded", int(found != BEFORE[name]))
         assert found == BEFORE[name]
 
 
@@ -443,30 +443,44 @@ _FRAGMENTS = st.sampled_from(
 
 
 class TestChunkedReading:
-    """Reading a file in blocks cut after newlines gives the file's lines and its disclosure
-    hits, wherever the blocks end."""
+    """Reading a file in blocks cut after newlines gives the file's lines, wherever the blocks
+    end, and a line past the limit as its length, without holding it."""
 
     @settings(max_examples=300, deadline=None)
-    @given(st.lists(_FRAGMENTS, max_size=40), st.lists(st.integers(1, 40), min_size=1))
-    def test_lines_and_hits(self, fragments: list[bytes], sizes: list[int]) -> None:
-        """Chunks join to the data, cut only after newlines, hold the same lines as
-        ``bytes.splitlines`` finds, and scanned one at a time give the hits of the whole."""
+    @given(
+        st.lists(_FRAGMENTS, max_size=40),
+        st.lists(st.integers(1, 40), min_size=1),
+        st.integers(1, 60),
+    )
+    def test_lines(self, fragments: list[bytes], sizes: list[int], limit: int) -> None:
+        """With a limit no line reaches, chunks join to the data, are cut only after newlines
+        and hold the lines ``bytes.splitlines`` finds; with any limit, every line longer than
+        it (by its newline-cut length) comes as that length, and every other as it is."""
         data = b"".join(fragments)
         blocks, at = [], 0
         while at < len(data):
             size = sizes[len(blocks) % len(sizes)]
             blocks.append(data[at : at + size])
             at += size
-        chunks = list(verify_module._line_chunks(blocks))
-        assert b"".join(chunks) == data
-        assert all(chunk.endswith(b"\n") for chunk in chunks[:-1])
-        lines = [line for chunk in chunks for line in chunk.splitlines(keepends=True)]
+        chunks = list(verify_module._bounded_chunks(blocks, 1 << 30))
+        assert all(isinstance(chunk, bytes) for chunk in chunks)
+        joined = [chunk for chunk in chunks if isinstance(chunk, bytes)]
+        assert b"".join(joined) == data
+        assert all(chunk.endswith(b"\n") for chunk in joined[:-1])
+        lines = [line for chunk in joined for line in chunk.splitlines(keepends=True)]
         assert lines == data.splitlines(keepends=True)
-        hits, offset = [], 0
-        for chunk in chunks:
-            hits += scan("f", chunk, offset)
-            offset += len(chunk)
-        assert hits == scan("f", data)
+
+        # Cut at newlines only, each line comes whole, or (past the limit) as its length.
+        def newline_lines(chunk: bytes) -> list[bytes]:
+            return [line for line in re.split(b"(?<=\n)", chunk) if line]
+
+        seen: list[bytes | int] = []
+        for chunk in verify_module._bounded_chunks(blocks, limit):
+            seen += [chunk] if isinstance(chunk, int) else newline_lines(chunk)
+        expected = newline_lines(data)
+        assert len(seen) == len(expected)
+        for got, line in zip(seen, expected, strict=True):
+            assert got == line or (got == len(line) and len(line) > limit)
 
 
 class TestReadAgain:

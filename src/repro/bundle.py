@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from repro.disclosure import Disclosure, scan
+from repro.disclosure import FileHits, Scanner, scan_hits
 from repro.errors import BadInput
 from repro.serde import to_bytes
 
@@ -65,6 +65,8 @@ def bag_info(octets: int, count: int, fields: Mapping[str, str]) -> bytes:
 #: and what is inside it is its owner's alone too, until the owner chooses to share it.
 _FILE_MODE = 0o600
 _DIR_MODE = 0o700
+#: Bytes of lines gathered before the disclosure scanner is fed them.
+_SCAN_BLOCK = 1 << 16
 
 
 def _create(path: Path) -> BinaryIO:
@@ -105,7 +107,7 @@ class BundleWriter:
         self._payload: dict[str, str] = {}
         self._octets = 0
         #: Disclosure hits in every file written so far, found as its bytes were written.
-        self.disclosures: list[Disclosure] = []
+        self.disclosures: list[FileHits] = []
         self._bagit_sha256: str | None = None
 
     def _target(self, name: str) -> Path:
@@ -140,14 +142,14 @@ class BundleWriter:
             os.fsync(fh.fileno())
         self._commit(tmp, path)
         digest = hashlib.sha256(data).hexdigest()
-        self._record(name, digest, len(data), scan(name, data), payload=name.startswith("data/"))
+        self._record(
+            name, digest, len(data), scan_hits(name, data), payload=name.startswith("data/")
+        )
         return digest
 
-    def _record(
-        self, name: str, digest: str, size: int, hits: list[Disclosure], *, payload: bool
-    ) -> None:
+    def _record(self, name: str, digest: str, size: int, hits: FileHits, *, payload: bool) -> None:
         with self._lock:
-            self.disclosures += hits
+            self.disclosures.append(hits)
             if payload:
                 self._payload[name] = digest
                 self._octets += size
@@ -163,14 +165,21 @@ class BundleWriter:
         tmp = path.with_name(f".{path.name}.partial")
         digest = hashlib.sha256()
         size = 0
-        hits: list[Disclosure] = []
+        scanner = Scanner(name)
+        # The scanner is fed blocks of lines: it scans a block faster than the lines one by one.
+        pending: list[bytes] = []
+        held = 0
         with _naming(path), _create(tmp) as fh:
 
             def emit(value: Any) -> None:
-                nonlocal size
+                nonlocal size, held
                 data = to_bytes(value)
-                # No pattern spans a newline, so line by line finds what the whole file holds.
-                hits.extend(scan(name, data, size))
+                pending.append(data)
+                held += len(data)
+                if held >= _SCAN_BLOCK:
+                    scanner.feed(b"".join(pending))
+                    pending.clear()
+                    held = 0
                 fh.write(data)
                 digest.update(data)
                 size += len(data)
@@ -179,7 +188,8 @@ class BundleWriter:
             fh.flush()
             os.fsync(fh.fileno())
         self._commit(tmp, path)
-        self._record(name, digest.hexdigest(), size, hits, payload=True)
+        scanner.feed(b"".join(pending))
+        self._record(name, digest.hexdigest(), size, scanner.finish(), payload=True)
 
     def finish(self, fields: Mapping[str, str]) -> None:
         """Write the BagIt tag files; the tag manifest goes last, so a crashed study is visibly

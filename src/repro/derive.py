@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from attrs import frozen
 
 from repro import judge, report, scoring, stats
-from repro.disclosure import Disclosure
+from repro.disclosure import FileHits
 from repro.models import (
     Aggregates,
     ConditionAggregate,
@@ -122,12 +122,12 @@ def derive(
     seal: Seal,
     runs: RunTally,
     ledger: Ledger,
-    disclosures: Sequence[Disclosure],
+    disclosures: Sequence[FileHits],
 ) -> Derived:
     """Derive aggregates, tiers, the ledger's losses and the report. ``runs`` is the tally of
     the runs against the sealed plan; ``ledger`` supplies the facts gathered at run time
     (adapter, sources, contracts), and its losses are re-derived. ``disclosures`` are the hits
-    of :func:`repro.disclosure.scan` in the bytes of the input files
+    of :class:`repro.disclosure.Scanner` in the bytes of each input file
     (:func:`repro.disclosure.is_derivation_input`) as written or read."""
     agg = aggregates(frozen_protocol, seal, runs)
     full_ledger = source_ledger(frozen_protocol, runs, ledger)

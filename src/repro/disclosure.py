@@ -97,11 +97,13 @@ class Disclosure:
 @frozen
 class FileHits:
     """The hits in one file: ``first``, the first hits in sorted order (by offset, then kind and
-    pattern; at most the ``keep`` the scanner was given), and ``count``, every hit in the file."""
+    pattern; at most the ``keep`` the scanner was given), ``count``, every hit in the file, and
+    ``kinds``, the kinds of every hit."""
 
     file: str
     first: tuple[Disclosure, ...]
     count: int
+    kinds: frozenset[Kind] = frozenset()
 
 
 # --------------------------------------------------------------------------- patterns
@@ -788,9 +790,12 @@ class Scanner:
         #: The first ``keep`` hits so far, sorted, as (offset, kind, pattern).
         self._first: list[_Hit] = []
         self._count = 0
+        self._kinds: set[Kind] = set()
 
     def _take(self, hits: list[_Hit]) -> None:
         self._count += len(hits)
+        if hits:
+            self._kinds.update(kind for _, kind, _ in hits)
         first, keep = self._first, self._keep
         for hit in hits:
             if len(first) < keep:
@@ -807,7 +812,7 @@ class Scanner:
         """The hits in everything fed: the first ``keep`` and how many there are in all."""
         self._take(self._stream.finish())
         first = tuple(_disclosure(self._file, self._start, hit) for hit in self._first)
-        return FileHits(self._file, first, self._count)
+        return FileHits(self._file, first, self._count, frozenset(self._kinds))
 
 
 def _disclosure(file: str, start: int, hit: _Hit) -> Disclosure:
@@ -907,7 +912,7 @@ def refuse_disclosing_protocol(frozen_protocol: FrozenProtocol) -> None:
 
 
 #: What a cause code may look like: short, one line, no quotes, slashes or backslashes (so no
-#: path and no traceback frame), e.g. ``environment-error:RuntimeError``.
+#: path and no traceback frame), e.g. ``policy-error:RuntimeError``.
 _CAUSE_CODE = re.compile(r"[A-Za-z0-9_.:;,=+ -]{1,120}")
 #: Recorded instead of an adapter's cause that is no short code or would disclose something.
 WITHHELD_CAUSE = "cause-withheld"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from repro import canonical
-from repro.disclosure import Disclosure
+from repro.disclosure import FileHits
 from repro.models import (
     Aggregates,
     FigureComparison,
@@ -146,11 +146,12 @@ def tiers(
     runs: RunTally,
     ledger: Ledger,
     agg: Aggregates,
-    disclosures: Sequence[Disclosure],
+    disclosures: Sequence[FileHits],
 ) -> Tiers:
     """tiers.json: the six tiers and the reproduction class. ``runs`` is the tally of the runs
     against the sealed plan, with contract digests from ``ledger``; ``disclosures`` are the scan
-    hits in the input files, and any one fails the disclosure tier."""
+    hits in the input files, file by file (each file's first few and their count), and any one
+    fails the disclosure tier."""
     p = frozen_protocol.protocol
     valid, failed, excluded = runs.valid, runs.failed, runs.excluded
     out: list[Tier] = []
@@ -305,18 +306,20 @@ def tiers(
         "protocol, plan, runs, source ledger and environment scanned for host paths, "
         "tracebacks and credential-looking strings",
     )
-    hits = sorted(disclosures)
-    if hits:
-        listed = [h.describe() for h in hits[:MAX_DISCLOSURES_LISTED]]
-        if len(hits) > MAX_DISCLOSURES_LISTED:
-            listed.append(f"{len(hits) - MAX_DISCLOSURES_LISTED} further hit(s)")
-        kinds = ", ".join(sorted({h.kind for h in hits}))
+    hit = [h for h in disclosures if h.count]
+    count = sum(h.count for h in hit)
+    if count:
+        earliest = sorted(d for h in hit for d in h.first)
+        listed = [d.describe() for d in earliest[:MAX_DISCLOSURES_LISTED]]
+        if count > MAX_DISCLOSURES_LISTED:
+            listed.append(f"{count - MAX_DISCLOSURES_LISTED} further hit(s)")
+        kinds = ", ".join(sorted({kind for h in hit for kind in h.kinds}))
         out.append(
             Tier(
                 "disclosure",
                 "fail",
                 (*evidence, *listed),
-                f"{len(hits)} hit(s) in {len({h.file for h in hits})} input file(s): "
+                f"{count} hit(s) in {len({h.file for h in hit})} input file(s): "
                 f"the bundle discloses {kinds} content",
             )
         )

@@ -38,7 +38,7 @@ from repro import canonical, judge, plan, schemas
 from repro.bundle import BAGIT_TXT, MANIFEST, MANIFEST_LINE, TAG_FILES, TAGMANIFEST
 from repro.crate import CRATE, FIXED_PAYLOAD, ActionFacts, CrateBuilder, payload_files
 from repro.derive import derive
-from repro.disclosure import Disclosure, is_derivation_input, scan
+from repro.disclosure import FileHits, Scanner, is_derivation_input
 from repro.errors import BadInput
 from repro.models import (
     MAX_RECORD_VALUES,
@@ -728,27 +728,13 @@ class _Seen:
     sha256: str
     size: int
     final_newline: bool
-    disclosures: tuple[Disclosure, ...]
-
-
-def _line_chunks(blocks: Iterable[bytes]) -> Iterator[bytes]:
-    """The bytes of ``blocks`` cut after newlines: every chunk but the last ends with one, and
-    none holds part of a line whose rest is in another."""
-    pending: list[bytes] = []
-    for block in blocks:
-        cut = block.rfind(b"\n") + 1
-        if not cut:
-            pending.append(block)
-            continue
-        yield b"".join([*pending, block[:cut]])
-        pending = [block[cut:]] if cut < len(block) else []
-    if pending:
-        yield b"".join(pending)
+    disclosures: FileHits
 
 
 def _bounded_chunks(blocks: Iterable[bytes], limit: int) -> Iterator[bytes | int]:
-    """:func:`_line_chunks`, but a line that grows past ``limit`` bytes is not held: its length
-    comes instead of it, as an ``int``, once it has ended."""
+    """The bytes of ``blocks`` cut after newlines: every chunk but the last ends with one, and
+    none holds part of a line whose rest is in another. A line that grows past ``limit`` bytes
+    is not held: its length comes instead of it, as an ``int``, once it has ended."""
     pending: list[bytes] = []
     held = 0
     skipped: int | None = None
@@ -937,7 +923,7 @@ class BundleReader:
         seen = self._first(name)
         return seen.sha256 if seen is not None else None
 
-    def disclosures(self, name: str) -> tuple[Disclosure, ...] | None:
+    def disclosures(self, name: str) -> FileHits | None:
         """The disclosure hits in the file's bytes, from its first read."""
         seen = self._first(name)
         return seen.disclosures if seen is not None else None
@@ -962,8 +948,8 @@ class BundleReader:
             return None
         digest = hashlib.sha256()
         kept: list[bytes] = []
-        hits: list[Disclosure] = []
-        count = offset = 0
+        scanner = Scanner(name)
+        count = 0
         final_newline = True
         try:
             # The path is the root joined with the name: walk the name down from the root.
@@ -1000,12 +986,11 @@ class BundleReader:
                         yield block
 
                 if info.st_size <= allowed:
-                    # No pattern spans a newline, so scanning whole lines at a time finds what
-                    # scanning the whole file does.
-                    for chunk in _line_chunks(blocks()):
-                        hits += scan(name, chunk, offset)
-                        offset += len(chunk)
-                        final_newline = chunk.endswith(b"\n")
+                    # The scanner carries only a short tail between blocks: what it holds does
+                    # not grow with the file, nor with a line however long.
+                    for block in blocks():
+                        scanner.feed(block)
+                        final_newline = block.endswith(b"\n")
             finally:
                 os.close(fd)
         except OSError as exc:
@@ -1018,7 +1003,7 @@ class BundleReader:
         if size <= allowed:
             if name in _HELD:
                 self._held[name] = b"".join(kept)
-            return _Seen(digest.hexdigest(), count, final_newline, tuple(hits))
+            return _Seen(digest.hexdigest(), count, final_newline, scanner.finish())
         if name in _HELD and size > self.limits.max_held_file_bytes:
             self.findings.append(
                 Finding(
@@ -1348,13 +1333,15 @@ def _compare(
         )
 
 
-def _disclosures(read: BundleReader, findings: list[Finding]) -> list[Disclosure]:
+def _disclosures(read: BundleReader, findings: list[Finding]) -> list[FileHits]:
     """Scan every file, tag files too, each from the bytes read once; one finding per hit (at
-    most MAX_DIFFS per file, the rest counted). Returns every hit."""
-    hits: list[Disclosure] = []
+    most MAX_DIFFS per file, the rest counted). Returns every file's hits."""
+    out: list[FileHits] = []
     for name in sorted(read.files):
-        found = read.disclosures(name) or ()
-        for hit in found[:MAX_DIFFS]:
+        hits = read.disclosures(name)
+        if hits is None:
+            continue
+        for hit in hits.first[:MAX_DIFFS]:
             findings.append(
                 Finding(
                     "disclosure",
@@ -1364,18 +1351,19 @@ def _disclosures(read: BundleReader, findings: list[Finding]) -> list[Disclosure
                     hit.pattern,
                 )
             )
-        if len(found) > MAX_DIFFS:
+        shown = min(len(hits.first), MAX_DIFFS)
+        if hits.count > shown:
             findings.append(
                 Finding(
                     "disclosure-more",
                     name,
-                    f"{len(found) - MAX_DIFFS} further disclosure hits",
+                    f"{hits.count - shown} further disclosure hits",
                     "none",
                     "hits",
                 )
             )
-        hits += found
-    return hits
+        out.append(hits)
+    return out
 
 
 def verify(root: Path, limits: Limits = Limits()) -> list[Finding]:
