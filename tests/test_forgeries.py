@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from conftest import SMALL, run_study
-from forge import forge, rederive
+from forge import forge, rederive, reseal
 from guarantees import record
 from repro.verify import Finding, verify
 
@@ -181,3 +181,119 @@ class TestRecordOrder:
 
         forge(root, edit)
         _caught(root, "runs-order")
+
+
+class TestMoreRules:
+    """The rest of the rules a study applies to an attempt, each forged with everything
+    re-derived."""
+
+    def test_more_step_rewards_than_a_record_may_hold(
+        self, small_bundle: Path, tmp_path: Path
+    ) -> None:
+        """A valid run given 1,000,001 step rewards (its steps and measure to match): a study
+        refuses such evidence (``evidence-too-many-step-rewards``), so verify names the record."""
+        root = _copy(small_bundle, tmp_path)
+
+        def edit(records: list[dict[str, Any]]) -> None:
+            r = _first(records, lambda r: r["status"] == "valid" and r["condition"] == "c00")
+            if r is not None:
+                r["step_rewards"] = [1.0] * 1_000_001
+                r["steps"], r["measure"] = 1_000_001, 1_000_001.0
+
+        forge(root, edit)
+        _caught(root, "validity-rules")
+
+    def test_rewards_kept_for_a_run_whose_rewards_were_not_finite(
+        self, small_bundle: Path, tmp_path: Path
+    ) -> None:
+        """A valid run relabelled ``non-finite-step-reward`` (invalid) but keeping its rewards
+        and measure, which such a record cannot hold: named."""
+        root = _copy(small_bundle, tmp_path)
+
+        def edit(records: list[dict[str, Any]]) -> None:
+            r = _first(records, lambda r: r["status"] == "valid")
+            if r is not None:
+                r["status"], r["cause"] = "invalid", "non-finite-step-reward"
+
+        forge(root, edit)
+        _caught(root, "validity-rules")
+
+    def test_a_cause_that_is_a_message(self, bounded_bundle: Path, tmp_path: Path) -> None:
+        """An invalid run whose cause is replaced by a message (no short code): named."""
+        root = _copy(bounded_bundle, tmp_path)
+
+        def edit(records: list[dict[str, Any]]) -> None:
+            r = _first(records, lambda r: r["status"] == "invalid")
+            if r is not None:
+                r["status"], r["cause"] = "failed", "it broke! see the log"
+                for key in ("measure", "steps", "step_rewards", "trace_sha256", "contract_sha256"):
+                    r[key] = None
+
+        forge(root, edit)
+        _caught(root, "validity-rules")
+
+    def test_an_exclusion_given_another_reason(
+        self, published_bundle: Path, tmp_path: Path
+    ) -> None:
+        """The one record of a slot the protocol excluded before sealing, given another reason
+        than the protocol's: named by the plan join."""
+        root = _copy(published_bundle, tmp_path)
+
+        def edit(records: list[dict[str, Any]]) -> None:
+            r = _first(records, lambda r: r["status"] == "excluded")
+            if r is not None:
+                r["cause"] = "excluded before sealing: it looked bad"
+
+        forge(root, edit)
+        _caught(root, "join-excluded-slot-cause")
+
+    def test_an_excluded_slot_given_evidence(self, published_bundle: Path, tmp_path: Path) -> None:
+        """The record of a slot excluded before sealing, given a measure and steps: named."""
+        root = _copy(published_bundle, tmp_path)
+
+        def edit(records: list[dict[str, Any]]) -> None:
+            r = _first(records, lambda r: r["status"] == "excluded")
+            if r is not None:
+                r["measure"], r["steps"] = 10.0, 10
+
+        forge(root, edit)
+        _caught(root, "validity-rules")
+
+    def test_a_contract_digest_changed(self, small_bundle: Path, tmp_path: Path) -> None:
+        """A run that records other contract facts than its condition's: named."""
+        root = _copy(small_bundle, tmp_path)
+
+        def edit(records: list[dict[str, Any]]) -> None:
+            r = _first(records, lambda r: r["status"] == "valid")
+            if r is not None:
+                r["contract_sha256"] = "0" * 64
+
+        forge(root, edit)
+        _caught(root, "contract-digest")
+
+    def test_a_disclosing_outcome_put_back(self, scored_bundle: Path, tmp_path: Path) -> None:
+        """An outcome given a host path (the tiers re-derived, so they say the bundle
+        discloses): the disclosure itself is named, whatever the tiers say."""
+        root = _copy(scored_bundle, tmp_path)
+
+        def edit(records: list[dict[str, Any]]) -> None:
+            r = _first(records, lambda r: r["status"] == "valid")
+            if r is not None:
+                r["outcome"]["notes"] = "read /home/alice/review.txt"
+
+        forge(root, edit)
+        _caught(root, "disclosure")
+
+    def test_lost_opens_past_the_bound(self, small_bundle: Path, tmp_path: Path) -> None:
+        """An attempt's times claiming more lost session opens than a study retries: the
+        times line is refused by its model (repro's own code cannot re-derive the crate from a
+        line it refuses; the manifests are regenerated)."""
+        root = _copy(small_bundle, tmp_path)
+        path = root / "data/times/c00.jsonl"
+        lines = path.read_bytes().splitlines(keepends=True)
+        first = json.loads(lines[0])
+        first["lost_opens"] = ["worker-died:SIGKILL"] * 4
+        lines[0] = (json.dumps(first, sort_keys=True, separators=(",", ":")) + "\n").encode()
+        path.write_bytes(b"".join(lines))
+        reseal(root)
+        _caught(root, "model")
