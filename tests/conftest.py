@@ -145,13 +145,21 @@ def dask_scheduler() -> Iterator[str]:
         yield cluster.scheduler_address
 
 
+def study_once(
+    tmp_path_factory: pytest.TempPathFactory, name: str, protocol: Mapping[str, Any]
+) -> Path:
+    """A real bundle of ``protocol``, run serially in a fresh directory named after ``name``:
+    what a fixture made once per module or session returns (copy it before changing it)."""
+    base = tmp_path_factory.mktemp(name)
+    path = base / "protocol.json"
+    path.write_text(json.dumps(protocol), "utf-8")
+    return run_study(path, base / "bundle")
+
+
 @pytest.fixture(scope="session")
 def small_bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One real bundle of the small protocol, made once; copy it before changing it."""
-    base = tmp_path_factory.mktemp("small")
-    path = base / "protocol.json"
-    path.write_text(json.dumps(SMALL), "utf-8")
-    return run_study(path, base / "bundle")
+    return study_once(tmp_path_factory, "small", SMALL)
 
 
 #: The small protocol with published figures (one per-condition half-width, the estimand with
@@ -180,10 +188,7 @@ PUBLISHED: dict[str, Any] = {
 @pytest.fixture(scope="session")
 def published_bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One real bundle of :data:`PUBLISHED`, made once; copy it before changing it."""
-    base = tmp_path_factory.mktemp("published")
-    path = base / "protocol.json"
-    path.write_text(json.dumps(PUBLISHED), "utf-8")
-    return run_study(path, base / "bundle")
+    return study_once(tmp_path_factory, "published", PUBLISHED)
 
 
 @pytest.fixture(scope="session")

@@ -13,9 +13,10 @@ from typing import Any
 
 import pytest
 
-from conftest import SMALL, run_study
+from conftest import SMALL, run_study, study_once
 from forge import forge, rederive, reseal
 from guarantees import record
+from repro.canonical import dumps as canonical_bytes
 from repro.verify import Finding, verify
 
 #: CartPole under a random policy, with a maximum the longer episodes pass: some runs are
@@ -38,10 +39,7 @@ BOUNDED: dict[str, Any] = {
 @pytest.fixture(scope="module")
 def bounded_bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A real bundle of :data:`BOUNDED`, made once; copy it before changing it."""
-    base = tmp_path_factory.mktemp("bounded")
-    path = base / "protocol.json"
-    path.write_text(json.dumps(BOUNDED), "utf-8")
-    return run_study(path, base / "bundle")
+    return study_once(tmp_path_factory, "bounded", BOUNDED)
 
 
 def _copy(bundle: Path, tmp_path: Path) -> Path:
@@ -297,3 +295,82 @@ class TestMoreRules:
         path.write_bytes(b"".join(lines))
         reseal(root)
         _caught(root, "model")
+
+
+class TestRecordShape:
+    """A record's fields have the types and ranges its model states, as the study's evidence
+    check gave them."""
+
+    def test_a_field_of_the_wrong_type(self, small_bundle: Path, tmp_path: Path) -> None:
+        """A valid run whose steps are a string (repro's code cannot re-derive from it; the
+        manifests are regenerated): named by the run-record schema."""
+        root = _copy(small_bundle, tmp_path)
+        path = root / "data/runs/c00.jsonl"
+        lines = path.read_bytes().splitlines(keepends=True)
+        first = json.loads(lines[0])
+        first["steps"] = str(first["steps"])
+        lines[0] = (json.dumps(first, sort_keys=True, separators=(",", ":")) + "\n").encode()
+        path.write_bytes(b"".join(lines))
+        reseal(root)
+        _caught(root, "schema")
+
+
+class TestSlotAndPartitionRules:
+    """The rules on a slot's attempts and on a partition, forged with everything re-derived."""
+
+    def test_an_attempt_after_the_valid_one(self, small_bundle: Path, tmp_path: Path) -> None:
+        """A second attempt appended after a slot's valid first one (a study stops at the first
+        valid attempt): named by the plan join."""
+        root = _copy(small_bundle, tmp_path)
+
+        def edit(records: list[dict[str, Any]]) -> None:
+            r = _first(records, lambda r: r["status"] == "valid" and r["attempt"] == 1)
+            if r is not None:
+                extra = {
+                    **r,
+                    "attempt": 2,
+                    "attempt_id": r["attempt_id"][:-1] + "2",
+                    "predecessor": r["attempt_id"],
+                }
+                records.insert(records.index(r) + 1, extra)
+
+        forge(root, edit)
+        _caught(root, "join-attempt-after-terminal")
+
+    def test_the_first_checkpoint_of_a_stream_study(self, tmp_path: Path) -> None:
+        """In stream seeding, the first partition's checkpoint replaced by another generator
+        state (the crate and the rest re-derived): named, as it is not the seed's state."""
+        protocol = {**SMALL, "seeding": {"mode": "stream", "seed": 5}, "runs_per_condition": 2}
+        path = tmp_path / "p.json"
+        path.write_text(json.dumps(protocol), "utf-8")
+        root = run_study(path, tmp_path / "stream")
+        checkpoint = root / "data/runs/c00.checkpoint.json"
+        other = json.loads((root / "data/runs/c01.checkpoint.json").read_text("utf-8"))
+        other["partition"] = "c00"
+        checkpoint.write_bytes(canonical_bytes(other))
+        rederive(root)
+        _caught(root, "checkpoint-seed")
+
+
+class TestDerivedFiles:
+    """A derived file edited by itself, everything else left as the study wrote it and both
+    manifests regenerated: re-derived and compared."""
+
+    def test_the_ledger_s_losses(self, published_bundle: Path, tmp_path: Path) -> None:
+        """A loss removed from the source ledger: named."""
+        root = _copy(published_bundle, tmp_path)
+        path = root / "data/source-ledger.json"
+        ledger = json.loads(path.read_text("utf-8"))
+        assert ledger["losses"], "the published bundle has a declared exclusion"
+        ledger["losses"] = ledger["losses"][1:]
+        path.write_bytes(canonical_bytes(ledger))
+        reseal(root)
+        _caught(root, "rederived-differs")
+
+    def test_the_report(self, small_bundle: Path, tmp_path: Path) -> None:
+        """A sentence added to the validation report: named."""
+        root = _copy(small_bundle, tmp_path)
+        path = root / "data/validation-report.md"
+        path.write_text(path.read_text("utf-8") + "\nAll claims verified by hand.\n", "utf-8")
+        reseal(root)
+        _caught(root, "report-differs")

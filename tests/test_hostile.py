@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from attrs import frozen
 
-from conftest import SMALL, run_study
+from conftest import SMALL, study_once
 from forge import reseal, retag
 from guarantees import record, record_max
 from repro import canonical
@@ -108,8 +108,6 @@ def _case(family: str, root: Path, *codes: str, verifies: bool = False) -> Outco
 @pytest.fixture(scope="module")
 def base(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A real bundle of the small protocol, made once; copy it before changing it."""
-    work = tmp_path_factory.mktemp("hostile")
-    path = work / "protocol.json"
     # Pendulum's rewards differ from step to step, so permuting them changes the record.
     protocol = {
         **SMALL,
@@ -117,8 +115,7 @@ def base(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "participants": [{"id": "random", "kind": "random", "params": {}}],
         "runs_per_condition": 4,
     }
-    path.write_text(json.dumps(protocol), "utf-8")
-    return run_study(path, work / "bundle")
+    return study_once(tmp_path_factory, "hostile", protocol)
 
 
 @pytest.fixture
