@@ -327,3 +327,31 @@ class TestVerifyFuzz:
         assert (findings == []) == (written == base_files), findings
         if findings:
             assert findings[0].incomplete == unfinished, findings
+
+    @_settings(100)
+    @given(data=st.data())
+    def test_arbitrary_bag_info(self, base_files: dict[str, bytes], data: st.DataObject) -> None:
+        """bag-info.txt replaced by arbitrary bytes (its Payload-Oxum line kept, the tag
+        manifest redone): verify raises nothing; it names the file as not UTF-8 exactly when it
+        does not decode, and as holding NUL exactly when it holds one."""
+        oxum = next(
+            line for line in base_files["bag-info.txt"].splitlines(keepends=True) if b"Oxum" in line
+        )
+        info = data.draw(st.binary(max_size=200)) + b"\n" + oxum
+        files = dict(base_files)
+        files["bag-info.txt"] = info
+        tags = ("bagit.txt", "bag-info.txt", MANIFEST)
+        files[TAGMANIFEST] = manifest_text({n: canonical.sha256_hex(files[n]) for n in tags})
+        with tempfile.TemporaryDirectory() as tmp:
+            root = Path(tmp) / "root"
+            root.mkdir()
+            _write(files, root)
+            codes = {f.code for f in verify(root)}
+        record("fuzzed bag-info.txt files verified", 1)
+        try:
+            info.decode("utf-8")
+            decodes = True
+        except UnicodeDecodeError:
+            decodes = False
+        assert ("tag-file-not-utf8" in codes) == (not decodes), codes
+        assert ("tag-file-nul" in codes) == (b"\x00" in info), codes
