@@ -851,17 +851,19 @@ class Ledger:
 _UTC = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6}Z$")
 
 
-def _real_time(value: str, form: str) -> bool:
-    """Whether ``value`` is a time that exists in the calendar (not ``2026-99-99T99:99:99``)."""
+def _real_time(value: str) -> bool:
+    """Whether ``value``, a UTC time in one of the shapes above, is a time that exists in the
+    calendar (not ``2026-99-99T99:99:99Z``). (``fromisoformat`` reads those shapes, and is many
+    times faster than ``strptime``: verify judges two times per attempt.)"""
     try:
-        datetime.strptime(value, form)
+        datetime.fromisoformat(value[:-1])
     except ValueError:
         return False
     return True
 
 
 def _utc(_: object, attribute: Any, value: str) -> None:
-    if not (_UTC.fullmatch(value) and _real_time(value, "%Y-%m-%dT%H:%M:%S.%fZ")):
+    if not (_UTC.fullmatch(value) and _real_time(value)):
         raise FieldError(
             attribute.name, f"{attribute.name} must be a UTC time as YYYY-MM-DDTHH:MM:SS.ffffffZ"
         )
@@ -871,7 +873,7 @@ _UTC_SECONDS = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{
 
 
 def _utc_seconds(_: object, attribute: Any, value: str) -> None:
-    if not (_UTC_SECONDS.fullmatch(value) and _real_time(value, "%Y-%m-%dT%H:%M:%SZ")):
+    if not (_UTC_SECONDS.fullmatch(value) and _real_time(value)):
         raise FieldError(
             attribute.name, f"{attribute.name} must be a UTC time as YYYY-MM-DDTHH:MM:SSZ"
         )

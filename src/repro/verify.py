@@ -1231,7 +1231,8 @@ class BundleReader:
                 )
             )
             return None
-        if line.count(b",") > MAX_RECORD_VALUES:
+        # (Values take two bytes at least, so only a long line is worth counting in.)
+        if len(line) > 2 * MAX_RECORD_VALUES and line.count(b",") > MAX_RECORD_VALUES:
             # Parsed, so many values would cost far more memory than the line's bytes.
             self._notes.append(
                 Finding(
