@@ -38,13 +38,13 @@ def tests(session: nox.Session) -> None:
 def lint(session: nox.Session) -> None:
     """ruff: lint and format check."""
     _sync(session, "lint")
-    session.run("ruff", "check", "src", "tests", "benchmarks", "noxfile.py")
-    session.run("ruff", "format", "--check", "src", "tests", "benchmarks", "noxfile.py")
+    session.run("ruff", "check", "src", "tests", "tools", "benchmarks", "noxfile.py")
+    session.run("ruff", "format", "--check", "src", "tests", "tools", "benchmarks", "noxfile.py")
 
 
 @nox.session
 def types(session: nox.Session) -> None:
-    """mypy, strict, on src/."""
+    """mypy, strict, on src/ and tools/."""
     _sync(session, "types")
     session.run("mypy")
 

@@ -103,7 +103,7 @@ def main() -> None:
             repro_cmd = [
                 sys.executable,
                 "-m",
-                "repro.cli",
+                "repro.cli.app",
                 "study",
                 str(protocol_path),
                 "--out",

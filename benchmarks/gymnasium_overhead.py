@@ -102,7 +102,7 @@ def main() -> None:
             bare_args = ["--bare", str(protocol_path), "--bare-out", str(bare_out)]
             commands = {
                 "bare": [sys.executable, __file__, *bare_args],
-                "repro": [sys.executable, "-m", "repro.cli", "study", str(protocol_path)],
+                "repro": [sys.executable, "-m", "repro.cli.app", "study", str(protocol_path)],
             }
             commands["repro"] += ["--out", str(bundle)]
             for name in ("bare", "repro") if rep % 2 == 0 else ("repro", "bare"):

@@ -17,9 +17,13 @@ from typing import Any
 import pytest
 
 from guarantees import FIGURES
-from repro.execute import Backend, LocalWorkers, prepare, study
+from repro.execute.studies import Backend, LocalWorkers, prepare, study
 
 ROOT = Path(__file__).resolve().parents[1]
+# The developer tools (tools/docgen.py, tools/schemas.py) are tested too; they are no part of the
+# runtime package, so the checkout itself goes on the import path for them.
+if str(ROOT) not in sys.path:
+    sys.path.append(str(ROOT))
 
 SMALL: dict[str, Any] = {
     "schema": "repro.protocol/1",

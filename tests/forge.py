@@ -11,11 +11,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from repro import canonical
-from repro.bundle import MANIFEST, TAGMANIFEST, manifest_text
-from repro.crate import CRATE, ActionFacts, CrateBuilder, payload_files
-from repro.derive import derive, source_ledger, tally_records
-from repro.disclosure import is_derivation_input, scan_hits
+from repro.bundle.writer import MANIFEST, TAGMANIFEST, manifest_text
+from repro.derive.crate import CRATE, ActionFacts, CrateBuilder, payload_files
+from repro.derive.derivation import derive, source_ledger, tally_records
+from repro.derive.disclosure import is_derivation_input, scan_hits
+from repro.json import canonical
+from repro.json.serde import structure, to_bytes
 from repro.models import (
     AttemptTimes,
     Environment,
@@ -25,7 +26,6 @@ from repro.models import (
     RunRecord,
     Seal,
 )
-from repro.serde import structure, to_bytes
 
 __all__ = ["edit_records", "forge", "rederive", "reseal", "retag", "sha256"]
 

@@ -19,9 +19,16 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from repro.adapters.base import Evidence, Frozen
-from repro.errors import BadInput, RunFailed
-from repro.models import AdapterFacts, Condition, PlanEntry, Protocol
+from repro.adapters import (
+    AdapterFacts,
+    BadInput,
+    Condition,
+    Evidence,
+    Frozen,
+    PlanEntry,
+    Protocol,
+    RunFailed,
+)
 
 #: Every fault, and the terminal (status, cause) each attempt of a slot gets when it is not flaky.
 FAULTS: dict[str, tuple[str, str | None]] = {

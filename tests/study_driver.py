@@ -16,8 +16,8 @@ from typing import Any
 
 def main() -> None:
     """Count bundle events, kill at the chosen one, and run the CLI."""
-    from repro import bundle
-    from repro.cli import app
+    from repro.bundle import writer as bundle
+    from repro.cli.app import app
 
     kill_at = int(sys.argv[1])
     seen = [0]

@@ -4,7 +4,7 @@ simulator, for the memory test and the verify benchmarks (``benchmarks/verify_*.
 Every slot has one valid attempt whose step rewards are drawn out of CAGE-2's reward values
 from one generator seeded once, as in a ``stream`` study, with a checkpoint of its state at
 each partition's start. The plan, the ledger, the environment and the derived files come from
-repro's own functions, and every file from :class:`repro.bundle.BundleWriter`, so a synthetic
+repro's own functions, and every file from :class:`repro.bundle.writer.BundleWriter`, so a synthetic
 bundle verifies clean.
 """
 
@@ -14,11 +14,13 @@ import hashlib
 import random
 from pathlib import Path
 
-from repro.bundle import BundleWriter, create_root
-from repro.crate import CRATE, ActionFacts, CrateBuilder, payload_files
-from repro.derive import derive, source_ledger
-from repro.disclosure import is_derivation_input
-from repro.judge import contract_digests
+from repro.bundle.writer import BundleWriter, create_root
+from repro.derive.crate import CRATE, ActionFacts, CrateBuilder, payload_files
+from repro.derive.derivation import derive, source_ledger
+from repro.derive.disclosure import is_derivation_input
+from repro.derive.tally import Attempt, attempt_id, measure_of, merge, tally
+from repro.derive.tiers import contract_digests
+from repro.json.serde import structure
 from repro.models import (
     AdapterFacts,
     AttemptTimes,
@@ -28,11 +30,9 @@ from repro.models import (
     RunRecord,
     Source,
 )
-from repro.outcomes import Attempt, attempt_id, measure_of, merge, tally
-from repro.plan import seal
-from repro.protocol import freeze
-from repro.serde import structure
-from repro.streams import checkpoint_of
+from repro.plan.sealing import seal
+from repro.plan.streams import checkpoint_of
+from repro.protocol.load import freeze
 
 __all__ = ["synthetic_bundle"]
 

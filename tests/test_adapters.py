@@ -21,11 +21,11 @@ from typer.testing import CliRunner, Result
 
 from conftest import ROOT, SMALL, register_adapters
 from repro.adapters.base import get_adapter, registered_adapters
-from repro.cli import app
+from repro.cli.app import app
 from repro.errors import BadInput
-from repro.execute import prepare
-from repro.plan import derive_seed
-from repro.worker import adapter_target
+from repro.execute.studies import prepare
+from repro.execute.worker import adapter_target
+from repro.plan.sealing import derive_seed
 
 runner = CliRunner()
 

@@ -25,13 +25,13 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from conftest import ROOT, SMALL
-from repro import canonical
 from repro.adapters.base import MAX_EPISODE_STEPS
-from repro.cli import app
+from repro.cli.app import app
 from repro.errors import BadInput
-from repro.execute import prepare
+from repro.execute.studies import prepare
+from repro.json import canonical
 from repro.models import MAX_RESAMPLES
-from repro.protocol import MAX_PROTOCOL_BYTES, MAX_SLOTS
+from repro.protocol.load import MAX_PROTOCOL_BYTES, MAX_SLOTS
 
 runner = CliRunner()
 
@@ -1085,7 +1085,7 @@ class TestOutputRoot:
 
 
 class TestCanonicalLoads:
-    """repro.canonical.loads names the path of every strictness violation."""
+    """repro.json.canonical.loads names the path of every strictness violation."""
 
     @pytest.mark.parametrize(
         ("text", "path"),

@@ -15,8 +15,8 @@ import pytest
 
 from conftest import ROOT, _Quiet
 from repro.errors import BadInput
-from repro.execute import prepare, study
-from repro.verify import verify
+from repro.execute.studies import prepare, study
+from repro.verify.core import verify
 
 HARNESS = ROOT / "tests" / "harness"
 EXAMPLE = ROOT / "protocols" / "agent-gate-eval.json"

@@ -10,11 +10,12 @@ import attrs
 import orjson
 import pytest
 
-from repro import comparison, scoring
-from repro.comparison import ASPECTS, Comparison, compare_runs, compare_scores
+from repro.compare import scores as comparison
+from repro.compare.scores import ASPECTS, Comparison, compare_runs, compare_scores
+from repro.derive import scoring
+from repro.json.serde import structure, unstructure
 from repro.models import Protocol, RunRecord, Scores
-from repro.plan import conditions_of
-from repro.serde import structure, unstructure
+from repro.plan.sealing import conditions_of
 
 RAW: dict[str, Any] = {
     "schema": "repro.protocol/1",

@@ -48,13 +48,13 @@ import repro
 from conftest import SMALL, run_study
 from forge import reseal, retag
 from guarantees import record
-from repro import canonical
-from repro.bundle import MANIFEST, TAGMANIFEST, manifest_text
-from repro.cli import app
-from repro.derive import derive, tally_records
+from repro.bundle.writer import MANIFEST, TAGMANIFEST, manifest_text
+from repro.cli.app import app
+from repro.derive.derivation import derive, tally_records
+from repro.json import canonical
+from repro.json.serde import structure, to_bytes
 from repro.models import FrozenProtocol, Ledger, Partition, RunRecord, Seal
-from repro.serde import structure, to_bytes
-from repro.verify import Finding, verify
+from repro.verify.core import Finding, verify
 
 pytestmark = [
     pytest.mark.stress,

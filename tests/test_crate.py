@@ -15,8 +15,8 @@ import pytest
 
 from conftest import ROOT, _Quiet
 from forge import reseal
-from repro.execute import prepare, study
-from repro.verify import verify
+from repro.execute.studies import prepare, study
+from repro.verify.core import verify
 
 rocrate = pytest.importorskip("rocrate.rocrate", reason="ro-crate-py is a test dependency")
 

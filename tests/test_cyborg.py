@@ -22,13 +22,13 @@ import pytest
 from typer.testing import CliRunner
 
 from conftest import ROOT, bundle_digests, run_study
-from repro.cli import app
-from repro.execute import Backend, DaskCluster, LocalWorkers
-from repro.judge import reproduction
+from repro.cli.app import app
+from repro.derive.tiers import reproduction
+from repro.execute.studies import Backend, DaskCluster, LocalWorkers
+from repro.json.serde import structure
 from repro.models import Aggregates, FrozenProtocol
-from repro.protocol import freeze
-from repro.serde import structure
-from repro.verify import verify
+from repro.protocol.load import freeze
+from repro.verify.core import verify
 
 SCENARIO = ROOT.parent / "shared" / "cage2" / "scenario"
 REDUCED = ROOT / "protocols" / "cage2-ccs-sleeper-reduced.json"
@@ -102,7 +102,7 @@ class TestReducedStudy:
         shutil.copytree(reduced_bundle, copy_)
         code = (
             "import sys; sys.modules['csle_cyborg'] = None; sys.modules['CybORG'] = None\n"
-            "from repro.cli import main; sys.argv = ['repro', 'verify', sys.argv[1]]; main()"
+            "from repro.cli.app import main; sys.argv = ['repro', 'verify', sys.argv[1]]; main()"
         )
         done = subprocess.run(
             [sys.executable, "-c", code, str(copy_)], capture_output=True, text=True
@@ -423,7 +423,7 @@ class TestUpstreamBackend:
         out = tmp_path / "upstream"
         env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(site), str(ROOT / "tests")]))
         done = subprocess.run(
-            [sys.executable, "-m", "repro.cli", "study", str(protocol), "--out", str(out)],
+            [sys.executable, "-m", "repro.cli.app", "study", str(protocol), "--out", str(out)],
             capture_output=True,
             text=True,
             env=env,

@@ -9,11 +9,11 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from repro import canonical
-from repro.derive import derive, tally_records
-from repro.disclosure import FileHits, is_derivation_input, scan_hits
+from repro.derive.derivation import derive, tally_records
+from repro.derive.disclosure import FileHits, is_derivation_input, scan_hits
+from repro.json import canonical
+from repro.json.serde import structure, to_bytes
 from repro.models import FrozenProtocol, Ledger, Partition, RunRecord, Seal
-from repro.serde import structure, to_bytes
 
 
 def _input_disclosures(bundle: Path) -> list[FileHits]:

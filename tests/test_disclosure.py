@@ -19,12 +19,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-import repro.disclosure as disclosure
+import repro.derive.disclosure as disclosure
 from conftest import ROOT
-from repro import canonical
-from repro.cli import app
-from repro.derive import derive, tally_records
-from repro.disclosure import (
+from repro.cli.app import app
+from repro.derive.derivation import derive, tally_records
+from repro.derive.disclosure import (
     MAX_HITS_KEPT,
     WITHHELD_CAUSE,
     Disclosure,
@@ -35,10 +34,11 @@ from repro.disclosure import (
     scan_hits,
     short_cause,
 )
-from repro.judge import MAX_DISCLOSURES_LISTED
+from repro.derive.tiers import MAX_DISCLOSURES_LISTED
+from repro.json import canonical
+from repro.json.serde import structure, to_bytes
 from repro.models import FrozenProtocol, Ledger, Partition, RunRecord, Seal
-from repro.protocol import freeze, load_protocol
-from repro.serde import structure, to_bytes
+from repro.protocol.load import freeze, load_protocol
 
 runner = CliRunner()
 

@@ -1,5 +1,5 @@
 """The documentation in docs/ is in step with the code: the protocol reference is what
-``python -m repro.docgen`` generates, the constraints it states are the validators', and the
+``python tools/docgen.py`` generates, the constraints it states are the validators', and the
 example adapter shown in docs/adapter-api.md is the file docs/examples/dice_adapter.py, which
 runs a study that verifies."""
 
@@ -13,14 +13,16 @@ from typing import Any
 
 import attrs
 import pytest
+from tools import docgen
 
 from conftest import ROOT, register_adapters, run_study
-from repro import docgen, models, schemas
+from repro import models
 from repro.errors import BadInput
-from repro.execute import prepare
+from repro.execute.replay import replay
+from repro.execute.studies import prepare
+from repro.json import schemas
 from repro.models import FieldError
-from repro.replay import replay
-from repro.verify import verify
+from repro.verify.core import verify
 
 DOCS = ROOT / "docs"
 EXAMPLES = DOCS / "examples"
@@ -36,16 +38,16 @@ class TestProtocolReference:
     """docs/protocol-reference.md is generated, current and complete."""
 
     def test_committed_reference_is_current(self) -> None:
-        """docs/protocol-reference.md equals what python -m repro.docgen generates from the
+        """docs/protocol-reference.md equals what tools/docgen.py generates from the
         committed schema and the models."""
         committed = (DOCS / "protocol-reference.md").read_text("utf-8")
-        assert committed == docgen.reference(), "run: uv run python -m repro.docgen"
+        assert committed == docgen.reference(), "run: uv run python tools/docgen.py"
 
     def test_first_line_says_generated_and_how_to_regenerate(self) -> None:
         """The file's first line says it is generated and gives the command that regenerates it."""
         first = (DOCS / "protocol-reference.md").read_text("utf-8").splitlines()[0]
         assert "Generated" in first
-        assert "uv run python -m repro.docgen" in first
+        assert "uv run python tools/docgen.py" in first
 
     def test_every_object_type_and_field_is_documented(self) -> None:
         """Each object type of the protocol schema has a section, and each of its fields a row."""
@@ -106,7 +108,7 @@ class TestConstraints:
         class Odd:
             value: int = attrs.field(validator=lambda *_: None)
 
-        with pytest.raises(KeyError, match=r"repro\.docgen\.CONSTRAINTS"):
+        with pytest.raises(KeyError, match=r"CONSTRAINTS of tools/docgen\.py"):
             docgen.constraint(attrs.fields(Odd).value)
 
 

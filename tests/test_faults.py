@@ -19,13 +19,13 @@ from conftest import _Quiet as Quiet
 from conftest import busy_cores, register_adapters
 from guarantees import record
 from repro.adapters.base import Evidence
-from repro.disclosure import WITHHELD_CAUSE, short_cause
-from repro.execute import LocalWorkers, Prepared, prepare, study
+from repro.derive.disclosure import WITHHELD_CAUSE, short_cause
+from repro.execute.attempts import run_slots
+from repro.execute.studies import LocalWorkers, Prepared, prepare, study
+from repro.execute.worker import Invalid, Job, Worker, adapter_target, check_evidence
+from repro.json.serde import structure
 from repro.models import AttemptTimes, Condition, PlanEntry, RunRecord
-from repro.serde import structure
-from repro.slots import run_slots
-from repro.verify import verify
-from repro.worker import Invalid, Job, Worker, adapter_target, check_evidence
+from repro.verify.core import verify
 from repro_fault_adapter import FAULTS, FLAKY, FLAKY_OPEN
 
 TIMEOUT = 0.5
@@ -223,8 +223,8 @@ class TestEvidenceChecks:
 
 
 class _LoggingWorker:
-    """Stands in for a :class:`~repro.worker.Worker`: logs each request as it is sent, then does
-    the caller's ``meanwhile`` work, then answers at once with good evidence."""
+    """Stands in for a :class:`~repro.execute.worker.Worker`: logs each request as it is sent,
+    then does the caller's ``meanwhile`` work, then answers at once with good evidence."""
 
     def __init__(self, log: list[tuple[str, str]]) -> None:
         self.log = log

@@ -16,8 +16,8 @@ import pytest
 from conftest import SMALL, run_study, study_once
 from forge import forge, rederive, reseal
 from guarantees import record
-from repro.canonical import dumps as canonical_bytes
-from repro.verify import Finding, verify
+from repro.json.canonical import dumps as canonical_bytes
+from repro.verify.core import Finding, verify
 
 #: CartPole under a random policy, with a maximum the longer episodes pass: some runs are
 #: invalid (measure-above-maximum), and a single attempt each, so those slots end failed.
@@ -86,7 +86,7 @@ class TestTheForgerSTools:
 
 class TestValidityRules:
     """A record's status, cause and measure are judged again from the evidence it keeps
-    (``repro.validity.record_problem``)."""
+    (``repro.derive.validity.record_problem``)."""
 
     def test_a_measure_past_the_maximum_flipped_to_valid(
         self, bounded_bundle: Path, tmp_path: Path

@@ -21,10 +21,10 @@ from hypothesis import strategies as st
 
 from conftest import SMALL, run_study
 from guarantees import record
-from repro import canonical
-from repro.bundle import BAGIT_TXT, MANIFEST, TAG_FILES, TAGMANIFEST, bag_info, manifest_text
+from repro.bundle.writer import BAGIT_TXT, MANIFEST, TAG_FILES, TAGMANIFEST, bag_info, manifest_text
 from repro.errors import BadInput
-from repro.verify import Finding, verify
+from repro.json import canonical
+from repro.verify.core import Finding, verify
 
 pytestmark = [
     pytest.mark.stress,

@@ -24,8 +24,8 @@ from attrs import frozen
 from conftest import SMALL, study_once
 from forge import reseal, retag
 from guarantees import record, record_max
-from repro import canonical
-from repro.bundle import MANIFEST
+from repro.bundle.writer import MANIFEST
+from repro.json import canonical
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="peak memory from wait4, Linux")
 
@@ -63,7 +63,7 @@ def _peak():
                 sys.stderr.write(f"repro-peak-kb {line.split()[1]}\\n")
 atexit.register(_peak)
 sys.argv = ["repro", "verify", "--json", sys.argv[1]]
-from repro.cli import main
+from repro.cli.app import main
 main()
 """
 

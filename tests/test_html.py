@@ -1,6 +1,6 @@
-"""The HTML report (repro.html.render), read back with html.parser: every figure it carries is
-the bundle's to the last bit, it needs nothing outside itself, user text cannot break out of
-its place, and the plot draws each figure where its value says."""
+"""The HTML report (repro.present.html.render), read back with html.parser: every figure it
+carries is the bundle's to the last bit, it needs nothing outside itself, user text cannot break
+out of its place, and the plot draws each figure where its value says."""
 
 from __future__ import annotations
 
@@ -15,9 +15,9 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from htmlpage import Element, check_figures, external_references, parse
-from repro.html import render
 from repro.models import ConditionAggregate, IntervalValue
-from repro.showing import Shown, load
+from repro.present.html import render
+from repro.present.showing import Shown, load
 
 
 def _render(shown: Shown) -> str:

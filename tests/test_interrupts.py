@@ -27,7 +27,7 @@ import pytest
 
 from conftest import SMALL
 from guarantees import record
-from repro.verify import verify
+from repro.verify.core import verify
 
 pytestmark = pytest.mark.skipif(
     not sys.platform.startswith("linux"), reason="signals, /proc and tmpfs: Linux only"
@@ -320,7 +320,7 @@ def _worker_processes_below_this_one() -> list[Any]:
     found = []
     for child in psutil.Process().children(recursive=True):
         try:
-            if "from repro.worker import main" in " ".join(child.cmdline()):
+            if "from repro.execute.worker import main" in " ".join(child.cmdline()):
                 found.append(child)
         except psutil.Error:  # it ended meanwhile
             continue

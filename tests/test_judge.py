@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 from conftest import SMALL
-from repro.judge import reproduction, rounded
+from repro.derive.tiers import reproduction, rounded
+from repro.json.serde import structure
 from repro.models import (
     Aggregates,
     ConditionAggregate,
@@ -16,8 +17,7 @@ from repro.models import (
     IntervalValue,
     Protocol,
 )
-from repro.protocol import freeze
-from repro.serde import structure
+from repro.protocol.load import freeze
 
 
 def _protocol(published: dict[str, Any] | None) -> Any:

@@ -26,8 +26,8 @@ from typer.testing import CliRunner
 
 from conftest import ROOT, SMALL
 from forge import reseal
-from repro import canonical
-from repro.cli import app
+from repro.cli.app import app
+from repro.json import canonical
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="the probe uses POSIX tools")
 
@@ -98,11 +98,11 @@ def probe(tmp_path_factory: pytest.TempPathFactory) -> Probe:
         "REPRO_PROBE_SEEN": str(seen),
     }
     out = f"out-{SENTINEL}/bundle"
-    study = [sys.executable, "-m", "repro.cli", "study", "protocol.json", "--out", out]
+    study = [sys.executable, "-m", "repro.cli.app", "study", "protocol.json", "--out", out]
     command, skipped = _uts_namespace(study, seen)
     done = subprocess.run(command, cwd=work, env=env, capture_output=True, text=True, check=False)
     verify = subprocess.run(
-        [sys.executable, "-m", "repro.cli", "verify", "--json", out],
+        [sys.executable, "-m", "repro.cli.app", "verify", "--json", out],
         cwd=work,
         env=env,
         capture_output=True,

@@ -17,9 +17,9 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner, Result
 
 from conftest import ROOT, SMALL, run_study
-from repro.cli import app
-from repro.protocol import freeze, parse_protocol
-from repro.verify import verify
+from repro.cli.app import app
+from repro.protocol.load import freeze, parse_protocol
+from repro.verify.core import verify
 from test_bad_protocols import UNKNOWN_KEYS, WRONG_TYPES, Case, Draft
 
 runner = CliRunner()

@@ -13,8 +13,8 @@ from typer.testing import CliRunner
 
 from conftest import _Quiet as Quiet
 from conftest import run_study
-from repro.cli import app
-from repro.execute import prepare, study
+from repro.cli.app import app
+from repro.execute.studies import prepare, study
 
 runner = CliRunner()
 

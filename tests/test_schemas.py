@@ -11,13 +11,14 @@ import jsonschema
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tools.schemas import generate
 
 from conftest import ROOT
-from repro import schemas
 from repro.errors import BadInput
+from repro.json import schemas
+from repro.json.serde import structure, unstructure
 from repro.models import CellScore, CheckResult, CheckSummary, GateResult, RunScore, Scores
-from repro.serde import structure, unstructure
-from repro.streams import checkpoint_of
+from repro.plan.streams import checkpoint_of
 
 FILES = {
     "data/protocol.json": "frozen-protocol",
@@ -34,9 +35,9 @@ class TestSchemas:
 
     @pytest.mark.parametrize("name", sorted(schemas.SCHEMAS))
     def test_committed_schema_is_current(self, name: str) -> None:
-        """schemas/<name>.schema.json equals what the models generate (python -m repro.schemas)."""
+        """schemas/<name>.schema.json equals what the models generate (python tools/schemas.py)."""
         committed = json.loads((ROOT / "schemas" / f"{name}.schema.json").read_text())
-        assert committed == schemas.generate(name)
+        assert committed == generate(name)
         jsonschema.Draft202012Validator.check_schema(committed)
 
     @pytest.mark.parametrize(("file", "kind"), sorted(FILES.items()))

@@ -15,9 +15,9 @@ from typer.testing import CliRunner
 
 from conftest import ROOT, _Quiet
 from forge import reseal
-from repro.cli import app
-from repro.execute import prepare, study
-from repro.verify import verify
+from repro.cli.app import app
+from repro.execute.studies import prepare, study
+from repro.verify.core import verify
 
 EXAMPLE = ROOT / "protocols" / "agent-gate-eval.json"
 RELEASES = ROOT / "tests" / "harness" / "releases"

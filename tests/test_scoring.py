@@ -15,10 +15,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from repro import scoring
+from repro.derive import scoring
+from repro.json.serde import structure
 from repro.models import Check, Loss, Protocol, Rule, Taxonomy
-from repro.plan import conditions_of
-from repro.serde import structure
+from repro.plan.sealing import conditions_of
 
 RAW: dict[str, Any] = {
     "schema": "repro.protocol/1",

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from conftest import run_study
-from repro.worker import seed_global_generators
+from repro.execute.worker import seed_global_generators
 
 
 def _lines(bundle: Path) -> dict[str, bytes]:

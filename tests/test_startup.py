@@ -12,12 +12,12 @@ from synthetic import synthetic_bundle
 
 #: Modules that only running a study or replaying a slot needs.
 STUDY_MACHINERY = (
-    "repro.execute",
-    "repro.cluster",
-    "repro.parallel",
-    "repro.worker",
-    "repro.slots",
-    "repro.replay",
+    "repro.execute.studies",
+    "repro.execute.cluster",
+    "repro.execute.local",
+    "repro.execute.worker",
+    "repro.execute.attempts",
+    "repro.execute.replay",
     "repro.adapters",
     "gymnasium",
     "distributed",
@@ -27,7 +27,7 @@ STUDY_MACHINERY = (
 #: name of every module loaded by then.
 _CODE = """\
 import sys
-from repro.cli import main
+from repro.cli.app import main
 sys.argv = ["repro", *sys.argv[1:]]
 try:
     main()

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats as sps
 
-from repro import stats
+from repro.derive import stats
 
 samples = st.lists(st.floats(-1e6, 1e6, allow_nan=False), min_size=2, max_size=60)
 

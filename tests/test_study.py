@@ -14,8 +14,8 @@ import pytest
 from typer.testing import CliRunner
 
 from conftest import ROOT, run_study
-from repro.cli import app
-from repro.verify import verify
+from repro.cli.app import app
+from repro.verify.core import verify
 
 runner = CliRunner()
 

@@ -18,10 +18,10 @@ from typer.testing import CliRunner, Result
 
 from conftest import ROOT, deadline
 from forge import reseal, retag, sha256
-from repro import canonical
-from repro.bundle import BAGIT_TXT, MANIFEST, TAGMANIFEST
-from repro.cli import app
-from repro.verify import verify
+from repro.bundle.writer import BAGIT_TXT, MANIFEST, TAGMANIFEST
+from repro.cli.app import app
+from repro.json import canonical
+from repro.verify.core import verify
 
 pytestmark = pytest.mark.skipif(
     sys.platform == "win32", reason="symlinks, FIFOs and SIGALRM need POSIX"

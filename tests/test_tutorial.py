@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from conftest import ROOT
-from repro.verify import verify
+from repro.verify.core import verify
 
 TUTORIAL = ROOT / "docs" / "tutorial.md"
 

@@ -21,15 +21,15 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-import repro.verify as verify_module
+import repro.verify.core as verify_module
 from conftest import SMALL, deadline, run_study
 from forge import reseal, retag, sha256
 from guarantees import record
-from repro import canonical
-from repro.bundle import MANIFEST, TAGMANIFEST, BundleWriter
-from repro.cli import app
+from repro.bundle.writer import MANIFEST, TAGMANIFEST, BundleWriter
+from repro.cli.app import app
 from repro.errors import BadInput
-from repro.verify import MAX_FILE_BYTES, Finding, Limits, verify
+from repro.json import canonical
+from repro.verify.core import MAX_FILE_BYTES, Finding, Limits, verify
 
 pytestmark = pytest.mark.skipif(
     sys.platform == "win32", reason="O_NOFOLLOW, hard links, FIFOs and SIGALRM need POSIX"

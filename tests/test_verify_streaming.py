@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import repro.verify as verify_module
+import repro.verify.core as verify_module
 from corpus_findings import (
     EXTRA,
     FINDINGS,
@@ -25,10 +25,10 @@ from corpus_findings import (
     older_findings,
 )
 from guarantees import record
-from repro import canonical
+from repro.derive.tally import Attempt, merge, tally
+from repro.json import canonical
 from repro.models import RunRecord
-from repro.outcomes import Attempt, merge, tally
-from repro.verify import BundleReader, Finding, verify
+from repro.verify.core import BundleReader, Finding, verify
 from synthetic import synthetic_bundle
 from test_corpus import Base, _materialise, _parse
 

@@ -18,9 +18,18 @@ import random
 from collections.abc import Mapping
 from typing import Any
 
-from repro.adapters.base import Evidence, Frozen, TraceDigest, module_file_source
-from repro.errors import BadInput
-from repro.models import AdapterFacts, Condition, Participant, PlanEntry, Protocol
+from repro.adapters import (
+    AdapterFacts,
+    BadInput,
+    Condition,
+    Evidence,
+    Frozen,
+    Participant,
+    PlanEntry,
+    Protocol,
+    TraceDigest,
+    module_file_source,
+)
 
 #: Each factor's allowed whole numbers, lowest and highest.
 FACTORS = {"sides": (2, 1000), "rolls": (1, 10_000)}

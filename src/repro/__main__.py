@@ -1,5 +1,5 @@
 """``python -m repro``: the same command line as the ``repro`` console script."""
 
-from repro.cli import main
+from repro.cli.app import main
 
 main()

@@ -1,5 +1,72 @@
-"""Simulator adapters. See :mod:`repro.adapters.base` for the contract."""
+"""The adapter plugin API, in one place: everything an adapter (built in or a third party's)
+imports to connect a simulator. :mod:`repro.adapters.base` defines the contract and the
+registry; the built-in adapters are :mod:`~repro.adapters.gymnasium`,
+:mod:`~repro.adapters.command` and :mod:`~repro.adapters.cyborg`.
 
-from repro.adapters.base import Adapter, Evidence, Frozen, Session, get_adapter
+An adapter is a class made without arguments, with a ``name``, ``freeze(protocol, options)``
+returning :class:`Frozen` (its :class:`AdapterFacts` and the :class:`Source` s it pins) and
+``open(protocol, condition, frozen)`` returning a :class:`Session`, whose ``run(entry)`` gives
+:class:`Evidence` or raises :class:`RunFailed` / :class:`RunInvalid` with a short cause;
+:class:`BadInput` (its message ending in ``@ JSON-PATH``) refuses a protocol."""
 
-__all__ = ["Adapter", "Evidence", "Frozen", "Session", "get_adapter"]
+from repro.adapters.base import (
+    ENTRY_POINT_GROUP,
+    MAX_EPISODE_STEPS,
+    Adapter,
+    Evidence,
+    Frozen,
+    Registration,
+    Session,
+    TraceDigest,
+    accepts,
+    file_source,
+    frame,
+    get_adapter,
+    import_target,
+    module_file_source,
+    package_source,
+    pinned_target_source,
+    registered_adapters,
+)
+from repro.errors import BadInput, RunFailed, RunInvalid
+from repro.json.canonical import json_path
+from repro.models import (
+    AdapterFacts,
+    Condition,
+    HarnessFacts,
+    Participant,
+    PlanEntry,
+    Protocol,
+    Source,
+)
+
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "MAX_EPISODE_STEPS",
+    "Adapter",
+    "AdapterFacts",
+    "BadInput",
+    "Condition",
+    "Evidence",
+    "Frozen",
+    "HarnessFacts",
+    "Participant",
+    "PlanEntry",
+    "Protocol",
+    "Registration",
+    "RunFailed",
+    "RunInvalid",
+    "Session",
+    "Source",
+    "TraceDigest",
+    "accepts",
+    "file_source",
+    "frame",
+    "get_adapter",
+    "import_target",
+    "json_path",
+    "module_file_source",
+    "package_source",
+    "pinned_target_source",
+    "registered_adapters",
+]

@@ -36,10 +36,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from repro import canonical
 from repro.adapters.base import Evidence, Frozen, file_source
-from repro.canonical import json_path
 from repro.errors import BadInput, RunFailed, RunInvalid
+from repro.execute.worker import die_with_parent
+from repro.json import canonical
+from repro.json.canonical import json_path
 from repro.models import (
     AdapterFacts,
     Condition,
@@ -49,7 +50,6 @@ from repro.models import (
     Protocol,
     Source,
 )
-from repro.worker import die_with_parent
 
 __all__ = ["CommandAdapter", "tree_source"]
 
@@ -298,7 +298,7 @@ class _CommandSession:
             raise RunInvalid("outcome-not-object")
         if self._validator is not None and not self._validator.is_valid(outcome):
             raise RunInvalid("outcome-schema")
-        # The measure is repro's to take from the outcome (repro.validity.outcome_value), in
+        # The measure is repro's to take from the outcome (repro.derive.validity.outcome_value), in
         # the study and again in verify: the adapter reports none of its own.
         return Evidence(
             step_rewards=None,

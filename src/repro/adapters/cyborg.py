@@ -56,8 +56,8 @@ from repro.adapters.base import (
     package_source,
     pinned_target_source,
 )
-from repro.canonical import json_path
 from repro.errors import BadInput, RunFailed
+from repro.json.canonical import json_path
 from repro.models import AdapterFacts, Condition, PlanEntry, Protocol, Source
 
 __all__ = ["RED_AGENTS", "CybORGAdapter", "load_backend", "resolve_scenario"]

@@ -16,9 +16,18 @@ import random
 from collections.abc import Mapping
 from typing import Any
 
-from repro.adapters.base import Evidence, Frozen, TraceDigest, module_file_source, package_source
-from repro.errors import BadInput
-from repro.models import AdapterFacts, Condition, PlanEntry, Protocol
+from repro.adapters import (
+    AdapterFacts,
+    BadInput,
+    Condition,
+    Evidence,
+    Frozen,
+    PlanEntry,
+    Protocol,
+    TraceDigest,
+    module_file_source,
+    package_source,
+)
 
 __all__ = ["CoinflipAdapter"]
 

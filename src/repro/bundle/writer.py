@@ -1,0 +1,204 @@
+"""The bundle on disk: its layout, atomic writes into a fresh root, and BagIt tag files."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import re
+import threading
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from repro.derive.disclosure import FileHits, Scanner, scan_hits
+from repro.errors import BadInput
+from repro.json.serde import to_bytes
+
+__all__ = [
+    "BAGIT_TXT",
+    "MANIFEST",
+    "MANIFEST_LINE",
+    "TAGMANIFEST",
+    "TAG_FILES",
+    "BundleWriter",
+    "bag_info",
+    "create_root",
+    "manifest_text",
+]
+
+BAGIT_TXT = b"BagIt-Version: 1.0\nTag-File-Character-Encoding: UTF-8\n"
+MANIFEST = "manifest-sha256.txt"
+TAGMANIFEST = "tagmanifest-sha256.txt"
+TAG_FILES = ("bagit.txt", "bag-info.txt", MANIFEST, TAGMANIFEST)
+#: A manifest line as repro writes it (and ``sha256sum -c`` reads it): digest, two spaces, path.
+MANIFEST_LINE = re.compile(r"^([0-9a-f]{64})  (\S+)$")
+
+
+def create_root(out: Path) -> None:
+    """Create the fresh output root with mode 0700; refuse any existing path."""
+    if os.path.lexists(out):
+        raise BadInput(
+            f"output root {out} already exists: repro never resumes, appends or overwrites"
+        )
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        os.mkdir(out, 0o700)
+    except OSError as exc:
+        raise BadInput(f"cannot create output root {out} ({exc.strerror})") from None
+    os.chmod(out, 0o700)  # the umask may have narrowed it further; make it exactly 0700
+
+
+def manifest_text(digests: Mapping[str, str]) -> bytes:
+    """A BagIt manifest: one ``<sha256>  <path>`` line per file, sorted by path."""
+    return "".join(f"{digests[name]}  {name}\n" for name in sorted(digests)).encode()
+
+
+def bag_info(octets: int, count: int, fields: Mapping[str, str]) -> bytes:
+    """bag-info.txt with the Payload-Oxum of the payload and the given fields."""
+    lines = [f"{k}: {v}" for k, v in fields.items()] + [f"Payload-Oxum: {octets}.{count}"]
+    return ("\n".join(lines) + "\n").encode()
+
+
+#: The modes of a bundle's files and directories, set whatever the umask: the root is 0700,
+#: and what is inside it is its owner's alone too, until the owner chooses to share it.
+_FILE_MODE = 0o600
+_DIR_MODE = 0o700
+#: Bytes of lines gathered before the disclosure scanner is fed them.
+_SCAN_BLOCK = 1 << 16
+
+
+def _create(path: Path) -> BinaryIO:
+    """A new file at ``path`` (refused if it exists) with mode :data:`_FILE_MODE`, open for
+    writing bytes."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, _FILE_MODE)
+    try:
+        os.fchmod(fd, _FILE_MODE)  # the umask narrows the mode os.open sets; never widens it
+        return os.fdopen(fd, "wb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+@contextmanager
+def _naming(path: Path) -> Iterator[None]:
+    """Let an I/O error that names no file name ``path``, so the user learns which file of the
+    bundle could not be written."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.filename is None:
+            exc.filename = str(path)
+        raise
+
+
+class BundleWriter:
+    """Writes files under a fresh root, each to a temporary name and then renamed, and keeps
+    their digests for the manifest, which :meth:`finish` writes last.
+
+    Threads may write different files at once (each partition's runs file is written by the
+    thread that runs it): the digests, sizes and disclosure hits are recorded under a lock, and
+    nothing that depends on the order of writes is kept (the manifest is sorted by path)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._lock = threading.Lock()
+        self._payload: dict[str, str] = {}
+        self._octets = 0
+        #: Disclosure hits in every file written so far, found as its bytes were written.
+        self.disclosures: list[FileHits] = []
+        self._bagit_sha256: str | None = None
+
+    def _target(self, name: str) -> Path:
+        path = self.root / name
+        if not path.parent.is_dir():
+            # One level at a time, each made private to its owner (as the root is) whatever
+            # the umask, before the next is made inside it.
+            for parent in reversed(path.relative_to(self.root).parents[:-1]):
+                directory = self.root / parent
+                with contextlib.suppress(FileExistsError):
+                    os.mkdir(directory, _DIR_MODE)
+                    os.chmod(directory, _DIR_MODE)
+        return path
+
+    def begin(self) -> None:
+        """Write the BagIt declaration, bagit.txt, first: the mark of a root a study began in,
+        which tells an unfinished study (it has bagit.txt and no tag manifest) from a directory
+        that is no bundle at all (neither)."""
+        self._bagit_sha256 = self.write("bagit.txt", BAGIT_TXT)
+
+    def _commit(self, tmp: Path, path: Path) -> None:
+        os.replace(tmp, path)
+
+    def write(self, name: str, data: bytes) -> str:
+        """Write ``data`` as ``name`` (a path inside the root, ``/``-separated); return its
+        sha256."""
+        path = self._target(name)
+        tmp = path.with_name(f".{path.name}.partial")
+        with _naming(path), _create(tmp) as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        self._commit(tmp, path)
+        digest = hashlib.sha256(data).hexdigest()
+        self._record(
+            name, digest, len(data), scan_hits(name, data), payload=name.startswith("data/")
+        )
+        return digest
+
+    def _record(self, name: str, digest: str, size: int, hits: FileHits, *, payload: bool) -> None:
+        with self._lock:
+            self.disclosures.append(hits)
+            if payload:
+                self._payload[name] = digest
+                self._octets += size
+
+    def model(self, name: str, value: Any) -> None:
+        """Write a model as canonical JSON."""
+        self.write(name, to_bytes(value))
+
+    @contextmanager
+    def lines(self, name: str) -> Iterator[Any]:
+        """Stream canonical JSON Lines into ``name``; the file appears only when complete."""
+        path = self._target(name)
+        tmp = path.with_name(f".{path.name}.partial")
+        digest = hashlib.sha256()
+        size = 0
+        scanner = Scanner(name)
+        # The scanner is fed blocks of lines: it scans a block faster than the lines one by one.
+        pending: list[bytes] = []
+        held = 0
+        with _naming(path), _create(tmp) as fh:
+
+            def emit(value: Any) -> None:
+                nonlocal size, held
+                data = to_bytes(value)
+                pending.append(data)
+                held += len(data)
+                if held >= _SCAN_BLOCK:
+                    scanner.feed(b"".join(pending))
+                    pending.clear()
+                    held = 0
+                fh.write(data)
+                digest.update(data)
+                size += len(data)
+
+            yield emit
+            fh.flush()
+            os.fsync(fh.fileno())
+        self._commit(tmp, path)
+        scanner.feed(b"".join(pending))
+        self._record(name, digest.hexdigest(), size, scanner.finish(), payload=True)
+
+    def finish(self, fields: Mapping[str, str]) -> None:
+        """Write the BagIt tag files; the tag manifest goes last, so a crashed study is visibly
+        incomplete."""
+        tags = {
+            "bagit.txt": self._bagit_sha256 or self.write("bagit.txt", BAGIT_TXT),
+            "bag-info.txt": self.write(
+                "bag-info.txt", bag_info(self._octets, len(self._payload), fields)
+            ),
+            MANIFEST: self.write(MANIFEST, manifest_text(self._payload)),
+        }
+        self.write(TAGMANIFEST, manifest_text(tags))

@@ -1,0 +1,692 @@
+"""The ``repro`` command line: parse, call, print.
+
+Exit codes: 0 ok; 1 verification failed; 2 bad input (nothing written); 3 a study stopped by an
+I/O error (its root is incomplete); 4 ``study --strict`` finished with a slot that ran and did not
+end valid; 128 + N a study stopped by signal N (130 SIGINT, 143 SIGTERM).
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import json
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+# Each command imports what it needs when it runs: the study machinery (adapters, workers, the
+# Dask client) and rich's progress bars and tables cost a start-up that ``repro verify`` and
+# ``repro --help`` have no use for.
+import typer
+
+from repro.errors import (
+    EXIT_BAD_INPUT,
+    EXIT_SLOTS_LOST,
+    EXIT_VERIFY_FAILED,
+    BadInput,
+    StudyStopped,
+)
+from repro.execute.backends import MAX_LOCAL_WORKERS, Backend, DaskCluster, LocalWorkers
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from rich.console import Console
+
+    from repro.models import Aggregates, Ledger
+    from repro.present.showing import Shown
+    from repro.verify.core import Finding
+
+__all__ = ["app", "main"]
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="Freeze a protocol, run it into a sealed bundle, and verify bundles offline.",
+)
+
+
+@functools.cache
+def _err() -> Console:
+    """The console for messages on stderr, made on first use: a verify that succeeds prints
+    nothing through it, so it never imports rich."""
+    from rich.console import Console
+
+    return Console(stderr=True)
+
+
+class _BarProgress:
+    """A progress bar with ETA, for terminals."""
+
+    def __init__(self) -> None:
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
+        from rich.progress import Progress as RichBar
+
+        self._bar = RichBar(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TextColumn("eta"),
+            TimeRemainingColumn(),
+            console=_err(),
+        )
+        self._task = self._bar.add_task("runs", total=None)
+        self._lost = 0
+
+    def start(self, total: int) -> None:
+        self._bar.update(self._task, total=total)
+        self._bar.start()
+
+    def advance(self, condition: str, end: str) -> None:
+        self._lost += end != "valid"
+        lost = f" [red]{self._lost} not valid[/red]" if self._lost else ""
+        self._bar.update(self._task, advance=1, description=f"{condition}{lost}")
+
+    def finish(self) -> None:
+        self._bar.stop()
+
+
+class _LineProgress:
+    """Plain lines at every tenth of the work, for logs and pipes."""
+
+    def __init__(self) -> None:
+        self._done = 0
+        self._lost = 0
+        self._total = 0
+        self._next = 0
+        self._t0 = 0.0
+
+    def start(self, total: int) -> None:
+        self._total, self._t0 = total, time.perf_counter()
+        self._next = max(1, total // 10)
+        print(f"study: {total} runs to go", file=sys.stderr, flush=True)
+
+    def advance(self, condition: str, end: str) -> None:
+        self._done += 1
+        self._lost += end != "valid"
+        if self._done >= self._next or self._done == self._total:
+            elapsed = time.perf_counter() - self._t0
+            left = elapsed / self._done * (self._total - self._done)
+            lost = f", {self._lost} not valid" if self._lost else ""
+            print(
+                f"study: {self._done}/{self._total} runs ({100 * self._done // self._total}%)"
+                f"{lost}, {elapsed:.1f} s elapsed, about {left:.1f} s left ({condition})",
+                file=sys.stderr,
+                flush=True,
+            )
+            self._next += max(1, self._total // 10)
+
+    def finish(self) -> None:
+        pass
+
+
+def _fail(message: str) -> typer.Exit:
+    from rich.markup import escape
+
+    # Escaped: a message may hold brackets that are not markup, as in "install repro[dask]".
+    _err().print(
+        f"[red]error:[/red] {escape(message)}", highlight=False, markup=True, soft_wrap=True
+    )
+    return typer.Exit(EXIT_BAD_INPUT)
+
+
+def _options(pairs: list[str]) -> dict[str, str]:
+    options = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise _fail(f"--option takes KEY=VALUE, not {pair!r}")
+        options[key] = value
+    return options
+
+
+@app.command()
+def study(
+    protocol: Annotated[Path, typer.Argument(help="Protocol JSON file.")],
+    out: Annotated[Path, typer.Option("--out", help="Output root; must not exist.")],
+    option: Annotated[
+        list[str] | None, typer.Option("--option", help="Adapter option KEY=VALUE (repeatable).")
+    ] = None,
+    workers: Annotated[
+        int | None,
+        typer.Option(
+            "--workers",
+            help=f"Run partitions on N local worker processes at once (1 to {MAX_LOCAL_WORKERS}; "
+            "default 1). Per-run seeding only.",
+            show_default=False,
+        ),
+    ] = None,
+    scheduler: Annotated[
+        str | None,
+        typer.Option(
+            "--scheduler",
+            help="Run each partition as a task on the Dask cluster whose scheduler is at ADDRESS "
+            "(e.g. tcp://127.0.0.1:8786); needs repro[dask]. Per-run seeding only.",
+        ),
+    ] = None,
+    strict: Annotated[
+        bool,
+        typer.Option(
+            "--strict",
+            help=f"Exit {EXIT_SLOTS_LOST} (the bundle still written whole) when any slot that "
+            "ran did not end valid; slots the protocol excludes before sealing do not count.",
+        ),
+    ] = False,
+) -> None:
+    """Freeze and seal PROTOCOL, run every slot into the fresh root OUT, and bundle the evidence."""
+    from rich.markup import escape
+
+    from repro.execute.studies import prepare
+    from repro.execute.studies import study as run_study
+
+    err = _err()
+    if scheduler is not None and workers is not None:
+        raise _fail(
+            "--workers and --scheduler exclude each other: the cluster's workers run the partitions"
+        )
+    backend: Backend = (
+        DaskCluster(scheduler)
+        if scheduler is not None
+        else LocalWorkers(1 if workers is None else workers)
+    )
+    try:
+        prepared = prepare(protocol, _options(option or []))
+        progress = _BarProgress() if err.is_terminal else _LineProgress()
+        result = run_study(prepared, out, progress, backend)
+    except BadInput as exc:
+        raise _fail(str(exc)) from None
+    except StudyStopped as exc:
+        err.print(
+            f"[red]error:[/red] {escape(str(exc))}", highlight=False, markup=True, soft_wrap=True
+        )
+        raise typer.Exit(exc.exit_code) from None
+    rep = result.derived.tiers.reproduction
+    e = result.derived.aggregates.estimand
+    summary = f"{e.kind} = {e.value:.4f}" if e.value is not None else f"{e.kind} undefined"
+    if e.interval is not None:
+        summary += f" ± {e.interval.halfwidth:.4f}"
+    err.print(
+        f"done in {result.wall_seconds:.1f} s: {summary}; reproduction {rep.verdict}",
+        highlight=False,
+    )
+    lost = _print_losses(result.derived.ledger, result.derived.aggregates, result.lost_opens)
+    print(f"repro verify {out}")
+    if strict and lost:
+        raise typer.Exit(EXIT_SLOTS_LOST)
+
+
+def _print_losses(ledger: Ledger, aggregates: Aggregates, lost_opens: int) -> int:
+    """Say on stderr what the study lost, grouped by outcome and cause (``12 of 600 slots
+    failed: policy-error:ZeroDivisionError (12)``), and how many session opens a dying worker
+    cost; return how many slots that ran did not end valid."""
+    from collections import Counter
+
+    from repro.derive.tally import DECLARED
+
+    err = _err()
+    total = sum(c.scheduled for c in aggregates.conditions)
+    ran_lost = 0
+    for outcome in ("failed", "excluded"):
+        causes = Counter(loss.cause for loss in ledger.losses if loss.outcome == outcome)
+        if not causes:
+            continue
+        count = sum(causes.values())
+        shown = ", ".join(f"{cause} ({n})" for cause, n in causes.most_common())
+        err.print(f"{count} of {total} slots {outcome}: {shown}", highlight=False, markup=False)
+        ran_lost += sum(n for cause, n in causes.items() if not cause.startswith(DECLARED))
+    if lost_opens:
+        err.print(
+            f"{lost_opens} session open(s) lost to a dying worker process and retried with a "
+            "fresh one (recorded with the attempts' times)",
+            highlight=False,
+        )
+    return ran_lost
+
+
+def _verify_report(findings: Sequence[Finding], digest: str | None) -> dict[str, Any]:
+    """``--json``'s verdict on a bundle, the same for ``verify`` and ``show``."""
+    return {
+        "ok": not findings,
+        "bundle_sha256": digest,
+        "findings": [f.as_dict() for f in findings],
+    }
+
+
+def _print_findings(bundle: Path, findings: Sequence[Finding]) -> None:
+    """Name every finding on stderr, then say whether the root is unfinished or tampered."""
+    err = _err()
+    for f in findings:
+        err.print(
+            f"FAIL {f.file}: {f.what}: expected {f.expected}, found {f.found}",
+            highlight=False,
+            markup=False,
+        )
+    if findings[0].incomplete:
+        err.print(
+            f"INCOMPLETE: {bundle} is an unfinished study and does not verify "
+            f"({len(findings)} finding(s))",
+            highlight=False,
+        )
+    else:
+        err.print(f"{len(findings)} finding(s): {bundle} does not verify", highlight=False)
+
+
+@app.command()
+def verify(
+    bundle: Annotated[Path, typer.Argument(help="Bundle directory.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print findings as JSON.")] = False,
+) -> None:
+    """Check a bundle offline: integrity, strict parse and schema, joins, re-derivations."""
+    from repro.verify.core import bundle_sha256
+    from repro.verify.core import verify as verify_bundle
+
+    try:
+        findings = verify_bundle(bundle)
+    except BadInput as exc:
+        raise _fail(str(exc)) from None
+    digest = None if findings else bundle_sha256(bundle)
+    if as_json:
+        print(json.dumps(_verify_report(findings, digest), indent=2))
+    elif findings:
+        _print_findings(bundle, findings)
+    else:
+        print(
+            f"OK: {bundle} verifies (integrity, schema, joins, re-derived aggregates, tiers, class)"
+        )
+        # What was verified, by its identity: compare it with a published digest to know that
+        # the files no re-derivation covers (environment.json, bag-info.txt) are the originals.
+        print(f"bundle sha256: {digest}")
+    if findings:
+        raise typer.Exit(EXIT_VERIFY_FAILED)
+
+
+@app.command()
+def replay(
+    bundle: Annotated[Path, typer.Argument(help="Bundle directory (it must verify).")],
+    slot: Annotated[str, typer.Argument(help="Slot ID, e.g. c03-r0042.")],
+    option: Annotated[
+        list[str] | None, typer.Option("--option", help="Adapter option KEY=VALUE (repeatable).")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+    show_traceback: Annotated[
+        bool,
+        typer.Option(
+            "--traceback",
+            help="Print the traceback of every exception the adapter raises to stderr "
+            "(on this terminal only: no bundle ever keeps one).",
+        ),
+    ] = False,
+) -> None:
+    """Re-execute one slot and compare its records with the bundle's, byte for byte.
+
+    The simulator must be installed; in stream mode the slot's partition is re-executed from
+    its checkpoint. With --traceback, see why a failed slot failed."""
+    import attrs
+
+    from repro.execute.replay import replay as replay_slot
+
+    try:
+        result = replay_slot(bundle, slot, _options(option or []), show_traceback)
+    except BadInput as exc:
+        raise _fail(str(exc)) from None
+    if as_json:
+        print(json.dumps(attrs.asdict(result) | {"identical": result.identical}, indent=2))
+    else:
+        how = (
+            f"replayed {result.replayed_slots} slot(s) of {result.partition} from its checkpoint"
+            if result.from_checkpoint
+            else "replayed alone from its seed"
+        )
+        for difference in result.differences:
+            _err().print(f"DIFF {difference}", highlight=False, markup=False)
+        verdict = "byte-identical" if result.identical else "differs"
+        print(f"{result.slot}: {how}; {result.attempts} attempt(s); {verdict}")
+    if not result.identical:
+        raise typer.Exit(EXIT_VERIFY_FAILED)
+
+
+@app.command()
+def publish(
+    bundle: Annotated[Path, typer.Argument(help="Bundle directory of a scored study.")],
+    out: Annotated[Path, typer.Option("--out", help="New Markdown file for the table.")],
+) -> None:
+    """Write a scored bundle's results table, only if it verifies and every gate holds.
+
+    Otherwise name each finding or failed gate, write nothing and exit 1."""
+    from repro.present.publishing import Refused
+    from repro.present.publishing import publish as publish_table
+
+    try:
+        gates = publish_table(bundle, out)
+    except BadInput as exc:
+        raise _fail(str(exc)) from None
+    except Refused as refused:
+        err = _err()
+        for reason in refused.reasons:
+            err.print(f"REFUSED {reason}", highlight=False, markup=False)
+        err.print(f"{len(refused.reasons)} reason(s): no table written", highlight=False)
+        raise typer.Exit(EXIT_VERIFY_FAILED) from None
+    for gate in gates:
+        print(f"gate {gate.name}: holds ({gate.detail})")
+    print(f"OK: wrote {out}")
+
+
+@app.command()
+def compare(
+    baseline: Annotated[Path, typer.Argument(help="Baseline bundle directory.")],
+    candidate: Annotated[Path, typer.Argument(help="Candidate bundle directory.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print the comparison as JSON.")] = False,
+) -> None:
+    """Compare two verified bundles of one protocol, for regressions or run-by-run equality.
+
+    A scored study's regressions of the candidate against the baseline, or the runs of two
+    backends compared slot by slot. Exits 1 on a regression or a bundle that does not verify."""
+    from repro.compare.bundles import CompareResult
+    from repro.compare.bundles import compare as compare_bundles
+    from repro.present.publishing import Refused
+
+    try:
+        result: CompareResult = compare_bundles(baseline, candidate)
+    except BadInput as exc:
+        raise _fail(str(exc)) from None
+    except Refused as refused:
+        err = _err()
+        for reason in refused.reasons:
+            err.print(f"FAIL {reason}", highlight=False, markup=False)
+        raise typer.Exit(EXIT_VERIFY_FAILED) from None
+    if as_json:
+        print(json.dumps(result.as_dict(), indent=2))
+    else:
+        print(result.text())
+    if result.regression:
+        raise typer.Exit(EXIT_VERIFY_FAILED)
+
+
+@app.command()
+def adapters(
+    as_json: Annotated[bool, typer.Option("--json", help="Print the list as JSON.")] = False,
+) -> None:
+    """List every installed adapter, where it comes from, and whether it loads.
+
+    Name, distribution and version, object path; exits 0 even when some do not load."""
+    from repro.adapters.base import registered_adapters
+
+    installed = registered_adapters()
+    listed = [
+        (r, r.load_error(), [o.distribution for o in installed if o.name == r.name and o is not r])
+        for r in installed
+    ]
+    if as_json:
+        rows = [
+            {
+                "name": r.name,
+                "distribution": r.distribution,
+                "version": r.version,
+                "object": r.target,
+                "loads": error is None,
+                "error": error,
+                "also_registered_by": others,
+            }
+            for r, error, others in listed
+        ]
+        print(json.dumps({"adapters": rows}, indent=2))
+        return
+    if not listed:
+        print("no adapter is registered in the repro.adapters entry-point group")
+        return
+    table = [("name", "distribution", "version", "object", "loads")]
+    for r, error, others in listed:
+        status = "yes" if error is None else f"no ({error})"
+        if others:
+            status += f"; also registered by {', '.join(others)}: refused"
+        table.append((r.name, r.distribution, r.version, r.target, status))
+    widths = [max(len(line[i]) for line in table) for i in range(4)]
+    for line in table:
+        cells = [cell.ljust(width) for cell, width in zip(line, widths, strict=False)]
+        print("  ".join([*cells, line[4]]))
+
+
+protocol_app = typer.Typer(
+    no_args_is_help=True, help="Check a protocol without running it, or start a new one."
+)
+app.add_typer(protocol_app, name="protocol")
+
+
+@protocol_app.command("check")
+def protocol_check(
+    protocol: Annotated[Path, typer.Argument(help="Protocol JSON file.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+    option: Annotated[
+        list[str] | None, typer.Option("--option", help="Adapter option KEY=VALUE (repeatable).")
+    ] = None,
+) -> None:
+    """Validate and freeze PROTOCOL as `repro study` would, running and writing nothing.
+
+    Prints the frozen sha256 a study records, the adapter, the plan size and pinned sources."""
+    from repro.execute.studies import prepare
+    from repro.json.serde import unstructure
+
+    try:
+        prepared = prepare(protocol, _options(option or []))
+    except BadInput as exc:
+        raise _fail(str(exc)) from None
+    facts, plan = prepared.frozen.facts, prepared.plan
+    sources = [unstructure(source) for source in prepared.frozen.sources]
+    summary = {
+        "protocol": prepared.protocol.id,
+        "sha256": prepared.frozen_protocol.sha256,
+        "adapter": unstructure(facts),
+        "conditions": len(plan.seal.conditions),
+        "partitions": len(plan.partitions),
+        "slots": sum(len(partition.entries) for partition in plan.partitions),
+        "sources_sha256": plan.seal.sources_sha256,
+        "sources": sources,
+    }
+    if as_json:
+        print(json.dumps(summary, indent=2))
+        return
+    print(f"OK: {protocol} is valid (nothing was run or written)")
+    print(f"protocol  {prepared.protocol.id}")
+    print(f"sha256    {summary['sha256']}")
+    print(
+        f"adapter   {facts.name} {facts.version} (observation {facts.observation_scope}, "
+        f"measure from {facts.measure_inputs})"
+    )
+    print(
+        f"plan      {summary['conditions']} conditions, {summary['partitions']} partitions, "
+        f"{summary['slots']} slots"
+    )
+    print(f"sources   {len(sources)}, sha256 {summary['sources_sha256']}")
+    for source in prepared.frozen.sources:
+        pin = source.version if source.sha256 is None else f"sha256 {source.sha256}"
+        print(f"  {source.role}: {source.kind} {source.name} {pin}")
+
+
+def _templates() -> dict[str, str]:
+    """The starting protocols shipped in repro/templates, by adapter name."""
+    from importlib.resources import files
+
+    folder = files("repro").joinpath("templates")
+    return {
+        entry.name.removesuffix(".json"): entry.read_text("utf-8")
+        for entry in folder.iterdir()
+        if entry.name.endswith(".json")
+    }
+
+
+@protocol_app.command("new")
+def protocol_new(
+    adapter: Annotated[
+        str, typer.Option("--adapter", help="gymnasium, command or cyborg.", show_default=False)
+    ],
+    out: Annotated[
+        Path | None, typer.Option("--out", help="New file to write (default: stdout).")
+    ] = None,
+) -> None:
+    """Write a starting protocol for ADAPTER, explained by "$comment" keys.
+
+    To stdout, or to a new file (never over an existing one)."""
+    templates = _templates()
+    if adapter not in templates:
+        raise _fail(f"no template for adapter {adapter!r} ({', '.join(sorted(templates))})")
+    text = templates[adapter]
+    if out is None:
+        sys.stdout.write(text)
+        return
+    try:
+        with out.open("x", encoding="utf-8") as file:
+            file.write(text)
+    except FileExistsError:
+        raise _fail(f"{out} exists: repro protocol new never overwrites a file") from None
+    except OSError as exc:
+        raise _fail(f"{out}: cannot write ({exc.strerror})") from None
+    print(f"wrote {out}; check it with: repro protocol check {out}")
+
+
+def _write_new(path: Path, text: str) -> None:
+    """Write ``text`` to the new file ``path``; refuse an existing one, and leave nothing behind
+    when the write fails (a full disk, say)."""
+    try:
+        fh = open(path, "x", encoding="utf-8")  # noqa: SIM115 (closed below, removed on failure)
+    except OSError as exc:
+        raise _fail(f"{path}: {exc.strerror or type(exc).__name__}") from None
+    try:
+        with fh:
+            fh.write(text)
+    except OSError as exc:
+        path.unlink(missing_ok=True)
+        raise _fail(f"{path}: {exc.strerror or type(exc).__name__}") from None
+
+
+def _print_tables(shown: Shown) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    from repro.derive.report import condition_label
+
+    agg, tiers = shown.aggregates, shown.tiers
+    order = [f.name for f in shown.protocol.protocol.matrix]
+    out = Console()
+    published = {f.figure.removesuffix(" mean"): f for f in tiers.reproduction.figures}
+    has_published = bool(published)
+    table = Table(title=f"{agg.measure} by condition")
+    columns = ["id", "condition", "n", "mean", "95% interval"]
+    columns += ["published", "at precision"] if has_published else []
+    for column in columns:
+        table.add_column(
+            column,
+            justify="right" if column in ("n", "mean", "published") else "left",
+            no_wrap=column != "condition",
+            overflow="fold",
+        )
+    for c in agg.conditions:
+        row = [
+            c.condition,
+            condition_label(c.factors, c.participant, order),
+            str(c.valid),
+            "n/a" if c.mean is None else f"{c.mean:.4f}",
+            "n/a" if c.interval is None else f"[{c.interval.low:.4f}, {c.interval.high:.4f}]",
+        ]
+        if has_published:
+            f = published.get(c.condition)
+            row += [
+                "" if f is None else str(f.published),
+                ""
+                if f is None
+                else ("equal" if f.equal_at_precision else f"differs ({f.observed_rounded})"),
+            ]
+        table.add_row(*row)
+    out.print(table)
+    e = agg.estimand
+    if e.value is not None and e.interval is not None:
+        out.print(
+            f"{e.kind}: {e.value:.4f} ± {e.interval.halfwidth:.4f} "
+            f"({e.interval.method}, {e.interval.level:.0%})",
+            highlight=False,
+        )
+    rep = tiers.reproduction
+    out.print(f"reproduction: [bold]{rep.verdict}[/bold] ({rep.reason})", highlight=False)
+    tiers_table = Table(title="tiers")
+    tiers_table.add_column("tier")
+    tiers_table.add_column("verdict")
+    tiers_table.add_column("reason")
+    for t in tiers.tiers:
+        tiers_table.add_row(t.name, t.verdict, t.reason or "")
+    out.print(tiers_table)
+
+
+@app.command()
+def show(
+    bundle: Annotated[Path, typer.Argument(help="Bundle directory (it must verify).")],
+    plot: Annotated[
+        Path | None, typer.Option("--plot", help="Also draw a PNG comparison plot.")
+    ] = None,
+    html: Annotated[
+        Path | None,
+        typer.Option(
+            "--html",
+            help="Also write the report as one self-contained HTML file (must not exist).",
+        ),
+    ] = None,
+    as_json: Annotated[
+        bool,
+        typer.Option(
+            "--json", help="Print aggregates, tiers and scores as one JSON object instead."
+        ),
+    ] = False,
+) -> None:
+    """Verify the bundle, then show its conditions, estimand, class and tiers.
+
+    With --json, its derived files as JSON; optionally also a plot (PNG) or an HTML report."""
+    from repro.present.showing import NotVerified, load
+
+    if html is not None and (html.exists() or html.is_symlink()):
+        raise _fail(f"--html {html}: already exists; show never overwrites")
+    # Known before anything is written: a missing matplotlib must not leave the HTML file behind.
+    if plot is not None and importlib.util.find_spec("matplotlib") is None:
+        raise _fail("plotting needs matplotlib: install repro[plot]")
+    try:
+        shown = load(bundle)
+    except BadInput as exc:
+        raise _fail(str(exc)) from None
+    except NotVerified as exc:
+        if as_json:
+            print(json.dumps(_verify_report(exc.findings, None), indent=2))
+        else:
+            _print_findings(bundle, exc.findings)
+        raise typer.Exit(EXIT_VERIFY_FAILED) from None
+    if as_json:
+        print(json.dumps(shown.as_dict(), indent=2))
+    else:
+        _print_tables(shown)
+    # With --json, stdout holds the JSON object alone: notes go to stderr.
+    note = sys.stderr if as_json else sys.stdout
+    if html is not None:
+        _write_new(html, shown.html())
+        print(f"html written to {html}", file=note)
+    if plot is not None:
+        from repro.present.plot import plot as draw
+
+        order = [f.name for f in shown.protocol.protocol.matrix]
+        try:
+            draw(shown.aggregates, shown.tiers, plot, order)
+        except ImportError:
+            raise _fail("plotting needs matplotlib: install repro[plot]") from None
+        print(f"plot written to {plot}", file=note)
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()
+
+
+if __name__ == "__main__":
+    main()

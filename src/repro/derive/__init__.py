@@ -1,0 +1,19 @@
+"""Derivations: pure functions of a bundle's recorded files, which ``repro study`` runs to write
+the derived files and ``repro verify`` runs again to check them. One module per derived file or
+figure: the tally of the runs and their validity (:mod:`~repro.derive.tally`,
+:mod:`~repro.derive.validity`), statistics (:mod:`~repro.derive.stats`), tiers and the
+reproduction class (:mod:`~repro.derive.tiers`), scores and gates (:mod:`~repro.derive.scoring`),
+the report (:mod:`~repro.derive.report`), the RO-Crate (:mod:`~repro.derive.crate`), the
+disclosure scan (:mod:`~repro.derive.disclosure`), scenario versions
+(:mod:`~repro.derive.scenarios`), and all of them together (:mod:`~repro.derive.derivation`)."""
+
+from repro.derive.derivation import (
+    Derived,
+    aggregates,
+    derive,
+    scores,
+    source_ledger,
+    tally_records,
+)
+
+__all__ = ["Derived", "aggregates", "derive", "scores", "source_ledger", "tally_records"]

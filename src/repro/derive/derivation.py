@@ -1,0 +1,163 @@
+"""Pure derivations from bundle data: aggregates, tiers, the ledger's losses, the report, and
+for a scored protocol its scores and publish gates.
+
+``repro study`` and ``repro verify`` both call :func:`derive` on a
+:class:`~repro.derive.tally.RunTally` of the runs: the study tallies the records it wrote, the
+verifier the records it reads, and it compares the canonical bytes it re-derives with what the
+bundle stores.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from attrs import frozen
+
+from repro.derive import report, scoring, stats
+from repro.derive.disclosure import FileHits
+from repro.derive.scenarios import by_condition
+from repro.derive.tally import Attempt, ConditionTally, RunTally, tally
+from repro.derive.tiers import contract_digests, tiers
+from repro.models import (
+    Aggregates,
+    ConditionAggregate,
+    EstimandValue,
+    FrozenProtocol,
+    Ledger,
+    Partition,
+    RunRecord,
+    Scores,
+    Seal,
+    Tiers,
+)
+from repro.plan.sealing import conditions_of
+
+__all__ = ["Derived", "aggregates", "derive", "scores", "source_ledger", "tally_records"]
+
+
+def tally_records(
+    frozen_protocol: FrozenProtocol,
+    partitions: Sequence[Partition],
+    records: Sequence[RunRecord],
+    facts: Ledger,
+) -> RunTally:
+    """The tally of whole run records, as a study holds them, against the plan's partitions
+    and the contract facts in ``facts``."""
+    return tally(
+        partitions,
+        (Attempt.of(r) for r in records),
+        frozen_protocol.protocol.retry.max_attempts,
+        contract_digests(facts),
+        by_condition(frozen_protocol.protocol, conditions_of(frozen_protocol.protocol)),
+    )
+
+
+def aggregates(frozen_protocol: FrozenProtocol, seal: Seal, runs: RunTally) -> Aggregates:
+    """aggregates.json from the tally of the runs."""
+    p = frozen_protocol.protocol
+    iv = p.interval
+    rows = []
+    summaries = []
+    none = ConditionTally(scheduled=0, valid=0, failed=0, excluded=0, measures=())
+    for condition in seal.conditions:
+        slots = runs.conditions.get(condition.id, none)
+        summary = stats.summarize(slots.measures)
+        summaries.append(summary)
+        rows.append(
+            ConditionAggregate(
+                condition=condition.id,
+                factors=condition.factors,
+                participant=condition.participant,
+                scheduled=slots.scheduled,
+                valid=slots.valid,
+                failed=slots.failed,
+                excluded=slots.excluded,
+                mean=summary.mean,
+                sd=summary.sd,
+                interval=stats.mean_interval(summary, iv.method, iv.level, iv.resamples, iv.seed),
+            )
+        )
+    value, se, interval = stats.estimand_interval(
+        summaries, p.estimand, iv.method, iv.level, iv.resamples, iv.seed
+    )
+    return Aggregates(
+        schema="repro.aggregates/1",
+        protocol_sha256=frozen_protocol.sha256,
+        measure=p.measure.name,
+        conditions=tuple(rows),
+        estimand=EstimandValue(kind=p.estimand, value=value, se=se, interval=interval),
+    )
+
+
+@frozen
+class Derived:
+    """Everything a bundle stores that is a function of protocol, plan, runs and ledger facts."""
+
+    aggregates: Aggregates
+    tiers: Tiers
+    ledger: Ledger
+    report: str
+    #: scores.json, for a protocol with scoring.
+    scores: Scores | None = None
+
+
+def source_ledger(frozen_protocol: FrozenProtocol, runs: RunTally, facts: Ledger) -> Ledger:
+    """source-ledger.json: the facts gathered at run time (adapter, sources, contracts) with the
+    citation and disagreements of the protocol and the losses of the runs. The study writes it
+    before :func:`derive`, whose disclosure tier reads its bytes."""
+    p = frozen_protocol.protocol
+    return Ledger(
+        schema="repro.source-ledger/1",
+        protocol_sha256=frozen_protocol.sha256,
+        adapter=facts.adapter,
+        sources=facts.sources,
+        contracts=facts.contracts,
+        citation=p.published.citation if p.published else None,
+        disagreements=p.disagreements,
+        losses=runs.losses,
+    )
+
+
+def derive(
+    frozen_protocol: FrozenProtocol,
+    seal: Seal,
+    runs: RunTally,
+    ledger: Ledger,
+    disclosures: Sequence[FileHits],
+) -> Derived:
+    """Derive aggregates, tiers, the ledger's losses and the report. ``runs`` is the tally of
+    the runs against the sealed plan; ``ledger`` supplies the facts gathered at run time
+    (adapter, sources, contracts), and its losses are re-derived. ``disclosures`` are the hits
+    of :class:`repro.derive.disclosure.Scanner` in the bytes of each input file
+    (:func:`repro.derive.disclosure.is_derivation_input`) as written or read."""
+    agg = aggregates(frozen_protocol, seal, runs)
+    full_ledger = source_ledger(frozen_protocol, runs, ledger)
+    judged = tiers(frozen_protocol, seal, runs, full_ledger, agg, disclosures)
+    scored = scores(frozen_protocol, seal, runs)
+    text = report.validation_report(frozen_protocol, agg, judged, full_ledger, scored)
+    return Derived(aggregates=agg, tiers=judged, ledger=full_ledger, report=text, scores=scored)
+
+
+def scores(frozen_protocol: FrozenProtocol, seal: Seal, runs: RunTally) -> Scores | None:
+    """scores.json from the tally of the runs (None for a protocol without scoring): every
+    valid run scored, the cells in sealed order, and the publish gates."""
+    p = frozen_protocol.protocol
+    if p.scoring is None:
+        return None
+    none = ConditionTally(scheduled=0, valid=0, failed=0, excluded=0, measures=())
+    scored = [
+        (attempt, condition.id, outcome, measure)
+        for condition in seal.conditions
+        for attempt, outcome, measure in runs.conditions.get(condition.id, none).scored
+    ]
+    superseded = {condition: c.superseded for condition, c in runs.conditions.items()}
+    level = p.interval.level
+    run_scores, cells = scoring.score_cells(p, seal.conditions, scored, superseded, level)
+    return Scores(
+        schema="repro.scores/1",
+        protocol_sha256=frozen_protocol.sha256,
+        level=level,
+        runs=run_scores,
+        cells=cells,
+        gates=scoring.gates(p, cells, runs.losses, runs.slots),
+    )

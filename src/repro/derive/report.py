@@ -1,0 +1,151 @@
+"""validation-report.md, a pure function of bundle data, and the labels of its conditions."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from repro.models import (
+    Aggregates,
+    FrozenProtocol,
+    Ledger,
+    Level,
+    Scores,
+    Tiers,
+)
+
+__all__ = ["condition_label", "validation_report"]
+
+
+def condition_label(factors: dict[str, Level], participant: str, order: Sequence[str] = ()) -> str:
+    """A condition as a reader names it: its factor levels (those named in ``order`` first, in
+    that order, the rest sorted) and participant."""
+    names = [n for n in order if n in factors] + sorted(set(factors) - set(order))
+    return ", ".join(f"{n}={factors[n]}" for n in names) + f" / {participant}"
+
+
+def _num(value: float | None, places: int = 4) -> str:
+    return "n/a" if value is None else f"{value:.{places}f}"
+
+
+def validation_report(
+    fp: FrozenProtocol,
+    agg: Aggregates,
+    tiers: Tiers,
+    ledger: Ledger,
+    scores: Scores | None = None,
+) -> str:
+    """What was claimed, what was not, and the one command that re-checks it."""
+    p = fp.protocol
+    order = [f.name for f in p.matrix]
+    rep = tiers.reproduction
+    e = agg.estimand
+    lines = [
+        f"# Validation report: {p.title}",
+        "",
+        f"Protocol `{p.id}`, sha256 `{fp.sha256}`.",
+        f"Adapter `{ledger.adapter.name}` {ledger.adapter.version}.",
+        "",
+        "## Claim",
+        "",
+    ]
+    total = sum(c.scheduled for c in agg.conditions)
+    valid = sum(c.valid for c in agg.conditions)
+    if e.value is not None and e.interval is not None:
+        lines.append(
+            f"Under this sealed protocol, {valid} of {total} scheduled runs ended valid, and the "
+            f"{e.kind.replace('-', ' ')} of `{agg.measure}` is {e.value:.6f} with a "
+            f"{e.interval.level:.0%} {e.interval.method} interval [{e.interval.low:.6f}, "
+            f"{e.interval.high:.6f}] (half-width {e.interval.halfwidth:.6f})."
+        )
+    else:
+        lines.append(f"{valid} of {total} scheduled runs ended valid; the estimand is undefined.")
+    lines += ["", f"Reproduction class: **{rep.verdict}** ({rep.reason})."]
+    if rep.figures:
+        lines += [
+            "",
+            "| figure | published | observed | observed, rounded | equal "
+            "| observed - published | intervals |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        labels = {
+            f"{c.condition} mean": (
+                f"{c.condition} mean ({condition_label(c.factors, c.participant, order)})"
+            )
+            for c in agg.conditions
+        }
+        for f in rep.figures:
+            checks = [
+                f"{label}: {'yes' if ok else 'no'}"
+                for label, ok in (
+                    ("published contains observed", f.published_interval_contains_observed),
+                    ("observed contains published", f.observed_interval_contains_published),
+                )
+                if ok is not None
+            ]
+            gap = "n/a" if f.observed is None else f"{f.observed - f.published:+.6f}"
+            lines.append(
+                f"| {labels.get(f.figure, f.figure)} | {f.published} | {_num(f.observed, 6)} | "
+                f"{f.observed_rounded or 'n/a'} | {'yes' if f.equal_at_precision else 'no'} | "
+                f"{gap} | {'; '.join(checks) or 'n/a'} |"
+            )
+    lines += [
+        "",
+        "## Conditions",
+        "",
+        "| id | condition | n | mean | sd | interval |",
+        "|---|---|---|---|---|---|",
+    ]
+    for c in agg.conditions:
+        iv = f"[{c.interval.low:.4f}, {c.interval.high:.4f}]" if c.interval else "n/a"
+        lines.append(
+            f"| {c.condition} | {condition_label(c.factors, c.participant, order)} | {c.valid} | "
+            f"{_num(c.mean)} | {_num(c.sd)} | {iv} |"
+        )
+    if scores is not None:
+        lines += ["", "## Scores", ""]
+        runs = sum(c.valid_runs for c in scores.cells)
+        superseded = sum(c.superseded_runs for c in scores.cells)
+        split = sum(c.agreement == "split" for c in scores.cells)
+        lines.append(
+            f"{runs} valid runs scored in {len(scores.cells)} cells by "
+            f"{len(scores.cells[0].checks) if scores.cells else 0} checks, each reported on its "
+            f"own (scores.json); {split} cell(s) split; {superseded} run(s) on a superseded "
+            "scenario version excluded."
+        )
+        for g in scores.gates:
+            lines.append(f"- gate {g.name}: {'holds' if g.holds else 'fails'} ({g.detail})")
+    lines += ["", "## Tiers", ""]
+    for t in tiers.tiers:
+        lines.append(f"- **{t.name}**: {t.verdict}" + (f": {t.reason}" if t.reason else ""))
+        lines += [f"  - {item}" for item in t.evidence]
+    lines += ["", "## Not claimed", ""]
+    lines.append("- Agreement of scores upgrades no tier: each tier stands on its own evidence.")
+    for t in tiers.tiers:
+        if t.verdict != "pass":
+            lines.append(f"- {t.name} equivalence is not claimed ({t.verdict}).")
+    lines.append("- Nothing about conditions, seeds or episode counts outside this protocol.")
+    if any(t.name == "disclosure" and t.verdict == "fail" for t in tiers.tiers):
+        lines.append(
+            "- That this bundle is fit to share: its inputs hold host paths, tracebacks or "
+            "credential-looking strings (where: the disclosure tier's evidence)."
+        )
+    if ledger.losses:
+        lines.append(
+            f"- {len(ledger.losses)} slot(s) did not end valid and are not in the means "
+            "(listed in source-ledger.json); nothing was imputed."
+        )
+    for d in ledger.disagreements:
+        lines.append(
+            f"- Source disagreement on {d.topic}: published: {d.published}; "
+            f"source: {d.source}; followed: {d.resolution}."
+        )
+    lines += [
+        "",
+        "## Re-check",
+        "",
+        "Offline, with no simulator installed, from a copy of this bundle:",
+        "",
+        "    repro verify BUNDLE_DIR",
+        "",
+    ]
+    return "\n".join(lines)

@@ -1,0 +1,680 @@
+"""Scores of a scored study: pure functions from the protocol and the valid runs' outcomes.
+
+Every function here is deterministic (no I/O, no clock, no randomness): ``repro study`` and
+``repro verify`` both derive scores.json with them, and the verifier compares the bytes it
+re-derives with what the bundle stores. Checks are reported one by one and never collapsed into
+one number: a single score would hide which expectation a run missed.
+
+Values from outcomes and expectations are compared as JSON values (:func:`json_equal`): in
+Python ``True == 1``, but a harness that reports ``true`` where ``1`` is expected has not
+reported the expected value.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import statistics
+from collections import Counter, defaultdict
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+from repro.derive.scenarios import by_condition
+from repro.derive.stats import normal_quantile
+from repro.models import (
+    CellScore,
+    Check,
+    CheckResult,
+    CheckSummary,
+    Condition,
+    ControlFloorGate,
+    GateResult,
+    Loss,
+    Protocol,
+    RunScore,
+    Scenario,
+    Scoring,
+    Taxonomy,
+)
+
+__all__ = [
+    "FEW_RUNS_NOTE",
+    "check_run",
+    "classify",
+    "gates",
+    "json_equal",
+    "json_type",
+    "score_cells",
+    "score_run",
+    "scoring_problems",
+    "tokens",
+    "wilson",
+]
+
+#: The note of a cell with too few valid runs for a rate, an interval or a median to mean much.
+FEW_RUNS_NOTE = "fewer than 2 valid runs: no rate, interval or median"
+
+_TOKEN = re.compile(r"[a-z0-9]+")
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_KEYED = ("includes-all", "at-least", "equals")
+
+
+# --------------------------------------------------------------------------- JSON values
+
+
+def json_equal(a: Any, b: Any) -> bool:
+    """Whether two JSON values are equal as JSON values: a boolean equals only the same
+    boolean (Python's ``True == 1`` does not carry over), numbers compare by value whether
+    written as integers or not (JSON has one number type), arrays element by element (a tuple
+    counts as an array), objects key by key."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return a is b
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return a == b
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(json_equal(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(json_equal(a[k], b[k]) for k in a)
+    return type(a) is type(b) and bool(a == b)
+
+
+def json_type(value: Any) -> str:
+    """The JSON type name of ``value`` (object, array, string, number, boolean, null), for
+    details and messages that say what was found instead of what was expected."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, (list, tuple)):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    return type(value).__name__
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+# --------------------------------------------------------------------------- one run
+
+
+def tokens(text: str) -> frozenset[str]:
+    """The ``[a-z0-9]+`` tokens of ``text`` lower-cased: concept coverage compares words, so
+    that case and punctuation ("Token-Expiry!" against "token expiry") never decide it."""
+    return frozenset(_TOKEN.findall(text.lower()))
+
+
+def _text_tokens(outcome: Mapping[str, Any], keys: Sequence[str]) -> frozenset[str]:
+    # Each piece is tokenised alone, so two pieces never run together into one token.
+    found: set[str] = set()
+    for key in keys:
+        value = outcome.get(key)
+        pieces = value if isinstance(value, list) else [value]
+        for piece in pieces:
+            if isinstance(piece, str):
+                found |= tokens(piece)
+    return frozenset(found)
+
+
+def _required_key(check: Check) -> str:
+    if check.key is None:
+        raise ValueError(f"check {check.name!r} ({check.kind}) has no key")
+    return check.key
+
+
+def _concept_coverage(check: Check, outcome: Mapping[str, Any], concepts: Any) -> CheckResult:
+    seen = _text_tokens(outcome, check.keys)
+    covered: list[str] = []
+    missing: list[str] = []
+    for concept in concepts:
+        wanted = tokens(concept)
+        hits = len(wanted & seen)
+        (covered if 2 * hits >= len(wanted) else missing).append(concept)
+    return CheckResult(
+        name=check.name,
+        passed=not missing,
+        detail={"covered": covered, "missing": missing},
+    )
+
+
+def _includes_all(check: Check, outcome: Mapping[str, Any], items: Any) -> CheckResult:
+    key = _required_key(check)
+    if key not in outcome or not isinstance(outcome[key], list):
+        found = json_type(outcome[key]) if key in outcome else "absent"
+        return CheckResult(
+            name=check.name, passed=False, detail={"missing": list(items), "found": found}
+        )
+    have = outcome[key]
+    missing = [item for item in items if not any(json_equal(item, x) for x in have)]
+    return CheckResult(name=check.name, passed=not missing, detail={"missing": missing})
+
+
+def _at_least(check: Check, outcome: Mapping[str, Any], minimum: Any) -> CheckResult:
+    value = outcome.get(_required_key(check))
+    count = len(value) if isinstance(value, list) else value if _is_number(value) else None
+    return CheckResult(
+        name=check.name,
+        passed=count is not None and count >= minimum,
+        detail={"count": count, "minimum": minimum},
+    )
+
+
+def _equals(check: Check, outcome: Mapping[str, Any], expected: Any) -> CheckResult:
+    found = outcome.get(_required_key(check))
+    return CheckResult(
+        name=check.name,
+        passed=json_equal(found, expected),
+        detail={"found": found, "expected": expected},
+    )
+
+
+_KINDS = {
+    "concept-coverage": _concept_coverage,
+    "includes-all": _includes_all,
+    "at-least": _at_least,
+    "equals": _equals,
+}
+
+
+def check_run(check: Check, outcome: dict[str, Any], expect: dict[str, Any]) -> CheckResult:
+    """One check of one run's ``outcome`` against its scenario's expectation
+    ``expect[check.expect]`` (which :func:`scoring_problems` makes sure is there, of the right
+    type):
+
+    - ``concept-coverage``: a concept is covered when at least half of its distinct tokens
+      (``2 * hits >= n``) are among the tokens of the outcome's strings at ``check.keys`` (a
+      string, or the strings of an array; anything else is no text). Half, not all: a summary
+      that says "token expires" has the concept "token expiry" in mind. Detail: the concepts
+      covered and missing, in the expectation's order.
+    - ``includes-all``: every expected item is in the outcome's array at ``check.key``. Detail:
+      the items missing, and what was found when there is no array (its JSON type, or
+      ``absent``).
+    - ``at-least``: the outcome's number at ``check.key`` (an array's length) is at least the
+      expected number. Detail: the count (null when there is no number or array) and the
+      minimum.
+    - ``equals``: the outcome's value at ``check.key`` equals the expected value as JSON (an
+      absent key reads as null). Detail: what was found and what was expected.
+    """
+    return _KINDS[check.kind](check, outcome, expect[check.expect])
+
+
+def classify(taxonomy: Taxonomy, outcome: dict[str, Any], results: Mapping[str, bool]) -> str:
+    """The category of a run: that of the first rule whose named checks all had the given
+    result (``results``: check name to passed) and whose named outcome keys all hold the given
+    value as JSON (an absent key reads as null). First match wins, so a rule table reads top
+    down like the decision it records; :func:`scoring_problems` makes sure the last rule has
+    no conditions, so every run gets a category."""
+    for rule in taxonomy.rules:
+        if all(results.get(name) is want for name, want in rule.checks.items()) and all(
+            json_equal(outcome.get(key), value) for key, value in rule.values.items()
+        ):
+            return rule.category
+    raise ValueError(f"taxonomy {taxonomy.name!r}: no rule matches (the last must match all)")
+
+
+def score_run(
+    scoring: Scoring, scenario: Scenario, attempt_id: str, condition: str, outcome: dict[str, Any]
+) -> RunScore:
+    """The scores of one valid run: every check in the protocol's order and, with a taxonomy,
+    the run's category."""
+    results = tuple(check_run(c, outcome, scenario.expect) for c in scoring.checks)
+    category = None
+    if scoring.taxonomy is not None:
+        passed = {r.name: r.passed for r in results}
+        category = classify(scoring.taxonomy, outcome, passed)
+    return RunScore(attempt_id=attempt_id, condition=condition, checks=results, category=category)
+
+
+# --------------------------------------------------------------------------- intervals
+
+
+def wilson(k: int, n: int, level: float) -> tuple[float, float]:
+    """The Wilson score interval of ``k`` successes in ``n`` trials at confidence ``level``.
+
+    Wilson rather than the normal approximation: with the few runs a cell has, and rates at or
+    near 0 and 1, the normal interval collapses to a point or leaves [0, 1]; Wilson's stays
+    inside and keeps some width. The bounds at ``k == 0`` and ``k == n`` are exactly 0 and 1.
+    """
+    if n < 1 or not 0 <= k <= n:
+        raise ValueError(f"wilson needs 0 <= k <= n and n >= 1, not k={k}, n={n}")
+    if not 0 < level < 1:
+        raise ValueError(f"wilson needs a level in (0, 1), not {level}")
+    z = normal_quantile(level)
+    p = k / n
+    z2n = z * z / n
+    center = (p + z2n / 2) / (1 + z2n)
+    half = z * math.sqrt(p * (1 - p) / n + z2n / (4 * n)) / (1 + z2n)
+    low = 0.0 if k == 0 else max(0.0, center - half)
+    high = 1.0 if k == n else min(1.0, center + half)
+    return low, high
+
+
+# --------------------------------------------------------------------------- protocol problems
+
+
+def _member(key: str) -> str:
+    """A JSON path step to member ``key`` of an object."""
+    return f".{key}" if _NAME.fullmatch(key) else f"[{_quoted(key)}]"
+
+
+def _quoted(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _expectation_problem(check: Check, value: Any) -> str | None:
+    """What is wrong with a scenario's expectation for ``check``, if anything."""
+    if check.kind == "concept-coverage":
+        if not isinstance(value, list) or not all(isinstance(c, str) for c in value):
+            return f"must be an array of strings (concepts), found {json_type(value)}"
+    elif check.kind == "includes-all":
+        if not isinstance(value, list):
+            return f"must be an array, found {json_type(value)}"
+    elif check.kind == "at-least" and not _is_number(value):
+        return f"must be a number, found {json_type(value)}"
+    return None
+
+
+def _scenario_problems(p: Protocol, scoring: Scoring) -> list[str]:
+    problems: list[str] = []
+    name = scoring.scenario_factor
+    ids = {s.id for s in p.scenarios}
+    factor = next((i for i, f in enumerate(p.matrix) if f.name == name), None)
+    if factor is None:
+        problems.append(
+            f"scenario factor {name!r} is not a matrix factor @ $.scoring.scenario_factor"
+        )
+        return problems
+    levels = p.matrix[factor].levels
+    for j, level in enumerate(levels):
+        if level not in ids:
+            problems.append(
+                f"level {level!r} of scenario factor {name!r} names no scenario "
+                f"@ $.matrix[{factor}].levels[{j}]"
+            )
+    for k, scenario in enumerate(p.scenarios):
+        if scenario.id not in levels:
+            problems.append(
+                f"scenario {scenario.id!r} is not a level of scenario factor {name!r} "
+                f"@ $.scenarios[{k}].id"
+            )
+    return problems
+
+
+def _check_problems(scoring: Scoring) -> list[str]:
+    problems: list[str] = []
+    seen: set[str] = set()
+    for i, check in enumerate(scoring.checks):
+        where = f"$.scoring.checks[{i}]"
+        if check.name in seen:
+            problems.append(f"duplicate check name {check.name!r} @ {where}.name")
+        seen.add(check.name)
+        if check.kind == "concept-coverage":
+            if not check.keys:
+                problems.append(f"a concept-coverage check needs keys @ {where}.keys")
+            if check.key is not None:
+                problems.append(f"a concept-coverage check takes keys, not key @ {where}.key")
+        else:
+            if check.key is None:
+                problems.append(f"an {check.kind} check needs key @ {where}.key")
+            if check.keys:
+                problems.append(f"an {check.kind} check takes key, not keys @ {where}.keys")
+    return problems
+
+
+def _expect_problems(p: Protocol, scoring: Scoring) -> list[str]:
+    problems: list[str] = []
+    for k, scenario in enumerate(p.scenarios):
+        for check in scoring.checks:
+            where = f"$.scenarios[{k}].expect"
+            if check.expect not in scenario.expect:
+                problems.append(
+                    f"scenario {scenario.id!r} has no expectation {check.expect!r} "
+                    f"for check {check.name!r} @ {where}"
+                )
+                continue
+            value = scenario.expect[check.expect]
+            where += _member(check.expect)
+            wrong = _expectation_problem(check, value)
+            if wrong is not None:
+                problems.append(
+                    f"expectation {check.expect!r} of check {check.name!r} {wrong} @ {where}"
+                )
+            elif check.kind == "concept-coverage":
+                problems += [
+                    f"concept {concept!r} has no letters or digits to match @ {where}[{j}]"
+                    for j, concept in enumerate(value)
+                    if not tokens(concept)
+                ]
+    return problems
+
+
+def _taxonomy_problems(taxonomy: Taxonomy, checks: set[str]) -> list[str]:
+    problems: list[str] = []
+    where = "$.scoring.taxonomy"
+    seen: set[str] = set()
+    for i, category in enumerate(taxonomy.categories):
+        if category in seen:
+            problems.append(f"duplicate category {category!r} @ {where}.categories[{i}]")
+        seen.add(category)
+    last = len(taxonomy.rules) - 1
+    for i, rule in enumerate(taxonomy.rules):
+        here = f"{where}.rules[{i}]"
+        if rule.category not in seen:
+            problems.append(f"category {rule.category!r} is not declared @ {here}.category")
+        problems += [
+            f"unknown check {name!r} @ {here}.checks{_member(name)}"
+            for name in rule.checks
+            if name not in checks
+        ]
+        unconditional = not rule.checks and not rule.values
+        if i == last and not unconditional:
+            problems.append(
+                f"the last rule must have no conditions, so that every run gets a category @ {here}"
+            )
+        if i != last and unconditional:
+            problems.append(
+                f"only the last rule may have no conditions (the rules after it never apply) "
+                f"@ {here}"
+            )
+    return problems
+
+
+def _gate_problems(p: Protocol, checks: set[str]) -> list[str]:
+    problems: list[str] = []
+    if p.gates is None:
+        return problems
+    if p.scoring is None:
+        problems.append("gates judge scores: declared without scoring @ $.gates")
+    breadth = p.gates.breadth
+    if breadth is not None and breadth.minimum > breadth.maximum:
+        problems.append("minimum is greater than maximum @ $.gates.breadth")
+    floor = p.gates.control_floor
+    if floor is not None:
+        where = "$.gates.control_floor"
+        factor = next((f for f in p.matrix if f.name == floor.factor), None)
+        if factor is None:
+            problems.append(f"factor {floor.factor!r} is not a matrix factor @ {where}.factor")
+        elif floor.control not in factor.levels:
+            problems.append(
+                f"control {floor.control!r} is not a level of factor {floor.factor!r} "
+                f"@ {where}.control"
+            )
+        if p.scoring is not None and floor.check not in checks:
+            problems.append(f"check {floor.check!r} is not a declared check @ {where}.check")
+    return problems
+
+
+def _measure_problems(p: Protocol) -> list[str]:
+    m = p.measure
+    if m.name == "outcome_value" and m.key is None:
+        return ["an outcome_value measure needs key @ $.measure.key"]
+    if m.name == "episode_return" and m.key is not None:
+        return ["an episode_return measure takes no key @ $.measure.key"]
+    return []
+
+
+def scoring_problems(protocol: Protocol) -> list[str]:
+    """Every inconsistency of ``protocol``'s scenarios, scoring, gates and measure key that
+    each field allows alone, as messages ending in `` @ <JSON path>`` like those of
+    :func:`repro.protocol.load.check_consistency`.
+
+    Everything the scoring functions assume is checked here, before anything runs, so that a
+    run is never scored against an expectation that is missing or of the wrong type, and no
+    run goes without a category: duplicate scenario IDs; scoring without scenarios or
+    scenarios without scoring; a scenario factor that is not a matrix factor or whose levels
+    are not exactly the scenario IDs; duplicate check names, and ``key``/``keys`` as each
+    check kind needs; every scenario's expectation for every check, of the type its kind
+    needs (a concept without letters or digits could only be covered vacuously); the
+    taxonomy's categories and rules (only the last rule, and it alone, without conditions);
+    the gates (declared with scoring, breadth bounds in order, the control floor's factor,
+    level and check declared); and the measure's key (``outcome_value`` needs one,
+    ``episode_return`` takes none)."""
+    p = protocol
+    problems: list[str] = []
+    seen: set[str] = set()
+    for k, scenario in enumerate(p.scenarios):
+        if scenario.id in seen:
+            problems.append(f"duplicate scenario id {scenario.id!r} @ $.scenarios[{k}].id")
+        seen.add(scenario.id)
+    scoring = p.scoring
+    if scoring is not None and not p.scenarios:
+        problems.append("scoring declared without scenarios @ $.scoring")
+    if scoring is None and p.scenarios:
+        problems.append("scenarios declared without scoring @ $.scenarios")
+    checks = {c.name for c in scoring.checks} if scoring is not None else set()
+    if scoring is not None:
+        if p.scenarios:
+            problems += _scenario_problems(p, scoring)
+        problems += _check_problems(scoring)
+        problems += _expect_problems(p, scoring)
+        if scoring.taxonomy is not None:
+            problems += _taxonomy_problems(scoring.taxonomy, checks)
+    problems += _gate_problems(p, checks)
+    problems += _measure_problems(p)
+    return problems
+
+
+# --------------------------------------------------------------------------- cells
+
+
+def _summary(name: str, results: Sequence[bool], level: float) -> CheckSummary:
+    n = len(results)
+    passed = sum(results)
+    rate = low = high = None
+    if n >= 2:
+        rate = passed / n
+        low, high = wilson(passed, n, level)
+    return CheckSummary(
+        name=name,
+        passed=passed,
+        runs=n,
+        rate=rate,
+        low=low,
+        high=high,
+        unanimous=n > 0 and len(set(results)) == 1,
+    )
+
+
+def _cell(
+    scoring: Scoring,
+    condition: Condition,
+    scenario: Scenario,
+    scored: Sequence[tuple[RunScore, float | None]],
+    superseded: int,
+    level: float,
+) -> CellScore:
+    n = len(scored)
+    checks = tuple(
+        _summary(c.name, [s.checks[i].passed for s, _ in scored], level)
+        for i, c in enumerate(scoring.checks)
+    )
+    categories: dict[str, int] = {}
+    if scoring.taxonomy is not None:
+        counts = Counter(s.category for s, _ in scored)
+        categories = {c: counts[c] for c in scoring.taxonomy.categories}
+    agreement: Literal["unanimous", "split", "none"] = "none"
+    if n:
+        same = all(c.unanimous for c in checks) and len({s.category for s, _ in scored}) == 1
+        agreement = "unanimous" if same else "split"
+    measures = [m for _, m in scored if m is not None]
+    return CellScore(
+        condition=condition.id,
+        factors=condition.factors,
+        participant=condition.participant,
+        stratum=scenario.stratum,
+        valid_runs=n,
+        superseded_runs=superseded,
+        checks=checks,
+        categories=categories,
+        agreement=agreement,
+        median_measure=float(statistics.median(measures)) if len(measures) >= 2 else None,
+        note=FEW_RUNS_NOTE if n < 2 else None,
+    )
+
+
+def score_cells(
+    protocol: Protocol,
+    conditions: Sequence[Condition],
+    runs: Sequence[tuple[str, str, dict[str, Any], float | None]],
+    superseded: Mapping[str, int],
+    level: float,
+) -> tuple[tuple[RunScore, ...], tuple[CellScore, ...]]:
+    """Every valid run scored, and the cells, for scores.json.
+
+    ``runs`` are the slots that ended valid with an outcome, in sealed order, as (attempt ID,
+    condition ID, outcome, measure); ``superseded`` counts each condition's runs excluded for a
+    superseded scenario version. The run scores come in the order of ``runs``, the cells in
+    the order of ``conditions``, one per condition whether it has runs or not: a cell without
+    runs is reported, not dropped. Each cell gets its scenario's stratum, every check's passes
+    (with the rate and its Wilson interval at ``level`` from 2 valid runs on), every taxonomy
+    category's count (zeros included, so every cell has the same columns), its agreement, and
+    the median of its measures (from 2 on)."""
+    scoring = protocol.scoring
+    if scoring is None:
+        raise ValueError(f"protocol {protocol.id!r} declares no scoring")
+    scenarios = by_condition(protocol, conditions)
+    run_scores: list[RunScore] = []
+    per_cell: dict[str, list[tuple[RunScore, float | None]]] = defaultdict(list)
+    for attempt, condition, outcome, measure in runs:
+        score = score_run(scoring, scenarios[condition], attempt, condition, outcome)
+        run_scores.append(score)
+        per_cell[condition].append((score, measure))
+    cells = tuple(
+        _cell(
+            scoring,
+            c,
+            scenarios[c.id],
+            per_cell.get(c.id, []),
+            superseded.get(c.id, 0),
+            level,
+        )
+        for c in conditions
+    )
+    return tuple(run_scores), cells
+
+
+# --------------------------------------------------------------------------- gates
+
+
+def _scenario_level(protocol: Protocol, cell: CellScore) -> Any:
+    factor = protocol.scoring.scenario_factor if protocol.scoring is not None else "scenario"
+    return cell.factors.get(factor)
+
+
+def _breadth(protocol: Protocol, minimum: int, maximum: int, fraction: float) -> list[GateResult]:
+    n = len(protocol.scenarios)
+    held = sum(s.stratum == "holdout" for s in protocol.scenarios)
+    share = held / n if n else 0.0
+    return [
+        GateResult(
+            name="breadth",
+            holds=minimum <= n <= maximum,
+            detail=f"{n} scenario(s); between {minimum} and {maximum} required",
+        ),
+        GateResult(
+            name="holdout",
+            holds=n > 0 and share >= fraction,
+            detail=f"{held} of {n} scenario(s) holdout ({share:.4g}); "
+            f"at least {fraction:.4g} required",
+        ),
+    ]
+
+
+def _control_floor(
+    protocol: Protocol, floor: ControlFloorGate, cells: Sequence[CellScore]
+) -> GateResult:
+    runs: Counter[Any] = Counter()
+    failing: Counter[Any] = Counter()
+    for cell in cells:
+        if cell.factors.get(floor.factor) != floor.control:
+            continue
+        summary = next(c for c in cell.checks if c.name == floor.check)
+        scenario = _scenario_level(protocol, cell)
+        runs[scenario] += summary.runs
+        failing[scenario] += summary.runs - summary.passed
+    figures: list[tuple[str, int, int]] = [
+        (s.id, failing[s.id], runs[s.id]) for s in protocol.scenarios
+    ]
+    short = [(sid, f, n) for sid, f, n in figures if n == 0 or f / n < floor.fraction]
+    control = f"control {floor.factor}={floor.control}"
+    if short:
+        named = "; ".join(
+            f"{sid}: no valid control runs"
+            if n == 0
+            else f"{sid}: {f} of {n} control runs fail ({f / n:.4g})"
+            for sid, f, n in short
+        )
+        detail = (
+            f"{control} must fail check {floor.check!r} in at least {floor.fraction:.4g} "
+            f"of its valid runs in every scenario; {named}"
+        )
+    else:
+        sid, f, n = min(figures, key=lambda x: x[1] / x[2])
+        detail = (
+            f"{control} fails check {floor.check!r} in at least {floor.fraction:.4g} of its "
+            f"valid runs in all {len(figures)} scenario(s) (lowest: {sid}, {f} of {n})"
+        )
+    return GateResult(name="control-floor", holds=not short, detail=detail)
+
+
+def _versions(protocol: Protocol, cells: Sequence[CellScore]) -> GateResult:
+    per_scenario: Counter[Any] = Counter()
+    for cell in cells:
+        per_scenario[_scenario_level(protocol, cell)] += cell.superseded_runs
+    total = sum(per_scenario.values())
+    detail = "no run of a superseded scenario version counted"
+    if total:
+        named = ", ".join(
+            f"{s.id}: {per_scenario[s.id]}" for s in protocol.scenarios if per_scenario[s.id]
+        )
+        detail += f"; {total} superseded run(s) excluded ({named})"
+    else:
+        detail += "; none excluded"
+    return GateResult(name="versions", holds=True, detail=detail)
+
+
+def _completeness(losses: Sequence[Loss], slots: int) -> GateResult:
+    causes = Counter(loss.cause for loss in losses if loss.outcome == "failed")
+    failed = sum(causes.values())
+    detail = f"{failed} of {slots} slots failed"
+    if failed:
+        detail += ": " + ", ".join(f"{cause} ({causes[cause]})" for cause in sorted(causes))
+    return GateResult(name="completeness", holds=not failed, detail=detail)
+
+
+def gates(
+    protocol: Protocol, cells: Sequence[CellScore], losses: Sequence[Loss], slots: int
+) -> tuple[GateResult, ...]:
+    """The publish gates ``protocol`` declares, judged on the cells of its scores, the losses
+    of its slots and their number, in the order breadth, holdout, control-floor, versions,
+    completeness. Each result carries the figures it was judged on, so a refusal says what
+    to fix.
+
+    - breadth: the number of scenarios is between the minimum and the maximum;
+    - holdout: holdout scenarios make up at least ``holdout_fraction`` of all;
+    - control-floor: in every scenario, the control level's cells (pooled over the other
+      factors) fail the check in at least ``fraction`` of their valid runs; a scenario
+      without valid control runs shows nothing, and fails;
+    - versions: no run of a superseded scenario version counted, which holds by construction
+      (such runs are recorded excluded); the detail says how many were left out, by scenario;
+    - completeness: no slot failed; the detail groups failed slots by cause.
+    """
+    declared = protocol.gates
+    if declared is None:
+        return ()
+    out: list[GateResult] = []
+    if declared.breadth is not None:
+        b = declared.breadth
+        out += _breadth(protocol, b.minimum, b.maximum, b.holdout_fraction)
+    if declared.control_floor is not None:
+        out.append(_control_floor(protocol, declared.control_floor, cells))
+    if declared.versions:
+        out.append(_versions(protocol, cells))
+    if declared.completeness:
+        out.append(_completeness(losses, slots))
+    return tuple(out)

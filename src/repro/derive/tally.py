@@ -1,0 +1,556 @@
+"""Slot outcomes: which attempts belong to which slot, how each slot ended, and the tally of it
+all that the derivations read.
+
+The derivations never hold whole run records: each record is reduced to an :class:`Attempt`
+(everything but its step rewards, which become the measure recomputed from them), and the
+attempts of a set of plan entries are reduced to a :class:`RunTally` (per condition the counts
+and the valid measures, the losses, and counts with the first few examples of everything the
+tiers judge). ``repro study`` tallies the records it wrote, ``repro verify`` the records it reads,
+one partition at a time, and both hand the tally to the same derivation.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Generic, Literal, TypeVar
+
+from attrs import frozen
+
+from repro.derive.scenarios import SUPERSEDED, version_verdict
+from repro.models import Loss, Partition, PlanEntry, RunRecord, Scenario
+
+__all__ = [
+    "DECLARED",
+    "MAX_JOIN_PROBLEMS",
+    "Attempt",
+    "ConditionTally",
+    "FirstOf",
+    "JoinProblem",
+    "RunTally",
+    "attempt_id",
+    "declared_exclusion",
+    "measure_of",
+    "merge",
+    "slot_outcome",
+    "tally",
+]
+
+T = TypeVar("T")
+
+#: Join problems a tally keeps one by one (``verify`` lists them); the rest are counted.
+MAX_JOIN_PROBLEMS = 100
+
+
+def measure_of(step_rewards: Sequence[float]) -> float:
+    """The ``episode_return`` measure: the correctly rounded sum of the step rewards."""
+    return math.fsum(step_rewards)
+
+
+def attempt_id(slot: str, attempt: int) -> str:
+    """The ID of a slot's ``attempt``-th attempt."""
+    return f"{slot}-a{attempt}"
+
+
+#: How the cause of a slot the protocol excluded before sealing begins.
+DECLARED = "excluded before sealing: "
+
+
+def declared_exclusion(reason: str) -> str:
+    """The cause of the one record of a slot the protocol excluded before sealing."""
+    return DECLARED + reason
+
+
+@frozen
+class Attempt:
+    """What the derivations read of one run record: all of it but the step rewards, of which
+    only the measure recomputed from them is kept, so that what is held does not grow with the
+    steps of a run."""
+
+    attempt_id: str
+    slot: str
+    condition: str
+    attempt: int
+    predecessor: str | None
+    status: Literal["valid", "invalid", "failed", "excluded"]
+    cause: str | None
+    measure: float | None
+    #: :func:`measure_of` the step rewards; None for a record without step rewards.
+    recomputed: float | None
+    traced: bool
+    contract_sha256: str | None
+    #: The run's outcome object (runs that end in one): what scores are derived from.
+    outcome: dict[str, Any] | None = None
+
+    @classmethod
+    def of(cls, record: RunRecord) -> Attempt:
+        """The attempt ``record`` describes. The strings most records repeat (condition, cause,
+        contract digest) are interned: held once, however many attempts hold them."""
+        rewards = record.step_rewards
+        return cls(
+            attempt_id=record.attempt_id,
+            slot=record.slot,
+            condition=sys.intern(record.condition),
+            attempt=record.attempt,
+            predecessor=record.predecessor,
+            status=record.status,
+            cause=sys.intern(record.cause) if record.cause is not None else None,
+            measure=record.measure,
+            recomputed=measure_of(rewards) if rewards is not None else None,
+            traced=record.trace_sha256 is not None,
+            contract_sha256=(
+                sys.intern(record.contract_sha256) if record.contract_sha256 is not None else None
+            ),
+            outcome=record.outcome,
+        )
+
+
+@frozen
+class SlotOutcome:
+    """A slot's terminal outcome: valid, failed (attempts exhausted or chain broken) or
+    excluded, with its attempts in order."""
+
+    entry: PlanEntry
+    outcome: Literal["valid", "failed", "excluded"]
+    attempts: tuple[Attempt, ...]
+
+    @property
+    def terminal(self) -> Attempt | None:
+        """The last attempt, which decides the outcome."""
+        return self.attempts[-1] if self.attempts else None
+
+
+def _attempts_by_slot(attempts: Iterable[Attempt]) -> dict[str, tuple[Attempt, ...]]:
+    """Each slot's attempts sorted by attempt number, whatever order they come in."""
+    by_slot: dict[str, list[Attempt]] = defaultdict(list)
+    for a in attempts:
+        by_slot[a.slot].append(a)
+    return {
+        slot: tuple(sorted(group, key=lambda a: (a.attempt, a.attempt_id)))
+        for slot, group in by_slot.items()
+    }
+
+
+def _outcomes(
+    entries: Iterable[PlanEntry], by_slot: Mapping[str, tuple[Attempt, ...]]
+) -> list[SlotOutcome]:
+    """Each plan entry in sealed order with its attempts."""
+    out = []
+    for entry in sorted(entries, key=lambda e: e.order):
+        attempts = by_slot.get(entry.slot, ())
+        outcome = slot_outcome(attempts[-1].status if attempts else None)
+        out.append(SlotOutcome(entry=entry, outcome=outcome, attempts=attempts))
+    return out
+
+
+SlotEnd = Literal["valid", "failed", "excluded"]
+
+
+def slot_outcome(last: str | None) -> SlotEnd:
+    """How a slot ended, from the status of its last attempt (None: it has none): valid,
+    excluded, or failed (attempts exhausted, or none recorded)."""
+    return "valid" if last == "valid" else "excluded" if last == "excluded" else "failed"
+
+
+@frozen
+class JoinProblem:
+    """A broken join between plan and runs: a stable code, where, what, what was expected, what
+    was found."""
+
+    code: str
+    where: str
+    what: str
+    expected: str
+    found: str
+
+
+@frozen
+class FirstOf(Generic[T]):
+    """How many things there are, and the first of them in order (at most as many as the
+    tally keeps of their kind)."""
+
+    count: int
+    first: tuple[T, ...]
+
+
+def _first_of(items: Sequence[T], keep: int) -> FirstOf[T]:
+    return FirstOf(len(items), tuple(items[:keep]))
+
+
+def _concat(parts: Iterable[FirstOf[T]], keep: int) -> FirstOf[T]:
+    parts = list(parts)
+    return FirstOf(sum(p.count for p in parts), tuple(x for p in parts for x in p.first)[:keep])
+
+
+def _attempt_problems(known: set[str], attempts: Sequence[Attempt]) -> list[JoinProblem]:
+    """Attempts that repeat an attempt ID or name a slot not in ``known``, in the order the
+    attempts come."""
+    problems = []
+    seen_ids: set[str] = set()
+    for a in attempts:
+        if a.attempt_id in seen_ids:
+            problems.append(
+                JoinProblem(
+                    "duplicate-attempt-id",
+                    a.attempt_id,
+                    "duplicate attempt ID",
+                    "unique",
+                    "repeated",
+                )
+            )
+        seen_ids.add(a.attempt_id)
+        if a.slot not in known:
+            problems.append(
+                JoinProblem(
+                    "unplanned-slot",
+                    a.attempt_id,
+                    "run for a slot not in the sealed plan",
+                    "a planned slot",
+                    a.slot,
+                )
+            )
+    return problems
+
+
+def _version_problem(a: Attempt, scenario: Scenario | None) -> JoinProblem | None:
+    """A completed attempt whose status and cause disagree with the version verdict its
+    outcome gives (:func:`repro.derive.scenarios.version_verdict`)."""
+    verdict = version_verdict(scenario, a.outcome) if a.status != "failed" else None
+    found = (a.status, a.cause)
+    if verdict is not None and found != verdict:
+        return JoinProblem(
+            "version-verdict", a.attempt_id, "scenario version verdict", " ".join(verdict), a.status
+        )
+    if verdict is None and (
+        (a.status == "excluded" and (a.cause or "").startswith(SUPERSEDED))
+        or (a.status == "invalid" and a.cause == "outcome-scenario-version-missing")
+    ):
+        return JoinProblem(
+            "version-verdict",
+            a.attempt_id,
+            "scenario version verdict",
+            "current version",
+            f"{a.status} {a.cause}",
+        )
+    return None
+
+
+def _slot_problems(
+    outcomes: Sequence[SlotOutcome],
+    max_attempts: int,
+    scenarios: Mapping[str, Scenario | None],
+) -> list[JoinProblem]:
+    """Every way a planned slot's attempts fail to reach exactly one terminal outcome through a
+    correctly chained sequence, in sealed order."""
+    problems: list[JoinProblem] = []
+    for o in outcomes:
+        entry, attempts = o.entry, o.attempts
+        where = entry.slot
+        if not attempts:
+            problems.append(
+                JoinProblem(
+                    "no-terminal-outcome",
+                    where,
+                    "slot has no terminal outcome",
+                    "1 terminal record",
+                    "0 records",
+                )
+            )
+            continue
+        if entry.excluded is not None:
+            if len(attempts) == 1 and attempts[0].cause != declared_exclusion(entry.excluded):
+                problems.append(
+                    JoinProblem(
+                        "excluded-slot-cause",
+                        where,
+                        "an excluded slot's cause is the reason the protocol gives",
+                        declared_exclusion(entry.excluded),
+                        str(attempts[0].cause),
+                    )
+                )
+            if len(attempts) != 1 or attempts[0].status != "excluded":
+                problems.append(
+                    JoinProblem(
+                        "excluded-slot",
+                        where,
+                        "excluded slot must have one 'excluded' record",
+                        "1 excluded record",
+                        f"{len(attempts)} record(s), last {attempts[-1].status}",
+                    )
+                )
+            continue
+        previous: str | None = None
+        for number, a in enumerate(attempts, start=1):
+            if a.attempt != number or a.attempt_id != attempt_id(entry.slot, number):
+                problems.append(
+                    JoinProblem(
+                        "attempt-numbering",
+                        a.attempt_id,
+                        "attempt numbering",
+                        attempt_id(entry.slot, number),
+                        a.attempt_id,
+                    )
+                )
+            if a.predecessor != previous:
+                problems.append(
+                    JoinProblem(
+                        "predecessor-link",
+                        a.attempt_id,
+                        "predecessor link",
+                        str(previous),
+                        str(a.predecessor),
+                    )
+                )
+            if a.condition != entry.condition:
+                problems.append(
+                    JoinProblem(
+                        "condition", a.attempt_id, "condition", entry.condition, a.condition
+                    )
+                )
+            superseded = a.status == "excluded" and (a.cause or "").startswith(SUPERSEDED)
+            if a.status == "excluded" and not superseded:
+                problems.append(
+                    JoinProblem(
+                        "undeclared-exclusion",
+                        a.attempt_id,
+                        "exclusion not declared in the protocol",
+                        "not excluded",
+                        "excluded",
+                    )
+                )
+            version = _version_problem(a, scenarios.get(a.condition))
+            if version is not None:
+                problems.append(version)
+            if (a.status == "valid" or superseded) and number != len(attempts):
+                problems.append(
+                    JoinProblem(
+                        "attempt-after-terminal",
+                        a.attempt_id,
+                        f"attempt after a{' superseded' if superseded else ' valid'} attempt",
+                        "no further attempt",
+                        f"{len(attempts) - number} more",
+                    )
+                )
+            previous = a.attempt_id
+        if len(attempts) > max_attempts:
+            problems.append(
+                JoinProblem(
+                    "too-many-attempts",
+                    where,
+                    "more attempts than the protocol allows",
+                    str(max_attempts),
+                    str(len(attempts)),
+                )
+            )
+        elif attempts[-1].status not in ("valid", "excluded") and len(attempts) < max_attempts:
+            problems.append(
+                JoinProblem(
+                    "slot-abandoned",
+                    where,
+                    "slot abandoned before its attempts were exhausted",
+                    str(max_attempts),
+                    str(len(attempts)),
+                )
+            )
+    return problems
+
+
+@frozen
+class ConditionTally:
+    """One condition's slots, as aggregates.json counts them."""
+
+    scheduled: int
+    valid: int
+    failed: int
+    excluded: int
+    #: The measures of the slots that ended valid, in sealed order (a valid slot without a
+    #: measure is counted valid and has none here).
+    measures: tuple[float, ...]
+    #: Slots excluded because their run was made on a superseded scenario version.
+    superseded: int = 0
+    #: The slots that ended valid with an outcome, in sealed order: the terminal attempt's ID,
+    #: outcome and measure (what scores are derived from).
+    scored: tuple[tuple[str, dict[str, Any], float | None], ...] = ()
+
+
+@frozen
+class RunTally:
+    """Everything the derivations read of the plan entries and their attempts.
+
+    Join problems come in two kinds: those of single attempts (a repeated attempt ID, a slot the
+    plan does not have) and those of slots (in sealed order), and all of the first come before
+    all of the second. The attempts' problems are kept twice: among all attempts in the order
+    they were read, as ``verify`` lists them, and among the attempts of planned slots in sealed
+    order, as the execution-control tier judges them.
+    """
+
+    #: Partitions and plan entries tallied.
+    partitions: int
+    slots: int
+    #: Attempts of planned slots (an attempt naming no planned slot is not counted).
+    attempts: int
+    #: Per condition named by an entry, in the order its first entry comes.
+    conditions: dict[str, ConditionTally]
+    #: Every slot that did not end valid, in sealed order.
+    losses: tuple[Loss, ...]
+    #: Slots that ended valid whose terminal attempt carries a trace digest.
+    traced: int
+    #: Slots that ended valid whose measure was recomputed from step rewards, and the IDs of
+    #: those whose measure differs from the recomputed one.
+    recomputed: int
+    wrong_measures: FirstOf[str]
+    #: Attempts that ran (valid or invalid) with other contract facts than their condition's.
+    contract_mismatches: FirstOf[str]
+    attempt_problems: FirstOf[JoinProblem]
+    planned_attempt_problems: FirstOf[JoinProblem]
+    slot_problems: FirstOf[JoinProblem]
+
+    @property
+    def join_problems(self) -> FirstOf[JoinProblem]:
+        """Every join problem: those of all attempts in the order read, then those of slots."""
+        return _concat((self.attempt_problems, self.slot_problems), MAX_JOIN_PROBLEMS)
+
+    @property
+    def plan_join_problems(self) -> FirstOf[JoinProblem]:
+        """The join problems of the planned slots: those of their attempts in sealed order,
+        then those of the slots."""
+        return _concat((self.planned_attempt_problems, self.slot_problems), MAX_JOIN_PROBLEMS)
+
+    @property
+    def valid(self) -> int:
+        """Slots that ended valid."""
+        return sum(c.valid for c in self.conditions.values())
+
+    @property
+    def failed(self) -> int:
+        """Slots that ended failed."""
+        return sum(c.failed for c in self.conditions.values())
+
+    @property
+    def excluded(self) -> int:
+        """Slots that ended excluded."""
+        return sum(c.excluded for c in self.conditions.values())
+
+
+def tally(
+    partitions: Sequence[Partition],
+    attempts: Iterable[Attempt],
+    max_attempts: int,
+    contracts: Mapping[str, str],
+    scenarios: Mapping[str, Scenario | None] | None = None,
+) -> RunTally:
+    """Join ``attempts`` to the entries of ``partitions`` and reduce them to what the
+    derivations read. ``contracts`` maps each condition to the digest of its contract facts,
+    ``scenarios`` to the scenario it runs (whose version its outcomes are judged against).
+    Whatever order the attempts come in, everything but the order of the attempts' own join
+    problems is the same."""
+    entries = [e for part in partitions for e in part.entries]
+    attempts = list(attempts)
+    outcomes = _outcomes(entries, _attempts_by_slot(attempts))
+    conditions: dict[str, list[SlotOutcome]] = defaultdict(list)
+    losses: list[Loss] = []
+    for o in outcomes:
+        conditions[o.entry.condition].append(o)
+        if o.outcome != "valid":
+            last = o.terminal
+            cause = (last.cause if last is not None else None) or "no attempt recorded"
+            losses.append(
+                Loss(
+                    slot=o.entry.slot,
+                    outcome="excluded" if o.outcome == "excluded" else "failed",
+                    cause=cause,
+                    attempts=len(o.attempts),
+                )
+            )
+    valid = [o.terminal for o in outcomes if o.outcome == "valid" and o.terminal is not None]
+    recomputed = [a for a in valid if a.recomputed is not None]
+    planned = [a for o in outcomes for a in o.attempts]
+    ran = [a for a in planned if a.status in ("valid", "invalid")]
+    known = {e.slot for e in entries}
+    return RunTally(
+        partitions=len(partitions),
+        slots=len(entries),
+        attempts=len(planned),
+        conditions={
+            condition: ConditionTally(
+                scheduled=len(slots),
+                valid=sum(o.outcome == "valid" for o in slots),
+                failed=sum(o.outcome == "failed" for o in slots),
+                excluded=sum(o.outcome == "excluded" for o in slots),
+                measures=tuple(
+                    o.terminal.measure
+                    for o in slots
+                    if o.outcome == "valid"
+                    and o.terminal is not None
+                    and o.terminal.measure is not None
+                ),
+                superseded=sum(
+                    o.outcome == "excluded"
+                    and o.terminal is not None
+                    and (o.terminal.cause or "").startswith(SUPERSEDED)
+                    for o in slots
+                ),
+                scored=tuple(
+                    (o.terminal.attempt_id, o.terminal.outcome, o.terminal.measure)
+                    for o in slots
+                    if o.outcome == "valid"
+                    and o.terminal is not None
+                    and o.terminal.outcome is not None
+                ),
+            )
+            for condition, slots in conditions.items()
+        },
+        losses=tuple(losses),
+        traced=sum(a.traced for a in valid),
+        recomputed=len(recomputed),
+        wrong_measures=_first_of(
+            [a.attempt_id for a in recomputed if a.measure != a.recomputed], 1
+        ),
+        contract_mismatches=_first_of(
+            [a.attempt_id for a in ran if a.contract_sha256 != contracts.get(a.condition)], 1
+        ),
+        attempt_problems=_first_of(_attempt_problems(known, attempts), MAX_JOIN_PROBLEMS),
+        planned_attempt_problems=_first_of(_attempt_problems(known, planned), MAX_JOIN_PROBLEMS),
+        slot_problems=_first_of(
+            _slot_problems(outcomes, max_attempts, scenarios or {}), MAX_JOIN_PROBLEMS
+        ),
+    )
+
+
+def merge(tallies: Sequence[RunTally]) -> RunTally:
+    """The tally of several partitions from the tallies of each, in sealed order. It equals the
+    tally of all their entries and attempts together when no slot or attempt ID is in two of
+    them and each partition's entries come after the previous one's in sealed order."""
+    per_condition: dict[str, list[ConditionTally]] = defaultdict(list)
+    for t in tallies:
+        for condition, c in t.conditions.items():
+            per_condition[condition].append(c)
+    return RunTally(
+        partitions=sum(t.partitions for t in tallies),
+        slots=sum(t.slots for t in tallies),
+        attempts=sum(t.attempts for t in tallies),
+        conditions={
+            condition: ConditionTally(
+                scheduled=sum(c.scheduled for c in parts),
+                valid=sum(c.valid for c in parts),
+                failed=sum(c.failed for c in parts),
+                excluded=sum(c.excluded for c in parts),
+                measures=tuple(m for c in parts for m in c.measures),
+                superseded=sum(c.superseded for c in parts),
+                scored=tuple(x for c in parts for x in c.scored),
+            )
+            for condition, parts in per_condition.items()
+        },
+        losses=tuple(loss for t in tallies for loss in t.losses),
+        traced=sum(t.traced for t in tallies),
+        recomputed=sum(t.recomputed for t in tallies),
+        wrong_measures=_concat((t.wrong_measures for t in tallies), 1),
+        contract_mismatches=_concat((t.contract_mismatches for t in tallies), 1),
+        attempt_problems=_concat((t.attempt_problems for t in tallies), MAX_JOIN_PROBLEMS),
+        planned_attempt_problems=_concat(
+            (t.planned_attempt_problems for t in tallies), MAX_JOIN_PROBLEMS
+        ),
+        slot_problems=_concat((t.slot_problems for t in tallies), MAX_JOIN_PROBLEMS),
+    )

@@ -1,0 +1,48 @@
+"""Execution: a study runs a sealed plan's slots in worker processes (:mod:`~repro.execute.worker`)
+attempt by attempt (:mod:`~repro.execute.attempts`), serially or on N local workers
+(:mod:`~repro.execute.local`) or on a Dask cluster (:mod:`~repro.execute.cluster`), stops
+cleanly on a signal (:mod:`~repro.execute.interrupts`), and writes the bundle
+(:mod:`~repro.execute.studies`); :mod:`~repro.execute.replay` re-executes one slot.
+
+The names below load on first use: ``repro verify`` and the command line's option parsing
+import :mod:`~repro.execute.backends` without the study machinery behind it."""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from repro.execute.backends import MAX_LOCAL_WORKERS, Backend, DaskCluster, LocalWorkers
+    from repro.execute.studies import Progress, StudyResult, check_backend, prepare, study
+
+__all__ = [
+    "MAX_LOCAL_WORKERS",
+    "Backend",
+    "DaskCluster",
+    "LocalWorkers",
+    "Progress",
+    "StudyResult",
+    "check_backend",
+    "prepare",
+    "study",
+]
+
+_WHERE = {
+    "MAX_LOCAL_WORKERS": "backends",
+    "Backend": "backends",
+    "DaskCluster": "backends",
+    "LocalWorkers": "backends",
+    "Progress": "studies",
+    "StudyResult": "studies",
+    "check_backend": "studies",
+    "prepare": "studies",
+    "study": "studies",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{module}"), name)

@@ -1,0 +1,297 @@
+"""Running the plan's slots on a worker: the attempts of one slot, and a partition's slots (or a
+range of them) in sealed order on one :class:`~repro.execute.worker.Worker`.
+
+This is the part of a study that runs wherever a partition runs: in a thread of ``repro study``
+(:mod:`repro.execute.local`) or in a task on a Dask worker (:mod:`repro.execute.cluster`). It
+writes nothing itself; it hands each record to the caller as it is made.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import suppress
+from datetime import UTC, datetime
+from typing import Any
+
+from attrs import frozen
+
+from repro.adapters.base import Evidence
+from repro.bundle.writer import BundleWriter
+from repro.derive.scenarios import scenario_of
+from repro.derive.tally import SlotEnd, attempt_id, declared_exclusion, slot_outcome
+from repro.derive.tiers import contract_sha256
+from repro.derive.validity import judge
+from repro.execute.worker import Failure, Invalid, Job, Worker, WorkerLost
+from repro.models import (
+    MAX_LOST_OPENS,
+    AdapterFacts,
+    AttemptTimes,
+    Condition,
+    Partition,
+    PlanEntry,
+    Protocol,
+    RunRecord,
+    Scenario,
+)
+
+__all__ = [
+    "AttemptResult",
+    "SlotsResult",
+    "Workload",
+    "run_slot",
+    "run_slots",
+    "utc_now",
+    "write_times",
+]
+
+
+@frozen
+class Workload:
+    """What every place that runs partitions needs: the job each worker process serves, the
+    protocol's per-request timeout, and the sealed partitions (in sealed order) with the
+    conditions they belong to."""
+
+    job: Job
+    timeout: float | None
+    partitions: tuple[Partition, ...]
+    conditions: Mapping[str, Condition]
+
+
+@frozen
+class SlotsResult:
+    """Slots of one condition run to their end (a whole partition, or a range of one): every
+    attempt's record in sealed order, the contract facts of the first session that opened
+    (empty when none opened), and when each attempt ran (every attempt but a declared
+    exclusion, in the order of the records)."""
+
+    records: tuple[RunRecord, ...]
+    contract: dict[str, Any]
+    times: tuple[AttemptTimes, ...] = ()
+
+
+def _record(entry: PlanEntry, attempt: int, **fields: object) -> RunRecord:
+    base: dict[str, object] = {
+        "attempt_id": attempt_id(entry.slot, attempt),
+        "slot": entry.slot,
+        "condition": entry.condition,
+        "attempt": attempt,
+        "predecessor": attempt_id(entry.slot, attempt - 1) if attempt > 1 else None,
+        "cause": None,
+        "measure": None,
+        "steps": None,
+        "step_rewards": None,
+        "trace_sha256": None,
+        "contract_sha256": None,
+        "outcome": None,
+        "harness": None,
+        "outcome_sha256": None,
+    }
+    base.update(fields)
+    return RunRecord(**base)  # type: ignore[arg-type]
+
+
+#: What one attempt yields: well-typed evidence, or a failed or invalid attempt with its cause.
+AttemptResult = Evidence | Failure | Invalid
+
+
+def run_slot(
+    entry: PlanEntry,
+    protocol: Protocol,
+    facts: AdapterFacts,
+    contract: Callable[[], str | None],
+    attempt: Callable[[PlanEntry], AttemptResult],
+    scenario: Scenario | None = None,
+) -> Iterator[RunRecord]:
+    """Attempt one slot until the first valid attempt, a superseded one, or the protocol's
+    attempt limit.
+
+    ``attempt`` runs the entry once; ``contract`` gives the digest of the session's contract
+    facts at the time of each attempt; ``scenario`` is the one the slot's condition runs; each
+    completed attempt is judged by :func:`repro.derive.validity.judge` under the adapter's
+    ``facts``.
+    """
+    if entry.excluded is not None:
+        yield _record(entry, 1, status="excluded", cause=declared_exclusion(entry.excluded))
+        return
+    for number in range(1, protocol.retry.max_attempts + 1):
+        result = attempt(entry)
+        if isinstance(result, Failure):
+            yield _record(entry, number, status="failed", cause=result.cause)
+            continue
+        if isinstance(result, Invalid):
+            yield _record(
+                entry, number, status="invalid", cause=result.cause, contract_sha256=contract()
+            )
+            continue
+        judged = judge(
+            protocol,
+            facts,
+            scenario,
+            result.step_rewards,
+            result.reported_measure,
+            result.steps,
+            result.outcome,
+        )
+        yield _record(
+            entry,
+            number,
+            status=judged.status,
+            cause=judged.cause,
+            measure=judged.measure,
+            steps=result.steps,
+            step_rewards=judged.step_rewards,
+            trace_sha256=result.trace_sha256,
+            contract_sha256=contract(),
+            outcome=judged.outcome,
+            harness=result.harness,
+            outcome_sha256=judged.outcome_sha256,
+        )
+        if judged.status != "invalid":
+            return
+
+
+class _ConditionSession:
+    """One condition's session in the worker: opened on first use, opened again after the
+    worker was lost. ``meanwhile`` is done while the worker runs each attempt.
+
+    A session that cannot open is told apart by why. An adapter that raises at opening (or
+    refuses the sources, or gives a contract the ledger cannot hold) will do so again, and a
+    session open that outlasted ``retry.open_timeout_seconds``, a generous bound, would cost as
+    much again: either fails this and every later attempt of the condition with its cause,
+    untried. A worker process that died or exited while it opened the session (the kernel's
+    OOM killer, say) is replaced by a fresh one and the open tried again, up to
+    :data:`~repro.models.MAX_LOST_OPENS` losses in a row; the losses are kept with the
+    attempt's times (:attr:`lost_opens`), and only when every try is lost does the condition
+    give up."""
+
+    def __init__(
+        self, worker: Worker, condition: Condition, meanwhile: Callable[[], None] | None = None
+    ) -> None:
+        self._worker = worker
+        self._condition = condition
+        self._meanwhile = meanwhile
+        self._open = False
+        self._open_error: str | None = None
+        self._digest: str | None = None
+        #: The contract facts of the first session that opened; the ledger records them.
+        self.contract: dict[str, Any] | None = None
+        #: The causes of the session opens lost (and retried) for the latest attempt.
+        self.lost_opens: tuple[str, ...] = ()
+
+    def _ensure_open(self) -> Failure | None:
+        self.lost_opens = ()
+        if self._open_error is not None:
+            return Failure(self._open_error)
+        if self._open:
+            return None
+        lost: list[str] = []
+        while True:
+            try:
+                answer = self._worker.request("open", self._condition)
+                break
+            except WorkerLost as loss:
+                if loss.cause == "timeout" or len(lost) + 1 >= MAX_LOST_OPENS:
+                    self._open_error = f"session-open-failed:{loss.cause}"
+                    self.lost_opens = tuple(lost)
+                    return Failure(self._open_error)
+                lost.append(loss.cause)
+        self.lost_opens = tuple(lost)
+        if answer[0] != "opened":
+            self._open_error = str(answer[1])
+            return Failure(self._open_error)
+        self._open = True
+        self._digest = contract_sha256(answer[1])
+        if self.contract is None:
+            self.contract = answer[1]
+        return None
+
+    def digest(self) -> str | None:
+        """The contract digest of the session now open."""
+        return self._digest
+
+    def attempt(self, entry: PlanEntry) -> AttemptResult:
+        """Run ``entry`` once in the worker."""
+        failure = self._ensure_open()
+        if failure is not None:
+            return failure
+        try:
+            answer = self._worker.request("run", entry, meanwhile=self._meanwhile)
+        except WorkerLost as lost:
+            self._open = False
+            return Failure(lost.cause)
+        kind, value = answer
+        if kind == "evidence":
+            evidence: Evidence = value
+            return evidence
+        if kind == "invalid":
+            return Invalid(str(value))
+        return Failure(str(value))
+
+    def close(self) -> None:
+        """Close the session if it is open; a worker lost while closing is let go."""
+        if self._open:
+            self._open = False
+            with suppress(WorkerLost):
+                self._worker.request("close")
+
+
+def run_slots(
+    worker: Worker,
+    protocol: Protocol,
+    facts: AdapterFacts,
+    condition: Condition,
+    entries: Iterable[PlanEntry],
+    emit: Callable[[RunRecord], None],
+    slot_done: Callable[[SlotEnd], None],
+) -> SlotsResult:
+    """Run ``entries`` (slots of ``condition``, in sealed order: a whole partition or a range of
+    one) on ``worker``, in one session of the condition: ``emit`` gets each record in order,
+    ``slot_done`` how each slot ended, after its records; both are called while the worker runs
+    the next attempt, or at the end."""
+    records: list[RunRecord] = []
+    # Each record is handed on while the worker runs the next attempt (on a machine with a core
+    # to spare, writing it then costs no time): ``backlog`` holds the records not handed on yet,
+    # and, where a slot ended, how it ended.
+    backlog: list[RunRecord | SlotEnd] = []
+
+    def catch_up() -> None:
+        for item in backlog:
+            if isinstance(item, str):
+                slot_done(item)
+            else:
+                emit(item)
+        backlog.clear()
+
+    session = _ConditionSession(worker, condition, catch_up)
+    scenario = scenario_of(protocol, condition)
+    times: list[AttemptTimes] = []
+    started: list[str] = []
+
+    def timed(entry: PlanEntry) -> AttemptResult:
+        started.append(utc_now())
+        return session.attempt(entry)
+
+    for entry in entries:
+        for record in run_slot(entry, protocol, facts, session.digest, timed, scenario):
+            if started:  # the record of an attempt (a declared exclusion makes none)
+                times.append(
+                    AttemptTimes(record.attempt_id, started.pop(), utc_now(), session.lost_opens)
+                )
+            backlog.append(record)
+            records.append(record)
+        backlog.append(slot_outcome(records[-1].status if records else None))
+    catch_up()
+    session.close()
+    return SlotsResult(tuple(records), session.contract or {}, tuple(times))
+
+
+def write_times(writer: BundleWriter, partition: str, times: Iterable[AttemptTimes]) -> None:
+    """Write times/<partition>.jsonl: when each attempt of the partition ran."""
+    with writer.lines(f"data/times/{partition}.jsonl") as emit:
+        for line in times:
+            emit(line)
+
+
+def utc_now() -> str:
+    """The time now, UTC, to the microsecond, as :class:`~repro.models.AttemptTimes` holds it."""
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")

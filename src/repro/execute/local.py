@@ -1,0 +1,244 @@
+"""Partitions on N local worker processes: N threads, each owning one
+:class:`~repro.execute.worker.Worker`, take partitions from a queue in sealed order and run each
+to its end, writing its runs file as they go.
+
+When the queue is empty, a thread that is free takes the later half of the slots that the
+partition with most slots left has not started yet, and runs them in a session of its own;
+the owner of the partition appends their records to its runs file, in sealed order, when it
+has run the rest. Without this the last partitions would run alone at the end (with
+partitions of unequal cost, sealed order often puts the longest last). In per-run mode every
+run depends on its slot's seed alone, so who ran a slot leaves no trace in the bundle.
+
+The simulator runs in the worker processes, so the threads only wait on sockets and write
+files. The main thread waits for their events and reports progress, so the progress display is
+only ever touched by one thread, and a stop signal (which Python delivers to the main thread)
+sets the threads' cancel flag: each kills its worker process within a fraction of a second and
+leaves its runs file unfinished, under its temporary name.
+"""
+
+from __future__ import annotations
+
+import collections
+import queue
+import threading
+from collections.abc import Callable
+from typing import Literal
+
+from repro.bundle.writer import BundleWriter
+from repro.derive.tally import SlotEnd
+from repro.execute.attempts import SlotsResult, Workload, run_slots, write_times
+from repro.execute.worker import Cancelled, Worker
+from repro.models import Partition, PlanEntry, RunRecord
+from repro.plan.streams import checkpoint_of
+
+__all__ = ["run_on_local_workers"]
+
+#: What a thread tells the main thread: a slot of a condition finished; it failed with an
+#: exception; it has stopped.
+_Event = (
+    tuple[Literal["slot"], str, SlotEnd]
+    | tuple[Literal["error"], BaseException]
+    | tuple[Literal["exit"]]
+)
+#: How often a thread waiting for slots another thread took looks at the cancel flag.
+_WAIT_SLICE_SECONDS = 0.1
+
+
+class _Taken:
+    """Slots of a running partition that another thread took, and their result once run."""
+
+    def __init__(self, start: int, entries: tuple[PlanEntry, ...]) -> None:
+        self.start = start
+        self.entries = entries
+        self.done = threading.Event()
+        self.result: SlotsResult | None = None
+
+
+class _Running:
+    """A partition that its owner thread is running: the slots it has not started yet,
+    ``[next, end)``, of which another thread may take the later half, and the ranges taken."""
+
+    def __init__(self, index: int, partition: Partition) -> None:
+        self.index = index
+        self.partition = partition
+        self._lock = threading.Lock()
+        self._next = 0
+        self._end = len(partition.entries)
+        self.taken: list[_Taken] = []
+
+    def next_slot(self) -> PlanEntry | None:
+        """The owner's next slot, or None when it has run or given away all the others."""
+        with self._lock:
+            if self._next >= self._end:
+                return None
+            self._next += 1
+            return self.partition.entries[self._next - 1]
+
+    def left(self) -> int:
+        """How many slots the owner has not started."""
+        with self._lock:
+            return self._end - self._next
+
+    def take_later_half(self) -> _Taken | None:
+        """Take the later half of the slots not started (None when fewer than two are left:
+        one slot is not worth a second session)."""
+        with self._lock:
+            left = self._end - self._next
+            if left < 2:
+                return None
+            start = self._end - left // 2
+            taken = _Taken(start, self.partition.entries[start : self._end])
+            self._end = start
+            self.taken.append(taken)
+            return taken
+
+
+class _Pool:
+    """The partitions not yet started, in sealed order, and those running."""
+
+    def __init__(self, partitions: tuple[Partition, ...]) -> None:
+        self._lock = threading.Lock()
+        self._todo = collections.deque(enumerate(partitions))
+        self._running: list[_Running] = []
+
+    def next_partition(self) -> _Running | None:
+        """The next partition in sealed order, now running; None when all have started."""
+        with self._lock:
+            if not self._todo:
+                return None
+            running = _Running(*self._todo.popleft())
+            self._running.append(running)
+            return running
+
+    def take_slots(self) -> tuple[_Running, _Taken] | None:
+        """Later slots of the running partition with most left; None when no partition has
+        two or more slots left to start."""
+        with self._lock:
+            for running in sorted(self._running, key=lambda r: r.left(), reverse=True):
+                taken = running.take_later_half()
+                if taken is not None:
+                    return running, taken
+            return None
+
+
+def _wait(event: threading.Event, cancel: threading.Event) -> None:
+    while not event.wait(_WAIT_SLICE_SECONDS):
+        if cancel.is_set():
+            raise Cancelled("the study is stopping")
+
+
+def _serve_partitions(
+    work: Workload,
+    writer: BundleWriter,
+    pool: _Pool,
+    results: list[SlotsResult | None],
+    events: queue.SimpleQueue[_Event],
+    cancel: threading.Event,
+) -> None:
+    """One thread's loop: run the next partition in sealed order until none is left, then take
+    slots from running partitions until none has two left, or until the study stops. Its worker
+    process lives no longer than the thread, which stops it last."""
+    worker = Worker(work.job, work.timeout, cancel)
+    protocol, facts = work.job.protocol, work.job.frozen.facts
+    try:
+        while not cancel.is_set() and (running := pool.next_partition()) is not None:
+            part = running.partition
+            condition = work.conditions[part.condition]
+            state = worker.stream_state
+            if state is not None:  # stream mode (one worker): where replay of it starts
+                writer.model(f"data/runs/{part.id}.checkpoint.json", checkpoint_of(part.id, state))
+            with writer.lines(f"data/runs/{part.id}.jsonl") as emit:
+                slots = iter(running.next_slot, None)
+                own = run_slots(
+                    worker,
+                    protocol,
+                    facts,
+                    condition,
+                    slots,
+                    emit,
+                    _reporter(events, part.condition),
+                )
+                records, contract, times = list(own.records), own.contract, list(own.times)
+                # Nothing is taken once the owner has no slot left to start.
+                for taken in sorted(running.taken, key=lambda t: t.start):
+                    _wait(taken.done, cancel)
+                    assert taken.result is not None
+                    for record in taken.result.records:
+                        emit(record)
+                    records += taken.result.records
+                    times += taken.result.times
+                    contract = contract or taken.result.contract
+            write_times(writer, part.id, times)
+            results[running.index] = SlotsResult(tuple(records), contract, tuple(times))
+        while not cancel.is_set() and (took := pool.take_slots()) is not None:
+            running, taken = took
+            part = running.partition
+            condition = work.conditions[part.condition]
+            reporter = _reporter(events, part.condition)
+            taken.result = run_slots(
+                worker, protocol, facts, condition, taken.entries, _keep, reporter
+            )
+            taken.done.set()
+    except Cancelled:
+        pass  # the main thread is stopping the study and knows why
+    except BaseException as exc:  # handed to the main thread, which stops the study with it
+        events.put(("error", exc))
+    finally:
+        worker.stop()
+        events.put(("exit",))
+
+
+def _reporter(events: queue.SimpleQueue[_Event], condition: str) -> Callable[[SlotEnd], None]:
+    """Tells the main thread that a slot of ``condition`` finished, and how."""
+    return lambda end: events.put(("slot", condition, end))
+
+
+def _keep(_: RunRecord) -> None:
+    """Taken slots' records go to the partition's owner with their result, all at once."""
+
+
+def run_on_local_workers(
+    count: int,
+    work: Workload,
+    writer: BundleWriter,
+    slot_done: Callable[[str, SlotEnd], None],
+) -> list[SlotsResult]:
+    """Run every partition of ``work`` on ``count`` worker processes and write each one's runs
+    file; call ``slot_done(condition, end)`` in this thread as each slot finishes. Return the
+    results in sealed order.
+
+    Whatever stops this function (a signal raised in this thread, a thread's I/O error, which is
+    raised again here) first stops every thread and its worker process."""
+    pool = _Pool(work.partitions)
+    results: list[SlotsResult | None] = [None] * len(work.partitions)
+    events: queue.SimpleQueue[_Event] = queue.SimpleQueue()
+    cancel = threading.Event()
+    threads = [
+        threading.Thread(
+            target=_serve_partitions,
+            args=(work, writer, pool, results, events, cancel),
+            name=f"repro-worker-{number}",
+        )
+        for number in range(count)
+    ]
+    started: list[threading.Thread] = []
+    try:
+        for thread in threads:
+            thread.start()
+            started.append(thread)
+        running = len(threads)
+        while running:
+            event = events.get()
+            if event[0] == "slot":
+                slot_done(event[1], event[2])
+            elif event[0] == "error":
+                raise event[1]
+            else:
+                running -= 1
+    finally:
+        cancel.set()
+        for thread in started:
+            thread.join()
+    done = [result for result in results if result is not None]
+    assert len(done) == len(results), "every partition ran"
+    return done

@@ -1,0 +1,169 @@
+"""``repro replay``: re-execute one slot of a verified bundle and compare its evidence byte for
+byte.
+
+In ``per-run`` mode the slot runs alone, from its own seed. In ``stream`` mode every slot of its
+partition up to it is re-executed from the partition's checkpoint (the generator state when the
+partition began), because each run consumed the stream its predecessors left; the result says how
+many slots that took. The simulator must be installed, and must pin exactly the sources the
+bundle's ledger records.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, TypeVar
+
+from attrs import frozen
+
+from repro.adapters.base import get_adapter
+from repro.derive.scenarios import scenario_of
+from repro.errors import BadInput
+from repro.execute.attempts import _ConditionSession, run_slot
+from repro.execute.worker import Job, Worker, adapter_target
+from repro.json import canonical
+from repro.json.serde import structure, to_bytes, unstructure
+from repro.models import Checkpoint, FrozenProtocol, Ledger, Partition, RunRecord, Seal
+from repro.plan.streams import stream_of
+from repro.verify.core import verify
+
+__all__ = ["Replay", "replay"]
+
+T = TypeVar("T")
+
+
+@frozen
+class Replay:
+    """What replaying ``slot`` found: how many slots were re-executed (from which checkpoint, in
+    stream mode), how many attempts of the slot itself, and every difference from the bundle's
+    records (empty when all re-executed records are byte-identical)."""
+
+    slot: str
+    partition: str
+    replayed_slots: int
+    from_checkpoint: bool
+    attempts: int
+    differences: tuple[str, ...]
+
+    @property
+    def identical(self) -> bool:
+        """Whether every re-executed record equals the bundle's, byte for byte."""
+        return not self.differences
+
+
+def _load(root: Path, name: str, cls: type[T]) -> T:
+    return structure(canonical.loads((root / name).read_bytes(), what=name), cls, what=name)
+
+
+def _records(root: Path, partition: str) -> list[RunRecord]:
+    name = f"data/runs/{partition}.jsonl"
+    lines = (root / name).read_bytes().splitlines()
+    return [structure(canonical.loads(line, what=name), RunRecord, what=name) for line in lines]
+
+
+def _differences(slot: str, expected: list[RunRecord], found: list[RunRecord]) -> list[str]:
+    if [to_bytes(r) for r in expected] == [to_bytes(r) for r in found]:
+        return []
+    if len(expected) != len(found):
+        return [f"{slot}: {len(expected)} attempt(s) in the bundle, {len(found)} on replay"]
+    out = []
+    for old, new in zip(expected, found, strict=True):
+        a: dict[str, Any] = unstructure(old)
+        b: dict[str, Any] = unstructure(new)
+        for key in sorted(k for k in a if a[k] != b[k]):
+            out.append(
+                f"{old.attempt_id}: {key} is {_short(a[key])} in the bundle, "
+                f"{_short(b[key])} on replay"
+            )
+    return out
+
+
+def _short(value: Any) -> str:
+    text = canonical.dumps(value, newline=False).decode()
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def replay(root: Path, slot: str, options: Mapping[str, str], tracebacks: bool = False) -> Replay:
+    """Re-execute ``slot`` of the bundle at ``root`` and compare. Raises :class:`BadInput` when
+    the bundle does not verify, the slot is unknown, or the installed simulator pins other
+    sources than the bundle's. With ``tracebacks``, the traceback of every exception the
+    adapter raises is printed to stderr (never recorded)."""
+    findings = verify(root)
+    if findings:
+        raise BadInput(
+            f"{root} does not verify ({len(findings)} finding(s)): replay needs a verified "
+            f"bundle; see repro verify {root}"
+        )
+    fp = _load(root, "data/protocol.json", FrozenProtocol)
+    seal = _load(root, "data/plans/seal.json", Seal)
+    ledger = _load(root, "data/source-ledger.json", Ledger)
+    partition = next(
+        (
+            part
+            for ref in seal.partitions
+            if (part := _load(root, f"data/{ref.file}", Partition))
+            and any(e.slot == slot for e in part.entries)
+        ),
+        None,
+    )
+    if partition is None:
+        raise BadInput(f"{root}: no slot {slot!r} in the sealed plan")
+    protocol = fp.protocol
+    adapter = get_adapter(protocol.adapter.name)
+    frozen_adapter = adapter.freeze(protocol, options)
+    if (frozen_adapter.facts, frozen_adapter.sources) != (ledger.adapter, ledger.sources):
+        pinned = {(s.name, s.sha256, s.version) for s in ledger.sources}
+        differing = sorted(
+            s.name for s in frozen_adapter.sources if (s.name, s.sha256, s.version) not in pinned
+        )
+        raise BadInput(
+            "the installed simulator is not the one the bundle pins: "
+            + (", ".join(differing) or "its adapter facts differ")
+        )
+
+    stream = protocol.seeding.mode == "stream"
+    entries = list(partition.entries)
+    target = next(i for i, e in enumerate(entries) if e.slot == slot)
+    if stream:
+        checkpoint = _load(root, f"data/runs/{partition.id}.checkpoint.json", Checkpoint)
+        todo, start = entries[: target + 1], stream_of(checkpoint)
+    else:
+        todo, start = [entries[target]], None
+    condition = next(c for c in seal.conditions if c.id == partition.condition)
+    bundled: dict[str, list[RunRecord]] = {}
+    for record in _records(root, partition.id):
+        bundled.setdefault(record.slot, []).append(record)
+
+    worker = Worker(
+        Job(adapter_target(adapter), protocol, options, frozen_adapter, start, tracebacks),
+        protocol.retry.timeout_seconds,
+    )
+    differences: list[str] = []
+    attempts = 0
+    try:
+        session = _ConditionSession(worker, condition)
+        scenario = scenario_of(protocol, condition)
+        for entry in todo:
+            found = list(
+                run_slot(
+                    entry,
+                    protocol,
+                    frozen_adapter.facts,
+                    session.digest,
+                    session.attempt,
+                    scenario,
+                )
+            )
+            differences += _differences(entry.slot, bundled.get(entry.slot, []), found)
+            attempts = len(found)
+        session.close()
+    finally:
+        worker.stop()
+    return Replay(
+        slot=slot,
+        partition=partition.id,
+        replayed_slots=len(todo),
+        from_checkpoint=stream,
+        attempts=attempts,
+        differences=tuple(differences),
+    )

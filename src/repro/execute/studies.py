@@ -1,0 +1,392 @@
+"""``repro study``: freeze, seal, execute the partitions into a fresh root, derive, bundle.
+
+Partitions execute one after another on one worker process by default (:class:`LocalWorkers`),
+on N local worker processes at once, or as tasks on a Dask cluster (:class:`DaskCluster`). In
+``per-run`` seeding mode the bundle is byte-identical whichever of these ran it; ``stream`` mode
+has one generator stream for the whole plan and so runs on one worker only.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.metadata
+import os
+import platform
+import signal
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Literal
+from typing import Protocol as TypingProtocol
+
+from attrs import frozen
+
+from repro import __version__
+from repro.adapters.base import Adapter, Frozen, get_adapter
+from repro.bundle.writer import TAGMANIFEST, BundleWriter, create_root
+from repro.derive.crate import CRATE, ActionFacts, CrateBuilder, payload_files
+from repro.derive.derivation import Derived, derive, source_ledger, tally_records
+from repro.derive.disclosure import is_derivation_input, refuse_disclosing_protocol, scan
+from repro.derive.tally import SlotEnd
+from repro.errors import EXIT_STUDY_STOPPED, BadInput, ClusterFailed, Interrupted, StudyStopped
+from repro.execute import cluster
+from repro.execute.attempts import SlotsResult, Workload
+from repro.execute.backends import MAX_LOCAL_WORKERS, Backend, DaskCluster, LocalWorkers
+from repro.execute.interrupts import stop_on_signals
+from repro.execute.local import run_on_local_workers
+from repro.execute.worker import Job, adapter_target
+from repro.json import canonical
+from repro.json.serde import unstructure
+from repro.models import Environment, FrozenProtocol, Ledger, Partition, Protocol
+from repro.plan.sealing import SealedPlan, seal
+from repro.protocol.load import freeze, load_protocol
+
+__all__ = [
+    "MAX_LOCAL_WORKERS",
+    "Backend",
+    "DaskCluster",
+    "LocalWorkers",
+    "Progress",
+    "StudyResult",
+    "check_backend",
+    "prepare",
+    "study",
+]
+
+#: Distributions whose versions every environment.json records, beside the adapter's packages.
+CORE_PACKAGES = ("attrs", "cattrs", "orjson", "numpy", "scipy", "jsonschema")
+
+
+class Progress(TypingProtocol):
+    """Where the executor reports progress, always from the thread that called :func:`study`,
+    however many workers run the partitions."""
+
+    def start(self, total: int) -> None:
+        """``total`` slots are about to run."""
+
+    def advance(self, condition: str, end: SlotEnd) -> None:
+        """One slot of ``condition`` reached its terminal outcome, ``end`` (valid, failed or
+        excluded)."""
+
+    def finish(self) -> None:
+        """All slots are done."""
+
+
+#: Runs a workload's partitions, writes their runs files, and calls back as each slot ends.
+_RunPartitions = Callable[
+    [Workload, BundleWriter, Callable[[str, SlotEnd], None]], list[SlotsResult]
+]
+
+
+@frozen
+class Prepared:
+    """A study validated, frozen and sealed in memory: nothing is written yet."""
+
+    protocol: Protocol
+    frozen_protocol: FrozenProtocol
+    adapter: Adapter
+    options: Mapping[str, str]
+    frozen: Frozen
+    plan: SealedPlan
+
+
+@frozen
+class StudyResult:
+    """What a finished study wrote."""
+
+    root: Path
+    derived: Derived
+    wall_seconds: float
+    #: Session opens lost to a dying worker process and retried (kept with the attempts' times).
+    lost_opens: int = 0
+
+
+def prepare(protocol_path: Path, options: Mapping[str, str]) -> Prepared:
+    """Load, validate, freeze and seal; raises :class:`repro.errors.BadInput` before any write."""
+    protocol = load_protocol(protocol_path)
+    fp = freeze(protocol)
+    adapter = get_adapter(protocol.adapter.name)
+    frozen_adapter = adapter.freeze(protocol, options)
+    if (
+        protocol.measure.name == "outcome_value"
+        and frozen_adapter.facts.measure_inputs != "reported"
+    ):
+        raise BadInput(
+            f"protocol: the {protocol.adapter.name} adapter's runs end in step rewards, not in an "
+            "outcome object: use the episode_return measure @ $.measure.name"
+        )
+    # After the adapter's checks, whose messages say more about a field than this one does.
+    refuse_disclosing_protocol(fp)
+    _refuse_disclosing_pins(protocol.adapter.name, frozen_adapter)
+    return Prepared(
+        protocol,
+        fp,
+        adapter,
+        dict(options),
+        frozen_adapter,
+        seal(protocol, fp.sha256, frozen_adapter.sources),
+    )
+
+
+def _refuse_disclosing_pins(adapter: str, frozen: Frozen) -> None:
+    """Refuse, before anything is written, an adapter whose facts or pinned sources (which the
+    ledger records) would disclose a host path or a credential: a study never writes a bundle
+    that its own verify rejects."""
+    for what, value in (("facts", frozen.facts), ("pinned sources", frozen.sources)):
+        hits = scan("", canonical.dumps(unstructure(value)))
+        if hits:
+            raise BadInput(
+                f"the {adapter} adapter's {what} would write {hits[0].kind} content "
+                f"({hits[0].pattern}) into the bundle's source ledger; name pinned files by "
+                "their place inside their package or directory @ $.adapter"
+            )
+
+
+def _utc() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _versions(names: list[str]) -> dict[str, str]:
+    out = {}
+    for name in names:
+        try:
+            out[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return out
+
+
+def check_backend(protocol: Protocol, backend: Backend) -> None:
+    """Refuse, before anything is written, a backend the protocol cannot run on: more than one
+    worker, or a cluster, for a ``stream`` study (its one generator stream runs the whole plan
+    in sealed order in one process), or a worker count out of range."""
+    if isinstance(backend, LocalWorkers) and not 1 <= backend.count <= MAX_LOCAL_WORKERS:
+        raise BadInput(
+            f"--workers must be a whole number from 1 to {MAX_LOCAL_WORKERS}, not {backend.count}"
+        )
+    if protocol.seeding.mode != "stream":
+        return
+    if isinstance(backend, DaskCluster):
+        raise BadInput(
+            "--scheduler cannot run a protocol with stream seeding: its runs consume one "
+            "generator stream in sealed order, in one process; use per-run seeding to run "
+            "partitions on a cluster"
+        )
+    if backend.count > 1:
+        raise BadInput(
+            f"--workers {backend.count} cannot run a protocol with stream seeding: its runs "
+            "consume one generator stream in sealed order, in one process; use --workers 1, "
+            "or per-run seeding to run partitions in parallel"
+        )
+
+
+@frozen
+class _Runner:
+    """How the partitions will run, and what environment.json records of it."""
+
+    run: _RunPartitions
+    backend: Literal["local", "dask"]
+    workers: int
+
+
+@contextmanager
+def _partition_runner(backend: Backend) -> Iterator[_Runner]:
+    """How the partitions will run; for a cluster, connected before the root is created, so an
+    unreachable scheduler writes nothing."""
+    if isinstance(backend, LocalWorkers):
+        yield _Runner(
+            functools.partial(run_on_local_workers, backend.count), "local", backend.count
+        )
+        return
+    with cluster.connect(backend.address) as client:
+        workers = len(client.scheduler_info().get("workers", {}))
+        yield _Runner(functools.partial(cluster.run_on_dask, client), "dask", workers)
+
+
+def _workload(prepared: Prepared) -> Workload:
+    p, plan = prepared.protocol, prepared.plan
+    stream = ("seed", p.seeding.seed) if p.seeding.mode == "stream" else None
+    return Workload(
+        job=Job(adapter_target(prepared.adapter), p, prepared.options, prepared.frozen, stream),
+        timeout=p.retry.timeout_seconds,
+        partitions=plan.partitions,
+        conditions={c.id: c for c in plan.seal.conditions},
+    )
+
+
+def study(
+    prepared: Prepared, out: Path, progress: Progress, backend: Backend = LocalWorkers()
+) -> StudyResult:
+    """Execute a prepared study into the fresh root ``out`` on ``backend`` and write the whole
+    bundle.
+
+    Raises :class:`BadInput` (nothing written) when the backend cannot run the protocol or
+    cannot be reached, or ``out`` cannot be created; and :class:`StudyStopped` when a signal,
+    an I/O error or a failed cluster stops the study after the root exists: the root is then
+    left incomplete (no tag manifest), so it never verifies.
+    """
+    check_backend(prepared.protocol, backend)
+    with _partition_runner(backend) as runner:
+        create_root(out)
+        return _study_stopping_cleanly(prepared, out, progress, runner)
+
+
+def _study_stopping_cleanly(
+    prepared: Prepared, out: Path, progress: Progress, runner: _Runner
+) -> StudyResult:
+    """Run the study into the root it created; turn whatever stops it into one
+    :class:`StudyStopped` that says how far it got."""
+    total = sum(len(part.entries) for part in prepared.plan.partitions)
+    done = [0]
+    try:
+        with stop_on_signals():
+            try:
+                return _study(prepared, out, progress, runner, done, total)
+            finally:
+                progress.finish()
+    except Interrupted as exc:
+        signum = exc.signum
+        name = signal.Signals(signum).name
+        if (out / TAGMANIFEST).is_file():  # the signal came after the last file was in place
+            raise StudyStopped(
+                f"stopped by {name} after the bundle was complete; {out} is whole", 128 + signum
+            ) from None
+        raise StudyStopped(
+            f"stopped by {name} after {done[0]} of {total} slots; {out} is incomplete and will "
+            "not verify (repro never resumes: run the study again into a fresh root)",
+            128 + signum,
+        ) from None
+    except OSError as exc:
+        where = exc.filename
+        what = (
+            f"cannot write {Path(where).relative_to(out) if _inside(where, out) else 'a file'}"
+            if where
+            else "an operating-system error"
+        )
+        raise StudyStopped(
+            f"{what}: {exc.strerror or type(exc).__name__}, after {done[0]} of {total} slots; "
+            f"{out} is incomplete and will not verify",
+            EXIT_STUDY_STOPPED,
+        ) from None
+    except ClusterFailed as exc:
+        raise StudyStopped(
+            f"{exc}, after {done[0]} of {total} slots; {out} is incomplete and will not verify",
+            EXIT_STUDY_STOPPED,
+        ) from None
+
+
+def _crate(
+    prepared: Prepared,
+    partitions: Sequence[Partition],
+    results: Sequence[SlotsResult],
+    ledger: Ledger,
+    environment: Environment,
+) -> bytes:
+    """data/ro-crate-metadata.json of the bundle written so far (every other payload file)."""
+    fp = prepared.frozen_protocol
+    builder = CrateBuilder(fp, ledger, environment, payload_files(fp, [p.id for p in partitions]))
+    pieces: list[bytes] = [builder.head()]
+    for part, result in zip(partitions, results, strict=True):
+        times = {t.attempt_id: t for t in result.times}
+        pieces.extend(
+            builder.partition(
+                part.id,
+                (
+                    ActionFacts(
+                        r.attempt_id, r.slot, r.condition, r.status, r.cause, times[r.attempt_id]
+                    )
+                    for r in result.records
+                    if r.attempt_id in times
+                ),
+            )
+        )
+    ran = (t.attempt_id for result in results for t in result.times)
+    return b"".join([*pieces, *builder.tail(ran)])
+
+
+def _inside(path: object, root: Path) -> bool:
+    return isinstance(path, str | os.PathLike) and Path(path).is_relative_to(root)
+
+
+def _study(
+    prepared: Prepared,
+    out: Path,
+    progress: Progress,
+    runner: _Runner,
+    done: list[int],
+    total: int,
+) -> StudyResult:
+    p, fp, plan = prepared.protocol, prepared.frozen_protocol, prepared.plan
+    writer = BundleWriter(out)
+    writer.begin()
+    writer.model("data/protocol.json", fp)
+    for ref, part in zip(plan.seal.partitions, plan.partitions, strict=True):
+        writer.model(f"data/{ref.file}", part)
+    writer.model("data/plans/seal.json", plan.seal)
+
+    started, clock = _utc(), time.perf_counter()
+    progress.start(total)
+
+    def slot_done(condition: str, end: SlotEnd) -> None:
+        done[0] += 1
+        progress.advance(condition, end)
+
+    results = runner.run(_workload(prepared), writer, slot_done)
+    wall = time.perf_counter() - clock
+    # In sealed order, whichever order the partitions finished in.
+    records = [record for result in results for record in result.records]
+    contracts = {
+        part.condition: result.contract
+        for part, result in zip(plan.partitions, results, strict=True)
+    }
+
+    facts = Ledger(
+        schema="repro.source-ledger/1",
+        protocol_sha256=fp.sha256,
+        adapter=prepared.frozen.facts,
+        sources=prepared.frozen.sources,
+        contracts=contracts,
+        citation=None,
+        disagreements=(),
+        losses=(),
+    )
+    # The ledger and environment are derivation inputs: written, and so scanned, before derive.
+    runs = tally_records(fp, plan.partitions, records, facts)
+    ledger = source_ledger(fp, runs, facts)
+    writer.model("data/source-ledger.json", ledger)
+    packages = [*CORE_PACKAGES, *(s.name for s in prepared.frozen.sources if s.kind == "package")]
+    environment = Environment(
+        schema="repro.environment/1",
+        repro_version=__version__,
+        python=platform.python_version(),
+        implementation=platform.python_implementation(),
+        platform=f"{platform.system()} {platform.release()}",
+        machine=platform.machine(),
+        packages=_versions(sorted(set(packages))),
+        started_utc=started,
+        finished_utc=_utc(),
+        wall_seconds=round(wall, 3),
+        backend=runner.backend,
+        workers=runner.workers,
+    )
+    writer.model("data/environment.json", environment)
+    inputs = [d for d in writer.disclosures if is_derivation_input(d.file)]
+    derived = derive(fp, plan.seal, runs, ledger, inputs)
+    writer.model("data/aggregates.json", derived.aggregates)
+    writer.model("data/tiers.json", derived.tiers)
+    if derived.scores is not None:
+        writer.model("data/scores.json", derived.scores)
+    writer.write("data/validation-report.md", derived.report.encode())
+    writer.write(CRATE, _crate(prepared, plan.partitions, results, ledger, environment))
+    writer.finish(
+        {
+            "Bag-Software-Agent": f"repro {__version__}",
+            "Bagging-Date": started[:10],
+            "External-Identifier": f"sha256:{fp.sha256}",
+            "External-Description": p.title,
+        }
+    )
+    lost_opens = sum(len(t.lost_opens) for result in results for t in result.times)
+    return StudyResult(root=out, derived=derived, wall_seconds=wall, lost_opens=lost_opens)

@@ -1,0 +1,509 @@
+"""Adapter sessions run in a child process, so that a run which raises, returns garbage, hangs
+past the protocol's timeout or kills its process ends as one recorded attempt, never as the end
+of the study.
+
+The parent (:class:`Worker`) sends requests over a socket and waits for a run's answer at most
+the protocol's ``retry.timeout_seconds``, and for anything else (the child's start, which
+imports and freezes the adapter, and a session's opening and closing) at most
+``retry.open_timeout_seconds``, a generous bound of its own, so that a busy machine's slow start
+is never charged to a run. The child (:func:`_serve`) answers every request with plain
+data it has already checked, so nothing an adapter returns can break the parent. A lost child
+(timed out, killed, exited) is replaced for the next attempt; in ``stream`` seeding mode the
+replacement resumes the generator stream from the state at the start of the lost attempt, which
+the child reports after every run. In ``per-run`` seeding mode the child seeds the process-global
+generators from each run's own seed before the run (:func:`seed_global_generators`), so no run
+depends on which runs the same process served before it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import multiprocessing
+import multiprocessing.connection
+import os
+import random
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+import traceback
+from collections.abc import Callable, Mapping, Sequence
+from numbers import Real
+from typing import Any
+from typing import Protocol as TypingProtocol
+
+import attrs
+from attrs import frozen
+
+from repro.adapters.base import Adapter, Evidence, Frozen, Session
+from repro.derive.disclosure import scan, short_cause
+from repro.errors import ReproError, RunFailed, RunInvalid
+from repro.execute.interrupts import STOP_SIGNALS, held
+from repro.json import canonical
+from repro.models import (
+    MAX_OUTCOME_BYTES,
+    MAX_STEP_REWARDS,
+    Condition,
+    HarnessFacts,
+    PlanEntry,
+    Protocol,
+)
+
+__all__ = [
+    "MAX_OUTCOME_BYTES",
+    "MAX_STEP_REWARDS",
+    "CancelFlag",
+    "Cancelled",
+    "Failure",
+    "Invalid",
+    "Job",
+    "Worker",
+    "WorkerLost",
+    "adapter_target",
+    "check_evidence",
+    "die_with_parent",
+    "main",
+    "seed_global_generators",
+]
+
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+#: How long a child that was asked to stop may take before it is killed.
+_STOP_GRACE_SECONDS = 5.0
+#: How often a worker with a cancel flag looks at it while it waits for an answer.
+_CANCEL_POLL_SECONDS = 0.1
+
+
+@frozen
+class Failure:
+    """An attempt that could not complete: ``status`` failed, with a cause code."""
+
+    cause: str
+
+
+@frozen
+class Invalid:
+    """An attempt that completed with unusable evidence: ``status`` invalid, with a cause code."""
+
+    cause: str
+
+
+class Cancelled(ReproError):
+    """The study is stopping (:class:`Worker`'s ``cancel`` flag was set): the request was
+    abandoned and the child killed."""
+
+
+class CancelFlag(TypingProtocol):
+    """Set when the study stops, by another thread or another process (``threading.Event``,
+    ``distributed.Event``)."""
+
+    def is_set(self) -> bool:
+        """Whether the study is stopping."""
+
+
+class WorkerLost(ReproError):
+    """The child stopped answering: ``cause`` is ``timeout``, ``worker-died:SIGNAL`` or
+    ``worker-exited:CODE``."""
+
+    def __init__(self, cause: str) -> None:
+        super().__init__(cause)
+        self.cause = cause
+
+
+def _real(value: object) -> bool:
+    return isinstance(value, Real) and not isinstance(value, bool)
+
+
+def check_evidence(value: object) -> Evidence | Invalid:
+    """The adapter's return value as well-typed :class:`Evidence` of plain floats and ints, or
+    :class:`Invalid` naming the first thing wrong with it (finiteness is judged later, against
+    the protocol's measure). Evidence too large for one run record (more than
+    :data:`MAX_STEP_REWARDS` step rewards, an outcome of more than :data:`MAX_OUTCOME_BYTES`)
+    is refused too: verify reads a run record as one line of bounded length."""
+    if not isinstance(value, Evidence):
+        return Invalid(f"evidence-type:{type(value).__name__}")
+    rewards = value.step_rewards
+    if rewards is not None:
+        if not isinstance(rewards, Sequence) or isinstance(rewards, str | bytes):
+            return Invalid("evidence-step-rewards-type")
+        if len(rewards) > MAX_STEP_REWARDS:
+            return Invalid("evidence-too-many-step-rewards")
+        # Plain floats, the usual case, are checked without the slower test for any real.
+        if not all(type(r) is float for r in rewards) and not all(_real(r) for r in rewards):
+            return Invalid("evidence-step-reward-type")
+        rewards = tuple(map(float, rewards))
+    measure = value.reported_measure
+    if measure is not None:
+        if not _real(measure):
+            return Invalid("evidence-measure-type")
+        measure = float(measure)
+    steps = value.steps
+    if steps is not None:
+        if not isinstance(steps, int) or isinstance(steps, bool):
+            return Invalid("evidence-steps-type")
+        if steps < 0 or steps >= 1 << 63:
+            return Invalid("evidence-steps-range")
+        steps = int(steps)
+    trace = value.trace_sha256
+    if trace is not None and not (isinstance(trace, str) and _SHA256.fullmatch(trace)):
+        return Invalid("evidence-trace-digest")
+    outcome = value.outcome
+    if outcome is not None:
+        # The outcome goes into the bundle as it is: a JSON object that canonical JSON holds.
+        try:
+            data = canonical.dumps(outcome)
+            if len(data) > MAX_OUTCOME_BYTES:
+                return Invalid("evidence-outcome-too-large")
+            outcome = canonical.loads(data, what="outcome", max_bytes=MAX_OUTCOME_BYTES + 1)
+        except Exception:
+            return Invalid("evidence-outcome-not-json")
+        if not isinstance(outcome, dict):
+            return Invalid("evidence-outcome-not-object")
+    harness = value.harness
+    if harness is not None and not isinstance(harness, HarnessFacts):
+        return Invalid("evidence-harness-type")
+    return Evidence(
+        step_rewards=rewards,
+        reported_measure=measure,
+        steps=steps,
+        trace_sha256=trace,
+        outcome=outcome,
+        harness=harness,
+    )
+
+
+def adapter_target(adapter: Adapter) -> str:
+    """``module:Class`` of an adapter instance, from which a child rebuilds it."""
+    cls = type(adapter)
+    return f"{cls.__module__}:{cls.__qualname__}"
+
+
+@frozen
+class Job:
+    """What a child needs to run sessions: the adapter (rebuilt from its class and frozen again
+    from the protocol and options, which must give the parent's ``frozen`` exactly), and, in
+    stream mode, where the generator stream starts."""
+
+    adapter: str
+    protocol: Protocol
+    options: Mapping[str, str]
+    frozen: Frozen
+    stream: tuple[str, Any] | None
+    #: Print the traceback of every exception an adapter raises to the worker's stderr (the
+    #: user's terminal), for ``repro replay --traceback``. Never part of any record: a bundle
+    #: keeps a short cause code only.
+    tracebacks: bool = False
+
+
+# --------------------------------------------------------------------------- the child
+
+
+def die_with_parent(parent: int) -> None:
+    """On Linux, ask the kernel to kill this child when its parent dies, so a study killed by
+    SIGKILL leaves no run going on behind it."""
+    if sys.platform.startswith("linux"):
+        pr_set_pdeathsig = 1
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(pr_set_pdeathsig, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent:  # it died before the request above took effect
+        os._exit(1)
+
+
+def _stream_state() -> tuple[str, Any]:
+    numpy = sys.modules.get("numpy")
+    return ("state", (random.getstate(), numpy.random.get_state() if numpy else None))
+
+
+def seed_global_generators(seed: int) -> None:
+    """Seed the process-global generators from a run's per-run seed (``seeding.mode`` per-run),
+    so that an adapter or policy that draws from them gets the same numbers whichever runs this
+    process served before: Python's :mod:`random` with the seed itself, and, if NumPy is
+    imported, NumPy's legacy global generator (which takes at most 32 bits) with the seed's low
+    32 bits, ``seed & 0xFFFFFFFF``."""
+    random.seed(seed)
+    numpy = sys.modules.get("numpy")
+    if numpy is not None:
+        numpy.random.seed(seed & 0xFFFF_FFFF)
+
+
+def _restore_stream(stream: tuple[str, Any]) -> None:
+    kind, value = stream
+    if kind == "seed":
+        random.seed(value)
+        return
+    python_state, numpy_state = value
+    random.setstate(python_state)
+    if numpy_state is not None:
+        import numpy
+
+        algorithm, keys, pos, has_gauss, cached = numpy_state
+        numpy.random.set_state(
+            (algorithm, numpy.asarray(keys, dtype=numpy.uint32), pos, has_gauss, cached)
+        )
+
+
+def _show(job: Job, what: str, exc: BaseException) -> None:
+    """With ``job.tracebacks``, print ``exc``'s traceback to stderr, the user's terminal."""
+    if job.tracebacks:
+        print(f"repro: {what} raised (shown here only; no bundle keeps it):", file=sys.stderr)
+        traceback.print_exception(exc, file=sys.stderr)
+        sys.stderr.flush()
+
+
+def _open(adapter: Adapter, job: Job, condition: Condition) -> tuple[Any, ...]:
+    try:
+        session = adapter.open(job.protocol, condition, job.frozen)
+        contract = dict(session.contract)
+    except Exception as exc:
+        _show(job, f"opening the session of {condition.id}", exc)
+        return ("open-failed", f"session-open-failed:{type(exc).__name__}")
+    try:
+        data = canonical.dumps(contract)  # the ledger must be able to hold it
+    except Exception:
+        return ("open-failed", "session-open-failed:contract-not-json")
+    hits = scan("", data)
+    if hits:  # nor may it say where or by whom the study ran
+        return ("open-failed", f"session-open-failed:contract-discloses:{hits[0].kind}")
+    return ("opened", session, contract)
+
+
+def _run(job: Job, session: Session, entry: PlanEntry) -> tuple[Any, ...]:
+    try:
+        checked = check_evidence(session.run(entry))
+    except RunFailed as exc:
+        _show(job, f"the run of {entry.slot}", exc)
+        cause = exc.cause if isinstance(exc.cause, str) else ""
+        return ("failed", short_cause(cause))
+    except RunInvalid as exc:
+        _show(job, f"the run of {entry.slot}", exc)
+        cause = exc.cause if isinstance(exc.cause, str) else ""
+        return ("invalid", short_cause(cause))
+    except Exception as exc:
+        _show(job, f"the run of {entry.slot}", exc)
+        return ("failed", f"adapter-raised:{type(exc).__name__}")
+    if isinstance(checked, Invalid):
+        return ("invalid", checked.cause)
+    return ("evidence", checked)
+
+
+def _serve(conn: multiprocessing.connection.Connection, job: Job) -> None:
+    """The child's loop: open, run, close on request; exit at ``stop`` or when the parent goes."""
+    # Interrupts are for the parent, which stops this child itself. The parent blocked them
+    # while it started this child, and the mask is inherited: unblock the others.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
+    module, _, name = job.adapter.partition(":")
+    adapter: Adapter = getattr(__import__(module, fromlist=[name]), name)()
+    # Sessions open only if this process pins the very sources the parent sealed.
+    try:
+        refrozen: Frozen | None = adapter.freeze(job.protocol, job.options)
+    except Exception:
+        refrozen = None
+    unpinned = refrozen != job.frozen
+    if job.stream is not None:
+        _restore_stream(job.stream)
+    session: Session | None = None
+    answer: tuple[Any, ...]
+    while True:
+        try:
+            request = conn.recv()
+        except (EOFError, OSError):
+            return
+        kind = request[0]
+        if kind == "open" and unpinned:
+            answer = ("open-failed", "session-open-failed:sources-differ-in-worker")
+        elif kind == "open":
+            answer = _open(adapter, job, request[1])
+            if answer[0] == "opened":
+                session, answer = answer[1], ("opened", answer[2])
+        elif kind == "run" and session is not None:
+            entry: PlanEntry = request[1]
+            if job.stream is None and entry.seed is not None:
+                seed_global_generators(entry.seed)
+            answer = _run(job, session, entry)
+        elif kind == "close" and session is not None:
+            try:
+                session.close()
+            except Exception as exc:
+                answer = ("close-failed", type(exc).__name__)
+            else:
+                answer = ("closed",)
+            session = None
+        elif kind == "stop":
+            return
+        else:
+            answer = ("protocol-error", kind)
+        if job.stream is not None:
+            answer = (*answer, _stream_state())
+        try:
+            conn.send(answer)
+        except OSError:  # the parent is gone
+            return
+
+
+# --------------------------------------------------------------------------- the parent
+
+
+def main() -> None:
+    """A worker process's entry point:
+    ``python -c "from repro.execute.worker import main; main()" FD PARENT_PID``, serving the job
+    that arrives first on the socket FD."""
+    conn = multiprocessing.connection.Connection(int(sys.argv[1]))
+    die_with_parent(int(sys.argv[2]))
+    try:
+        job = conn.recv()
+    except (EOFError, OSError):  # the parent stopped before it sent the job
+        return
+    _serve(conn, job)
+
+
+class Worker:
+    """One child process serving one adapter; replaced when lost.
+
+    The child is a fresh interpreter started with :mod:`subprocess` rather than
+    :mod:`multiprocessing`, so it never re-imports the parent's main script (which a library
+    user may not have guarded), inherits no lock held by a parent thread, and needs no helper
+    process. It sees the parent's ``sys.path``, and writes what it prints to the parent's stderr
+    so the study's stdout stays the study's own.
+
+    A worker is used by one thread. Another thread (or process) stops it through ``cancel``:
+    once that is set, the request in progress and every later one kill the child and raise
+    :class:`Cancelled` (within :data:`_CANCEL_POLL_SECONDS`).
+    """
+
+    def __init__(self, job: Job, timeout: float | None, cancel: CancelFlag | None = None) -> None:
+        self._job = job
+        self._timeout = timeout
+        #: The bound on everything but a run: starting the child (a fresh interpreter that
+        #: imports and freezes the adapter, slow on a busy machine), opening and closing a
+        #: session. It is never charged to a run.
+        self._open_timeout = job.protocol.retry.open_bound
+        self._cancel = cancel
+        self._stream = job.stream
+        self._process: subprocess.Popen[bytes] | None = None
+        self._conn: multiprocessing.connection.Connection | None = None
+
+    @property
+    def stream_state(self) -> tuple[str, Any] | None:
+        """Where the generator stream stands now (stream mode): the seed before any request, then
+        the states the worker reported with its last answer."""
+        return self._stream
+
+    def _start(self) -> multiprocessing.connection.Connection:
+        ours, theirs = socket.socketpair()
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+        command = [sys.executable, "-c", "from repro.execute.worker import main; main()"]
+        try:
+            # A signal while the child starts would stop it half-started; it is held until the
+            # start is done, then stops the study as usual.
+            with held():
+                process = subprocess.Popen(
+                    [*command, str(theirs.fileno()), str(os.getpid())],
+                    stdin=subprocess.DEVNULL,
+                    stdout=sys.__stderr__.fileno() if sys.__stderr__ else subprocess.DEVNULL,
+                    pass_fds=(theirs.fileno(),),
+                    env=env,
+                )
+        finally:
+            theirs.close()
+        conn = multiprocessing.connection.Connection(ours.detach())
+        self._process, self._conn = process, conn
+        conn.send(attrs.evolve(self._job, stream=self._stream))
+        return conn
+
+    def request(
+        self, *message: Any, meanwhile: Callable[[], None] | None = None
+    ) -> tuple[Any, ...]:
+        """Send one request and return the child's answer; raise :class:`WorkerLost` (after
+        killing the child) when it times out or the child dies, and :class:`Cancelled` when the
+        study stops.
+
+        A ``run`` request is bounded by the protocol's ``retry.timeout_seconds``; any other
+        request, and any request that starts the child, by ``retry.open_timeout_seconds``: the
+        start of a worker is never charged to a run. ``meanwhile`` is the caller's own work,
+        done while the child works on the request (a study writes the previous run's record
+        then): the timeout counts from the sending. If it raises, the child is killed and its
+        answer never read."""
+        self._check_cancel()
+        starting = self._conn is None
+        try:
+            conn = self._conn or self._start()
+            conn.send(message)
+        except OSError:
+            raise WorkerLost(self._loss()) from None
+        sent = time.monotonic()
+        bound = self._timeout if message[0] == "run" and not starting else self._open_timeout
+        if meanwhile is not None:
+            try:
+                meanwhile()
+            except BaseException:
+                self.kill()
+                raise
+        deadline = sent + bound if bound is not None else None
+        try:
+            if not self._answered(conn, deadline):
+                self.kill()
+                raise WorkerLost("timeout")
+            answer: tuple[Any, ...] = conn.recv()
+        except (EOFError, OSError):
+            raise WorkerLost(self._loss()) from None
+        if self._stream is not None:
+            *rest, self._stream = answer
+            answer = tuple(rest)
+        return answer
+
+    def _check_cancel(self) -> None:
+        if self._cancel is not None and self._cancel.is_set():
+            self.kill()
+            raise Cancelled("the study is stopping")
+
+    def _answered(
+        self, conn: multiprocessing.connection.Connection, deadline: float | None
+    ) -> bool:
+        """Whether an answer arrived by ``deadline`` (a :func:`time.monotonic` time; None:
+        however long it takes); with a cancel flag, wait in short slices and look at the flag
+        between them."""
+        if self._cancel is None:
+            return conn.poll(None if deadline is None else max(0.0, deadline - time.monotonic()))
+        while True:
+            self._check_cancel()
+            left = _CANCEL_POLL_SECONDS if deadline is None else deadline - time.monotonic()
+            if conn.poll(max(0.0, min(left, _CANCEL_POLL_SECONDS))):
+                return True
+            if deadline is not None and time.monotonic() >= deadline:
+                return False
+
+    def _loss(self) -> str:
+        process = self._process
+        self.kill()
+        code = process.returncode if process is not None else None
+        if code is not None and code < 0:
+            try:
+                return f"worker-died:{signal.Signals(-code).name}"
+            except ValueError:
+                return f"worker-died:signal-{-code}"
+        return f"worker-exited:{code}"
+
+    def kill(self) -> None:
+        """Kill the child, if any, and forget it; the next request starts a new one."""
+        process, conn = self._process, self._conn
+        self._process = self._conn = None
+        if conn is not None:
+            conn.close()
+        if process is not None:
+            if process.poll() is None:
+                process.kill()
+            process.wait()
+
+    def stop(self) -> None:
+        """Ask the child to exit, and kill it if it does not in a few seconds."""
+        process, conn = self._process, self._conn
+        if process is None or conn is None:
+            return
+        with contextlib.suppress(OSError):
+            conn.send(("stop",))
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(_STOP_GRACE_SECONDS)
+        self.kill()

@@ -1,0 +1,155 @@
+"""Expand a protocol into admitted plan entries, partition them and seal the partitions."""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+from collections.abc import Iterator
+
+from repro.json import canonical
+from repro.json.serde import to_bytes, unstructure
+from repro.models import (
+    Condition,
+    Partition,
+    PartitionRef,
+    PlanEntry,
+    Protocol,
+    Seal,
+    Source,
+)
+
+__all__ = [
+    "SealedPlan",
+    "conditions_of",
+    "derive_seed",
+    "partition_ref",
+    "partitions",
+    "seal",
+    "seal_record",
+    "slot_ids",
+    "sources_sha256",
+]
+
+
+def _width(count: int, minimum: int) -> int:
+    return max(minimum, len(str(count - 1)))
+
+
+def conditions_of(protocol: Protocol) -> tuple[Condition, ...]:
+    """Matrix cells crossed with participants, first factor outermost, participants innermost."""
+    cells = list(itertools.product(*(f.levels for f in protocol.matrix)))
+    total = len(cells) * len(protocol.participants)
+    width = _width(total, 2)
+    out: list[Condition] = []
+    for cell in cells:
+        factors = {f.name: level for f, level in zip(protocol.matrix, cell, strict=True)}
+        for participant in protocol.participants:
+            out.append(
+                Condition(id=f"c{len(out):0{width}d}", factors=factors, participant=participant.id)
+            )
+    return tuple(out)
+
+
+def _slot_id(condition: str, replicate: int, protocol: Protocol) -> str:
+    return f"{condition}-r{replicate:0{_width(protocol.runs_per_condition, 4)}d}"
+
+
+def slot_ids(protocol: Protocol) -> list[str]:
+    """Every slot ID of the plan in sealed order: ``<condition>-r<replicate>``."""
+    return [
+        _slot_id(c.id, r, protocol)
+        for c in conditions_of(protocol)
+        for r in range(protocol.runs_per_condition)
+    ]
+
+
+def derive_seed(master: int, slot: str) -> int:
+    """Per-run seed of ``slot``: the first 8 bytes of the sha256 of the UTF-8 text
+    ``repro.seed/1:<master in decimal>:<slot>``, read as a big-endian unsigned integer and
+    shifted right by one bit, so it lies in [0, 2**63).
+
+    It depends on the master seed and the slot ID alone, never on the execution order, so any
+    run can execute on any worker, in any order, or alone. (``c00-r0000`` with master seed 7
+    gives the text ``repro.seed/1:7:c00-r0000``.)"""
+    digest = hashlib.sha256(f"repro.seed/1:{master}:{slot}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") >> 1
+
+
+def sources_sha256(sources: tuple[Source, ...]) -> str:
+    """Digest of the pinned sources, sealed with the plan."""
+    return canonical.sha256_hex(canonical.dumps(unstructure(sources)))
+
+
+class SealedPlan:
+    """The seal record and its partitions (one per condition), ready to write."""
+
+    def __init__(self, seal: Seal, partitions: tuple[Partition, ...]) -> None:
+        self.seal = seal
+        self.partitions = partitions
+
+    def entries(self) -> list[PlanEntry]:
+        """All entries in sealed order."""
+        return [e for p in self.partitions for e in p.entries]
+
+
+def partitions(protocol: Protocol) -> Iterator[Partition]:
+    """The plan's partitions, one per condition in sealed order, each made only when asked for:
+    expanding one partition at a time keeps what is held to one condition's slots."""
+    excluded = {x.slot: x.reason for x in protocol.exclusions}
+    per_run = protocol.seeding.mode == "per-run"
+    order = 0
+    for condition in conditions_of(protocol):
+        entries = []
+        for replicate in range(protocol.runs_per_condition):
+            slot = _slot_id(condition.id, replicate, protocol)
+            entries.append(
+                PlanEntry(
+                    slot=slot,
+                    condition=condition.id,
+                    replicate=replicate,
+                    order=order,
+                    seed=derive_seed(protocol.seeding.seed, slot) if per_run else None,
+                    excluded=excluded.get(slot),
+                )
+            )
+            order += 1
+        yield Partition(
+            schema="repro.partition/1",
+            id=condition.id,
+            condition=condition.id,
+            entries=tuple(entries),
+        )
+
+
+def partition_ref(partition: Partition) -> PartitionRef:
+    """How the seal lists ``partition``: by its file and the sha256 of its canonical bytes."""
+    return PartitionRef(
+        id=partition.id,
+        file=f"plans/{partition.id}.json",
+        entries=len(partition.entries),
+        sha256=canonical.sha256_hex(to_bytes(partition)),
+    )
+
+
+def seal_record(
+    protocol: Protocol,
+    protocol_sha256: str,
+    sources: tuple[Source, ...],
+    refs: tuple[PartitionRef, ...],
+) -> Seal:
+    """plans/seal.json for the plan whose partitions ``refs`` lists."""
+    return Seal(
+        schema="repro.seal/1",
+        protocol_sha256=protocol_sha256,
+        sources_sha256=sources_sha256(sources),
+        seeding=protocol.seeding.mode,
+        conditions=conditions_of(protocol),
+        partitions=refs,
+    )
+
+
+def seal(protocol: Protocol, protocol_sha256: str, sources: tuple[Source, ...]) -> SealedPlan:
+    """Expand, partition by condition, and digest each partition."""
+    parts = tuple(partitions(protocol))
+    refs = tuple(partition_ref(p) for p in parts)
+    return SealedPlan(seal_record(protocol, protocol_sha256, sources, refs), parts)

@@ -1,0 +1,106 @@
+"""``repro publish``: a results table from a scored bundle, written only when the bundle verifies
+and every publish gate its protocol declares holds.
+
+The gates are judged on scores.json, which ``repro verify`` has just re-derived from the
+protocol and the retained runs and found equal to what the bundle stores: nothing is taken on
+trust. Holdout and training scenarios are reported in separate tables.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from repro.errors import BadInput
+from repro.models import CellScore, CheckSummary, FrozenProtocol, GateResult, Scores
+from repro.present.showing import NotVerified, Shown, load
+
+__all__ = ["Refused", "load_verified", "publish", "table"]
+
+
+class Refused(Exception):
+    """The bundle does not verify, or a gate fails: ``reasons`` names each."""
+
+    def __init__(self, reasons: Sequence[str]) -> None:
+        super().__init__("; ".join(reasons))
+        self.reasons = tuple(reasons)
+
+
+def load_verified(bundle: Path) -> Shown:
+    """Verify ``bundle`` and read its files as ``repro show`` does
+    (:func:`repro.present.showing.load`); raise :class:`Refused` naming every finding when it does
+    not verify."""
+    try:
+        return load(bundle)
+    except NotVerified as exc:
+        raise Refused(
+            [f"{bundle} does not verify: {f.file}: {f.what}" for f in exc.findings]
+        ) from None
+
+
+def _rate(check: CheckSummary) -> str:
+    if check.rate is None or check.low is None or check.high is None:
+        return f"{check.passed}/{check.runs}"
+    return f"{check.passed}/{check.runs} ({check.rate:.2f}; {check.low:.2f}-{check.high:.2f})"
+
+
+def _cells_table(cells: Sequence[CellScore], factor_names: Sequence[str]) -> list[str]:
+    checks = [c.name for c in cells[0].checks]
+    categories = list(cells[0].categories)
+    head = [*factor_names, "participant", "valid", "superseded", *checks, *categories]
+    head += ["agreement", "median measure"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for cell in cells:
+        median = "n/a" if cell.median_measure is None else f"{cell.median_measure:g}"
+        row = [str(cell.factors[f]) for f in factor_names]
+        row += [cell.participant, str(cell.valid_runs), str(cell.superseded_runs)]
+        row += [_rate(c) for c in cell.checks]
+        row += [str(cell.categories[c]) for c in categories]
+        row += [cell.agreement, median]
+        lines.append("| " + " | ".join(row) + " |")
+    return lines
+
+
+def table(fp: FrozenProtocol, scores: Scores) -> str:
+    """The results table (Markdown): per stratum, every cell with each check's passes, rate and
+    Wilson interval, the category counts, agreement and median measure; then the gates."""
+    p = fp.protocol
+    lines = [
+        f"# {p.title}",
+        "",
+        f"Protocol `{p.id}` (sha256 `{fp.sha256}`). Check cells show passes/valid runs "
+        f"(rate; Wilson {scores.level:.0%} interval); rates and medians need 2 valid runs.",
+    ]
+    for stratum in ("training", "holdout"):
+        cells = [c for c in scores.cells if c.stratum == stratum]
+        if not cells:
+            continue
+        lines += [
+            "",
+            f"## {stratum.capitalize()} scenarios",
+            "",
+            *_cells_table(cells, [f.name for f in p.matrix]),
+        ]
+    lines += ["", "## Gates", ""]
+    lines += [f"- {g.name}: {'holds' if g.holds else 'FAILS'} ({g.detail})" for g in scores.gates]
+    return "\n".join(lines) + "\n"
+
+
+def publish(bundle: Path, out: Path) -> list[GateResult]:
+    """Write the results table of ``bundle`` to ``out`` (a new file) and return the gates; raise
+    :class:`Refused` naming every finding or failed gate, with nothing written."""
+    if out.exists() or out.is_symlink():
+        raise BadInput(f"--out {out}: already exists; publish never overwrites")
+    shown = load_verified(bundle)
+    fp, scores = shown.protocol, shown.scores
+    if scores is None:
+        raise BadInput(f"{bundle}: its protocol declares no scoring; nothing to publish")
+    failed = [g for g in scores.gates if not g.holds]
+    if failed:
+        raise Refused([f"gate {g.name} fails: {g.detail}" for g in failed])
+    try:
+        with open(out, "x", encoding="utf-8") as fh:
+            fh.write(table(fp, scores))
+    except OSError as exc:
+        raise BadInput(f"--out {out}: {exc.strerror}") from None
+    return list(scores.gates)

@@ -1,0 +1,92 @@
+"""``repro show``: the derived files of a bundle, read only once the bundle verifies.
+
+What ``show`` prints, writes as HTML or emits as JSON is someone's evidence: figures from a
+tampered or unfinished bundle would look exactly as trustworthy as the real ones. So the bundle
+is verified first (everything re-derived) and its files are then read with the verifier's own
+strict reader (canonical JSON, schema, model).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from attrs import frozen
+
+from repro.json.serde import unstructure
+from repro.models import Aggregates, FrozenProtocol, Ledger, Scores, Tiers
+from repro.verify.core import BundleReader, Finding, bundle_sha256, verify
+
+__all__ = ["NotVerified", "Shown", "load"]
+
+_FILES = (
+    "data/protocol.json",
+    "data/aggregates.json",
+    "data/tiers.json",
+    "data/source-ledger.json",
+    "data/scores.json",
+)
+
+
+class NotVerified(Exception):
+    """The bundle does not verify; ``findings`` names each problem."""
+
+    def __init__(self, findings: Sequence[Finding]) -> None:
+        super().__init__(f"{len(findings)} finding(s)")
+        self.findings = tuple(findings)
+
+
+@frozen
+class Shown:
+    """A verified bundle's identity and the parsed files ``repro show`` presents."""
+
+    bundle_sha256: str
+    protocol: FrozenProtocol
+    aggregates: Aggregates
+    tiers: Tiers
+    ledger: Ledger
+    scores: Scores | None
+
+    def as_dict(self) -> dict[str, Any]:
+        """``repro show --json``: the shape of ``repro verify --json``'s success (``ok``,
+        ``bundle_sha256``) plus the protocol's identity and the derived files as they are stored.
+        ``scores`` is null for a protocol without scoring, so every key is always present."""
+        p = self.protocol
+        return {
+            "ok": True,
+            "bundle_sha256": self.bundle_sha256,
+            "protocol": {"id": p.protocol.id, "title": p.protocol.title, "sha256": p.sha256},
+            "aggregates": unstructure(self.aggregates),
+            "tiers": unstructure(self.tiers),
+            "scores": None if self.scores is None else unstructure(self.scores),
+        }
+
+    def html(self) -> str:
+        """``repro show --html``: the page :func:`repro.present.html.render` makes of these
+        files."""
+        from repro.present.html import render
+
+        return render(
+            self.protocol, self.aggregates, self.tiers, self.ledger, self.scores, self.bundle_sha256
+        )
+
+
+def load(bundle: Path) -> Shown:
+    """Verify ``bundle`` and read what ``show`` presents. Raises :class:`NotVerified` with the
+    findings when it does not verify (or when its files change between verifying and reading),
+    and :class:`repro.errors.BadInput` when it is not a directory at all."""
+    findings = verify(bundle)
+    if findings:
+        raise NotVerified(findings)
+    digest = bundle_sha256(bundle)
+    read = BundleReader({n: bundle / n for n in _FILES if (bundle / n).is_file()}, findings)
+    fp = read.json("data/protocol.json", "frozen-protocol", FrozenProtocol)
+    agg = read.json("data/aggregates.json", "aggregates", Aggregates)
+    tiers = read.json("data/tiers.json", "tiers", Tiers)
+    ledger = read.json("data/source-ledger.json", "source-ledger", Ledger)
+    scored = fp is not None and fp.protocol.scoring is not None
+    scores = read.json("data/scores.json", "scores", Scores) if scored else None
+    if fp is None or agg is None or tiers is None or ledger is None or (scored and scores is None):
+        raise NotVerified(findings)
+    return Shown(digest, fp, agg, tiers, ledger, scores)

@@ -1,0 +1,309 @@
+"""docs/protocol-reference.md, generated from the protocol's JSON Schema and the models.
+
+Every object type of ``schemas/protocol.schema.json`` gets a section: its description (the
+model's docstring) and a table of its fields with their JSON type, whether they are required,
+their default (from the model, through attrs: the schema states none) and the constraint the
+model's validator enforces. ``python tools/docgen.py`` rewrites the file; ``tests/test_docs.py``
+fails when the committed file differs from what this module generates, as ``tests/test_schemas.py``
+does for ``schemas/``.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import attrs
+from attrs import frozen
+
+from repro import models
+from repro.json import canonical, schemas
+from repro.json.serde import unstructure
+from repro.protocol.load import MAX_PROTOCOL_BYTES, MAX_SLOTS
+
+__all__ = ["CONSTRAINTS", "Constraint", "constraint", "reference", "validators", "write"]
+
+#: Where the generated file goes in a checkout.
+TARGET = Path("docs") / "protocol-reference.md"
+
+
+@frozen
+class Constraint:
+    """What one validator of the models enforces, in words, with values it accepts and values
+    it refuses (``tests/test_docs.py`` calls the validator on both, so the words cannot drift
+    from the code unnoticed)."""
+
+    text: str
+    accepted: tuple[Any, ...]
+    refused: tuple[Any, ...]
+
+
+#: Every validator the protocol's models use, by its qualified name in :mod:`repro.models`.
+CONSTRAINTS: dict[str, Constraint] = {
+    "_ident": Constraint(
+        "1 to 64 characters: letters, digits, `_`, `.`, `-`, the first a letter or digit",
+        ("a", "C-1_b.2", "x" * 64),
+        ("", "-a", ".a", "x" * 65, "a b", "a/b", "é"),
+    ),
+    "_one_line": Constraint(
+        "one line: no control characters, no line or paragraph separators",
+        ("A title: with, punctuation (and é)",),
+        ("a\nb", "a\tb", "a\u2028b", "a\u2029b"),
+    ),
+    "_seed": Constraint("from 0 to 2^63 - 1", (0, 2**63 - 1), (-1, 2**63)),
+    "_positive": Constraint("at least 1", (1, 1000), (0, -1)),
+    "_probability": Constraint("at least 0.5 and below 1", (0.5, 0.95, 0.999), (0.49, 1.0)),
+    "_finite": Constraint("finite", (0.0, -1e300), (float("inf"), float("nan"))),
+    "_fraction": Constraint("from 0 to 1", (0.0, 0.5, 1.0), (-0.01, 1.01, float("nan"))),
+    "_non_empty": Constraint("at least one item", ((1,),), ((),)),
+    "_spdx": Constraint(
+        "an SPDX license identifier: 1 to 64 letters, digits, `.`, `+`, `-`",
+        ("CC-BY-4.0", "MIT", "GPL-3.0+"),
+        ("", "CC BY", "-MIT", "x" * 65),
+    ),
+    "Interval._check_resamples": Constraint(
+        f"from 1 to {models.MAX_RESAMPLES:,}",
+        (1, models.MAX_RESAMPLES),
+        (0, models.MAX_RESAMPLES + 1),
+    ),
+    "Retry._check": Constraint("from 1 to 100", (1, 100), (0, 101)),
+    "Retry._check_timeout": Constraint(
+        "null, or above 0 and at most 604800 (a week)",
+        (None, 0.001, 604800),
+        (0, -1, 604800.5, float("inf")),
+    ),
+    "Retry._check_open_timeout": Constraint(
+        "null (then "
+        f"{models.DEFAULT_OPEN_TIMEOUT_SECONDS:g} s), or above 0 and at most 604800 (a week)",
+        (None, 0.001, 604800),
+        (0, -1, 604800.5, float("inf")),
+    ),
+    "Published._check": Constraint("from 0 to 12", (0, 12), (-1, 13)),
+}
+
+
+def validators(validator: Any) -> Iterator[tuple[Any, bool]]:
+    """The plain validator functions inside an attrs validator, each with whether it sits
+    inside ``attrs.validators.optional`` (so that null is accepted too)."""
+    if validator is None:
+        return
+    inner = getattr(validator, "validator", None)  # attrs.validators.optional(...)
+    if inner is not None:
+        yield from ((v, True) for v, _ in validators(inner))
+        return
+    parts = getattr(validator, "_validators", None)  # attrs.validators.and_(...)
+    if parts is not None:
+        for part in parts:
+            yield from validators(part)
+        return
+    yield validator, False
+
+
+def constraint(field: attrs.Attribute[Any]) -> str:
+    """The constraint on ``field`` in words; raises :class:`KeyError` for a validator that
+    :data:`CONSTRAINTS` does not describe yet."""
+    texts = []
+    for function, optional in validators(field.validator):
+        name = function.__qualname__
+        if name not in CONSTRAINTS:
+            raise KeyError(
+                f"{field.name}: describe the validator {name} in CONSTRAINTS of tools/docgen.py"
+            )
+        texts.append(("null, or " if optional else "") + CONSTRAINTS[name].text)
+    return "; ".join(texts)
+
+
+# --------------------------------------------------------------------------- rendering
+
+
+def _anchor(name: str) -> str:
+    return name.lower()
+
+
+def _ref_name(ref: str) -> str:
+    return ref.rsplit("/", 1)[-1]
+
+
+def _type(prop: dict[str, Any]) -> str:
+    """A property's JSON type as a reader says it, with object types linked."""
+    if "$ref" in prop:
+        name = _ref_name(prop["$ref"])
+        return f"[{name}](#{_anchor(name)})"
+    if "enum" in prop:
+        values = [f"`{json.dumps(v)}`" for v in prop["enum"]]
+        return values[0] if len(values) == 1 else "one of " + ", ".join(values)
+    if "anyOf" in prop:
+        return " or ".join(_type(p) for p in prop["anyOf"])
+    kind = prop.get("type")
+    if kind is None:
+        return "any JSON value"
+    if isinstance(kind, list):
+        return " or ".join(kind)
+    if kind == "array":
+        return f"array of {_type(prop['items'])}"
+    if kind == "object":
+        values = prop.get("additionalProperties", {})
+        return "object" if values == {} else f"object whose values are {_type(values)}"
+    return str(kind)
+
+
+def _refs(prop: Any) -> Iterator[str]:
+    """The object types a property refers to, in order."""
+    if isinstance(prop, dict):
+        if "$ref" in prop:
+            yield _ref_name(prop["$ref"])
+        for value in prop.values():
+            yield from _refs(value)
+    elif isinstance(prop, list):
+        for value in prop:
+            yield from _refs(value)
+
+
+def _markdown(docstring: str | None) -> str:
+    """A model docstring as Markdown: reStructuredText literals and roles become code spans."""
+    text = inspect.cleandoc(docstring or "")
+    text = re.sub(r":[a-z]+:`~?([^`]+)`", r"`\1`", text)
+    return text.replace("``", "`")
+
+
+def _default(field: attrs.Attribute[Any], prop: dict[str, Any]) -> str:
+    default: Any = field.default
+    if "default" in prop:
+        value = prop["default"]
+    elif default is attrs.NOTHING:
+        return ""
+    elif isinstance(default, attrs.Factory):  # type: ignore[arg-type]
+        value = unstructure(default.factory())
+    else:
+        value = unstructure(default)
+    text = f"`{json.dumps(value, ensure_ascii=False)}`"
+    if field.metadata.get("omit_if_default"):
+        text += " (left out of protocol.json while it is the default)"
+    return text
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _section(name: str, schema: dict[str, Any], used_in: list[str]) -> list[str]:
+    cls = getattr(models, name)
+    fields = {f.name: f for f in attrs.fields(attrs.resolve_types(cls))}
+    required = set(schema.get("required", []))
+    lines = [f"## {name}", "", _markdown(cls.__doc__), ""]
+    if used_in:
+        lines += ["Used in: " + ", ".join(used_in) + ".", ""]
+    lines += [
+        "| field | JSON type | required | default | constraint |",
+        "|---|---|---|---|---|",
+    ]
+    for key, prop in schema["properties"].items():
+        field = fields[key]
+        row = [
+            f"`{key}`",
+            _type(prop),
+            "yes" if key in required else "no",
+            _default(field, prop),
+            constraint(field),
+        ]
+        lines.append("| " + " | ".join(_cell(c) for c in row) + " |")
+    lines.append("")
+    return lines
+
+
+_INTRO = """\
+A protocol is one JSON object in a file of at most {max_bytes:,} bytes of UTF-8. It is read
+strictly: duplicate keys, `NaN` and `Infinity`, numbers too large for a double or for 64 bits,
+lone surrogates, nesting deeper than {max_depth} levels, unknown keys, wrong JSON types and
+values outside the constraints below are refused (`repro study` exits 2, names the problem and
+its JSON path, and writes nothing). The plan it describes (matrix cells x participants x
+`runs_per_condition`) may hold at most {max_slots:,} slots.
+
+Any object may carry a `"$comment"` key holding a string, as in JSON Schema: the loader removes
+it before it validates anything, so comments never change the frozen protocol or its digest (a
+`"$comment"` that is not a string is refused).
+
+What the adapter named in `adapter.name` accepts (its `options`, the names and levels of the
+matrix factors, each participant's `kind` and `params`) is the adapter's to check: see
+[README.md](../README.md), "Adapters", and [adapter-api.md](adapter-api.md).
+
+`repro study` freezes the protocol into the bundle's `data/protocol.json` with every default
+made explicit, except the fields marked "left out of protocol.json while it is the default",
+and digests its canonical bytes: that sha256 identifies the protocol.
+
+## Rules across fields
+
+Besides each field's own constraint, a protocol is refused when:
+
+- two factors have the same name, a factor lists a level twice, or two participants share an
+  `id`;
+- `measure.minimum` is greater than `measure.maximum`;
+- a `bootstrap` interval has fewer than 100 `resamples`;
+- an exclusion names a slot that is not in the plan, or a slot twice;
+- a published condition matches no condition of the matrix or is published twice, names no
+  participant when there are several, or `published` gives neither conditions nor an estimand;
+- scenarios, scoring and gates do not fit together: scenario IDs repeat; scoring comes without
+  scenarios or scenarios without scoring; the scenario factor is not a matrix factor or its
+  levels are not exactly the scenario IDs; check names repeat, or a check lacks the `key` or
+  `keys` its kind needs; a scenario lacks an expectation a check needs, or has one of the wrong
+  type; the taxonomy's rules name undeclared categories or checks, or a rule other than the
+  last has no conditions, or the last has some; gates come without scoring, the breadth bounds
+  are out of order, or the control floor names a factor, level or check that does not exist;
+- an `outcome_value` measure has no `key`, or an `episode_return` measure has one.
+
+Slot IDs, used by `exclusions`, look like `c03-r0042`: the condition (matrix cells crossed with
+participants, the first factor outermost and participants innermost, numbered from `c00`) and
+the replicate (from `r0000`).
+"""
+
+
+def reference() -> str:
+    """The text of docs/protocol-reference.md, from the committed protocol schema."""
+    schema = schemas.load("protocol")
+    root = schemas.SCHEMAS[schema["title"]].__name__
+    defs: dict[str, Any] = schema.get("$defs", {})
+    bodies = {root: schema, **defs}
+    # Object types in the order a reader meets them: breadth first from the protocol.
+    order = [root]
+    used_in: dict[str, list[str]] = {name: [] for name in bodies}
+    for name in order:
+        for key, prop in bodies[name]["properties"].items():
+            for ref in _refs(prop):
+                link = f"[{name}](#{_anchor(name)}).`{key}`"
+                if link not in used_in[ref]:
+                    used_in[ref].append(link)
+                if ref not in order:
+                    order.append(ref)
+    order += sorted(set(bodies) - set(order))
+    lines = [
+        "> Generated from schemas/protocol.schema.json and the models in src/repro/models/ "
+        "by `python tools/docgen.py`: do not edit it by hand; regenerate it with "
+        "`uv run python tools/docgen.py`.",
+        "",
+        "# Protocol reference",
+        "",
+        _INTRO.format(
+            max_bytes=MAX_PROTOCOL_BYTES, max_depth=canonical.MAX_DEPTH, max_slots=MAX_SLOTS
+        ),
+        "Object types: " + ", ".join(f"[{n}](#{_anchor(n)})" for n in order) + ".",
+        "",
+    ]
+    for name in order:
+        lines += _section(name, bodies[name], used_in[name])
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def write(root: Path) -> Path:
+    """Write the reference under the checkout at ``root``; returns its path."""
+    path = root / TARGET
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(reference(), "utf-8")
+    return path
+
+
+if __name__ == "__main__":
+    print(f"wrote {write(Path(__file__).resolve().parents[1])}")
