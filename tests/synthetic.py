@@ -14,10 +14,10 @@ import hashlib
 import random
 from pathlib import Path
 
+from repro.bundle.layout import CRATE, is_derivation_input, payload_files
 from repro.bundle.writer import BundleWriter, create_root
-from repro.derive.crate import CRATE, ActionFacts, CrateBuilder, payload_files
+from repro.derive.crate import ActionFacts, CrateBuilder
 from repro.derive.derivation import derive, source_ledger
-from repro.derive.disclosure import is_derivation_input
 from repro.derive.tally import Attempt, attempt_id, measure_of, merge, tally
 from repro.derive.tiers import contract_digests
 from repro.json.serde import structure

@@ -48,7 +48,8 @@ import repro
 from conftest import SMALL, run_study
 from forge import reseal, retag
 from guarantees import record
-from repro.bundle.writer import MANIFEST, TAGMANIFEST, manifest_text
+from repro.bundle.layout import MANIFEST, TAGMANIFEST
+from repro.bundle.writer import manifest_text
 from repro.cli.app import app
 from repro.derive.derivation import derive, tally_records
 from repro.json import canonical

@@ -9,8 +9,9 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from repro.bundle.layout import is_derivation_input
 from repro.derive.derivation import derive, tally_records
-from repro.derive.disclosure import FileHits, is_derivation_input, scan_hits
+from repro.derive.disclosure import FileHits, scan_hits
 from repro.json import canonical
 from repro.json.serde import structure, to_bytes
 from repro.models import FrozenProtocol, Ledger, Partition, RunRecord, Seal

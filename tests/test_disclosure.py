@@ -21,6 +21,7 @@ from typer.testing import CliRunner
 
 import repro.derive.disclosure as disclosure
 from conftest import ROOT
+from repro.bundle.layout import is_derivation_input
 from repro.cli.app import app
 from repro.derive.derivation import derive, tally_records
 from repro.derive.disclosure import (
@@ -29,7 +30,6 @@ from repro.derive.disclosure import (
     Disclosure,
     FileHits,
     Scanner,
-    is_derivation_input,
     scan,
     scan_hits,
     short_cause,

@@ -21,7 +21,8 @@ from hypothesis import strategies as st
 
 from conftest import SMALL, run_study
 from guarantees import record
-from repro.bundle.writer import BAGIT_TXT, MANIFEST, TAG_FILES, TAGMANIFEST, bag_info, manifest_text
+from repro.bundle.layout import MANIFEST, TAG_FILES, TAGMANIFEST
+from repro.bundle.writer import BAGIT_TXT, bag_info, manifest_text
 from repro.errors import BadInput
 from repro.json import canonical
 from repro.verify.core import Finding, verify

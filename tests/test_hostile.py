@@ -24,7 +24,7 @@ from attrs import frozen
 from conftest import SMALL, study_once
 from forge import reseal, retag
 from guarantees import record, record_max
-from repro.bundle.writer import MANIFEST
+from repro.bundle.layout import MANIFEST
 from repro.json import canonical
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="peak memory from wait4, Linux")

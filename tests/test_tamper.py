@@ -18,7 +18,8 @@ from typer.testing import CliRunner, Result
 
 from conftest import ROOT, deadline
 from forge import reseal, retag, sha256
-from repro.bundle.writer import BAGIT_TXT, MANIFEST, TAGMANIFEST
+from repro.bundle.layout import MANIFEST, TAGMANIFEST
+from repro.bundle.writer import BAGIT_TXT
 from repro.cli.app import app
 from repro.json import canonical
 from repro.verify.core import verify

@@ -25,7 +25,8 @@ import repro.verify.core as verify_module
 from conftest import SMALL, deadline, run_study
 from forge import reseal, retag, sha256
 from guarantees import record
-from repro.bundle.writer import MANIFEST, TAGMANIFEST, BundleWriter
+from repro.bundle.layout import MANIFEST, TAGMANIFEST
+from repro.bundle.writer import BundleWriter
 from repro.cli.app import app
 from repro.errors import BadInput
 from repro.json import canonical

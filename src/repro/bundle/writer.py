@@ -12,16 +12,14 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from repro.bundle.layout import BAG_INFO, BAGIT, MANIFEST, TAGMANIFEST
 from repro.derive.disclosure import FileHits, Scanner, scan_hits
 from repro.errors import BadInput
 from repro.json.serde import to_bytes
 
 __all__ = [
     "BAGIT_TXT",
-    "MANIFEST",
     "MANIFEST_LINE",
-    "TAGMANIFEST",
-    "TAG_FILES",
     "BundleWriter",
     "bag_info",
     "create_root",
@@ -29,9 +27,6 @@ __all__ = [
 ]
 
 BAGIT_TXT = b"BagIt-Version: 1.0\nTag-File-Character-Encoding: UTF-8\n"
-MANIFEST = "manifest-sha256.txt"
-TAGMANIFEST = "tagmanifest-sha256.txt"
-TAG_FILES = ("bagit.txt", "bag-info.txt", MANIFEST, TAGMANIFEST)
 #: A manifest line as repro writes it (and ``sha256sum -c`` reads it): digest, two spaces, path.
 MANIFEST_LINE = re.compile(r"^([0-9a-f]{64})  (\S+)$")
 
@@ -126,7 +121,7 @@ class BundleWriter:
         """Write the BagIt declaration, bagit.txt, first: the mark of a root a study began in,
         which tells an unfinished study (it has bagit.txt and no tag manifest) from a directory
         that is no bundle at all (neither)."""
-        self._bagit_sha256 = self.write("bagit.txt", BAGIT_TXT)
+        self._bagit_sha256 = self.write(BAGIT, BAGIT_TXT)
 
     def _commit(self, tmp: Path, path: Path) -> None:
         os.replace(tmp, path)
@@ -195,10 +190,8 @@ class BundleWriter:
         """Write the BagIt tag files; the tag manifest goes last, so a crashed study is visibly
         incomplete."""
         tags = {
-            "bagit.txt": self._bagit_sha256 or self.write("bagit.txt", BAGIT_TXT),
-            "bag-info.txt": self.write(
-                "bag-info.txt", bag_info(self._octets, len(self._payload), fields)
-            ),
+            BAGIT: self._bagit_sha256 or self.write(BAGIT, BAGIT_TXT),
+            BAG_INFO: self.write(BAG_INFO, bag_info(self._octets, len(self._payload), fields)),
             MANIFEST: self.write(MANIFEST, manifest_text(self._payload)),
         }
         self.write(TAGMANIFEST, manifest_text(tags))

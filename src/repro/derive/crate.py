@@ -31,20 +31,8 @@ from repro import __version__
 from repro.json import canonical
 from repro.models import AttemptTimes, Environment, FrozenProtocol, Ledger
 
-__all__ = ["CRATE", "FIXED_PAYLOAD", "PROFILE", "ActionFacts", "CrateBuilder", "payload_files"]
+__all__ = ["PROFILE", "ActionFacts", "CrateBuilder"]
 
-#: The file's name inside the payload.
-CRATE = "data/ro-crate-metadata.json"
-#: The payload files every bundle has besides the crate and those named by the seal (plans/,
-#: runs/, times/).
-FIXED_PAYLOAD = (
-    "data/protocol.json",
-    "data/source-ledger.json",
-    "data/aggregates.json",
-    "data/tiers.json",
-    "data/environment.json",
-    "data/validation-report.md",
-)
 #: The Process Run Crate profile the crate conforms to.
 PROFILE = "https://w3id.org/ro/wfrun/process/0.5"
 _CONTEXT = [
@@ -69,25 +57,6 @@ class ActionFacts:
     status: str
     cause: str | None
     times: AttemptTimes
-
-
-def payload_files(frozen_protocol: FrozenProtocol, partitions: Iterable[str]) -> list[str]:
-    """Every payload file of a bundle of this protocol but the crate, sorted: what the crate
-    lists as its parts. It follows from the protocol and the sealed partitions alone, so a file
-    added to a bundle is named as such and does not change the crate's re-derivation."""
-    p = frozen_protocol.protocol
-    names = [*FIXED_PAYLOAD, "data/plans/seal.json"]
-    if p.scoring is not None:
-        names.append("data/scores.json")
-    for partition in partitions:
-        names += [
-            f"data/plans/{partition}.json",
-            f"data/runs/{partition}.jsonl",
-            f"data/times/{partition}.jsonl",
-        ]
-        if p.seeding.mode == "stream":
-            names.append(f"data/runs/{partition}.checkpoint.json")
-    return sorted(names)
 
 
 def _ref(identifier: str) -> dict[str, str]:

@@ -129,7 +129,7 @@ def derive(
     the runs against the sealed plan; ``ledger`` supplies the facts gathered at run time
     (adapter, sources, contracts), and its losses are re-derived. ``disclosures`` are the hits
     of :class:`repro.derive.disclosure.Scanner` in the bytes of each input file
-    (:func:`repro.derive.disclosure.is_derivation_input`) as written or read."""
+    (:func:`repro.bundle.layout.is_derivation_input`) as written or read."""
     agg = aggregates(frozen_protocol, seal, runs)
     full_ledger = source_ledger(frozen_protocol, runs, ledger)
     judged = tiers(frozen_protocol, seal, runs, full_ledger, agg, disclosures)

@@ -6,8 +6,8 @@ hold a secret. The scanner looks at the bytes of one bundle file and reports eac
 never the matched text, so that a report about a leak does not leak again.
 
 ``repro study`` scans the exact bytes it writes and ``repro verify`` the exact bytes it reads;
-the hits in the derivation's input files (:func:`is_derivation_input`) decide the disclosure tier
-on both sides, so a stored verdict that hides a hit fails re-derivation.
+the hits in the derivation's input files (:func:`repro.bundle.layout.is_derivation_input`)
+decide the disclosure tier on both sides, so a stored verdict that hides a hit fails re-derivation.
 
 Design
 ------
@@ -65,7 +65,6 @@ __all__ = [
     "FileHits",
     "Kind",
     "Scanner",
-    "is_derivation_input",
     "refuse_disclosing_protocol",
     "scan",
     "scan_hits",
@@ -865,17 +864,6 @@ def scan(file: str, data: bytes, start: int = 0) -> list[Disclosure]:
 
 
 # --------------------------------------------------------------------------- callers' helpers
-
-
-def is_derivation_input(file: str) -> bool:
-    """Whether the derivations read ``file``: the protocol, the plan, the runs, the source
-    ledger (which carries the facts gathered at run time) and the environment. The derived
-    files repeat what these hold, and the tag files are checked by ``verify`` alone."""
-    return file in (
-        "data/protocol.json",
-        "data/source-ledger.json",
-        "data/environment.json",
-    ) or file.startswith(("data/plans/", "data/runs/"))
 
 
 def _locate(value: Any, path: str = "$") -> Iterator[tuple[str, Disclosure]]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 import sys
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Generic, Literal, TypeVar
 
 from attrs import frozen
@@ -34,6 +34,7 @@ __all__ = [
     "declared_exclusion",
     "measure_of",
     "merge",
+    "runs",
     "slot_outcome",
     "tally",
 ]
@@ -56,6 +57,13 @@ def attempt_id(slot: str, attempt: int) -> str:
 
 #: How the cause of a slot the protocol excluded before sealing begins.
 DECLARED = "excluded before sealing: "
+
+
+def runs(entry: PlanEntry) -> bool:
+    """Whether a slot's attempts run (and so have times and crate actions): every slot's but
+    one the protocol excluded before sealing, whose one record is made without running. The
+    study and verify both decide it here."""
+    return entry.excluded is None
 
 
 def declared_exclusion(reason: str) -> str:
@@ -156,14 +164,16 @@ def slot_outcome(last: str | None) -> SlotEnd:
 
 @frozen
 class JoinProblem:
-    """A broken join between plan and runs: a stable code, where, what, what was expected, what
-    was found."""
+    """A broken join between plan and runs: a stable code, where (a slot or an attempt ID),
+    what, what was expected, what was found, and the partition whose runs it concerns (the
+    slot's condition, or the condition an attempt names)."""
 
     code: str
     where: str
     what: str
     expected: str
     found: str
+    partition: str
 
 
 @frozen
@@ -198,6 +208,7 @@ def _attempt_problems(known: set[str], attempts: Sequence[Attempt]) -> list[Join
                     "duplicate attempt ID",
                     "unique",
                     "repeated",
+                    a.condition,
                 )
             )
         seen_ids.add(a.attempt_id)
@@ -209,6 +220,7 @@ def _attempt_problems(known: set[str], attempts: Sequence[Attempt]) -> list[Join
                     "run for a slot not in the sealed plan",
                     "a planned slot",
                     a.slot,
+                    a.condition,
                 )
             )
     return problems
@@ -221,7 +233,12 @@ def _version_problem(a: Attempt, scenario: Scenario | None) -> JoinProblem | Non
     found = (a.status, a.cause)
     if verdict is not None and found != verdict:
         return JoinProblem(
-            "version-verdict", a.attempt_id, "scenario version verdict", " ".join(verdict), a.status
+            "version-verdict",
+            a.attempt_id,
+            "scenario version verdict",
+            " ".join(verdict),
+            a.status,
+            a.condition,
         )
     if verdict is None and (
         (a.status == "excluded" and (a.cause or "").startswith(SUPERSEDED))
@@ -233,6 +250,132 @@ def _version_problem(a: Attempt, scenario: Scenario | None) -> JoinProblem | Non
             "scenario version verdict",
             "current version",
             f"{a.status} {a.cause}",
+            a.condition,
+        )
+    return None
+
+
+def _excluded_slot_problems(entry: PlanEntry, attempts: Sequence[Attempt]) -> list[JoinProblem]:
+    """A slot the protocol excluded before sealing has one ``excluded`` record whose cause is
+    the reason the protocol gives."""
+    problems = []
+    reason = declared_exclusion(entry.excluded or "")
+    if len(attempts) == 1 and attempts[0].cause != reason:
+        problems.append(
+            JoinProblem(
+                "excluded-slot-cause",
+                entry.slot,
+                "an excluded slot's cause is the reason the protocol gives",
+                reason,
+                str(attempts[0].cause),
+                entry.condition,
+            )
+        )
+    if len(attempts) != 1 or attempts[0].status != "excluded":
+        problems.append(
+            JoinProblem(
+                "excluded-slot",
+                entry.slot,
+                "excluded slot must have one 'excluded' record",
+                "1 excluded record",
+                f"{len(attempts)} record(s), last {attempts[-1].status}",
+                entry.condition,
+            )
+        )
+    return problems
+
+
+def _attempt_link_problems(
+    entry: PlanEntry, number: int, previous: str | None, a: Attempt
+) -> Iterator[JoinProblem]:
+    """How the ``number``-th attempt of a slot fails to be its next link: its number and ID,
+    its predecessor (``previous``), its condition."""
+    expected_id = attempt_id(entry.slot, number)
+    if a.attempt != number or a.attempt_id != expected_id:
+        yield JoinProblem(
+            "attempt-numbering",
+            a.attempt_id,
+            "attempt numbering",
+            expected_id,
+            a.attempt_id,
+            entry.condition,
+        )
+    if a.predecessor != previous:
+        yield JoinProblem(
+            "predecessor-link",
+            a.attempt_id,
+            "predecessor link",
+            str(previous),
+            str(a.predecessor),
+            entry.condition,
+        )
+    if a.condition != entry.condition:
+        yield JoinProblem(
+            "condition", a.attempt_id, "condition", entry.condition, a.condition, entry.condition
+        )
+
+
+def _chain_problems(
+    entry: PlanEntry, attempts: Sequence[Attempt], scenarios: Mapping[str, Scenario | None]
+) -> list[JoinProblem]:
+    """How a planned slot's attempts fail to be one correctly chained sequence that ends at its
+    first valid or superseded attempt, with no exclusion the protocol does not declare."""
+    problems: list[JoinProblem] = []
+    previous: str | None = None
+    for number, a in enumerate(attempts, start=1):
+        problems += _attempt_link_problems(entry, number, previous, a)
+        superseded = a.status == "excluded" and (a.cause or "").startswith(SUPERSEDED)
+        if a.status == "excluded" and not superseded:
+            problems.append(
+                JoinProblem(
+                    "undeclared-exclusion",
+                    a.attempt_id,
+                    "exclusion not declared in the protocol",
+                    "not excluded",
+                    "excluded",
+                    entry.condition,
+                )
+            )
+        version = _version_problem(a, scenarios.get(a.condition))
+        if version is not None:
+            problems.append(version)
+        if (a.status == "valid" or superseded) and number != len(attempts):
+            problems.append(
+                JoinProblem(
+                    "attempt-after-terminal",
+                    a.attempt_id,
+                    f"attempt after a{' superseded' if superseded else ' valid'} attempt",
+                    "no further attempt",
+                    f"{len(attempts) - number} more",
+                    entry.condition,
+                )
+            )
+        previous = a.attempt_id
+    return problems
+
+
+def _count_problem(
+    entry: PlanEntry, attempts: Sequence[Attempt], max_attempts: int
+) -> JoinProblem | None:
+    """A slot with more attempts than the protocol allows, or left failed before its attempts
+    were exhausted."""
+    if len(attempts) > max_attempts:
+        return JoinProblem(
+            "too-many-attempts",
+            entry.slot,
+            "more attempts than the protocol allows",
+            str(max_attempts),
+            str(len(attempts)),
+            entry.condition,
+        )
+    if attempts[-1].status not in ("valid", "excluded") and len(attempts) < max_attempts:
+        return JoinProblem(
+            "slot-abandoned",
+            entry.slot,
+            "slot abandoned before its attempts were exhausted",
+            str(max_attempts),
+            str(len(attempts)),
+            entry.condition,
         )
     return None
 
@@ -247,113 +390,24 @@ def _slot_problems(
     problems: list[JoinProblem] = []
     for o in outcomes:
         entry, attempts = o.entry, o.attempts
-        where = entry.slot
         if not attempts:
             problems.append(
                 JoinProblem(
                     "no-terminal-outcome",
-                    where,
+                    entry.slot,
                     "slot has no terminal outcome",
                     "1 terminal record",
                     "0 records",
+                    entry.condition,
                 )
             )
-            continue
-        if entry.excluded is not None:
-            if len(attempts) == 1 and attempts[0].cause != declared_exclusion(entry.excluded):
-                problems.append(
-                    JoinProblem(
-                        "excluded-slot-cause",
-                        where,
-                        "an excluded slot's cause is the reason the protocol gives",
-                        declared_exclusion(entry.excluded),
-                        str(attempts[0].cause),
-                    )
-                )
-            if len(attempts) != 1 or attempts[0].status != "excluded":
-                problems.append(
-                    JoinProblem(
-                        "excluded-slot",
-                        where,
-                        "excluded slot must have one 'excluded' record",
-                        "1 excluded record",
-                        f"{len(attempts)} record(s), last {attempts[-1].status}",
-                    )
-                )
-            continue
-        previous: str | None = None
-        for number, a in enumerate(attempts, start=1):
-            if a.attempt != number or a.attempt_id != attempt_id(entry.slot, number):
-                problems.append(
-                    JoinProblem(
-                        "attempt-numbering",
-                        a.attempt_id,
-                        "attempt numbering",
-                        attempt_id(entry.slot, number),
-                        a.attempt_id,
-                    )
-                )
-            if a.predecessor != previous:
-                problems.append(
-                    JoinProblem(
-                        "predecessor-link",
-                        a.attempt_id,
-                        "predecessor link",
-                        str(previous),
-                        str(a.predecessor),
-                    )
-                )
-            if a.condition != entry.condition:
-                problems.append(
-                    JoinProblem(
-                        "condition", a.attempt_id, "condition", entry.condition, a.condition
-                    )
-                )
-            superseded = a.status == "excluded" and (a.cause or "").startswith(SUPERSEDED)
-            if a.status == "excluded" and not superseded:
-                problems.append(
-                    JoinProblem(
-                        "undeclared-exclusion",
-                        a.attempt_id,
-                        "exclusion not declared in the protocol",
-                        "not excluded",
-                        "excluded",
-                    )
-                )
-            version = _version_problem(a, scenarios.get(a.condition))
-            if version is not None:
-                problems.append(version)
-            if (a.status == "valid" or superseded) and number != len(attempts):
-                problems.append(
-                    JoinProblem(
-                        "attempt-after-terminal",
-                        a.attempt_id,
-                        f"attempt after a{' superseded' if superseded else ' valid'} attempt",
-                        "no further attempt",
-                        f"{len(attempts) - number} more",
-                    )
-                )
-            previous = a.attempt_id
-        if len(attempts) > max_attempts:
-            problems.append(
-                JoinProblem(
-                    "too-many-attempts",
-                    where,
-                    "more attempts than the protocol allows",
-                    str(max_attempts),
-                    str(len(attempts)),
-                )
-            )
-        elif attempts[-1].status not in ("valid", "excluded") and len(attempts) < max_attempts:
-            problems.append(
-                JoinProblem(
-                    "slot-abandoned",
-                    where,
-                    "slot abandoned before its attempts were exhausted",
-                    str(max_attempts),
-                    str(len(attempts)),
-                )
-            )
+        elif entry.excluded is not None:
+            problems += _excluded_slot_problems(entry, attempts)
+        else:
+            problems += _chain_problems(entry, attempts, scenarios)
+            count = _count_problem(entry, attempts, max_attempts)
+            if count is not None:
+                problems.append(count)
     return problems
 
 

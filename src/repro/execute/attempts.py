@@ -16,9 +16,10 @@ from typing import Any
 from attrs import frozen
 
 from repro.adapters.base import Evidence
+from repro.bundle import layout
 from repro.bundle.writer import BundleWriter
 from repro.derive.scenarios import scenario_of
-from repro.derive.tally import SlotEnd, attempt_id, declared_exclusion, slot_outcome
+from repro.derive.tally import SlotEnd, attempt_id, declared_exclusion, runs, slot_outcome
 from repro.derive.tiers import contract_sha256
 from repro.derive.validity import judge
 from repro.execute.worker import Failure, Invalid, Job, Worker, WorkerLost
@@ -110,8 +111,8 @@ def run_slot(
     completed attempt is judged by :func:`repro.derive.validity.judge` under the adapter's
     ``facts``.
     """
-    if entry.excluded is not None:
-        yield _record(entry, 1, status="excluded", cause=declared_exclusion(entry.excluded))
+    if not runs(entry):
+        yield _record(entry, 1, status="excluded", cause=declared_exclusion(entry.excluded or ""))
         return
     for number in range(1, protocol.retry.max_attempts + 1):
         result = attempt(entry)
@@ -273,7 +274,7 @@ def run_slots(
 
     for entry in entries:
         for record in run_slot(entry, protocol, facts, session.digest, timed, scenario):
-            if started:  # the record of an attempt (a declared exclusion makes none)
+            if runs(entry):  # the record of an attempt the worker was asked to run
                 times.append(
                     AttemptTimes(record.attempt_id, started.pop(), utc_now(), session.lost_opens)
                 )
@@ -287,7 +288,7 @@ def run_slots(
 
 def write_times(writer: BundleWriter, partition: str, times: Iterable[AttemptTimes]) -> None:
     """Write times/<partition>.jsonl: when each attempt of the partition ran."""
-    with writer.lines(f"data/times/{partition}.jsonl") as emit:
+    with writer.lines(layout.times_file(partition)) as emit:
         for line in times:
             emit(line)
 

@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING, Any
 
+from repro.bundle import layout
 from repro.bundle.writer import BundleWriter
 from repro.derive.tally import SlotEnd, slot_outcome
 from repro.errors import BadInput, ClusterFailed
@@ -164,7 +165,7 @@ def run_on_dask(
             for end in _slot_ends(came.records):
                 slot_done(part.condition, end)
             while written < len(results) and (result := results[written]) is not None:
-                with writer.lines(f"data/runs/{work.partitions[written].id}.jsonl") as emit:
+                with writer.lines(layout.runs_file(work.partitions[written].id)) as emit:
                     for record in result.records:
                         emit(record)
                 write_times(writer, work.partitions[written].id, result.times)

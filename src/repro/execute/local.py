@@ -24,6 +24,7 @@ import threading
 from collections.abc import Callable
 from typing import Literal
 
+from repro.bundle import layout
 from repro.bundle.writer import BundleWriter
 from repro.derive.tally import SlotEnd
 from repro.execute.attempts import SlotsResult, Workload, run_slots, write_times
@@ -146,8 +147,8 @@ def _serve_partitions(
             condition = work.conditions[part.condition]
             state = worker.stream_state
             if state is not None:  # stream mode (one worker): where replay of it starts
-                writer.model(f"data/runs/{part.id}.checkpoint.json", checkpoint_of(part.id, state))
-            with writer.lines(f"data/runs/{part.id}.jsonl") as emit:
+                writer.model(layout.checkpoint_file(part.id), checkpoint_of(part.id, state))
+            with writer.lines(layout.runs_file(part.id)) as emit:
                 slots = iter(running.next_slot, None)
                 own = run_slots(
                     worker,

@@ -25,10 +25,11 @@ from attrs import frozen
 
 from repro import __version__
 from repro.adapters.base import Adapter, Frozen, get_adapter
-from repro.bundle.writer import TAGMANIFEST, BundleWriter, create_root
-from repro.derive.crate import CRATE, ActionFacts, CrateBuilder, payload_files
+from repro.bundle import layout
+from repro.bundle.writer import BundleWriter, create_root
+from repro.derive.crate import ActionFacts, CrateBuilder
 from repro.derive.derivation import Derived, derive, source_ledger, tally_records
-from repro.derive.disclosure import is_derivation_input, refuse_disclosing_protocol, scan
+from repro.derive.disclosure import refuse_disclosing_protocol, scan
 from repro.derive.tally import SlotEnd
 from repro.errors import EXIT_STUDY_STOPPED, BadInput, ClusterFailed, Interrupted, StudyStopped
 from repro.execute import cluster
@@ -249,7 +250,7 @@ def _study_stopping_cleanly(
     except Interrupted as exc:
         signum = exc.signum
         name = signal.Signals(signum).name
-        if (out / TAGMANIFEST).is_file():  # the signal came after the last file was in place
+        if (out / layout.TAGMANIFEST).is_file():  # the signal came after the last file was in place
             raise StudyStopped(
                 f"stopped by {name} after the bundle was complete; {out} is whole", 128 + signum
             ) from None
@@ -286,7 +287,9 @@ def _crate(
 ) -> bytes:
     """data/ro-crate-metadata.json of the bundle written so far (every other payload file)."""
     fp = prepared.frozen_protocol
-    builder = CrateBuilder(fp, ledger, environment, payload_files(fp, [p.id for p in partitions]))
+    builder = CrateBuilder(
+        fp, ledger, environment, layout.payload_files(fp, [p.id for p in partitions])
+    )
     pieces: list[bytes] = [builder.head()]
     for part, result in zip(partitions, results, strict=True):
         times = {t.attempt_id: t for t in result.times}
@@ -321,10 +324,10 @@ def _study(
     p, fp, plan = prepared.protocol, prepared.frozen_protocol, prepared.plan
     writer = BundleWriter(out)
     writer.begin()
-    writer.model("data/protocol.json", fp)
+    writer.model(layout.PROTOCOL, fp)
     for ref, part in zip(plan.seal.partitions, plan.partitions, strict=True):
         writer.model(f"data/{ref.file}", part)
-    writer.model("data/plans/seal.json", plan.seal)
+    writer.model(layout.SEAL, plan.seal)
 
     started, clock = _utc(), time.perf_counter()
     progress.start(total)
@@ -355,7 +358,7 @@ def _study(
     # The ledger and environment are derivation inputs: written, and so scanned, before derive.
     runs = tally_records(fp, plan.partitions, records, facts)
     ledger = source_ledger(fp, runs, facts)
-    writer.model("data/source-ledger.json", ledger)
+    writer.model(layout.LEDGER, ledger)
     packages = [*CORE_PACKAGES, *(s.name for s in prepared.frozen.sources if s.kind == "package")]
     environment = Environment(
         schema="repro.environment/1",
@@ -371,15 +374,15 @@ def _study(
         backend=runner.backend,
         workers=runner.workers,
     )
-    writer.model("data/environment.json", environment)
-    inputs = [d for d in writer.disclosures if is_derivation_input(d.file)]
+    writer.model(layout.ENVIRONMENT, environment)
+    inputs = [d for d in writer.disclosures if layout.is_derivation_input(d.file)]
     derived = derive(fp, plan.seal, runs, ledger, inputs)
-    writer.model("data/aggregates.json", derived.aggregates)
-    writer.model("data/tiers.json", derived.tiers)
+    writer.model(layout.AGGREGATES, derived.aggregates)
+    writer.model(layout.TIERS, derived.tiers)
     if derived.scores is not None:
-        writer.model("data/scores.json", derived.scores)
-    writer.write("data/validation-report.md", derived.report.encode())
-    writer.write(CRATE, _crate(prepared, plan.partitions, results, ledger, environment))
+        writer.model(layout.SCORES, derived.scores)
+    writer.write(layout.REPORT, derived.report.encode())
+    writer.write(layout.CRATE, _crate(prepared, plan.partitions, results, ledger, environment))
     writer.finish(
         {
             "Bag-Software-Agent": f"repro {__version__}",

@@ -6,6 +6,7 @@ import hashlib
 import itertools
 from collections.abc import Iterator
 
+from repro.bundle import layout
 from repro.json import canonical
 from repro.json.serde import to_bytes, unstructure
 from repro.models import (
@@ -125,7 +126,7 @@ def partition_ref(partition: Partition) -> PartitionRef:
     """How the seal lists ``partition``: by its file and the sha256 of its canonical bytes."""
     return PartitionRef(
         id=partition.id,
-        file=f"plans/{partition.id}.json",
+        file=layout.plan_file(partition.id).removeprefix(layout.DATA),
         entries=len(partition.entries),
         sha256=canonical.sha256_hex(to_bytes(partition)),
     )

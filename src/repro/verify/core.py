@@ -35,12 +35,14 @@ from attrs import field, frozen
 from attrs.validators import ge
 
 from repro import plan
-from repro.bundle.writer import BAGIT_TXT, MANIFEST, MANIFEST_LINE, TAG_FILES, TAGMANIFEST
-from repro.derive.crate import CRATE, FIXED_PAYLOAD, ActionFacts, CrateBuilder, payload_files
+from repro.bundle import layout
+from repro.bundle.layout import CRATE, FIXED_PAYLOAD, MANIFEST, TAG_FILES, TAGMANIFEST
+from repro.bundle.writer import BAGIT_TXT, MANIFEST_LINE
+from repro.derive.crate import ActionFacts, CrateBuilder
 from repro.derive.derivation import derive
-from repro.derive.disclosure import FileHits, Scanner, is_derivation_input
+from repro.derive.disclosure import FileHits, Scanner
 from repro.derive.scenarios import by_condition
-from repro.derive.tally import Attempt, RunTally, attempt_id, merge, tally
+from repro.derive.tally import Attempt, RunTally, attempt_id, merge, runs, tally
 from repro.derive.tiers import contract_digests
 from repro.derive.validity import record_problem
 from repro.errors import BadInput
@@ -88,7 +90,7 @@ _FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 #: names): any other payload file is not part of a bundle, even when the manifest lists it.
 _PAYLOAD = frozenset({*FIXED_PAYLOAD, CRATE})
 #: Payload files only some bundles have: scores.json, in a bundle of a protocol with scoring.
-_OPTIONAL_PAYLOAD = frozenset({"data/scores.json"})
+_OPTIONAL_PAYLOAD = frozenset({layout.SCORES})
 #: The temporary name BundleWriter writes a file under before renaming it into place.
 _PARTIAL = re.compile(r"^\..+\.partial$")
 #: What a root must hold at its top to be a bundle or an unfinished study: a tag file, or one
@@ -576,19 +578,19 @@ def _check_tag_text(name: str, data: bytes, findings: list[Finding]) -> None:
 
 def _integrity(listing: _Listing, read: BundleReader, findings: list[Finding]) -> None:
     files = listing.sizes
-    if "bagit.txt" not in files:
+    if layout.BAGIT not in files:
         findings.append(
             Finding(
-                "bagit-txt-missing", "bagit.txt", "missing BagIt declaration", "present", "missing"
+                "bagit-txt-missing", layout.BAGIT, "missing BagIt declaration", "present", "missing"
             )
         )
     else:
-        declaration = read.raw("bagit.txt")
+        declaration = read.raw(layout.BAGIT)
         if declaration is not None and declaration != BAGIT_TXT:
             findings.append(
                 Finding(
                     "bagit-txt-content",
-                    "bagit.txt",
+                    layout.BAGIT,
                     "BagIt declaration",
                     BAGIT_TXT.decode().strip(),
                     "other content",
@@ -596,7 +598,7 @@ def _integrity(listing: _Listing, read: BundleReader, findings: list[Finding]) -
             )
     for name in sorted(files):
         if ("/" not in name and name not in TAG_FILES) or (
-            "/" in name and not name.startswith("data/")
+            "/" in name and not name.startswith(layout.DATA)
         ):
             findings.append(
                 Finding(
@@ -604,10 +606,10 @@ def _integrity(listing: _Listing, read: BundleReader, findings: list[Finding]) -
                 )
             )
         elif (
-            name.startswith("data/")
+            name.startswith(layout.DATA)
             and name not in _PAYLOAD
             and name not in _OPTIONAL_PAYLOAD
-            and not name.startswith(("data/plans/", "data/runs/", "data/times/"))
+            and not layout.is_partitioned(name)
         ):
             findings.append(
                 Finding(
@@ -620,7 +622,7 @@ def _integrity(listing: _Listing, read: BundleReader, findings: list[Finding]) -
             )
     for manifest, covered in (
         (MANIFEST, None),
-        (TAGMANIFEST, ("bagit.txt", "bag-info.txt", MANIFEST)),
+        (TAGMANIFEST, (layout.BAGIT, layout.BAG_INFO, MANIFEST)),
     ):
         if manifest not in files:
             findings.append(
@@ -632,7 +634,7 @@ def _integrity(listing: _Listing, read: BundleReader, findings: list[Finding]) -
             continue
         listed = _parse_manifest(manifest, data, findings)
         if covered is None:
-            actual = {n for n in files if n.startswith("data/")}
+            actual = {n for n in files if n.startswith(layout.DATA)}
         else:
             actual = {n for n in covered if n in files}
             for name in covered:
@@ -675,11 +677,11 @@ def _integrity(listing: _Listing, read: BundleReader, findings: list[Finding]) -
                         digest,
                     )
                 )
-    if "bag-info.txt" in files:
-        payload = [size for name, size in files.items() if name.startswith("data/")]
+    if layout.BAG_INFO in files:
+        payload = [size for name, size in files.items() if name.startswith(layout.DATA)]
         oxum = f"{sum(payload)}.{len(payload)}"
-        raw_info = read.raw("bag-info.txt") or b""
-        _check_tag_text("bag-info.txt", raw_info, findings)
+        raw_info = read.raw(layout.BAG_INFO) or b""
+        _check_tag_text(layout.BAG_INFO, raw_info, findings)
         info = raw_info.decode("utf-8", "replace").splitlines()
         stated = [
             line.split(":", 1)[1].strip() for line in info if line.startswith("Payload-Oxum:")
@@ -697,7 +699,7 @@ def _integrity(listing: _Listing, read: BundleReader, findings: list[Finding]) -
     else:
         findings.append(
             Finding(
-                "bag-info-missing", "bag-info.txt", "missing bag-info.txt", "present", "missing"
+                "bag-info-missing", layout.BAG_INFO, "missing bag-info.txt", "present", "missing"
             )
         )
 
@@ -714,7 +716,7 @@ def _validator(kind: str) -> Any:
 #: with the plan. Every other file (partitions, runs, anything added) is read in blocks, hashed
 #: and scanned, and read again when it is parsed, so that what verify holds does not grow with the
 #: number of runs.
-_HELD = frozenset({*TAG_FILES, *FIXED_PAYLOAD, "data/plans/seal.json"})
+_HELD = frozenset({*TAG_FILES, *FIXED_PAYLOAD, layout.SEAL})
 #: Bytes read at a time: a few copies of a block are what reading holds besides the models.
 _BLOCK = 1 << 16
 #: How deep a run record nests at most: an object holding an array of numbers. Where the limit on
@@ -1444,7 +1446,7 @@ class _RecordChecks:
     def check(self, record: RunRecord, a: Attempt) -> None:
         """Check one record and its attempt. A record named for a measure that is not the sum
         of its step rewards is not named again for the validity rules, which say the same."""
-        where = f"data/runs/{a.condition}.jsonl"
+        where = layout.runs_file(a.condition)
         summed = a.recomputed is None or a.measure is None or a.recomputed == a.measure
         if not summed:
             self._measures += 1
@@ -1577,7 +1579,7 @@ def _check_checkpoint(read: BundleReader, partition: str, first: bool, seed: int
     """A stream-mode partition's checkpoint parses, names its partition and, for the first
     partition, holds exactly the state the protocol's seed gives (later states depend on the
     simulator, which replay re-checks)."""
-    name = f"data/runs/{partition}.checkpoint.json"
+    name = layout.checkpoint_file(partition)
     checkpoint = read.json(name, "checkpoint", Checkpoint)
     if checkpoint is None:
         return
@@ -1623,12 +1625,12 @@ class _CrateCheck:
         is named and leaves the crate unjudged."""
         if not self.whole:
             return
-        name = f"data/times/{partition.id}.jsonl"
+        name = layout.times_file(partition.id)
         lines = read.times_lines(name)
         if lines is None:
             self.whole = False
             return
-        declared = {e.slot for e in partition.entries if e.excluded is not None}
+        declared = {e.slot for e in partition.entries if not runs(e)}
         ran = [a for a in attempts if a.slot not in declared]
         broken: list[str] = []
         joined = _joined(read, name, ran, iter(lines), broken, self._window)
@@ -1646,7 +1648,7 @@ class _CrateCheck:
             attempts = (
                 t.attempt_id
                 for partition in partitions
-                for t in read.times_lines(f"data/times/{partition}.jsonl") or ()
+                for t in read.times_lines(layout.times_file(partition)) or ()
                 if t is not None
             )
             for piece in self._builder.tail(attempts):
@@ -1727,7 +1729,7 @@ def _partition_runs(
     """Read one partition and its runs file (and, in stream mode, its checkpoint) and tally its
     runs; None when either does not parse. Whatever it reads of the partition is let go on
     return: only the tally is kept."""
-    name = f"data/{ref.file}"
+    name = layout.DATA + ref.file
     digest = read.sha256(name)
     if digest is not None and digest != ref.sha256:
         read.findings.append(
@@ -1742,7 +1744,7 @@ def _partition_runs(
     part, part_sha256 = read._model(name, "partition", Partition)
     if fp.protocol.seeding.mode == "stream":
         _check_checkpoint(read, ref.id, first, fp.protocol.seeding.seed)
-    runs_name = f"data/runs/{ref.id}.jsonl"
+    runs_name = layout.runs_file(ref.id)
     got = _attempts(read, runs_name, part, checks)
     if part is None or part_sha256 is None or got is None:
         return None
@@ -1782,13 +1784,13 @@ def _reseal(
                 part = read.json(kept[index].file, "partition", Partition)
             if part is not None:
                 found = to_bytes(part)
-                _compare(f"data/plans/{part.id}.json", expected, found, partition_findings, part)
+                _compare(layout.plan_file(part.id), expected, found, partition_findings, part)
                 del part
         # Let this partition go before the next one is made.
         del expected
     resealed = plan.seal_record(protocol, protocol_sha256, sources, tuple(refs))
-    found_seal = read.raw("data/plans/seal.json")
-    _compare("data/plans/seal.json", resealed, found_seal, read.findings, seal)
+    found_seal = read.raw(layout.SEAL)
+    _compare(layout.SEAL, resealed, found_seal, read.findings, seal)
     read.findings.extend(partition_findings)
     return refs
 
@@ -1800,25 +1802,25 @@ def _check_content(read: BundleReader, limits: Limits) -> None:
     The runs are read one partition at a time, and each partition's runs are tallied as soon as
     they are read, so that what is held does not grow with the runs."""
     findings = read.findings
-    fp = read.json("data/protocol.json", "frozen-protocol", FrozenProtocol)
-    seal = read.json("data/plans/seal.json", "seal", Seal)
-    ledger = read.json("data/source-ledger.json", "source-ledger", Ledger)
-    aggregates_found = read.json("data/aggregates.json", "aggregates", Aggregates)
-    tiers_found = read.json("data/tiers.json", "tiers", Tiers)
-    environment = read.json("data/environment.json", "environment", Environment)
+    fp = read.json(layout.PROTOCOL, "frozen-protocol", FrozenProtocol)
+    seal = read.json(layout.SEAL, "seal", Seal)
+    ledger = read.json(layout.LEDGER, "source-ledger", Ledger)
+    aggregates_found = read.json(layout.AGGREGATES, "aggregates", Aggregates)
+    tiers_found = read.json(layout.TIERS, "tiers", Tiers)
+    environment = read.json(layout.ENVIRONMENT, "environment", Environment)
     scored = fp is not None and fp.protocol.scoring is not None
-    scores_found = read.json("data/scores.json", "scores", Scores) if scored else None
-    if not scored and "data/scores.json" in read.files:
+    scores_found = read.json(layout.SCORES, "scores", Scores) if scored else None
+    if not scored and layout.SCORES in read.files:
         findings.append(
             Finding(
                 "scores-without-scoring",
-                "data/scores.json",
+                layout.SCORES,
                 "scores of a protocol that declares no scoring",
                 "absent",
                 "present",
             )
         )
-    report_bytes = read.raw("data/validation-report.md")
+    report_bytes = read.raw(layout.REPORT)
     disclosures = _disclosures(read, findings)
 
     if fp is None or seal is None:
@@ -1827,7 +1829,7 @@ def _check_content(read: BundleReader, limits: Limits) -> None:
         findings.append(
             Finding(
                 "protocol-digest",
-                "data/protocol.json",
+                layout.PROTOCOL,
                 "protocol digest",
                 fp.sha256,
                 canonical.sha256_hex(to_bytes(fp.protocol)),
@@ -1837,7 +1839,7 @@ def _check_content(read: BundleReader, limits: Limits) -> None:
         findings.append(
             Finding(
                 "seal-protocol-digest",
-                "data/plans/seal.json",
+                layout.SEAL,
                 "protocol digest in the seal",
                 fp.sha256,
                 seal.protocol_sha256,
@@ -1855,10 +1857,10 @@ def _check_content(read: BundleReader, limits: Limits) -> None:
     )
     kept: list[_PartitionRuns] = []
     complete = True
-    expected_files = {"data/plans/seal.json"}
+    expected_files = {layout.SEAL}
     crate = None
     if ledger is not None and environment is not None:
-        payload = payload_files(fp, [ref.id for ref in seal.partitions])
+        payload = layout.payload_files(fp, [ref.id for ref in seal.partitions])
         # A cluster's workers time the attempts by their own clocks.
         window = (
             None
@@ -1869,19 +1871,14 @@ def _check_content(read: BundleReader, limits: Limits) -> None:
     for ref in seal.partitions:
         partition_runs = _partition_runs(read, fp, ref, ref is seal.partitions[0], checks, crate)
         expected_files |= {
-            f"data/{ref.file}",
-            f"data/runs/{ref.id}.jsonl",
-            f"data/times/{ref.id}.jsonl",
+            layout.DATA + ref.file,
+            *layout.partition_files(ref.id, protocol.seeding.mode == "stream")[1:],
         }
-        if protocol.seeding.mode == "stream":
-            expected_files.add(f"data/runs/{ref.id}.checkpoint.json")
         if partition_runs is None:
             complete = False
         else:
             kept.append(partition_runs)
-    for name in sorted(
-        n for n in read.files if n.startswith(("data/plans/", "data/runs/", "data/times/"))
-    ):
+    for name in sorted(n for n in read.files if layout.is_partitioned(n)):
         if name not in expected_files:
             findings.append(
                 Finding("not-in-seal", name, "file not named by the seal", "absent", "present")
@@ -1901,7 +1898,7 @@ def _check_content(read: BundleReader, limits: Limits) -> None:
         findings.append(
             Finding(
                 "plan-limit",
-                "data/protocol.json",
+                layout.PROTOCOL,
                 "the protocol plans more slots than the sealed partitions hold: not re-derived",
                 f"{entries} slots",
                 f"{planned} slots",
@@ -1914,7 +1911,7 @@ def _check_content(read: BundleReader, limits: Limits) -> None:
         findings.append(
             Finding(
                 "protocol-inconsistent",
-                "data/protocol.json",
+                layout.PROTOCOL,
                 "protocol consistency",
                 "consistent",
                 str(exc),
@@ -1941,7 +1938,7 @@ def _check_content(read: BundleReader, limits: Limits) -> None:
         findings.append(
             Finding(
                 f"join-{problem.code}",
-                f"data/runs/{problem.where.split('-')[0]}.jsonl",
+                layout.runs_file(problem.partition),
                 f"{problem.where}: {problem.what}",
                 problem.expected,
                 problem.found,
@@ -1954,43 +1951,43 @@ def _check_content(read: BundleReader, limits: Limits) -> None:
         findings.append(
             Finding(
                 "resamples-limit",
-                "data/protocol.json",
+                layout.PROTOCOL,
                 "bootstrap resamples over the limit max_resamples: aggregates not re-derived",
                 f"<= {limits.max_resamples}",
                 str(interval.resamples),
             )
         )
         return
-    inputs = [d for d in disclosures if is_derivation_input(d.file)]
+    inputs = [d for d in disclosures if layout.is_derivation_input(d.file)]
     derived = derive(fp, seal, runs, ledger, inputs)
     _compare(
-        "data/source-ledger.json",
+        layout.LEDGER,
         derived.ledger,
-        read.raw("data/source-ledger.json"),
+        read.raw(layout.LEDGER),
         findings,
         ledger,
     )
     if aggregates_found is not None:
         _compare(
-            "data/aggregates.json",
+            layout.AGGREGATES,
             derived.aggregates,
-            read.raw("data/aggregates.json"),
+            read.raw(layout.AGGREGATES),
             findings,
             aggregates_found,
         )
     if tiers_found is not None:
         _compare(
-            "data/tiers.json",
+            layout.TIERS,
             derived.tiers,
-            read.raw("data/tiers.json"),
+            read.raw(layout.TIERS),
             findings,
             tiers_found,
         )
     if scores_found is not None and derived.scores is not None:
         _compare(
-            "data/scores.json",
+            layout.SCORES,
             derived.scores,
-            read.raw("data/scores.json"),
+            read.raw(layout.SCORES),
             findings,
             scores_found,
         )
@@ -1998,7 +1995,7 @@ def _check_content(read: BundleReader, limits: Limits) -> None:
         findings.append(
             Finding(
                 "report-differs",
-                "data/validation-report.md",
+                layout.REPORT,
                 "report differs from its re-derivation",
                 "re-derived text",
                 "other text",

@@ -1,0 +1,116 @@
+"""The one definition of which files a bundle holds: the BagIt tag files, the payload files every
+bundle has, those each sealed partition adds, and which of them the derivations read. The
+writer, the crate, ``verify``'s expected-file checks, the disclosure tier and the readers all
+take their file names from here.
+
+It imports nothing else of repro at run time, so every layer may read it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from repro.models import FrozenProtocol
+
+__all__ = [
+    "AGGREGATES",
+    "BAGIT",
+    "BAG_INFO",
+    "CRATE",
+    "DATA",
+    "ENVIRONMENT",
+    "FIXED_PAYLOAD",
+    "LEDGER",
+    "MANIFEST",
+    "PARTITIONED",
+    "PROTOCOL",
+    "REPORT",
+    "SCORES",
+    "SEAL",
+    "TAGMANIFEST",
+    "TAG_FILES",
+    "TIERS",
+    "checkpoint_file",
+    "is_derivation_input",
+    "is_partitioned",
+    "partition_files",
+    "payload_files",
+    "plan_file",
+    "runs_file",
+    "times_file",
+]
+
+#: The payload directory: the manifest names payload files with it, the seal without it.
+DATA = "data/"
+BAGIT = "bagit.txt"
+BAG_INFO = "bag-info.txt"
+MANIFEST = "manifest-sha256.txt"
+TAGMANIFEST = "tagmanifest-sha256.txt"
+#: The tag files at the bag's top, in the order a study writes them (the tag manifest last).
+TAG_FILES = (BAGIT, BAG_INFO, MANIFEST, TAGMANIFEST)
+
+PROTOCOL = "data/protocol.json"
+LEDGER = "data/source-ledger.json"
+AGGREGATES = "data/aggregates.json"
+TIERS = "data/tiers.json"
+ENVIRONMENT = "data/environment.json"
+REPORT = "data/validation-report.md"
+#: scores.json: in a bundle of a protocol with scoring, and only there.
+SCORES = "data/scores.json"
+SEAL = "data/plans/seal.json"
+CRATE = "data/ro-crate-metadata.json"
+#: The payload files every bundle has besides the crate, the seal and those of the partitions.
+FIXED_PAYLOAD = (PROTOCOL, LEDGER, AGGREGATES, TIERS, ENVIRONMENT, REPORT)
+#: The payload directories whose files the seal's partitions name (and the seal itself).
+PARTITIONED = ("data/plans/", "data/runs/", "data/times/")
+
+
+def plan_file(partition: str) -> str:
+    """plans/<partition>.json: the sealed partition (the seal names it as ``plans/<id>.json``)."""
+    return f"data/plans/{partition}.json"
+
+
+def runs_file(partition: str) -> str:
+    """runs/<partition>.jsonl: one record per attempt of the partition's slots."""
+    return f"data/runs/{partition}.jsonl"
+
+
+def times_file(partition: str) -> str:
+    """times/<partition>.jsonl: when each attempt of the partition that ran, ran."""
+    return f"data/times/{partition}.jsonl"
+
+
+def checkpoint_file(partition: str) -> str:
+    """runs/<partition>.checkpoint.json: the generator's state before the partition (stream
+    seeding only)."""
+    return f"data/runs/{partition}.checkpoint.json"
+
+
+def partition_files(partition: str, stream: bool) -> list[str]:
+    """The payload files one sealed partition adds to a bundle."""
+    names = [plan_file(partition), runs_file(partition), times_file(partition)]
+    return [*names, checkpoint_file(partition)] if stream else names
+
+
+def payload_files(frozen_protocol: FrozenProtocol, partitions: Iterable[str]) -> list[str]:
+    """Every payload file of a bundle of this protocol but the crate, sorted: what the crate
+    lists as its parts. It follows from the protocol and the sealed partitions alone, so a file
+    added to a bundle is named as such and does not change the crate's re-derivation."""
+    p = frozen_protocol.protocol
+    names = [*FIXED_PAYLOAD, SEAL, *([SCORES] if p.scoring is not None else [])]
+    for partition in partitions:
+        names += partition_files(partition, p.seeding.mode == "stream")
+    return sorted(names)
+
+
+def is_partitioned(name: str) -> bool:
+    """Whether payload file ``name`` lies where the seal's partitions put their files."""
+    return name.startswith(PARTITIONED)
+
+
+def is_derivation_input(name: str) -> bool:
+    """Whether the derivations read ``name``: the protocol, the plan, the runs, the source
+    ledger (which carries the facts gathered at run time) and the environment. The derived
+    files repeat what these hold, and the tag files are checked by ``verify`` alone."""
+    return name in (PROTOCOL, LEDGER, ENVIRONMENT) or name.startswith(("data/plans/", "data/runs/"))
