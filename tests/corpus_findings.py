@@ -30,7 +30,7 @@ from typing import Any
 
 from forge import reseal
 from repro.json import canonical
-from repro.verify.core import Finding, verify
+from repro.verify import Finding, verify
 from test_corpus import CORPUS, TAMPER, Base, _materialise, _parse
 
 DATA = Path(__file__).resolve().parent / "data"

@@ -16,7 +16,7 @@ import pytest
 from conftest import ROOT, _Quiet
 from repro.errors import BadInput
 from repro.execute.studies import prepare, study
-from repro.verify.core import verify
+from repro.verify import verify
 
 HARNESS = ROOT / "tests" / "harness"
 EXAMPLE = ROOT / "protocols" / "agent-gate-eval.json"

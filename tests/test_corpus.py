@@ -55,7 +55,7 @@ from repro.derive.derivation import derive, tally_records
 from repro.json import canonical
 from repro.json.serde import structure, to_bytes
 from repro.models import FrozenProtocol, Ledger, Partition, RunRecord, Seal
-from repro.verify.core import Finding, verify
+from repro.verify import Finding, verify
 
 pytestmark = [
     pytest.mark.stress,

@@ -16,7 +16,7 @@ import pytest
 from conftest import ROOT, _Quiet
 from forge import reseal
 from repro.execute.studies import prepare, study
-from repro.verify.core import verify
+from repro.verify import verify
 
 rocrate = pytest.importorskip("rocrate.rocrate", reason="ro-crate-py is a test dependency")
 

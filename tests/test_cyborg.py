@@ -28,7 +28,7 @@ from repro.execute.studies import Backend, DaskCluster, LocalWorkers
 from repro.json.serde import structure
 from repro.models import Aggregates, FrozenProtocol
 from repro.protocol.load import freeze
-from repro.verify.core import verify
+from repro.verify import verify
 
 SCENARIO = ROOT.parent / "shared" / "cage2" / "scenario"
 REDUCED = ROOT / "protocols" / "cage2-ccs-sleeper-reduced.json"

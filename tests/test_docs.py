@@ -22,7 +22,7 @@ from repro.execute.replay import replay
 from repro.execute.studies import prepare
 from repro.json import schemas
 from repro.models import FieldError
-from repro.verify.core import verify
+from repro.verify import verify
 
 DOCS = ROOT / "docs"
 EXAMPLES = DOCS / "examples"

@@ -25,7 +25,7 @@ from repro.execute.studies import LocalWorkers, Prepared, prepare, study
 from repro.execute.worker import Invalid, Job, Worker, adapter_target, check_evidence
 from repro.json.serde import structure
 from repro.models import AttemptTimes, Condition, PlanEntry, RunRecord
-from repro.verify.core import verify
+from repro.verify import verify
 from repro_fault_adapter import FAULTS, FLAKY, FLAKY_OPEN
 
 TIMEOUT = 0.5

@@ -17,7 +17,7 @@ from conftest import SMALL, run_study, study_once
 from forge import forge, rederive, reseal
 from guarantees import record
 from repro.json.canonical import dumps as canonical_bytes
-from repro.verify.core import Finding, verify
+from repro.verify import Finding, verify
 
 #: CartPole under a random policy, with a maximum the longer episodes pass: some runs are
 #: invalid (measure-above-maximum), and a single attempt each, so those slots end failed.

@@ -25,7 +25,7 @@ from repro.bundle.layout import MANIFEST, TAG_FILES, TAGMANIFEST
 from repro.bundle.writer import BAGIT_TXT, bag_info, manifest_text
 from repro.errors import BadInput
 from repro.json import canonical
-from repro.verify.core import Finding, verify
+from repro.verify import Finding, verify
 
 pytestmark = [
     pytest.mark.stress,

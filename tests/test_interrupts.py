@@ -27,7 +27,7 @@ import pytest
 
 from conftest import SMALL
 from guarantees import record
-from repro.verify.core import verify
+from repro.verify import verify
 
 pytestmark = pytest.mark.skipif(
     not sys.platform.startswith("linux"), reason="signals, /proc and tmpfs: Linux only"

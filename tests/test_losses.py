@@ -17,7 +17,7 @@ import pytest
 
 from conftest import SMALL, run_study
 from repro.errors import EXIT_SLOTS_LOST
-from repro.verify.core import verify
+from repro.verify import verify
 
 #: CartPole with a policy that divides by zero at its first step, beside a healthy one.
 BROKEN: dict[str, Any] = {

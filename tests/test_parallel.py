@@ -25,7 +25,7 @@ from repro.execute import cluster
 from repro.execute import local as parallel
 from repro.execute.studies import Backend, DaskCluster, LocalWorkers, prepare, study
 from repro.models import Partition, PlanEntry
-from repro.verify.core import verify
+from repro.verify import verify
 from repro_fault_adapter import FAULTS
 
 runner = CliRunner()

@@ -19,7 +19,7 @@ from typer.testing import CliRunner, Result
 from conftest import ROOT, SMALL, run_study
 from repro.cli.app import app
 from repro.protocol.load import freeze, parse_protocol
-from repro.verify.core import verify
+from repro.verify import verify
 from test_bad_protocols import UNKNOWN_KEYS, WRONG_TYPES, Case, Draft
 
 runner = CliRunner()

@@ -17,7 +17,7 @@ from conftest import ROOT, _Quiet
 from forge import reseal
 from repro.cli.app import app
 from repro.execute.studies import prepare, study
-from repro.verify.core import verify
+from repro.verify import verify
 
 EXAMPLE = ROOT / "protocols" / "agent-gate-eval.json"
 RELEASES = ROOT / "tests" / "harness" / "releases"

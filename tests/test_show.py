@@ -24,7 +24,7 @@ from typer.testing import CliRunner
 
 from htmlpage import check_figures, external_references, parse
 from repro.cli.app import app
-from repro.verify.core import bundle_sha256
+from repro.verify import bundle_sha256
 
 runner = CliRunner()
 CHROMIUM = Path("/usr/bin/chromium")

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from conftest import ROOT, run_study
 from repro.cli.app import app
-from repro.verify.core import verify
+from repro.verify import verify
 
 runner = CliRunner()
 

@@ -22,7 +22,7 @@ from repro.bundle.layout import MANIFEST, TAGMANIFEST
 from repro.bundle.writer import BAGIT_TXT
 from repro.cli.app import app
 from repro.json import canonical
-from repro.verify.core import verify
+from repro.verify import verify
 
 pytestmark = pytest.mark.skipif(
     sys.platform == "win32", reason="symlinks, FIFOs and SIGALRM need POSIX"

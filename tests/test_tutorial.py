@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from conftest import ROOT
-from repro.verify.core import verify
+from repro.verify import verify
 
 TUTORIAL = ROOT / "docs" / "tutorial.md"
 

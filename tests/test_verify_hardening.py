@@ -21,7 +21,6 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-import repro.verify.core as verify_module
 from conftest import SMALL, deadline, run_study
 from forge import reseal, retag, sha256
 from guarantees import record
@@ -30,7 +29,7 @@ from repro.bundle.writer import BundleWriter
 from repro.cli.app import app
 from repro.errors import BadInput
 from repro.json import canonical
-from repro.verify.core import MAX_FILE_BYTES, Finding, Limits, verify
+from repro.verify import MAX_FILE_BYTES, Finding, Limits, verify, walk
 
 pytestmark = pytest.mark.skipif(
     sys.platform == "win32", reason="O_NOFOLLOW, hard links, FIFOs and SIGALRM need POSIX"
@@ -50,27 +49,27 @@ def _with(findings: list[Finding], file: str, phrase: str) -> list[Finding]:
 def opened(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The bundle names verify opens for reading, in order."""
     names: list[str] = []
-    real = verify_module._open_below
+    real = walk.open_below
 
     def spy(root: Path, name: str) -> int:
         names.append(name)
         return real(root, name)
 
-    monkeypatch.setattr(verify_module, "_open_below", spy)
+    monkeypatch.setattr(walk, "open_below", spy)
     return names
 
 
 def _after_scan(monkeypatch: pytest.MonkeyPatch, change: Callable[[Path], None]) -> None:
     """Make ``change`` to the tree right after verify's scan, before it reads any file: the race
     a hostile writer would try."""
-    real = verify_module._scan
+    real = walk.scan_tree
 
     def scan(root: Path, limits: Limits, findings: list[Finding]) -> Any:
         listing = real(root, limits, findings)
         change(root)
         return listing
 
-    monkeypatch.setattr(verify_module, "_scan", scan)
+    monkeypatch.setattr(walk, "scan_tree", scan)
 
 
 def _tiny(tmp: Path, name: str, **changes: Any) -> Path:

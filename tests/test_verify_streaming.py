@@ -15,7 +15,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import repro.verify.core as verify_module
 from corpus_findings import (
     EXTRA,
     FINDINGS,
@@ -28,7 +27,8 @@ from guarantees import record
 from repro.derive.tally import Attempt, merge, tally
 from repro.json import canonical
 from repro.models import RunRecord
-from repro.verify.core import BundleReader, Finding, verify
+from repro.verify import BundleReader, Finding, Limits, content, verify
+from repro.verify import reader as reading
 from synthetic import synthetic_bundle
 from test_corpus import Base, _materialise, _parse
 
@@ -92,13 +92,13 @@ class TestWholePlanTally:
     def whole_plan_reads(self, monkeypatch: pytest.MonkeyPatch) -> list[int]:
         """How often verify tallied the whole plan at once."""
         calls: list[int] = []
-        real = verify_module._whole_plan_tally
+        real = content.whole_plan_tally
 
         def spy(*args: Any) -> Any:
             calls.append(1)
             return real(*args)
 
-        monkeypatch.setattr(verify_module, "_whole_plan_tally", spy)
+        monkeypatch.setattr(content, "whole_plan_tally", spy)
         return calls
 
     def test_not_for_a_sealed_bundle(
@@ -194,7 +194,7 @@ class TestQuickWay:
     def test_quick_acceptance_is_strict_acceptance(self, data: st.DataObject) -> None:
         """Whatever the line, a record the quick way gives is the strict way's, finding-free."""
         line = data.draw(_run_lines())
-        quick = verify_module._canonical_record(line)
+        quick = reading.canonical_record(line)
         findings: list[Finding] = []
         strict = BundleReader({}, findings)._line(
             "data/runs/c00.jsonl", 1, line, "run-record", RunRecord
@@ -204,7 +204,7 @@ class TestQuickWay:
 
     def test_unchanged_lines_are_quick(self) -> None:
         """Every line a study wrote is accepted the quick way."""
-        assert all(verify_module._canonical_record(line) is not None for line in BASE_LINES)
+        assert all(reading.canonical_record(line) is not None for line in BASE_LINES)
 
     @pytest.mark.parametrize(
         ("old", "new"),
@@ -221,7 +221,7 @@ class TestQuickWay:
         """Lines orjson reads differently from the strict reader go the strict way."""
         line = BASE_LINES[0].replace(old, new, 1)
         assert line != BASE_LINES[0]
-        assert verify_module._canonical_record(line) is None
+        assert reading.canonical_record(line) is None
 
     def test_depth_limit_below_a_record(self, base: Base, tmp_path: Path) -> None:
         """Under a JSON nesting limit of 1, every run line goes the strict way, which refuses
@@ -229,7 +229,7 @@ class TestQuickWay:
         root = _base_copy(base, tmp_path / "bundle")
         findings: list[Finding] = []
         name = "data/runs/c00.jsonl"
-        reader = BundleReader({name: root / name}, findings, verify_module.Limits(max_json_depth=1))
+        reader = BundleReader({name: root / name}, findings, Limits(max_json_depth=1))
         records = reader.run_records(name)
         assert records is not None
         assert list(records) == [None, None]
@@ -382,7 +382,7 @@ class TestQuickWayGenerated:
         strict way's, finding-free."""
         record_ = data.draw(st.one_of(_records(), _mutated(_json_values)))
         line = data.draw(_written(record_))
-        quick = verify_module._canonical_record(line)
+        quick = reading.canonical_record(line)
         if quick is not None:
             assert _strict(line) == (quick, [])
 
@@ -393,7 +393,7 @@ class TestQuickWayGenerated:
         exactly when the strict way accepts it without a finding, as the same record."""
         line = canonical.dumps(record_)
         strict, findings = _strict(line)
-        assert verify_module._canonical_record(line) == (None if findings else strict)
+        assert reading.canonical_record(line) == (None if findings else strict)
 
     def test_every_kind_of_value_under_every_key(self) -> None:
         """Each key of a record that verifies, holding each kind of JSON value in turn and
@@ -406,7 +406,7 @@ class TestQuickWayGenerated:
             for value in kinds:
                 line = canonical.dumps({**base, key: value})
                 strict, findings = _strict(line)
-                quick = verify_module._canonical_record(line)
+                quick = reading.canonical_record(line)
                 assert quick == (None if findings else strict), (key, value)
 
     @settings(max_examples=200, deadline=None)
@@ -417,7 +417,7 @@ class TestQuickWayGenerated:
         line = canonical.dumps(record_)
         strict, findings = _strict(line)
         assert findings == []
-        assert verify_module._canonical_record(line) == strict
+        assert reading.canonical_record(line) == strict
 
 
 _FRAGMENTS = st.sampled_from(
@@ -462,7 +462,7 @@ class TestChunkedReading:
             size = sizes[len(blocks) % len(sizes)]
             blocks.append(data[at : at + size])
             at += size
-        chunks = list(verify_module._bounded_chunks(blocks, 1 << 30))
+        chunks = list(reading.bounded_chunks(blocks, 1 << 30))
         assert all(isinstance(chunk, bytes) for chunk in chunks)
         joined = [chunk for chunk in chunks if isinstance(chunk, bytes)]
         assert b"".join(joined) == data
@@ -475,7 +475,7 @@ class TestChunkedReading:
             return [line for line in re.split(b"(?<=\n)", chunk) if line]
 
         seen: list[bytes | int] = []
-        for chunk in verify_module._bounded_chunks(blocks, limit):
+        for chunk in reading.bounded_chunks(blocks, limit):
             seen += [chunk] if isinstance(chunk, int) else newline_lines(chunk)
         expected = newline_lines(data)
         assert len(seen) == len(expected)

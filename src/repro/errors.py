@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from repro.verify.findings import Finding
+
 __all__ = [
     "EXIT_BAD_INPUT",
+    "EXIT_CODES",
     "EXIT_OK",
     "EXIT_SLOTS_LOST",
     "EXIT_STUDY_STOPPED",
@@ -11,10 +18,13 @@ __all__ = [
     "BadInput",
     "ClusterFailed",
     "Interrupted",
+    "NotVerified",
+    "Refused",
     "ReproError",
     "RunFailed",
     "RunInvalid",
     "StudyStopped",
+    "exit_code",
 ]
 
 EXIT_OK = 0
@@ -37,6 +47,24 @@ class BadInput(ReproError):
 
     The CLI exits 2 with the message and writes nothing.
     """
+
+
+class NotVerified(ReproError):
+    """The bundle does not verify; ``findings`` (:class:`repro.verify.findings.Finding`) names
+    each problem. The CLI exits 1."""
+
+    def __init__(self, findings: Sequence[Finding]) -> None:
+        super().__init__(f"{len(findings)} finding(s)")
+        self.findings = tuple(findings)
+
+
+class Refused(ReproError):
+    """A command refuses to go on: the bundle does not verify, or a publish gate fails;
+    ``reasons`` names each. The CLI exits 1."""
+
+    def __init__(self, reasons: Sequence[str]) -> None:
+        super().__init__("; ".join(reasons))
+        self.reasons = tuple(reasons)
 
 
 class RunFailed(ReproError):
@@ -77,3 +105,24 @@ class Interrupted(BaseException):
     def __init__(self, signum: int) -> None:
         super().__init__(signum)
         self.signum = signum
+
+
+#: The exit code of each error that reaches the command line, by its class (the nearest class in
+#: an error's MRO decides). :class:`StudyStopped` carries its own (3, or 128 + the signal).
+EXIT_CODES: dict[type[ReproError], int] = {
+    BadInput: EXIT_BAD_INPUT,
+    NotVerified: EXIT_VERIFY_FAILED,
+    Refused: EXIT_VERIFY_FAILED,
+    ClusterFailed: EXIT_STUDY_STOPPED,
+    StudyStopped: EXIT_STUDY_STOPPED,
+}
+
+
+def exit_code(error: ReproError) -> int:
+    """The exit code the command line ends with for ``error`` (:data:`EXIT_CODES`)."""
+    if isinstance(error, StudyStopped):
+        return error.exit_code
+    for cls in type(error).__mro__:
+        if cls in EXIT_CODES:
+            return EXIT_CODES[cls]
+    raise TypeError(f"no exit code for {type(error).__name__}")

@@ -25,7 +25,11 @@ from repro.errors import (
     EXIT_SLOTS_LOST,
     EXIT_VERIFY_FAILED,
     BadInput,
+    NotVerified,
+    Refused,
+    ReproError,
     StudyStopped,
+    exit_code,
 )
 from repro.execute.backends import MAX_LOCAL_WORKERS, Backend, DaskCluster, LocalWorkers
 
@@ -36,7 +40,7 @@ if TYPE_CHECKING:
 
     from repro.models import Aggregates, Ledger
     from repro.present.showing import Shown
-    from repro.verify.core import Finding
+    from repro.verify import Finding
 
 __all__ = ["app", "main"]
 
@@ -128,14 +132,17 @@ class _LineProgress:
         pass
 
 
-def _fail(message: str) -> typer.Exit:
+def _fail(error: ReproError | str) -> typer.Exit:
+    """Print ``error`` on stderr; the exit its class maps to (:func:`repro.errors.exit_code`;
+    a bare message is bad input)."""
     from rich.markup import escape
 
+    message = str(error)
     # Escaped: a message may hold brackets that are not markup, as in "install repro[dask]".
     _err().print(
         f"[red]error:[/red] {escape(message)}", highlight=False, markup=True, soft_wrap=True
     )
-    return typer.Exit(EXIT_BAD_INPUT)
+    return typer.Exit(exit_code(error) if isinstance(error, ReproError) else EXIT_BAD_INPUT)
 
 
 def _options(pairs: list[str]) -> dict[str, str]:
@@ -202,12 +209,12 @@ def study(
         progress = _BarProgress() if err.is_terminal else _LineProgress()
         result = run_study(prepared, out, progress, backend)
     except BadInput as exc:
-        raise _fail(str(exc)) from None
+        raise _fail(exc) from None
     except StudyStopped as exc:
         err.print(
             f"[red]error:[/red] {escape(str(exc))}", highlight=False, markup=True, soft_wrap=True
         )
-        raise typer.Exit(exc.exit_code) from None
+        raise typer.Exit(exit_code(exc)) from None
     rep = result.derived.tiers.reproduction
     e = result.derived.aggregates.estimand
     summary = f"{e.kind} = {e.value:.4f}" if e.value is not None else f"{e.kind} undefined"
@@ -285,13 +292,13 @@ def verify(
     as_json: Annotated[bool, typer.Option("--json", help="Print findings as JSON.")] = False,
 ) -> None:
     """Check a bundle offline: integrity, strict parse and schema, joins, re-derivations."""
-    from repro.verify.core import bundle_sha256
-    from repro.verify.core import verify as verify_bundle
+    from repro.verify import bundle_sha256
+    from repro.verify import verify as verify_bundle
 
     try:
         findings = verify_bundle(bundle)
     except BadInput as exc:
-        raise _fail(str(exc)) from None
+        raise _fail(exc) from None
     digest = None if findings else bundle_sha256(bundle)
     if as_json:
         print(json.dumps(_verify_report(findings, digest), indent=2))
@@ -336,7 +343,10 @@ def replay(
     try:
         result = replay_slot(bundle, slot, _options(option or []), show_traceback)
     except BadInput as exc:
-        raise _fail(str(exc)) from None
+        raise _fail(exc) from None
+    except NotVerified as exc:  # a file changed after the bundle verified
+        _print_findings(bundle, exc.findings)
+        raise typer.Exit(exit_code(exc)) from None
     if as_json:
         print(json.dumps(attrs.asdict(result) | {"identical": result.identical}, indent=2))
     else:
@@ -361,19 +371,18 @@ def publish(
     """Write a scored bundle's results table, only if it verifies and every gate holds.
 
     Otherwise name each finding or failed gate, write nothing and exit 1."""
-    from repro.present.publishing import Refused
     from repro.present.publishing import publish as publish_table
 
     try:
         gates = publish_table(bundle, out)
     except BadInput as exc:
-        raise _fail(str(exc)) from None
+        raise _fail(exc) from None
     except Refused as refused:
         err = _err()
         for reason in refused.reasons:
             err.print(f"REFUSED {reason}", highlight=False, markup=False)
         err.print(f"{len(refused.reasons)} reason(s): no table written", highlight=False)
-        raise typer.Exit(EXIT_VERIFY_FAILED) from None
+        raise typer.Exit(exit_code(refused)) from None
     for gate in gates:
         print(f"gate {gate.name}: holds ({gate.detail})")
     print(f"OK: wrote {out}")
@@ -391,17 +400,16 @@ def compare(
     backends compared slot by slot. Exits 1 on a regression or a bundle that does not verify."""
     from repro.compare.bundles import CompareResult
     from repro.compare.bundles import compare as compare_bundles
-    from repro.present.publishing import Refused
 
     try:
         result: CompareResult = compare_bundles(baseline, candidate)
     except BadInput as exc:
-        raise _fail(str(exc)) from None
+        raise _fail(exc) from None
     except Refused as refused:
         err = _err()
         for reason in refused.reasons:
             err.print(f"FAIL {reason}", highlight=False, markup=False)
-        raise typer.Exit(EXIT_VERIFY_FAILED) from None
+        raise typer.Exit(exit_code(refused)) from None
     if as_json:
         print(json.dumps(result.as_dict(), indent=2))
     else:
@@ -477,7 +485,7 @@ def protocol_check(
     try:
         prepared = prepare(protocol, _options(option or []))
     except BadInput as exc:
-        raise _fail(str(exc)) from None
+        raise _fail(exc) from None
     facts, plan = prepared.frozen.facts, prepared.plan
     sources = [unstructure(source) for source in prepared.frozen.sources]
     summary = {
@@ -646,7 +654,7 @@ def show(
     """Verify the bundle, then show its conditions, estimand, class and tiers.
 
     With --json, its derived files as JSON; optionally also a plot (PNG) or an HTML report."""
-    from repro.present.showing import NotVerified, load
+    from repro.present.showing import load
 
     if html is not None and (html.exists() or html.is_symlink()):
         raise _fail(f"--html {html}: already exists; show never overwrites")
@@ -656,13 +664,13 @@ def show(
     try:
         shown = load(bundle)
     except BadInput as exc:
-        raise _fail(str(exc)) from None
+        raise _fail(exc) from None
     except NotVerified as exc:
         if as_json:
             print(json.dumps(_verify_report(exc.findings, None), indent=2))
         else:
             _print_findings(bundle, exc.findings)
-        raise typer.Exit(EXIT_VERIFY_FAILED) from None
+        raise typer.Exit(exit_code(exc)) from None
     if as_json:
         print(json.dumps(shown.as_dict(), indent=2))
     else:

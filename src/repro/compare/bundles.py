@@ -26,12 +26,12 @@ from repro.compare.scores import (
     compare_runs,
     compare_scores,
 )
-from repro.errors import BadInput
-from repro.json import canonical
-from repro.json.serde import structure, unstructure
+from repro.errors import BadInput, NotVerified, Refused
+from repro.json.serde import unstructure
 from repro.models import FrozenProtocol, RunRecord
 from repro.plan.sealing import conditions_of
 from repro.present.publishing import load_verified
+from repro.verify import VerifiedBundle
 
 __all__ = ["TIER_ASPECTS", "CompareResult", "compare"]
 
@@ -99,14 +99,6 @@ class CompareResult:
         }
 
 
-def _records(bundle: Path) -> Iterator[RunRecord]:
-    for path in sorted((bundle / "data" / "runs").glob("*.jsonl")):
-        with path.open("rb") as fh:
-            for number, line in enumerate(fh, start=1):
-                raw = canonical.loads(line, what=f"{path.name} line {number}")
-                yield structure(raw, RunRecord, what=f"{path.name} line {number}")
-
-
 def _family(baseline: FrozenProtocol, candidate: FrozenProtocol) -> None:
     a, b = baseline.protocol, candidate.protocol
     if a.id != b.id:
@@ -115,10 +107,11 @@ def _family(baseline: FrozenProtocol, candidate: FrozenProtocol) -> None:
         raise BadInput(f"not one protocol family: the conditions of {a.id!r} differ")
 
 
-def _measured(bundle: Path, measures: dict[str, list[float]]) -> Iterator[RunRecord]:
-    """The run records of ``bundle``, adding each valid run's measure to ``measures`` (by
-    condition) as it passes, so that one reading serves both comparisons."""
-    for r in _records(bundle):
+def _measured(bundle: VerifiedBundle, measures: dict[str, list[float]]) -> Iterator[RunRecord]:
+    """The run records of ``bundle``, as verify's reader reads them again, adding each valid
+    run's measure to ``measures`` (by condition) as it passes, so that one reading serves both
+    comparisons."""
+    for r in bundle.all_records():
         if r.status == "valid" and r.measure is not None:
             measures.setdefault(r.condition, []).append(r.measure)
         yield r
@@ -126,13 +119,16 @@ def _measured(bundle: Path, measures: dict[str, list[float]]) -> Iterator[RunRec
 
 def compare(baseline: Path, candidate: Path) -> CompareResult:
     """Verify both bundles, check they are one family, and compare them; raise
-    :class:`repro.present.publishing.Refused` naming every finding when either does not verify."""
+    :class:`repro.errors.Refused` naming every finding when either does not verify."""
     base, cand = load_verified(baseline), load_verified(candidate)
     _family(base.protocol, cand.protocol)
     base_measures: dict[str, list[float]] = {}
     cand_measures: dict[str, list[float]] = {}
     # Reads every record of both bundles once, and gathers their measures on the way.
-    runs = compare_runs(_measured(baseline, base_measures), _measured(candidate, cand_measures))
+    try:
+        runs = compare_runs(_measured(base, base_measures), _measured(cand, cand_measures))
+    except NotVerified as exc:  # a runs file changed after its bundle verified
+        raise Refused([f"{f.file}: {f.what}" for f in exc.findings]) from None
     scores = None
     if base.scores is not None and cand.scores is not None:
         scores = compare_scores(

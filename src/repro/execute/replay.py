@@ -18,14 +18,14 @@ from attrs import frozen
 
 from repro.adapters.base import get_adapter
 from repro.derive.scenarios import scenario_of
-from repro.errors import BadInput
+from repro.errors import BadInput, NotVerified
 from repro.execute.attempts import _ConditionSession, run_slot
 from repro.execute.worker import Job, Worker, adapter_target
 from repro.json import canonical
-from repro.json.serde import structure, to_bytes, unstructure
-from repro.models import Checkpoint, FrozenProtocol, Ledger, Partition, RunRecord, Seal
+from repro.json.serde import to_bytes, unstructure
+from repro.models import RunRecord
 from repro.plan.streams import stream_of
-from repro.verify.core import verify
+from repro.verify import open_verified
 
 __all__ = ["Replay", "replay"]
 
@@ -49,16 +49,6 @@ class Replay:
     def identical(self) -> bool:
         """Whether every re-executed record equals the bundle's, byte for byte."""
         return not self.differences
-
-
-def _load(root: Path, name: str, cls: type[T]) -> T:
-    return structure(canonical.loads((root / name).read_bytes(), what=name), cls, what=name)
-
-
-def _records(root: Path, partition: str) -> list[RunRecord]:
-    name = f"data/runs/{partition}.jsonl"
-    lines = (root / name).read_bytes().splitlines()
-    return [structure(canonical.loads(line, what=name), RunRecord, what=name) for line in lines]
 
 
 def _differences(slot: str, expected: list[RunRecord], found: list[RunRecord]) -> list[str]:
@@ -88,23 +78,16 @@ def replay(root: Path, slot: str, options: Mapping[str, str], tracebacks: bool =
     the bundle does not verify, the slot is unknown, or the installed simulator pins other
     sources than the bundle's. With ``tracebacks``, the traceback of every exception the
     adapter raises is printed to stderr (never recorded)."""
-    findings = verify(root)
-    if findings:
+    try:
+        bundle = open_verified(root)
+    except NotVerified as exc:
         raise BadInput(
-            f"{root} does not verify ({len(findings)} finding(s)): replay needs a verified "
+            f"{root} does not verify ({len(exc.findings)} finding(s)): replay needs a verified "
             f"bundle; see repro verify {root}"
-        )
-    fp = _load(root, "data/protocol.json", FrozenProtocol)
-    seal = _load(root, "data/plans/seal.json", Seal)
-    ledger = _load(root, "data/source-ledger.json", Ledger)
+        ) from None
+    fp, seal, ledger = bundle.protocol, bundle.seal, bundle.ledger
     partition = next(
-        (
-            part
-            for ref in seal.partitions
-            if (part := _load(root, f"data/{ref.file}", Partition))
-            and any(e.slot == slot for e in part.entries)
-        ),
-        None,
+        (part for part in bundle.partitions() if any(e.slot == slot for e in part.entries)), None
     )
     if partition is None:
         raise BadInput(f"{root}: no slot {slot!r} in the sealed plan")
@@ -125,13 +108,13 @@ def replay(root: Path, slot: str, options: Mapping[str, str], tracebacks: bool =
     entries = list(partition.entries)
     target = next(i for i, e in enumerate(entries) if e.slot == slot)
     if stream:
-        checkpoint = _load(root, f"data/runs/{partition.id}.checkpoint.json", Checkpoint)
+        checkpoint = bundle.checkpoint(partition.id)
         todo, start = entries[: target + 1], stream_of(checkpoint)
     else:
         todo, start = [entries[target]], None
     condition = next(c for c in seal.conditions if c.id == partition.condition)
     bundled: dict[str, list[RunRecord]] = {}
-    for record in _records(root, partition.id):
+    for record in bundle.records(partition.id):
         bundled.setdefault(record.slot, []).append(record)
 
     worker = Worker(

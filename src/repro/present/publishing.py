@@ -11,27 +11,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from repro.errors import BadInput
+from repro.errors import BadInput, NotVerified, Refused
 from repro.models import CellScore, CheckSummary, FrozenProtocol, GateResult, Scores
-from repro.present.showing import NotVerified, Shown, load
+from repro.verify import VerifiedBundle, open_verified
 
 __all__ = ["Refused", "load_verified", "publish", "table"]
 
 
-class Refused(Exception):
-    """The bundle does not verify, or a gate fails: ``reasons`` names each."""
-
-    def __init__(self, reasons: Sequence[str]) -> None:
-        super().__init__("; ".join(reasons))
-        self.reasons = tuple(reasons)
-
-
-def load_verified(bundle: Path) -> Shown:
-    """Verify ``bundle`` and read its files as ``repro show`` does
-    (:func:`repro.present.showing.load`); raise :class:`Refused` naming every finding when it does
-    not verify."""
+def load_verified(bundle: Path) -> VerifiedBundle:
+    """Verify ``bundle`` and read it (:func:`repro.verify.open_verified`); raise
+    :class:`Refused` naming every finding when it does not verify."""
     try:
-        return load(bundle)
+        return open_verified(bundle)
     except NotVerified as exc:
         raise Refused(
             [f"{bundle} does not verify: {f.file}: {f.what}" for f in exc.findings]

@@ -3,38 +3,23 @@
 What ``show`` prints, writes as HTML or emits as JSON is someone's evidence: figures from a
 tampered or unfinished bundle would look exactly as trustworthy as the real ones. So the bundle
 is verified first (everything re-derived) and its files are then read with the verifier's own
-strict reader (canonical JSON, schema, model).
+strict reader (canonical JSON, schema, model): :func:`repro.verify.open_verified` hands back
+what verify parsed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from attrs import frozen
 
+from repro.errors import NotVerified
 from repro.json.serde import unstructure
 from repro.models import Aggregates, FrozenProtocol, Ledger, Scores, Tiers
-from repro.verify.core import BundleReader, Finding, bundle_sha256, verify
+from repro.verify import open_verified
 
 __all__ = ["NotVerified", "Shown", "load"]
-
-_FILES = (
-    "data/protocol.json",
-    "data/aggregates.json",
-    "data/tiers.json",
-    "data/source-ledger.json",
-    "data/scores.json",
-)
-
-
-class NotVerified(Exception):
-    """The bundle does not verify; ``findings`` names each problem."""
-
-    def __init__(self, findings: Sequence[Finding]) -> None:
-        super().__init__(f"{len(findings)} finding(s)")
-        self.findings = tuple(findings)
 
 
 @frozen
@@ -73,20 +58,8 @@ class Shown:
 
 
 def load(bundle: Path) -> Shown:
-    """Verify ``bundle`` and read what ``show`` presents. Raises :class:`NotVerified` with the
-    findings when it does not verify (or when its files change between verifying and reading),
-    and :class:`repro.errors.BadInput` when it is not a directory at all."""
-    findings = verify(bundle)
-    if findings:
-        raise NotVerified(findings)
-    digest = bundle_sha256(bundle)
-    read = BundleReader({n: bundle / n for n in _FILES if (bundle / n).is_file()}, findings)
-    fp = read.json("data/protocol.json", "frozen-protocol", FrozenProtocol)
-    agg = read.json("data/aggregates.json", "aggregates", Aggregates)
-    tiers = read.json("data/tiers.json", "tiers", Tiers)
-    ledger = read.json("data/source-ledger.json", "source-ledger", Ledger)
-    scored = fp is not None and fp.protocol.scoring is not None
-    scores = read.json("data/scores.json", "scores", Scores) if scored else None
-    if fp is None or agg is None or tiers is None or ledger is None or (scored and scores is None):
-        raise NotVerified(findings)
-    return Shown(digest, fp, agg, tiers, ledger, scores)
+    """Verify ``bundle`` and read what ``show`` presents (:func:`repro.verify.open_verified`).
+    Raises :class:`NotVerified` with the findings when it does not verify, and
+    :class:`repro.errors.BadInput` when it is not a bundle directory at all."""
+    v = open_verified(bundle)
+    return Shown(v.bundle_sha256, v.protocol, v.aggregates, v.tiers, v.ledger, v.scores)

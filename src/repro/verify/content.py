@@ -1,0 +1,760 @@
+"""Stage 3, content: the bundle's files parsed strictly, the joins of plan and runs, every
+record under the validity rules, and the re-derivation of every derived file with the
+derivations ``repro study`` ran (:mod:`repro.derive`), compared byte for byte."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
+
+from attrs import frozen
+
+from repro import plan
+from repro.bundle import layout
+from repro.bundle.layout import CRATE
+from repro.derive.crate import ActionFacts, CrateBuilder
+from repro.derive.derivation import Derived, derive
+from repro.derive.disclosure import FileHits
+from repro.derive.scenarios import by_condition
+from repro.derive.tally import Attempt, RunTally, attempt_id, merge, runs, tally
+from repro.derive.tiers import contract_digests
+from repro.derive.validity import record_problem
+from repro.errors import BadInput
+from repro.json import canonical
+from repro.json.serde import to_bytes, unstructure
+from repro.models import (
+    AdapterFacts,
+    Aggregates,
+    AttemptTimes,
+    Checkpoint,
+    Environment,
+    FrozenProtocol,
+    Ledger,
+    Partition,
+    PartitionRef,
+    Protocol,
+    RunRecord,
+    Scenario,
+    Scores,
+    Seal,
+    Source,
+    Tiers,
+)
+from repro.plan.streams import checkpoint_of
+from repro.protocol.load import check_consistency
+from repro.verify.findings import MAX_DIFFS, Finding
+from repro.verify.limits import Limits
+from repro.verify.reader import BundleReader
+
+
+def _diff(expected: Any, found: Any, path: str = "$") -> Iterator[tuple[str, Any, Any]]:
+    if isinstance(expected, dict) and isinstance(found, dict):
+        for key in sorted(set(expected) | set(found)):
+            yield from _diff(expected.get(key), found.get(key), f"{path}.{key}")
+    elif isinstance(expected, list) and isinstance(found, list) and len(expected) == len(found):
+        for i, (e, f) in enumerate(zip(expected, found, strict=True)):
+            yield from _diff(e, f, f"{path}[{i}]")
+    elif expected != found or type(expected) is not type(found):
+        yield path, expected, found
+
+
+def _short(value: Any) -> str:
+    text = canonical.dumps(value, newline=False).decode() if value is not None else "absent"
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
+def _compare(
+    name: str, expected: Any, found_bytes: bytes | None, findings: list[Finding], found: Any
+) -> None:
+    if found_bytes is None or found is None:
+        return
+    expected_plain = unstructure(expected)
+    if canonical.dumps(expected_plain) == found_bytes:
+        return
+    diffs = list(_diff(expected_plain, unstructure(found)))
+    for path, e, f in diffs[:MAX_DIFFS]:
+        findings.append(
+            Finding(
+                "rederived-differs",
+                name,
+                f"re-derived value differs @ {path}",
+                _short(e),
+                _short(f),
+            )
+        )
+    if len(diffs) > MAX_DIFFS:
+        findings.append(
+            Finding(
+                "rederived-differs-more",
+                name,
+                f"{len(diffs) - MAX_DIFFS} further differing values",
+                "none",
+                "differences",
+            )
+        )
+    if not diffs:
+        findings.append(
+            Finding(
+                "rederived-bytes-differ",
+                name,
+                "re-derived bytes differ",
+                "canonical re-derivation",
+                "other bytes",
+            )
+        )
+
+
+def _disclosures(read: BundleReader, findings: list[Finding]) -> list[FileHits]:
+    """Scan every file, tag files too, each from the bytes read once; one finding per hit (at
+    most MAX_DIFFS per file, the rest counted). Returns every file's hits."""
+    out: list[FileHits] = []
+    for name in sorted(read.files):
+        hits = read.disclosures(name)
+        if hits is None:
+            continue
+        for hit in hits.first[:MAX_DIFFS]:
+            findings.append(
+                Finding(
+                    "disclosure",
+                    name,
+                    f"disclosure: {hit.kind} at byte {hit.offset}",
+                    "no host path, traceback or credential-looking string",
+                    hit.pattern,
+                )
+            )
+        shown = min(len(hits.first), MAX_DIFFS)
+        if hits.count > shown:
+            findings.append(
+                Finding(
+                    "disclosure-more",
+                    name,
+                    f"{hits.count - shown} further disclosure hits",
+                    "none",
+                    "hits",
+                )
+            )
+        out.append(hits)
+    return out
+
+
+class _RecordChecks:
+    """The findings on single run records that come after the join problems: a measure that is
+    not the sum of its step rewards, a contract digest that is not its condition's, and a record
+    whose status, cause or measure is not what the validity rules give for the evidence it keeps
+    (:func:`repro.derive.validity.record_problem`, under the ledger's adapter facts). At most
+    MAX_DIFFS of each kind are named, in the order the records are read."""
+
+    def __init__(
+        self,
+        contracts: Mapping[str, str],
+        scenarios: Mapping[str, Scenario],
+        protocol: Protocol,
+        facts: AdapterFacts | None,
+    ) -> None:
+        self.contracts = contracts
+        #: The scenario each condition runs, whose version outcomes are judged against.
+        self.scenarios = scenarios
+        self._protocol = protocol
+        self._facts = facts
+        self.findings: list[Finding] = []
+        self._measures = self._contracts = self._rules = 0
+
+    def check(self, record: RunRecord, a: Attempt) -> None:
+        """Check one record and its attempt. A record named for a measure that is not the sum
+        of its step rewards is not named again for the validity rules, which say the same."""
+        where = layout.runs_file(a.condition)
+        summed = a.recomputed is None or a.measure is None or a.recomputed == a.measure
+        if not summed:
+            self._measures += 1
+            if self._measures <= MAX_DIFFS:
+                self.findings.append(
+                    Finding(
+                        "measure-not-sum",
+                        where,
+                        f"{a.attempt_id}: measure differs from the sum of its step rewards",
+                        repr(a.recomputed),
+                        repr(a.measure),
+                    )
+                )
+        elif self._facts is not None:
+            scenario = self.scenarios.get(a.condition)
+            problem = record_problem(self._protocol, self._facts, scenario, record)
+            if problem is not None:
+                self._rules += 1
+                if self._rules <= MAX_DIFFS:
+                    self.findings.append(
+                        Finding(
+                            "validity-rules",
+                            where,
+                            f"{a.attempt_id}: record breaks the validity rules",
+                            "the status, cause and measure the rules give its evidence",
+                            problem,
+                        )
+                    )
+        expected = self.contracts.get(a.condition)
+        if a.status in ("valid", "invalid") and a.contract_sha256 != expected:
+            self._contracts += 1
+            if self._contracts <= MAX_DIFFS:
+                self.findings.append(
+                    Finding(
+                        "contract-digest",
+                        where,
+                        f"{a.attempt_id}: contract digest",
+                        str(expected),
+                        str(a.contract_sha256),
+                    )
+                )
+
+
+@frozen
+class _PartitionRuns:
+    """What verify keeps of one partition and its runs file once both are read: the tally of
+    the runs against the partition, and what tells whether the tallies of all partitions add up
+    to the tally of the whole plan (see :func:`repro.derive.tally.merge`)."""
+
+    file: str
+    runs_file: str
+    #: The partition's ``id``, which names it where it is compared with its re-derivation.
+    id: str
+    entries: int
+    #: sha256 of the partition's canonical bytes.
+    sha256: str
+    tally: RunTally
+    #: Every record in the runs file names a slot of this partition and has the attempt ID its
+    #: slot and number give.
+    contained: bool
+
+
+def _attempts(
+    read: BundleReader, runs_file: str, part: Partition | None, checks: _RecordChecks | None
+) -> tuple[list[Attempt], bool] | None:
+    """The attempts of the records in ``runs_file``, read one line at a time, and whether each
+    names a slot of ``part`` with the attempt ID its slot and number give; None when a line is
+    not a run record (each named). ``checks`` see every record."""
+    records = read.run_records(runs_file)
+    if records is None:
+        return None
+    order = {e.slot: e.order for e in part.entries} if part is not None else {}
+    attempts: list[Attempt] = []
+    contained = ok = in_order = True
+    previous: tuple[int, int] = (-1, 0)
+    for number, record in enumerate(records, start=1):
+        if record is None:
+            ok = False
+            continue
+        a = Attempt.of(record)
+        if checks is not None:
+            checks.check(record, a)
+        attempts.append(a)
+        place = order.get(a.slot)
+        contained = (
+            contained and place is not None and a.attempt_id == attempt_id(a.slot, a.attempt)
+        )
+        if place is not None and checks is not None and in_order:
+            # A study writes each partition's records in sealed order: slots by their order in
+            # the plan, each slot's attempts by number.
+            if (place, a.attempt) <= previous:
+                in_order = False
+                checks.findings.append(
+                    Finding(
+                        "runs-order",
+                        runs_file,
+                        f"records out of sealed order from line {number}",
+                        "slots in plan order, each slot's attempts by number",
+                        a.attempt_id,
+                    )
+                )
+            previous = (place, a.attempt)
+    return (attempts, contained) if ok else None
+
+
+def whole_plan_tally(
+    read: BundleReader,
+    kept: list[_PartitionRuns],
+    max_attempts: int,
+    checks: _RecordChecks,
+) -> RunTally | None:
+    """The tally of all partitions and runs files together, read again: for a plan whose
+    partitions' tallies may not add up to it. None when a file no longer reads as it did (which
+    is named)."""
+    with read._repeating():
+        parts = [read.json(k.file, "partition", Partition) for k in kept]
+        attempts: list[Attempt] = []
+        for k in kept:
+            got = _attempts(read, k.runs_file, None, None)
+            if got is None:
+                return None
+            attempts += got[0]
+    if None in parts:
+        return None
+    parts_read = [p for p in parts if p is not None]
+    return tally(parts_read, attempts, max_attempts, checks.contracts, checks.scenarios)
+
+
+def _check_checkpoint(read: BundleReader, partition: str, first: bool, seed: int) -> None:
+    """A stream-mode partition's checkpoint parses, names its partition and, for the first
+    partition, holds exactly the state the protocol's seed gives (later states depend on the
+    simulator, which replay re-checks)."""
+    name = layout.checkpoint_file(partition)
+    checkpoint = read.json(name, "checkpoint", Checkpoint)
+    if checkpoint is None:
+        return
+    if checkpoint.partition != partition:
+        read.findings.append(
+            Finding(
+                "checkpoint-partition",
+                name,
+                "checkpoint names another partition",
+                partition,
+                checkpoint.partition,
+            )
+        )
+    if first and checkpoint != checkpoint_of(partition, ("seed", seed)):
+        read.findings.append(
+            Finding(
+                "checkpoint-seed",
+                name,
+                "the first checkpoint is not the state the protocol's seed gives",
+                f"random.seed({seed})",
+                "another state",
+            )
+        )
+
+
+class _CrateCheck:
+    """The re-derivation of data/ro-crate-metadata.json, one partition at a time as verify reads
+    them: its bytes are hashed as they are made, and the digest is compared at the end."""
+
+    def __init__(self, builder: CrateBuilder, window: tuple[str, str] | None) -> None:
+        self._builder = builder
+        self._hash = hashlib.sha256(builder.head())
+        #: When the study ran, to the second (environment.json), where the attempts' times come
+        #: from the same clock (local workers; a cluster's workers have their own).
+        self._window = window
+        #: False once a partition's actions could not be made (its files are named already).
+        self.whole = True
+
+    def partition(self, read: BundleReader, partition: Partition, attempts: list[Attempt]) -> None:
+        """Add the actions of ``partition``'s attempts that ran, joined one by one with the
+        lines of its times file as they are read; a file that does not parse, or does not hold
+        one line per attempt that ran (in the runs file's order, each ending after it starts),
+        is named and leaves the crate unjudged."""
+        if not self.whole:
+            return
+        name = layout.times_file(partition.id)
+        lines = read.times_lines(name)
+        if lines is None:
+            self.whole = False
+            return
+        declared = {e.slot for e in partition.entries if not runs(e)}
+        ran = [a for a in attempts if a.slot not in declared]
+        broken: list[str] = []
+        joined = _joined(read, name, ran, iter(lines), broken, self._window)
+        for piece in self._builder.partition(partition.id, joined):
+            self._hash.update(piece)
+        if broken:
+            self.whole = False
+
+    def finish(self, read: BundleReader, partitions: Iterable[str]) -> None:
+        """Compare the re-derived crate with the file, if every partition was made. The root's
+        mentions are the attempts of the times files, read again one line at a time."""
+        if not self.whole:
+            return
+        with read._repeating():
+            attempts = (
+                t.attempt_id
+                for partition in partitions
+                for t in read.times_lines(layout.times_file(partition)) or ()
+                if t is not None
+            )
+            for piece in self._builder.tail(attempts):
+                self._hash.update(piece)
+        found = read.sha256(CRATE)
+        if found is not None and found != self._hash.hexdigest():
+            read.findings.append(
+                Finding(
+                    "crate-differs",
+                    CRATE,
+                    "RO-Crate metadata differs from its re-derivation",
+                    f"sha256 {self._hash.hexdigest()}",
+                    f"sha256 {found}",
+                )
+            )
+
+
+_END = object()
+
+
+def _joined(
+    read: BundleReader,
+    name: str,
+    ran: list[Attempt],
+    lines: Iterator[AttemptTimes | None],
+    broken: list[str],
+    window: tuple[str, str] | None = None,
+) -> Iterator[ActionFacts]:
+    """The crate's facts of each attempt that ran with its line of the times file ``name``, one
+    at a time. The first line that does not parse (named as it was read), names another
+    attempt, ends before it starts, lies outside the study's ``window`` (its recorded start and
+    end, to the second), or is missing or left over, ends the join: it is named and put in
+    ``broken``."""
+    for number, a in enumerate(ran, start=1):
+        t = next(lines, _END)
+        if t is None:
+            broken.append(name)
+            return
+        if t is _END or not isinstance(t, AttemptTimes) or t.attempt_id != a.attempt_id:
+            found = t.attempt_id if isinstance(t, AttemptTimes) else "end of file"
+            what = f"times do not match the attempts that ran, from line {number}"
+            read.findings.append(Finding("times-mismatch", name, what, a.attempt_id, found))
+            broken.append(name)
+            return
+        if t.finished_utc < t.started_utc:
+            what = f"attempt {a.attempt_id} ends before it starts"
+            read.findings.append(Finding("times-order", name, what, "end >= start", t.finished_utc))
+            broken.append(name)
+            return
+        # Times to the microsecond against the study's to the second: compare whole seconds.
+        if window is not None and not (
+            window[0][:19] <= t.started_utc[:19] and t.finished_utc[:19] <= window[1][:19]
+        ):
+            what = f"attempt {a.attempt_id} ran outside the study's recorded start and end"
+            found = f"{t.started_utc} to {t.finished_utc}"
+            read.findings.append(
+                Finding("times-outside-study", name, what, f"{window[0]} to {window[1]}", found)
+            )
+            broken.append(name)
+            return
+        yield ActionFacts(a.attempt_id, a.slot, a.condition, a.status, a.cause, t)
+    extra = next(lines, _END)
+    if extra is not _END:
+        found = extra.attempt_id if isinstance(extra, AttemptTimes) else "a line"
+        what = f"times do not match the attempts that ran, from line {len(ran) + 1}"
+        read.findings.append(Finding("times-mismatch", name, what, "end of file", found))
+        broken.append(name)
+
+
+def _partition_runs(
+    read: BundleReader,
+    fp: FrozenProtocol,
+    ref: PartitionRef,
+    first: bool,
+    checks: _RecordChecks,
+    crate: _CrateCheck | None,
+) -> _PartitionRuns | None:
+    """Read one partition and its runs file (and, in stream mode, its checkpoint) and tally its
+    runs; None when either does not parse. Whatever it reads of the partition is let go on
+    return: only the tally is kept."""
+    name = layout.DATA + ref.file
+    digest = read.sha256(name)
+    if digest is not None and digest != ref.sha256:
+        read.findings.append(
+            Finding(
+                "partition-digest",
+                name,
+                "partition digest differs from the seal",
+                ref.sha256,
+                digest,
+            )
+        )
+    part, part_sha256 = read._model(name, "partition", Partition)
+    if fp.protocol.seeding.mode == "stream":
+        _check_checkpoint(read, ref.id, first, fp.protocol.seeding.seed)
+    runs_name = layout.runs_file(ref.id)
+    got = _attempts(read, runs_name, part, checks)
+    if part is None or part_sha256 is None or got is None:
+        return None
+    attempts, contained = got
+    if crate is not None:
+        crate.partition(read, part, attempts)
+    return _PartitionRuns(
+        file=name,
+        runs_file=runs_name,
+        id=part.id,
+        entries=len(part.entries),
+        sha256=part_sha256,
+        tally=tally(
+            [part], attempts, fp.protocol.retry.max_attempts, checks.contracts, checks.scenarios
+        ),
+        contained=contained,
+    )
+
+
+def _reseal(
+    read: BundleReader,
+    protocol: Protocol,
+    protocol_sha256: str,
+    sources: tuple[Source, ...],
+    kept: list[_PartitionRuns],
+    seal: Seal,
+) -> list[PartitionRef]:
+    """Re-seal the plan one partition at a time and compare the seal, then each partition, with
+    its re-derivation; a partition that differs is read again to name the differences. Returns
+    the re-derived partitions' references."""
+    refs = []
+    partition_findings: list[Finding] = []
+    for index, expected in enumerate(plan.partitions(protocol)):
+        refs.append(plan.partition_ref(expected))
+        if index < len(kept) and refs[-1].sha256 != kept[index].sha256:
+            with read._repeating():
+                part = read.json(kept[index].file, "partition", Partition)
+            if part is not None:
+                found = to_bytes(part)
+                _compare(layout.plan_file(part.id), expected, found, partition_findings, part)
+                del part
+        # Let this partition go before the next one is made.
+        del expected
+    resealed = plan.seal_record(protocol, protocol_sha256, sources, tuple(refs))
+    found_seal = read.raw(layout.SEAL)
+    _compare(layout.SEAL, resealed, found_seal, read.findings, seal)
+    read.findings.extend(partition_findings)
+    return refs
+
+
+@frozen
+class Stored:
+    """The bundle's files as parsed: each None when it is missing or does not parse (which is
+    named); ``scores`` is None too for a protocol without scoring, ``report`` the report's
+    bytes."""
+
+    protocol: FrozenProtocol | None
+    seal: Seal | None
+    ledger: Ledger | None
+    aggregates: Aggregates | None
+    tiers: Tiers | None
+    environment: Environment | None
+    scores: Scores | None
+    report: bytes | None
+
+
+def _stored(read: BundleReader) -> Stored:
+    """Parse every fixed payload file (and scores.json, which only a scored protocol has)."""
+    fp = read.json(layout.PROTOCOL, "frozen-protocol", FrozenProtocol)
+    scored = fp is not None and fp.protocol.scoring is not None
+    seal = read.json(layout.SEAL, "seal", Seal)
+    ledger = read.json(layout.LEDGER, "source-ledger", Ledger)
+    aggregates = read.json(layout.AGGREGATES, "aggregates", Aggregates)
+    tiers = read.json(layout.TIERS, "tiers", Tiers)
+    environment = read.json(layout.ENVIRONMENT, "environment", Environment)
+    scores = read.json(layout.SCORES, "scores", Scores) if scored else None
+    if not scored and layout.SCORES in read.files:
+        read.findings.append(
+            Finding(
+                "scores-without-scoring",
+                layout.SCORES,
+                "scores of a protocol that declares no scoring",
+                "absent",
+                "present",
+            )
+        )
+    report = read.raw(layout.REPORT)
+    return Stored(fp, seal, ledger, aggregates, tiers, environment, scores, report)
+
+
+def _check_digests(fp: FrozenProtocol, seal: Seal, findings: list[Finding]) -> None:
+    """The protocol's digest is that of its canonical bytes, and the seal names it."""
+    digest = canonical.sha256_hex(to_bytes(fp.protocol))
+    if digest != fp.sha256:
+        findings.append(
+            Finding("protocol-digest", layout.PROTOCOL, "protocol digest", fp.sha256, digest)
+        )
+    if seal.protocol_sha256 != fp.sha256:
+        findings.append(
+            Finding(
+                "seal-protocol-digest",
+                layout.SEAL,
+                "protocol digest in the seal",
+                fp.sha256,
+                seal.protocol_sha256,
+            )
+        )
+
+
+def _crate_check(stored: Stored, fp: FrozenProtocol, seal: Seal) -> _CrateCheck | None:
+    """The crate's re-derivation, made as the partitions are read; None without the ledger and
+    the environment it describes."""
+    ledger, environment = stored.ledger, stored.environment
+    if ledger is None or environment is None:
+        return None
+    payload = layout.payload_files(fp, [ref.id for ref in seal.partitions])
+    # A cluster's workers time the attempts by their own clocks.
+    window = (
+        None
+        if environment.backend == "dask"
+        else (environment.started_utc, environment.finished_utc)
+    )
+    return _CrateCheck(CrateBuilder(fp, ledger, environment, payload), window)
+
+
+def _read_partitions(
+    read: BundleReader, stored: Stored, fp: FrozenProtocol, seal: Seal, checks: _RecordChecks
+) -> list[_PartitionRuns] | None:
+    """Read and tally every sealed partition in order, building the crate's re-derivation on
+    the way, and name each partitioned file the seal does not name; None when a partition does
+    not read."""
+    crate = _crate_check(stored, fp, seal)
+    kept: list[_PartitionRuns] = []
+    complete = True
+    stream = fp.protocol.seeding.mode == "stream"
+    expected_files = {layout.SEAL}
+    for ref in seal.partitions:
+        partition_runs = _partition_runs(read, fp, ref, ref is seal.partitions[0], checks, crate)
+        expected_files |= {
+            layout.DATA + ref.file,
+            *layout.partition_files(ref.id, stream)[1:],
+        }
+        if partition_runs is None:
+            complete = False
+        else:
+            kept.append(partition_runs)
+    for name in sorted(n for n in read.files if layout.is_partitioned(n)):
+        if name not in expected_files:
+            read.findings.append(
+                Finding("not-in-seal", name, "file not named by the seal", "absent", "present")
+            )
+    if crate is not None and complete:
+        crate.finish(read, [ref.id for ref in seal.partitions])
+    return kept if complete else None
+
+
+def _plan_problem(protocol: Protocol, kept: list[_PartitionRuns]) -> Finding | None:
+    """A protocol that plans more slots than the sealed partitions hold, or breaks the
+    protocol's consistency rules: then nothing is re-derived."""
+    planned = (
+        math.prod(len(f.levels) for f in protocol.matrix)
+        * len(protocol.participants)
+        * protocol.runs_per_condition
+    )
+    entries = sum(k.entries for k in kept)
+    if planned > entries:
+        # Expanding the plan costs as much as the slots it has; bound that by what was read.
+        return Finding(
+            "plan-limit",
+            layout.PROTOCOL,
+            "the protocol plans more slots than the sealed partitions hold: not re-derived",
+            f"{entries} slots",
+            f"{planned} slots",
+        )
+    try:
+        check_consistency(protocol)
+    except BadInput as exc:
+        return Finding(
+            "protocol-inconsistent",
+            layout.PROTOCOL,
+            "protocol consistency",
+            "consistent",
+            str(exc),
+        )
+    return None
+
+
+def _plan_tally(
+    read: BundleReader,
+    fp: FrozenProtocol,
+    seal: Seal,
+    ledger: Ledger,
+    kept: list[_PartitionRuns],
+    checks: _RecordChecks,
+) -> RunTally | None:
+    """Re-seal the plan, and tally the runs of the whole plan: the partitions' tallies added up
+    when every partition is the one the protocol seals and every record is in its own
+    partition's runs file with the attempt ID its slot and number give (then no slot and no
+    attempt ID is in two partitions); otherwise (a changed bundle) everything read again and
+    tallied together."""
+    refs = _reseal(read, fp.protocol, fp.sha256, ledger.sources, kept, seal)
+    sealed = len(refs) == len(kept) and all(
+        ref.sha256 == k.sha256 and k.contained for ref, k in zip(refs, kept, strict=True)
+    )
+    if sealed:
+        return merge([k.tally for k in kept])
+    return whole_plan_tally(read, kept, fp.protocol.retry.max_attempts, checks)
+
+
+def _join_findings(runs: RunTally) -> list[Finding]:
+    """Every join problem of the tally, named in the runs file of its partition."""
+    return [
+        Finding(
+            f"join-{problem.code}",
+            layout.runs_file(problem.partition),
+            f"{problem.where}: {problem.what}",
+            problem.expected,
+            problem.found,
+        )
+        for problem in runs.join_problems.first
+    ]
+
+
+def _compare_derived(read: BundleReader, stored: Stored, derived: Derived) -> None:
+    """Compare each derived file the bundle holds with its re-derivation, byte for byte."""
+    _compare(layout.LEDGER, derived.ledger, read.raw(layout.LEDGER), read.findings, stored.ledger)
+    pairs = [
+        (layout.AGGREGATES, derived.aggregates, stored.aggregates),
+        (layout.TIERS, derived.tiers, stored.tiers),
+        (layout.SCORES, derived.scores, stored.scores),
+    ]
+    for name, expected, found in pairs:
+        if expected is not None and found is not None:
+            _compare(name, expected, read.raw(name), read.findings, found)
+    if stored.report is not None and stored.report != derived.report.encode():
+        read.findings.append(
+            Finding(
+                "report-differs",
+                layout.REPORT,
+                "report differs from its re-derivation",
+                "re-derived text",
+                "other text",
+            )
+        )
+
+
+def check_content(read: BundleReader, limits: Limits) -> Stored:
+    """Parse every payload file, check the joins and compare each stored derivation with its
+    re-derivation, adding findings to ``read.findings``; return what was parsed.
+
+    The stages run in order, each only when the one before it left something to judge: the
+    fixed files parsed; the digests; the partitions read and tallied one at a time (so that
+    what is held does not grow with the runs), the crate re-derived on the way; the plan's
+    size and rules; the re-sealed plan and the whole tally; the join problems and the records'
+    findings; then every derivation run again and compared."""
+    stored = _stored(read)
+    disclosures = _disclosures(read, read.findings)
+    fp, seal, ledger = stored.protocol, stored.seal, stored.ledger
+    if fp is None or seal is None:
+        return stored
+    _check_digests(fp, seal, read.findings)
+    protocol = fp.protocol
+    checks = _RecordChecks(
+        contract_digests(ledger) if ledger is not None else {},
+        by_condition(protocol, seal.conditions),
+        protocol,
+        ledger.adapter if ledger is not None else None,
+    )
+    kept = _read_partitions(read, stored, fp, seal, checks)
+    if kept is None or ledger is None:
+        return stored
+    problem = _plan_problem(protocol, kept)
+    if problem is not None:
+        read.findings.append(problem)
+        return stored
+    runs = _plan_tally(read, fp, seal, ledger, kept, checks)
+    if runs is None:
+        return stored
+    read.findings.extend(_join_findings(runs))
+    read.findings.extend(checks.findings)
+    interval = protocol.interval
+    if interval.method == "bootstrap" and interval.resamples > limits.max_resamples:
+        read.findings.append(
+            Finding(
+                "resamples-limit",
+                layout.PROTOCOL,
+                "bootstrap resamples over the limit max_resamples: aggregates not re-derived",
+                f"<= {limits.max_resamples}",
+                str(interval.resamples),
+            )
+        )
+        return stored
+    inputs = [d for d in disclosures if layout.is_derivation_input(d.file)]
+    _compare_derived(read, stored, derive(fp, seal, runs, ledger, inputs))
+    return stored

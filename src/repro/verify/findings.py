@@ -1,0 +1,95 @@
+"""What verify reports: a :class:`Finding` per problem (a stable ``code``, the file, what, what
+was expected, what was found) and the capped list one verification collects."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from attrs import field, frozen
+
+#: At most this many findings of one kind in one file are listed one by one; the rest are counted.
+MAX_DIFFS = 25
+
+
+#: Characters of each text of a finding at most.
+MAX_FINDING_TEXT = 400
+
+
+#: How the first finding on an unfinished study begins.
+INCOMPLETE = "incomplete:"
+
+
+def _clip(text: str) -> str:
+    """``text`` cut to :data:`MAX_FINDING_TEXT` characters: a finding quotes what a bundle holds,
+    and a hostile bundle may hold anything, of any length."""
+    if len(text) <= MAX_FINDING_TEXT:
+        return text
+    return f"{text[: MAX_FINDING_TEXT - 40]}... ({len(text)} characters in all)"
+
+
+@frozen
+class Finding:
+    """One verification problem: a stable machine-readable ``code`` (kebab-case; what tests and
+    ``--json`` users match), which file, what, what was expected and what was found (each text
+    at most :data:`MAX_FINDING_TEXT` characters)."""
+
+    code: str
+    file: str = field(converter=_clip)
+    what: str = field(converter=_clip)
+    expected: str = field(converter=_clip)
+    found: str = field(converter=_clip)
+
+    @property
+    def incomplete(self) -> bool:
+        """Whether this finding says the root is an unfinished study rather than a tampered
+        bundle."""
+        return self.what.startswith(INCOMPLETE)
+
+    def as_dict(self) -> dict[str, str]:
+        """Plain data for ``--json``."""
+        return {
+            "code": self.code,
+            "file": self.file,
+            "what": self.what,
+            "expected": self.expected,
+            "found": self.found,
+        }
+
+
+class Findings(list[Finding]):
+    """The findings of one verification, at most ``cap`` of them listed: past it, findings are
+    counted, not kept (:meth:`close` adds the count as one last finding)."""
+
+    def __init__(self, cap: int) -> None:
+        super().__init__()
+        self.cap = cap
+        self.dropped = 0
+
+    def append(self, finding: Finding) -> None:
+        if len(self) < self.cap:
+            super().append(finding)
+        else:
+            self.dropped += 1
+
+    def extend(self, findings: Iterable[Finding]) -> None:
+        for finding in findings:
+            self.append(finding)
+
+    def __iadd__(self, findings: Iterable[Finding]) -> Findings:  # type: ignore[override, misc]
+        self.extend(findings)
+        return self
+
+    def close(self) -> list[Finding]:
+        """The findings as a plain list, with the count of those not listed last."""
+        out = list(self)
+        if self.dropped:
+            out.append(
+                Finding(
+                    "findings-limit",
+                    ".",
+                    f"{self.dropped} further finding(s) not listed: the limit max_findings",
+                    f"<= {self.cap} findings listed",
+                    f"{self.cap + self.dropped} findings",
+                )
+            )
+        return out

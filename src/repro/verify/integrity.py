@@ -1,0 +1,275 @@
+"""Stage 2, integrity, cheapest first as bagit-python stages ``validate()``: the bag's layout,
+its BagIt declaration, the manifests (each line well formed, each path safe), completeness
+against the listing, every digest, and bag-info.txt."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from repro.bundle import layout
+from repro.bundle.layout import CRATE, FIXED_PAYLOAD, MANIFEST, TAG_FILES, TAGMANIFEST
+from repro.bundle.writer import BAGIT_TXT, MANIFEST_LINE
+from repro.verify.findings import Finding
+from repro.verify.reader import BundleReader
+from repro.verify.walk import Listing
+
+#: The payload files of every bundle besides those in data/plans/ and data/runs/ (which the seal
+#: names): any other payload file is not part of a bundle, even when the manifest lists it.
+_PAYLOAD = frozenset({*FIXED_PAYLOAD, CRATE})
+
+
+#: Payload files only some bundles have: scores.json, in a bundle of a protocol with scoring.
+_OPTIONAL_PAYLOAD = frozenset({layout.SCORES})
+
+
+def _unsafe(path: str) -> str | None:
+    """Why a manifest path does not name a place inside the bag, or None when it does."""
+    if path.startswith("/"):
+        return "absolute path"
+    if "\\" in path:
+        return "backslash in path"
+    parts = path.split("/")
+    if ".." in parts:
+        return "path traversal (..)"
+    if "" in parts or "." in parts:
+        return "empty or '.' path component"
+    if any(ord(c) < 0x20 or ord(c) == 0x7F for c in path):
+        return "control character in path"
+    return None
+
+
+def _text_lines(text: str) -> Iterator[str]:
+    """The lines of ``text`` without their newlines, one at a time (a manifest may hold
+    millions): a final newline ends the last line rather than starting an empty one, and empty
+    text is one empty line."""
+    start = 0
+    while True:
+        end = text.find("\n", start)
+        if end < 0:
+            if start < len(text) or start == 0:
+                yield text[start:]
+            return
+        yield text[start:end]
+        start = end + 1
+
+
+def _parse_manifest(name: str, data: bytes, findings: list[Finding]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        findings.append(
+            Finding(
+                "manifest-not-utf8",
+                name,
+                "manifest is not UTF-8",
+                "UTF-8 text",
+                "undecodable bytes",
+            )
+        )
+        return out
+    for number, line in enumerate(_text_lines(text), 1):
+        match = MANIFEST_LINE.match(line)
+        if not match:
+            findings.append(
+                Finding(
+                    "manifest-line-malformed",
+                    name,
+                    f"malformed manifest line {number}",
+                    "<sha256>  <path>",
+                    repr(line[:80]),
+                )
+            )
+            continue
+        digest, path = match.groups()
+        unsafe = _unsafe(path)
+        if unsafe is not None:
+            # Never looked up, let alone opened: only names the scan found are ever read.
+            findings.append(
+                Finding(
+                    "manifest-path-unsafe",
+                    name,
+                    f"unsafe path on line {number}: {unsafe}",
+                    "a relative path inside the bag",
+                    repr(path[:80]),
+                )
+            )
+            continue
+        if path in out:
+            findings.append(
+                Finding(
+                    "manifest-path-repeated",
+                    name,
+                    f"path listed twice (line {number})",
+                    "once",
+                    path,
+                )
+            )
+        out[path] = digest
+    if text and not text.endswith("\n"):
+        findings.append(
+            Finding(
+                "manifest-no-final-newline",
+                name,
+                "manifest does not end with a newline",
+                "final newline",
+                "none",
+            )
+        )
+    return out
+
+
+def _check_tag_text(name: str, data: bytes, findings: list[Finding]) -> None:
+    """A tag file is UTF-8 text (bagit.txt declares that encoding) without NUL bytes, which
+    stock BagIt tools fail on or cut text at."""
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        findings.append(
+            Finding(
+                "tag-file-not-utf8",
+                name,
+                f"tag file is not UTF-8 (byte {exc.start})",
+                "UTF-8 text, as bagit.txt declares",
+                "undecodable bytes",
+            )
+        )
+    nul = data.find(b"\x00")
+    if nul >= 0:
+        findings.append(
+            Finding(
+                "tag-file-nul",
+                name,
+                f"tag file holds a NUL byte (byte {nul})",
+                "text without NUL",
+                "a NUL byte",
+            )
+        )
+
+
+def check_integrity(listing: Listing, read: BundleReader, findings: list[Finding]) -> None:
+    files = listing.sizes
+    if layout.BAGIT not in files:
+        findings.append(
+            Finding(
+                "bagit-txt-missing", layout.BAGIT, "missing BagIt declaration", "present", "missing"
+            )
+        )
+    else:
+        declaration = read.raw(layout.BAGIT)
+        if declaration is not None and declaration != BAGIT_TXT:
+            findings.append(
+                Finding(
+                    "bagit-txt-content",
+                    layout.BAGIT,
+                    "BagIt declaration",
+                    BAGIT_TXT.decode().strip(),
+                    "other content",
+                )
+            )
+    for name in sorted(files):
+        if ("/" not in name and name not in TAG_FILES) or (
+            "/" in name and not name.startswith(layout.DATA)
+        ):
+            findings.append(
+                Finding(
+                    "outside-bag-layout", name, "file outside the bag layout", "absent", "present"
+                )
+            )
+        elif (
+            name.startswith(layout.DATA)
+            and name not in _PAYLOAD
+            and name not in _OPTIONAL_PAYLOAD
+            and not layout.is_partitioned(name)
+        ):
+            findings.append(
+                Finding(
+                    "outside-bundle-layout",
+                    name,
+                    "payload file outside the bundle layout",
+                    "absent",
+                    "present",
+                )
+            )
+    for manifest, covered in (
+        (MANIFEST, None),
+        (TAGMANIFEST, (layout.BAGIT, layout.BAG_INFO, MANIFEST)),
+    ):
+        if manifest not in files:
+            findings.append(
+                Finding("manifest-missing", manifest, "missing manifest", "present", "missing")
+            )
+            continue
+        data = read.raw(manifest)
+        if data is None:
+            continue
+        listed = _parse_manifest(manifest, data, findings)
+        if covered is None:
+            actual = {n for n in files if n.startswith(layout.DATA)}
+        else:
+            actual = {n for n in covered if n in files}
+            for name in covered:
+                if name not in listed:
+                    findings.append(
+                        Finding(
+                            "tag-file-not-listed",
+                            manifest,
+                            f"{name} not listed",
+                            "listed",
+                            "not listed",
+                        )
+                    )
+        for name in sorted(set(listed) - actual):
+            findings.append(
+                Finding(
+                    "listed-but-missing",
+                    name,
+                    f"listed in {manifest} but missing",
+                    "present",
+                    "missing",
+                )
+            )
+        for name in sorted(actual - set(listed)):
+            if covered is None:
+                findings.append(
+                    Finding("not-listed", name, f"not listed in {manifest}", "listed", "extra file")
+                )
+        for name in sorted(set(listed) & actual):
+            digest = read.sha256(name)
+            if digest is None:
+                continue
+            if digest != listed[name]:
+                findings.append(
+                    Finding(
+                        "digest-mismatch",
+                        name,
+                        f"sha256 differs from {manifest}",
+                        listed[name],
+                        digest,
+                    )
+                )
+    if layout.BAG_INFO in files:
+        payload = [size for name, size in files.items() if name.startswith(layout.DATA)]
+        oxum = f"{sum(payload)}.{len(payload)}"
+        raw_info = read.raw(layout.BAG_INFO) or b""
+        _check_tag_text(layout.BAG_INFO, raw_info, findings)
+        info = raw_info.decode("utf-8", "replace").splitlines()
+        stated = [
+            line.split(":", 1)[1].strip() for line in info if line.startswith("Payload-Oxum:")
+        ]
+        if stated != [oxum]:
+            findings.append(
+                Finding(
+                    "payload-oxum",
+                    "bag-info.txt",
+                    "Payload-Oxum",
+                    oxum,
+                    ", ".join(stated) or "missing",
+                )
+            )
+    else:
+        findings.append(
+            Finding(
+                "bag-info-missing", layout.BAG_INFO, "missing bag-info.txt", "present", "missing"
+            )
+        )

@@ -1,0 +1,49 @@
+"""How much verify reads and recomputes at most: the :class:`Limits` every stage keeps to, so
+that no tree can make it consume unbounded memory, time or file descriptors."""
+
+from __future__ import annotations
+
+from attrs import field, frozen
+from attrs.validators import ge
+
+from repro.json import canonical
+from repro.verify.findings import MAX_DIFFS
+
+MAX_FILE_BYTES = 1 << 30
+
+
+@frozen
+class Limits:
+    """How much :func:`verify` reads and recomputes at most. Past a limit it reports a finding
+    that names the limit and what it found, and reads no further, so no tree can make it consume
+    unbounded memory, time or file descriptors."""
+
+    #: Entries of any kind (files, directories, links) the scan lists; it stops at the next one
+    #: and nothing is read.
+    max_files: int = field(default=100_000, validator=ge(1))
+    #: Bytes of one file; a larger file is not read.
+    max_file_bytes: int = field(default=MAX_FILE_BYTES, validator=ge(1))
+    #: Bytes of all regular files together; past it the scan stops and nothing is read.
+    max_total_bytes: int = field(default=16 << 30, validator=ge(1))
+    #: Directory nesting below the root (``data/runs`` is at depth 2); a deeper directory is
+    #: named and not entered.
+    max_depth: int = field(default=8, validator=ge(0))
+    #: Nesting of arrays and objects in a JSON file (see :func:`repro.json.canonical.loads`).
+    max_json_depth: int = field(default=canonical.MAX_DEPTH, validator=ge(1))
+    #: Bootstrap resamples verify recomputes (the protocol default is 9999); a protocol asking
+    #: for more is named and its aggregates are not re-derived.
+    max_resamples: int = field(default=100_000, validator=ge(1))
+    #: Bytes of a file verify holds whole to parse it: a tag file, or a payload file whose size
+    #: does not grow with the runs (protocol, ledger, aggregates, tiers, ...). A larger one is
+    #: named and not parsed (its digest is still checked).
+    max_held_file_bytes: int = field(default=256 << 20, validator=ge(1))
+    #: Bytes of one line of a JSON Lines file (a run record, an attempt's times). A run record
+    #: of the most step rewards and the largest outcome a study keeps is well under it. A longer
+    #: line is named and skipped without being held.
+    max_line_bytes: int = field(default=32 << 20, validator=ge(1))
+    #: Findings listed one by one in all; the rest are counted in one last finding, so that a
+    #: hostile bundle cannot make the list itself unbounded.
+    max_findings: int = field(default=1000, validator=ge(1))
+    #: Lines of one JSON Lines file the strict reader refuses before verify stops parsing that
+    #: file (the rest is still read, for its digest, and counted).
+    max_bad_lines: int = field(default=MAX_DIFFS, validator=ge(1))

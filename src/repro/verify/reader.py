@@ -1,0 +1,627 @@
+"""The strict reader of bundle files: each file read once in blocks to be hashed and scanned,
+held or read again where it is parsed (canonical JSON, schema, model), run records one line at
+a time, never past the limits; every read problem is a finding."""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import itertools
+import os
+import stat
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, TypeVar, get_args, get_type_hints
+
+import orjson
+from attrs import frozen
+
+from repro.bundle import layout
+from repro.bundle.layout import FIXED_PAYLOAD, TAG_FILES
+from repro.derive.disclosure import FileHits, Scanner
+from repro.errors import BadInput
+from repro.json import canonical, schemas
+from repro.json.serde import structure, to_bytes
+from repro.models import (
+    MAX_RECORD_VALUES,
+    AttemptTimes,
+    RunRecord,
+)
+from repro.verify import walk
+from repro.verify.findings import MAX_DIFFS, Finding, Findings
+from repro.verify.limits import Limits
+from repro.verify.walk import os_reason
+
+T = TypeVar("T")
+
+
+@functools.cache
+def _validator(kind: str) -> Any:
+    # Imported here: only a value the model refuses is ever checked against its schema.
+    import jsonschema
+
+    return jsonschema.Draft202012Validator(schemas.load(kind))
+
+
+#: Files kept in memory once read: the tag files, and the payload files whose size does not grow
+#: with the plan. Every other file (partitions, runs, anything added) is read in blocks, hashed
+#: and scanned, and read again when it is parsed, so that what verify holds does not grow with the
+#: number of runs.
+_HELD = frozenset({*TAG_FILES, *FIXED_PAYLOAD, layout.SEAL})
+
+
+#: Bytes read at a time: a few copies of a block are what reading holds besides the models.
+_BLOCK = 1 << 16
+
+
+#: How deep a run record nests at most: an object holding an array of numbers. Where the limit on
+#: JSON nesting is lower, only the strict reader can name the refusal.
+_RUN_RECORD_DEPTH = 2
+
+
+@frozen
+class _Seen:
+    """What the first read of a file found: its sha256 and size, whether it ends with a newline,
+    and the disclosure hits in it."""
+
+    sha256: str
+    size: int
+    final_newline: bool
+    disclosures: FileHits
+
+
+def bounded_chunks(blocks: Iterable[bytes], limit: int) -> Iterator[bytes | int]:
+    """The bytes of ``blocks`` cut after newlines: every chunk but the last ends with one, and
+    none holds part of a line whose rest is in another. A line that grows past ``limit`` bytes
+    is not held: its length comes instead of it, as an ``int``, once it has ended."""
+    pending: list[bytes] = []
+    held = 0
+    skipped: int | None = None
+    for block in blocks:
+        cut = block.rfind(b"\n") + 1
+        if not cut:
+            if skipped is not None:
+                skipped += len(block)
+                continue
+            pending.append(block)
+            held += len(block)
+            if held > limit:
+                skipped, pending = held, []
+            continue
+        if skipped is not None:
+            first = block.find(b"\n") + 1
+            yield skipped + first
+            skipped = None
+            if first < cut:
+                yield block[first:cut]
+        else:
+            yield b"".join([*pending, block[:cut]])
+        pending = [block[cut:]] if cut < len(block) else []
+        held = len(block) - cut
+    if skipped is not None:
+        yield skipped
+    elif pending:
+        yield b"".join(pending)
+
+
+#: The type of JSON value a canonical run line holds under each key of a run record, keys in
+#: the canonical (sorted) order. Exact types, as the strict converter's: a boolean is not an
+#: integer. Narrower than the converter where it converts: an integer where a float is expected
+#: becomes a float, which is written back with a fraction, so such a line is not canonical.
+_RUN_LINE_TYPES: dict[str, tuple[type, ...]] = {
+    "attempt": (int,),
+    "attempt_id": (str,),
+    "cause": (str, type(None)),
+    "condition": (str,),
+    "contract_sha256": (str, type(None)),
+    "measure": (float, type(None)),
+    "predecessor": (str, type(None)),
+    "slot": (str,),
+    "status": (str,),
+    "step_rewards": (list, type(None)),
+    "steps": (int, type(None)),
+    "trace_sha256": (str, type(None)),
+}
+
+
+_RUN_LINE_KEYS = tuple(sorted(_RUN_LINE_TYPES))
+
+
+#: Every combination of value types, key by key, that a canonical run line can hold: one set
+#: lookup checks them all.
+_RUN_LINE_SHAPES = frozenset(itertools.product(*(_RUN_LINE_TYPES[k] for k in _RUN_LINE_KEYS)))
+
+
+_STATUSES = frozenset(get_args(get_type_hints(RunRecord)["status"]))
+
+
+#: Integers past 53 bits are refused, which leaves every one past 64 bits, which orjson would
+#: write but the strict reader refuses, to the strict way. orjson writes a non-finite float as
+#: null, which no parsed line holds in its place.
+_RUN_LINE_DUMP = orjson.OPT_SORT_KEYS | orjson.OPT_STRICT_INTEGER
+
+
+def _canonical_object(line: bytes) -> dict[str, Any] | None:
+    """The JSON object ``line`` holds, when ``line`` is exactly its canonical bytes (and a
+    newline); None otherwise. The quick readers of lines start here."""
+    try:
+        raw = orjson.loads(line)
+        if orjson.dumps(raw, option=_RUN_LINE_DUMP) + b"\n" != line:
+            return None
+    except (orjson.JSONDecodeError, orjson.JSONEncodeError):
+        return None
+    return raw if type(raw) is dict else None
+
+
+def canonical_record(line: bytes) -> RunRecord | None:
+    """The run record whose canonical bytes are exactly ``line``, or None for any other line.
+
+    A line that is its own record's canonical form is one the strict reader accepts as that
+    record: it holds no duplicate key, no NaN, no lone surrogate and no number out of range,
+    because the canonical writer writes none; and the schema accepts whatever the model does (it
+    is generated from it). So this quick way, with orjson, gives the strict reader's answer for
+    every line it accepts; a line it does not accept goes the strict way to be named. (Only for
+    lines: orjson's parser holds some sixteen times its input while it parses, which is nothing
+    for a record and too much for a whole partition.)
+
+    The parsed line is checked as the strict converter would check it, without the converter,
+    which costs most of a record's reading: the keys are the record's fields (in sorted order, as
+    the line is canonical), each value has a type the field takes, the status is one
+    the model names and the step rewards are floats. The record is built from the checked
+    values, its validators run.
+    """
+    raw = _canonical_object(line)
+    if (
+        raw is None
+        or tuple(raw) != _RUN_LINE_KEYS
+        or tuple(map(type, raw.values())) not in _RUN_LINE_SHAPES
+        or raw["status"] not in _STATUSES
+    ):
+        return None
+    rewards = raw["step_rewards"]
+    if rewards is not None:
+        if not set(map(type, rewards)) <= {float}:
+            return None
+        raw["step_rewards"] = tuple(rewards)
+    try:
+        return RunRecord(**raw)
+    except ValueError:  # a validator's refusal (FieldError): the strict way names it
+        return None
+
+
+_TIMES_KEYS = ("attempt_id", "finished_utc", "started_utc")
+
+
+def _canonical_times(line: bytes) -> AttemptTimes | None:
+    """The attempt times whose canonical bytes are exactly ``line`` (three strings), or None for
+    any other line, which the strict way then names: the quick way of :func:`canonical_record`
+    for the times files. (A line with lost session opens, which is rare, goes the strict way.)"""
+    raw = _canonical_object(line)
+    if raw is None or tuple(raw) != _TIMES_KEYS:
+        return None
+    if not all(type(v) is str for v in raw.values()):
+        return None
+    try:
+        return AttemptTimes(**raw)
+    except ValueError:
+        return None
+
+
+class BundleReader:
+    """Reads bundle files strictly: canonical JSON, schema, model. ``files`` maps each bundle
+    name to its path below the bundle root. Files are read without following a symlink, and
+    never past the ``limits``; every read problem is a finding.
+
+    Each file's first read hashes and scans it; the tag files and the fixed payload files are
+    held from then on, every other file is read again, checked against its first read, where it
+    is parsed. Run records are parsed one line at a time.
+    """
+
+    def __init__(
+        self, files: Mapping[str, Path], findings: list[Finding], limits: Limits = Limits()
+    ) -> None:
+        self.files = files
+        self.findings = findings
+        self.limits = limits
+        self._seen: dict[str, _Seen | None] = {}
+        self._held: dict[str, bytes] = {}
+        #: Where findings about a file's content go: ``findings``, or nowhere while files are
+        #: read again whose content was reported already (see :meth:`_repeating`).
+        self._notes = findings
+        #: Bytes still allowed to be read under ``limits.max_total_bytes``.
+        self._budget = limits.max_total_bytes
+
+    def _validate(self, name: str, raw: Any, kind: str, cls: type[T], line: str = "") -> T | None:
+        try:
+            return structure(raw, cls, what=f"{name}{line}")
+        except BadInput as exc:
+            refusal = str(exc)
+        # The schema is generated from the model and accepts every value the model accepts
+        # (tests/test_schemas.py), so it only has something to say about a refused value: its
+        # errors, each at its JSON path, are named first, as the schema is the published rule.
+        errors = sorted(
+            _validator(kind).iter_errors(raw),
+            key=lambda e: list(e.absolute_path),
+        )
+        for error in errors[:MAX_DIFFS]:
+            where = "$" + "".join(
+                f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path
+            )
+            self._notes.append(
+                Finding(
+                    "schema", name, f"schema {kind}{line} @ {where}", "valid", error.message[:200]
+                )
+            )
+        if not errors:
+            self._notes.append(
+                Finding("model", name, f"model {cls.__name__}{line}", "valid", refusal)
+            )
+        return None
+
+    def _first(self, name: str) -> _Seen | None:
+        """What the first read of the file found, reading it now if it was not read yet; None
+        (with a finding, made once) when missing, unreadable or past a limit."""
+        if name not in self._seen:
+            self._seen[name] = self._read_first(name)
+        return self._seen[name]
+
+    def sha256(self, name: str) -> str | None:
+        """The sha256 of the file's bytes, from its first read."""
+        seen = self._first(name)
+        return seen.sha256 if seen is not None else None
+
+    def disclosures(self, name: str) -> FileHits | None:
+        """The disclosure hits in the file's bytes, from its first read."""
+        seen = self._first(name)
+        return seen.disclosures if seen is not None else None
+
+    def raw(self, name: str) -> bytes | None:
+        """The file's bytes: read once for a held file, read again (and checked against the
+        first read) for any other; None when missing, unreadable or past a limit."""
+        if self._first(name) is None:
+            return None
+        if name in _HELD:
+            return self._held[name]
+        return b"".join(self._again(name))
+
+    def _read_first(self, name: str) -> _Seen | None:
+        path = self.files.get(name)
+        if path is None:
+            self.findings.append(
+                Finding(
+                    "file-missing", name, "expected bundle file is missing", "present", "missing"
+                )
+            )
+            return None
+        digest = hashlib.sha256()
+        kept: list[bytes] = []
+        scanner = Scanner(name)
+        count = 0
+        final_newline = True
+        try:
+            # The path is the root joined with the name: walk the name down from the root.
+            fd = walk.open_below(path.parents[name.count("/")], name)
+            try:
+                info = os.fstat(fd)
+                if not stat.S_ISREG(info.st_mode):
+                    # O_NOFOLLOW refused a symlink already: a directory or a special file.
+                    found = "a directory" if stat.S_ISDIR(info.st_mode) else "a special file"
+                    what = "not a regular file when read"
+                    self.findings.append(
+                        Finding("not-regular-file", name, what, "a regular file", found)
+                    )
+                    return None
+                held = name in _HELD
+                allowed = min(
+                    self.limits.max_held_file_bytes if held else self.limits.max_file_bytes,
+                    self.limits.max_file_bytes,
+                    self._budget,
+                )
+
+                def blocks() -> Iterator[bytes]:
+                    nonlocal count
+                    # One byte past what is allowed is read to see a file that grew since its
+                    # fstat.
+                    while count <= allowed:
+                        block = os.read(fd, min(allowed + 1 - count, _BLOCK))
+                        if not block:
+                            return
+                        count += len(block)
+                        digest.update(block)
+                        if held:
+                            kept.append(block)
+                        yield block
+
+                if info.st_size <= allowed:
+                    # The scanner carries only a short tail between blocks: what it holds does
+                    # not grow with the file, nor with a line however long.
+                    for block in blocks():
+                        scanner.feed(block)
+                        final_newline = block.endswith(b"\n")
+            finally:
+                os.close(fd)
+        except OSError as exc:
+            self.findings.append(
+                Finding(
+                    "cannot-read", name, "cannot read", "a readable regular file", os_reason(exc)
+                )
+            )
+            return None
+        self._budget -= count
+        size = max(info.st_size, count)
+        if size <= allowed:
+            if name in _HELD:
+                self._held[name] = b"".join(kept)
+            return _Seen(digest.hexdigest(), count, final_newline, scanner.finish())
+        if name in _HELD and size > self.limits.max_held_file_bytes:
+            self.findings.append(
+                Finding(
+                    "held-file-bytes-limit",
+                    name,
+                    "file larger than the limit max_held_file_bytes: not read",
+                    f"<= {self.limits.max_held_file_bytes} bytes",
+                    f"{size} bytes",
+                )
+            )
+        elif size > self.limits.max_file_bytes:
+            self.findings.append(
+                Finding(
+                    "file-bytes-limit",
+                    name,
+                    "file larger than the limit max_file_bytes: not read",
+                    f"<= {self.limits.max_file_bytes} bytes",
+                    f"{size} bytes",
+                )
+            )
+        else:
+            self.findings.append(
+                Finding(
+                    "total-bytes-limit",
+                    name,
+                    "reading it would pass the limit max_total_bytes: not read",
+                    f"<= {self.limits.max_total_bytes} bytes in all",
+                    f"{self.limits.max_total_bytes - self._budget - count + size} bytes",
+                )
+            )
+        return None
+
+    def _again(self, name: str) -> Iterator[bytes]:
+        """The bytes of a file read before, read again in blocks; a file that is no longer
+        what the first read saw is named once they are all read."""
+        seen = self._seen[name]
+        assert seen is not None, "only a file whose first read succeeded is read again"
+        digest = hashlib.sha256()
+        count = 0
+        try:
+            fd = walk.open_below(self.files[name].parents[name.count("/")], name)
+            try:
+                mode = os.fstat(fd).st_mode
+                if not stat.S_ISREG(mode):
+                    found = "a directory" if stat.S_ISDIR(mode) else "a special file"
+                    what = "not a regular file when read again"
+                    self.findings.append(
+                        Finding("not-regular-file", name, what, "a regular file", found)
+                    )
+                    return
+                while count <= seen.size:
+                    block = os.read(fd, min(seen.size + 1 - count, _BLOCK))
+                    if not block:
+                        break
+                    count += len(block)
+                    digest.update(block)
+                    yield block
+            finally:
+                os.close(fd)
+        except OSError as exc:
+            self.findings.append(
+                Finding(
+                    "cannot-read-again",
+                    name,
+                    "cannot read again",
+                    "a readable regular file",
+                    os_reason(exc),
+                )
+            )
+            return
+        if (count, digest.hexdigest()) != (seen.size, seen.sha256):
+            self.findings.append(
+                Finding(
+                    "changed-while-read",
+                    name,
+                    "changed while verify read it",
+                    f"sha256 {seen.sha256} ({seen.size} bytes) as first read",
+                    f"sha256 {digest.hexdigest()} ({count} bytes or more)",
+                )
+            )
+
+    @contextmanager
+    def _repeating(self) -> Iterator[None]:
+        """Read again files whose content was reported already: findings about their content
+        are not made twice, while a file that changed since, or can no longer be read, is still
+        named."""
+        notes, self._notes = self._notes, Findings(0)
+        try:
+            yield
+        finally:
+            self._notes = notes
+
+    def json(self, name: str, kind: str, cls: type[T]) -> T | None:
+        """The model ``cls`` in the file, which must be canonical JSON valid against the schema
+        ``kind``; None (with findings) when it is not."""
+        return self._model(name, kind, cls)[0]
+
+    def _model(self, name: str, kind: str, cls: type[T]) -> tuple[T | None, str | None]:
+        """:meth:`json`, and the sha256 of the model's canonical bytes (which are the file's
+        when it is canonical)."""
+        data = self.raw(name)
+        if data is None:
+            return None, None
+        try:
+            raw = canonical.loads(
+                data,
+                what=name,
+                max_bytes=self.limits.max_file_bytes,
+                max_depth=self.limits.max_json_depth,
+            )
+        except BadInput as exc:
+            self._notes.append(
+                Finding("json-parse", name, "strict JSON parse", "valid JSON", str(exc))
+            )
+            return None, None
+        value = self._validate(name, raw, kind, cls)
+        # The parsed tree is as large as the model: let it go before the model is written out.
+        del raw
+        if value is None:
+            return None, None
+        written = to_bytes(value)
+        if written != data:
+            self._notes.append(
+                Finding(
+                    "not-canonical",
+                    name,
+                    "bytes are not in canonical form",
+                    "canonical JSON",
+                    "other bytes",
+                )
+            )
+        return value, canonical.sha256_hex(written)
+
+    def run_records(self, name: str) -> Iterator[RunRecord | None] | None:
+        """The run records of a JSON Lines file (see :meth:`json_lines`); canonical lines are
+        read the quick way (:func:`canonical_record`) where the nesting limit allows it."""
+        quick = canonical_record if self.limits.max_json_depth >= _RUN_RECORD_DEPTH else None
+        return self.json_lines(name, "run-record", RunRecord, quick)
+
+    def times_lines(self, name: str) -> Iterator[AttemptTimes | None] | None:
+        """The lines of a times/<partition>.jsonl file (see :meth:`json_lines`)."""
+        return self.json_lines(name, "attempt-times", AttemptTimes, _canonical_times)
+
+    def json_lines(
+        self, name: str, kind: str, cls: type[T], quick: Callable[[bytes], T | None] | None
+    ) -> Iterator[T | None] | None:
+        """The values of a JSON Lines file, parsed one line at a time as they are read: each
+        value, or None for a line that is not one (with findings). ``quick`` gives a line's
+        value when the line is its value's canonical form (None otherwise: the strict way then
+        names what is wrong). None (with a finding) when the file cannot be read or does not
+        end with a newline."""
+        seen = self._first(name)
+        if seen is None:
+            return None
+        if not seen.final_newline:
+            self._notes.append(
+                Finding(
+                    "jsonl-no-final-newline",
+                    name,
+                    "JSON Lines file does not end with a newline",
+                    "final newline",
+                    "none",
+                )
+            )
+            return None
+        return self._lines(name, kind, cls, quick)
+
+    def _lines(
+        self, name: str, kind: str, cls: type[T], quick: Callable[[bytes], T | None] | None
+    ) -> Iterator[T | None]:
+        """Each line's value, or None for a line that is not one (named). A line longer than
+        ``limits.max_line_bytes`` is named and skipped without being held; after
+        ``limits.max_bad_lines`` refused lines, the rest of the file is only read (for the
+        check that it did not change), its lines counted, not parsed."""
+        limit, cap = self.limits.max_line_bytes, self.limits.max_bad_lines
+        number = bad = unparsed = 0
+        for chunk in bounded_chunks(self._again(name), limit):
+            if bad >= cap:
+                unparsed += 1 if isinstance(chunk, int) else len(chunk.splitlines())
+                continue
+            # Chunks end at newlines, so their lines are the file's lines, also where a lone \r
+            # ends one.
+            lines: list[bytes | int] = (
+                [chunk] if isinstance(chunk, int) else [*chunk.splitlines(keepends=True)]
+            )
+            for index, line in enumerate(lines):
+                number += 1
+                value = self._value(name, number, line, kind, cls, quick)
+                bad += value is None
+                yield value
+                if bad >= cap:
+                    unparsed += len(lines) - index - 1
+                    break
+        if unparsed:
+            self._notes.append(
+                Finding(
+                    "bad-lines-limit",
+                    name,
+                    f"parsing stopped after {cap} refused lines: the limit max_bad_lines",
+                    f"<= {cap} refused lines",
+                    f"{unparsed} further line(s) not parsed",
+                )
+            )
+
+    def _value(
+        self,
+        name: str,
+        number: int,
+        line: bytes | int,
+        kind: str,
+        cls: type[T],
+        quick: Callable[[bytes], T | None] | None,
+    ) -> T | None:
+        """One line's value: the quick way, else the strict way; None (named) when it is not
+        one, or when it is longer than the limit (``line`` is then its length)."""
+        limit = self.limits.max_line_bytes
+        if isinstance(line, int) or len(line) > limit:
+            self._notes.append(
+                Finding(
+                    "line-bytes-limit",
+                    name,
+                    f"line {number} longer than the limit max_line_bytes: not read",
+                    f"<= {limit} bytes",
+                    f"{line if isinstance(line, int) else len(line)} bytes",
+                )
+            )
+            return None
+        # (Values take two bytes at least, so only a long line is worth counting in.)
+        if len(line) > 2 * MAX_RECORD_VALUES and line.count(b",") > MAX_RECORD_VALUES:
+            # Parsed, so many values would cost far more memory than the line's bytes.
+            self._notes.append(
+                Finding(
+                    "line-values-limit",
+                    name,
+                    f"line {number} holds more values than a run record can: not parsed",
+                    f"<= {MAX_RECORD_VALUES} values",
+                    f"{line.count(b',') + 1} values or more",
+                )
+            )
+            return None
+        value = quick(line) if quick is not None else None
+        return value if value is not None else self._line(name, number, line, kind, cls)
+
+    def _line(self, name: str, number: int, line: bytes, kind: str, cls: type[T]) -> T | None:
+        """The strict way for one line: parse, schema and model, each refusal named."""
+        try:
+            raw = canonical.loads(
+                line,
+                what=f"{name} line {number}",
+                max_bytes=self.limits.max_file_bytes,
+                max_depth=self.limits.max_json_depth,
+            )
+        except BadInput as exc:
+            self._notes.append(
+                Finding(
+                    "json-parse", name, f"strict JSON parse, line {number}", "valid JSON", str(exc)
+                )
+            )
+            return None
+        value = self._validate(name, raw, kind, cls, f" line {number}")
+        if value is not None and to_bytes(value) != line:
+            self._notes.append(
+                Finding(
+                    "not-canonical",
+                    name,
+                    f"line {number} is not in canonical form",
+                    "canonical JSON",
+                    "other bytes",
+                )
+            )
+        return value

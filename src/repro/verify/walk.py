@@ -1,0 +1,272 @@
+"""Stage 1, the tree walk: list the bundle without following a symlink, within the limits, and
+say whether the root is an unfinished study; open any file below the root the same way."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import stat
+from pathlib import Path
+
+from attrs import frozen
+
+from repro.bundle.layout import TAG_FILES, TAGMANIFEST
+from repro.verify.findings import INCOMPLETE, Finding
+from repro.verify.limits import Limits
+
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+#: O_NONBLOCK: a FIFO put in place of a file after the scan must not block the open; fstat then
+#: refuses it as not a regular file before anything is read.
+_FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+
+
+#: The temporary name BundleWriter writes a file under before renaming it into place.
+_PARTIAL = re.compile(r"^\..+\.partial$")
+
+
+#: What a root must hold at its top to be a bundle or an unfinished study: a tag file, or one
+#: being written (a study writes bagit.txt before anything else).
+STUDY_MARKS = frozenset({*TAG_FILES, *(f".{name}.partial" for name in TAG_FILES)})
+
+
+def os_reason(exc: OSError) -> str:
+    return exc.strerror or type(exc).__name__
+
+
+@frozen
+class Listing:
+    """What the scan saw: regular files by bundle name (``/``-separated) with their sizes, every
+    entry's name, and whether a limit stopped it (then the listing is partial)."""
+
+    sizes: dict[str, int]
+    entries: frozenset[str]
+    stopped: bool
+
+
+def scan_tree(root: Path, limits: Limits, findings: list[Finding]) -> Listing:
+    """List the tree below ``root`` without following a symlink: each directory is opened by name
+    relative to its parent's descriptor with ``O_NOFOLLOW``. A directory's entries are all listed
+    before its subdirectories are entered, so the root's tag files are seen first."""
+    sizes: dict[str, int] = {}
+    entries: set[str] = set()
+    total = 0
+
+    def walk(fd: int, prefix: str, depth: int) -> bool:
+        nonlocal total
+        listed: list[tuple[str, os.stat_result]] = []
+        try:
+            with os.scandir(fd) as it:
+                for entry in it:
+                    if len(entries) >= limits.max_files:
+                        findings.append(
+                            Finding(
+                                "scan-entries-limit",
+                                ".",
+                                "more entries than the limit max_files: verify stopped scanning",
+                                f"<= {limits.max_files} entries",
+                                f"more than {limits.max_files}",
+                            )
+                        )
+                        return False
+                    rel = prefix + entry.name
+                    entries.add(rel)
+                    try:
+                        listed.append((entry.name, entry.stat(follow_symlinks=False)))
+                    except OSError as exc:
+                        findings.append(
+                            Finding("cannot-stat", rel, "cannot stat", "an entry", os_reason(exc))
+                        )
+        except OSError as exc:
+            findings.append(
+                Finding(
+                    "cannot-list-directory",
+                    prefix or ".",
+                    "cannot list directory",
+                    "readable",
+                    os_reason(exc),
+                )
+            )
+            return True
+        if not listed and prefix:
+            # A study writes no empty directory; BagIt tools that compare trees see one.
+            findings.append(
+                Finding(
+                    "empty-directory",
+                    prefix.rstrip("/"),
+                    "empty directory in the bundle",
+                    "no empty directory",
+                    "an empty directory",
+                )
+            )
+        subdirectories = []
+        for name, st in sorted(listed, key=lambda pair: pair[0]):
+            rel = prefix + name
+            mode = st.st_mode
+            if not _utf8(name):
+                findings.append(
+                    Finding(
+                        "name-not-utf8",
+                        rel.encode("utf-8", "backslashreplace").decode(),
+                        "name is not UTF-8",
+                        "a bundle name",
+                        "undecodable bytes",
+                    )
+                )
+            elif stat.S_ISLNK(mode):
+                findings.append(
+                    Finding(
+                        "symlink", rel, "symbolic link in the bundle", "a regular file", "a symlink"
+                    )
+                )
+            elif stat.S_ISDIR(mode):
+                if depth + 1 > limits.max_depth:
+                    findings.append(
+                        Finding(
+                            "depth-limit",
+                            rel,
+                            "directory nested deeper than the limit max_depth: not read",
+                            f"<= {limits.max_depth} levels",
+                            f"{depth + 1} levels",
+                        )
+                    )
+                else:
+                    subdirectories.append(name)
+            elif stat.S_ISREG(mode):
+                sizes[rel] = st.st_size
+                total += st.st_size
+                if st.st_nlink > 1:
+                    # The same bytes are reachable, and changeable, through a path outside the bag.
+                    findings.append(
+                        Finding(
+                            "hard-link",
+                            rel,
+                            "hard link in the bundle",
+                            "1 link",
+                            f"{st.st_nlink} links",
+                        )
+                    )
+                if total > limits.max_total_bytes:
+                    findings.append(
+                        Finding(
+                            "scan-bytes-limit",
+                            ".",
+                            "more bytes than the limit max_total_bytes: verify stopped scanning",
+                            f"<= {limits.max_total_bytes} bytes",
+                            f"{total} bytes so far",
+                        )
+                    )
+                    return False
+            else:
+                findings.append(
+                    Finding(
+                        "special-file",
+                        rel,
+                        "special file in the bundle",
+                        "a regular file",
+                        "a special file",
+                    )
+                )
+        for name in subdirectories:
+            try:
+                child = os.open(name, _DIR_FLAGS, dir_fd=fd)
+            except OSError as exc:
+                findings.append(
+                    Finding(
+                        "cannot-open-directory",
+                        prefix + name,
+                        "cannot open directory",
+                        "readable",
+                        os_reason(exc),
+                    )
+                )
+                continue
+            try:
+                if not walk(child, f"{prefix}{name}/", depth + 1):
+                    return False
+            finally:
+                os.close(child)
+        return True
+
+    try:
+        fd = os.open(root, _DIR_FLAGS)
+    except OSError as exc:
+        findings.append(
+            Finding(
+                "cannot-open-root",
+                ".",
+                "cannot open the bundle directory",
+                "readable",
+                os_reason(exc),
+            )
+        )
+        return Listing({}, frozenset(), stopped=True)
+    try:
+        complete = walk(fd, "", 0)
+    finally:
+        os.close(fd)
+    return Listing(sizes, frozenset(entries), stopped=not complete)
+
+
+def _utf8(name: str) -> bool:
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def unfinished(listing: Listing) -> list[Finding]:
+    """The finding that the root is an unfinished study, or none. BundleWriter writes the tag
+    manifest last, so a root without one was never finished; the temporary files a killed writer
+    leaves are named as further evidence. Beside a tag manifest, a partial file cannot come from
+    the study that wrote the root: it is an added file like any other."""
+    if TAGMANIFEST in listing.entries:
+        return []
+    partial = sorted(n for n in listing.sizes if _PARTIAL.match(n.rsplit("/", 1)[-1]))
+    why = f"no {TAGMANIFEST}"
+    if partial:
+        shown = ", ".join(partial[:5]) + (", ..." if len(partial) > 5 else "")
+        why += f"; {len(partial)} partial file(s): {shown}"
+    return [
+        Finding(
+            "incomplete",
+            TAGMANIFEST,
+            f"{INCOMPLETE} the study that wrote this root did not finish: {why}",
+            "the tag manifest, written last by a finished study",
+            "missing",
+        )
+    ]
+
+
+def open_below(root: Path, name: str) -> int:
+    """A descriptor for ``name`` (``/``-separated) below ``root``, reached one component at a
+    time without following a symlink, so a file or directory swapped for a link after the scan
+    is refused rather than followed."""
+    fd = os.open(root, _DIR_FLAGS)
+    try:
+        *directories, leaf = name.split("/")
+        for part in directories:
+            parent, fd = fd, os.open(part, _DIR_FLAGS, dir_fd=fd)
+            os.close(parent)
+        return os.open(leaf, _FILE_FLAGS, dir_fd=fd)
+    finally:
+        os.close(fd)
+
+
+def bundle_sha256(root: Path) -> str:
+    """The bundle's identity: the sha256 of its tag manifest, which pins the other tag files,
+    which pin every payload file. A bag carries no signature, so a forger who rewrites a file
+    that is not re-derived (environment.json, bag-info.txt) and both manifests goes unnoticed by
+    :func:`verify`, but not by a reader who compares this digest with a published one. Call it
+    on a root that verifies."""
+    digest = hashlib.sha256()
+    fd = open_below(root, TAGMANIFEST)
+    try:
+        while block := os.read(fd, 1 << 20):
+            digest.update(block)
+    finally:
+        os.close(fd)
+    return digest.hexdigest()
