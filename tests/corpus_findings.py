@@ -5,7 +5,10 @@ the base the tamper corpus uses (``tests/test_corpus.py``). ``tests/data/corpus-
 holds what ``verify`` found in each case on it, first written before verify read the runs one
 record at a time, and written again when verify gained the validity rules, the sealed-order
 check and the corpus its three newer kinds (the cases whose kind and seed stayed the same gave
-the same findings; those that changed were checked one by one): every case of the corpus, and
+the same findings; those that changed were checked one by one), and written again when join
+problems came to name the runs file their record is in rather than the file an attempt ID's
+prefix names (four findings of two cases changed file: foreign-attempt-id,
+slot-of-other-partition; nothing else changed): every case of the corpus, and
 the cases below, which put run records where the streaming reader
 must fall back to reading the whole plan at once (a record in another partition's file, an
 attempt ID that is not its slot's, a re-sealed partition) or must cut lines as before (a lone

@@ -86,8 +86,13 @@ def _failing(root: Path) -> tuple[str, list[Finding]]:
     assert report["ok"] is False
     assert report["findings"], "exit 1 without a single finding"
     for finding in report["findings"]:
+        location = finding.pop("location")
         assert set(finding) == {"code", "file", "what", "expected", "found"}
         assert all(isinstance(v, str) for v in finding.values())
+        # Where in the file, as data: a line, a JSON path, a slot or attempt ID, or null.
+        assert set(location) == {"line", "path", "item"}
+        assert location["line"] is None or isinstance(location["line"], int)
+        assert all(v is None or isinstance(v, str) for k, v in location.items() if k != "line")
     return _flat(text.output), report["findings"]
 
 

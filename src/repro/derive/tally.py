@@ -165,8 +165,8 @@ def slot_outcome(last: str | None) -> SlotEnd:
 @frozen
 class JoinProblem:
     """A broken join between plan and runs: a stable code, where (a slot or an attempt ID),
-    what, what was expected, what was found, and the partition whose runs it concerns (the
-    slot's condition, or the condition an attempt names)."""
+    what, what was expected, what was found, and the partition whose runs file it is in: the
+    sealed partition of a slot, the condition an attempt's record names for an attempt."""
 
     code: str
     where: str
@@ -255,7 +255,9 @@ def _version_problem(a: Attempt, scenario: Scenario | None) -> JoinProblem | Non
     return None
 
 
-def _excluded_slot_problems(entry: PlanEntry, attempts: Sequence[Attempt]) -> list[JoinProblem]:
+def _excluded_slot_problems(
+    entry: PlanEntry, attempts: Sequence[Attempt], partition: str
+) -> list[JoinProblem]:
     """A slot the protocol excluded before sealing has one ``excluded`` record whose cause is
     the reason the protocol gives."""
     problems = []
@@ -268,7 +270,7 @@ def _excluded_slot_problems(entry: PlanEntry, attempts: Sequence[Attempt]) -> li
                 "an excluded slot's cause is the reason the protocol gives",
                 reason,
                 str(attempts[0].cause),
-                entry.condition,
+                partition,
             )
         )
     if len(attempts) != 1 or attempts[0].status != "excluded":
@@ -279,7 +281,7 @@ def _excluded_slot_problems(entry: PlanEntry, attempts: Sequence[Attempt]) -> li
                 "excluded slot must have one 'excluded' record",
                 "1 excluded record",
                 f"{len(attempts)} record(s), last {attempts[-1].status}",
-                entry.condition,
+                partition,
             )
         )
     return problems
@@ -298,7 +300,7 @@ def _attempt_link_problems(
             "attempt numbering",
             expected_id,
             a.attempt_id,
-            entry.condition,
+            a.condition,
         )
     if a.predecessor != previous:
         yield JoinProblem(
@@ -307,11 +309,11 @@ def _attempt_link_problems(
             "predecessor link",
             str(previous),
             str(a.predecessor),
-            entry.condition,
+            a.condition,
         )
     if a.condition != entry.condition:
         yield JoinProblem(
-            "condition", a.attempt_id, "condition", entry.condition, a.condition, entry.condition
+            "condition", a.attempt_id, "condition", entry.condition, a.condition, a.condition
         )
 
 
@@ -333,7 +335,7 @@ def _chain_problems(
                     "exclusion not declared in the protocol",
                     "not excluded",
                     "excluded",
-                    entry.condition,
+                    a.condition,
                 )
             )
         version = _version_problem(a, scenarios.get(a.condition))
@@ -347,7 +349,7 @@ def _chain_problems(
                     f"attempt after a{' superseded' if superseded else ' valid'} attempt",
                     "no further attempt",
                     f"{len(attempts) - number} more",
-                    entry.condition,
+                    a.condition,
                 )
             )
         previous = a.attempt_id
@@ -355,7 +357,7 @@ def _chain_problems(
 
 
 def _count_problem(
-    entry: PlanEntry, attempts: Sequence[Attempt], max_attempts: int
+    entry: PlanEntry, attempts: Sequence[Attempt], max_attempts: int, partition: str
 ) -> JoinProblem | None:
     """A slot with more attempts than the protocol allows, or left failed before its attempts
     were exhausted."""
@@ -366,7 +368,7 @@ def _count_problem(
             "more attempts than the protocol allows",
             str(max_attempts),
             str(len(attempts)),
-            entry.condition,
+            partition,
         )
     if attempts[-1].status not in ("valid", "excluded") and len(attempts) < max_attempts:
         return JoinProblem(
@@ -375,7 +377,7 @@ def _count_problem(
             "slot abandoned before its attempts were exhausted",
             str(max_attempts),
             str(len(attempts)),
-            entry.condition,
+            partition,
         )
     return None
 
@@ -384,12 +386,15 @@ def _slot_problems(
     outcomes: Sequence[SlotOutcome],
     max_attempts: int,
     scenarios: Mapping[str, Scenario | None],
+    partition_of: Mapping[str, str],
 ) -> list[JoinProblem]:
     """Every way a planned slot's attempts fail to reach exactly one terminal outcome through a
-    correctly chained sequence, in sealed order."""
+    correctly chained sequence, in sealed order. ``partition_of`` gives each slot's sealed
+    partition."""
     problems: list[JoinProblem] = []
     for o in outcomes:
         entry, attempts = o.entry, o.attempts
+        partition = partition_of[entry.slot]
         if not attempts:
             problems.append(
                 JoinProblem(
@@ -398,14 +403,14 @@ def _slot_problems(
                     "slot has no terminal outcome",
                     "1 terminal record",
                     "0 records",
-                    entry.condition,
+                    partition,
                 )
             )
         elif entry.excluded is not None:
-            problems += _excluded_slot_problems(entry, attempts)
+            problems += _excluded_slot_problems(entry, attempts, partition)
         else:
             problems += _chain_problems(entry, attempts, scenarios)
-            count = _count_problem(entry, attempts, max_attempts)
+            count = _count_problem(entry, attempts, max_attempts, partition)
             if count is not None:
                 problems.append(count)
     return problems
@@ -488,6 +493,49 @@ class RunTally:
         return sum(c.excluded for c in self.conditions.values())
 
 
+def _condition_tally(slots: Sequence[SlotOutcome]) -> ConditionTally:
+    """One condition's counts, valid measures and scored outcomes, from its slots in sealed
+    order."""
+    ended = [(o.outcome, o.terminal) for o in slots]
+    return ConditionTally(
+        scheduled=len(slots),
+        valid=sum(outcome == "valid" for outcome, _ in ended),
+        failed=sum(outcome == "failed" for outcome, _ in ended),
+        excluded=sum(outcome == "excluded" for outcome, _ in ended),
+        measures=tuple(
+            last.measure
+            for outcome, last in ended
+            if outcome == "valid" and last is not None and last.measure is not None
+        ),
+        superseded=sum(
+            outcome == "excluded" and last is not None and (last.cause or "").startswith(SUPERSEDED)
+            for outcome, last in ended
+        ),
+        scored=tuple(
+            (last.attempt_id, last.outcome, last.measure)
+            for outcome, last in ended
+            if outcome == "valid" and last is not None and last.outcome is not None
+        ),
+    )
+
+
+def _losses(outcomes: Sequence[SlotOutcome]) -> list[Loss]:
+    """Every slot that did not end valid, in sealed order, with the cause of its last attempt."""
+    losses = []
+    for o in outcomes:
+        if o.outcome != "valid":
+            last = o.terminal
+            losses.append(
+                Loss(
+                    slot=o.entry.slot,
+                    outcome="excluded" if o.outcome == "excluded" else "failed",
+                    cause=(last.cause if last is not None else None) or "no attempt recorded",
+                    attempts=len(o.attempts),
+                )
+            )
+    return losses
+
+
 def tally(
     partitions: Sequence[Partition],
     attempts: Iterable[Attempt],
@@ -504,20 +552,9 @@ def tally(
     attempts = list(attempts)
     outcomes = _outcomes(entries, _attempts_by_slot(attempts))
     conditions: dict[str, list[SlotOutcome]] = defaultdict(list)
-    losses: list[Loss] = []
     for o in outcomes:
         conditions[o.entry.condition].append(o)
-        if o.outcome != "valid":
-            last = o.terminal
-            cause = (last.cause if last is not None else None) or "no attempt recorded"
-            losses.append(
-                Loss(
-                    slot=o.entry.slot,
-                    outcome="excluded" if o.outcome == "excluded" else "failed",
-                    cause=cause,
-                    attempts=len(o.attempts),
-                )
-            )
+    losses = _losses(outcomes)
     valid = [o.terminal for o in outcomes if o.outcome == "valid" and o.terminal is not None]
     recomputed = [a for a in valid if a.recomputed is not None]
     planned = [a for o in outcomes for a in o.attempts]
@@ -527,35 +564,7 @@ def tally(
         partitions=len(partitions),
         slots=len(entries),
         attempts=len(planned),
-        conditions={
-            condition: ConditionTally(
-                scheduled=len(slots),
-                valid=sum(o.outcome == "valid" for o in slots),
-                failed=sum(o.outcome == "failed" for o in slots),
-                excluded=sum(o.outcome == "excluded" for o in slots),
-                measures=tuple(
-                    o.terminal.measure
-                    for o in slots
-                    if o.outcome == "valid"
-                    and o.terminal is not None
-                    and o.terminal.measure is not None
-                ),
-                superseded=sum(
-                    o.outcome == "excluded"
-                    and o.terminal is not None
-                    and (o.terminal.cause or "").startswith(SUPERSEDED)
-                    for o in slots
-                ),
-                scored=tuple(
-                    (o.terminal.attempt_id, o.terminal.outcome, o.terminal.measure)
-                    for o in slots
-                    if o.outcome == "valid"
-                    and o.terminal is not None
-                    and o.terminal.outcome is not None
-                ),
-            )
-            for condition, slots in conditions.items()
-        },
+        conditions={condition: _condition_tally(slots) for condition, slots in conditions.items()},
         losses=tuple(losses),
         traced=sum(a.traced for a in valid),
         recomputed=len(recomputed),
@@ -568,7 +577,13 @@ def tally(
         attempt_problems=_first_of(_attempt_problems(known, attempts), MAX_JOIN_PROBLEMS),
         planned_attempt_problems=_first_of(_attempt_problems(known, planned), MAX_JOIN_PROBLEMS),
         slot_problems=_first_of(
-            _slot_problems(outcomes, max_attempts, scenarios or {}), MAX_JOIN_PROBLEMS
+            _slot_problems(
+                outcomes,
+                max_attempts,
+                scenarios or {},
+                {e.slot: part.id for part in partitions for e in part.entries},
+            ),
+            MAX_JOIN_PROBLEMS,
         ),
     )
 

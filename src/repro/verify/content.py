@@ -44,7 +44,7 @@ from repro.models import (
 )
 from repro.plan.streams import checkpoint_of
 from repro.protocol.load import check_consistency
-from repro.verify.findings import MAX_DIFFS, Finding
+from repro.verify.findings import MAX_DIFFS, Finding, Location
 from repro.verify.limits import Limits
 from repro.verify.reader import BundleReader
 
@@ -82,6 +82,7 @@ def _compare(
                 f"re-derived value differs @ {path}",
                 _short(e),
                 _short(f),
+                Location(path=path),
             )
         )
     if len(diffs) > MAX_DIFFS:
@@ -176,6 +177,7 @@ class _RecordChecks:
                         f"{a.attempt_id}: measure differs from the sum of its step rewards",
                         repr(a.recomputed),
                         repr(a.measure),
+                        Location(item=a.attempt_id),
                     )
                 )
         elif self._facts is not None:
@@ -191,6 +193,7 @@ class _RecordChecks:
                             f"{a.attempt_id}: record breaks the validity rules",
                             "the status, cause and measure the rules give its evidence",
                             problem,
+                            Location(item=a.attempt_id),
                         )
                     )
         expected = self.contracts.get(a.condition)
@@ -204,6 +207,7 @@ class _RecordChecks:
                         f"{a.attempt_id}: contract digest",
                         str(expected),
                         str(a.contract_sha256),
+                        Location(item=a.attempt_id),
                     )
                 )
 
@@ -264,6 +268,7 @@ def _attempts(
                         f"records out of sealed order from line {number}",
                         "slots in plan order, each slot's attempts by number",
                         a.attempt_id,
+                        Location(line=number, item=a.attempt_id),
                     )
                 )
             previous = (place, a.attempt)
@@ -681,6 +686,7 @@ def _join_findings(runs: RunTally) -> list[Finding]:
             f"{problem.where}: {problem.what}",
             problem.expected,
             problem.found,
+            Location(item=problem.where),
         )
         for problem in runs.join_problems.first
     ]

@@ -4,6 +4,7 @@ was expected, what was found) and the capped list one verification collects."""
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from attrs import field, frozen
 
@@ -28,16 +29,38 @@ def _clip(text: str) -> str:
 
 
 @frozen
+class Location:
+    """Where in its file a finding is, as data: the line (1-based, of a JSON-lines file or a
+    manifest), the JSON path inside the value (``$.step_rewards[3]``), and the slot or attempt ID
+    it concerns; each None where it does not apply or is not known."""
+
+    line: int | None = None
+    path: str | None = None
+    item: str | None = None
+
+    def as_dict(self) -> dict[str, int | str | None]:
+        """Plain data for ``--json``."""
+        return {"line": self.line, "path": self.path, "item": self.item}
+
+
+#: A finding about a file as a whole.
+WHOLE_FILE = Location()
+
+
+@frozen
 class Finding:
     """One verification problem: a stable machine-readable ``code`` (kebab-case; what tests and
     ``--json`` users match), which file, what, what was expected and what was found (each text
-    at most :data:`MAX_FINDING_TEXT` characters)."""
+    at most :data:`MAX_FINDING_TEXT` characters), and where in the file (:class:`Location`)."""
 
     code: str
     file: str = field(converter=_clip)
     what: str = field(converter=_clip)
     expected: str = field(converter=_clip)
     found: str = field(converter=_clip)
+    #: Not compared: the texts already say where, and two findings that say the same of the
+    #: same file are one finding.
+    location: Location = field(default=WHOLE_FILE, eq=False)
 
     @property
     def incomplete(self) -> bool:
@@ -45,7 +68,7 @@ class Finding:
         bundle."""
         return self.what.startswith(INCOMPLETE)
 
-    def as_dict(self) -> dict[str, str]:
+    def as_dict(self) -> dict[str, Any]:
         """Plain data for ``--json``."""
         return {
             "code": self.code,
@@ -53,6 +76,7 @@ class Finding:
             "what": self.what,
             "expected": self.expected,
             "found": self.found,
+            "location": self.location.as_dict(),
         }
 
 

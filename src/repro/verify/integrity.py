@@ -4,12 +4,12 @@ against the listing, every digest, and bag-info.txt."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 
 from repro.bundle import layout
 from repro.bundle.layout import CRATE, FIXED_PAYLOAD, MANIFEST, TAG_FILES, TAGMANIFEST
 from repro.bundle.writer import BAGIT_TXT, MANIFEST_LINE
-from repro.verify.findings import Finding
+from repro.verify.findings import Finding, Location
 from repro.verify.reader import BundleReader
 from repro.verify.walk import Listing
 
@@ -53,7 +53,37 @@ def _text_lines(text: str) -> Iterator[str]:
         start = end + 1
 
 
+def _manifest_line(name: str, number: int, line: str) -> tuple[str, str] | Finding:
+    """The digest and path one manifest line gives, or the finding that it is malformed or
+    names a path outside the bag."""
+    match = MANIFEST_LINE.match(line)
+    if not match:
+        return Finding(
+            "manifest-line-malformed",
+            name,
+            f"malformed manifest line {number}",
+            "<sha256>  <path>",
+            repr(line[:80]),
+            Location(line=number),
+        )
+    digest, path = match.groups()
+    unsafe = _unsafe(path)
+    if unsafe is not None:
+        # Never looked up, let alone opened: only names the scan found are ever read.
+        return Finding(
+            "manifest-path-unsafe",
+            name,
+            f"unsafe path on line {number}: {unsafe}",
+            "a relative path inside the bag",
+            repr(path[:80]),
+            Location(line=number),
+        )
+    return digest, path
+
+
 def _parse_manifest(name: str, data: bytes, findings: list[Finding]) -> dict[str, str]:
+    """The digest of each path a manifest lists; every line that is not a well-formed entry for
+    a path inside the bag, every path listed twice and a missing final newline are named."""
     out: dict[str, str] = {}
     try:
         text = data.decode("utf-8")
@@ -69,32 +99,11 @@ def _parse_manifest(name: str, data: bytes, findings: list[Finding]) -> dict[str
         )
         return out
     for number, line in enumerate(_text_lines(text), 1):
-        match = MANIFEST_LINE.match(line)
-        if not match:
-            findings.append(
-                Finding(
-                    "manifest-line-malformed",
-                    name,
-                    f"malformed manifest line {number}",
-                    "<sha256>  <path>",
-                    repr(line[:80]),
-                )
-            )
+        entry = _manifest_line(name, number, line)
+        if isinstance(entry, Finding):
+            findings.append(entry)
             continue
-        digest, path = match.groups()
-        unsafe = _unsafe(path)
-        if unsafe is not None:
-            # Never looked up, let alone opened: only names the scan found are ever read.
-            findings.append(
-                Finding(
-                    "manifest-path-unsafe",
-                    name,
-                    f"unsafe path on line {number}: {unsafe}",
-                    "a relative path inside the bag",
-                    repr(path[:80]),
-                )
-            )
-            continue
+        digest, path = entry
         if path in out:
             findings.append(
                 Finding(
@@ -103,6 +112,7 @@ def _parse_manifest(name: str, data: bytes, findings: list[Finding]) -> dict[str
                     f"path listed twice (line {number})",
                     "once",
                     path,
+                    Location(line=number),
                 )
             )
         out[path] = digest
@@ -147,26 +157,33 @@ def _check_tag_text(name: str, data: bytes, findings: list[Finding]) -> None:
         )
 
 
-def check_integrity(listing: Listing, read: BundleReader, findings: list[Finding]) -> None:
-    files = listing.sizes
+def _check_declaration(
+    files: Mapping[str, int], read: BundleReader, findings: list[Finding]
+) -> None:
+    """bagit.txt is there and is the declaration a study writes."""
     if layout.BAGIT not in files:
         findings.append(
             Finding(
                 "bagit-txt-missing", layout.BAGIT, "missing BagIt declaration", "present", "missing"
             )
         )
-    else:
-        declaration = read.raw(layout.BAGIT)
-        if declaration is not None and declaration != BAGIT_TXT:
-            findings.append(
-                Finding(
-                    "bagit-txt-content",
-                    layout.BAGIT,
-                    "BagIt declaration",
-                    BAGIT_TXT.decode().strip(),
-                    "other content",
-                )
+        return
+    declaration = read.raw(layout.BAGIT)
+    if declaration is not None and declaration != BAGIT_TXT:
+        findings.append(
+            Finding(
+                "bagit-txt-content",
+                layout.BAGIT,
+                "BagIt declaration",
+                BAGIT_TXT.decode().strip(),
+                "other content",
             )
+        )
+
+
+def _check_layout(files: Mapping[str, int], findings: list[Finding]) -> None:
+    """Every file is a tag file at the top or a payload file the bundle layout has a place for
+    (:mod:`repro.bundle.layout`)."""
     for name in sorted(files):
         if ("/" not in name and name not in TAG_FILES) or (
             "/" in name and not name.startswith(layout.DATA)
@@ -191,6 +208,62 @@ def check_integrity(listing: Listing, read: BundleReader, findings: list[Finding
                     "present",
                 )
             )
+
+
+def _check_completeness(
+    manifest: str,
+    listed: Mapping[str, str],
+    actual: set[str],
+    covered: tuple[str, ...] | None,
+    findings: list[Finding],
+) -> None:
+    """What ``manifest`` lists against what the bag holds: every tag file the tag manifest
+    must cover is listed, every listed file is there, every payload file is listed."""
+    for name in covered or ():
+        if name not in listed:
+            findings.append(
+                Finding(
+                    "tag-file-not-listed", manifest, f"{name} not listed", "listed", "not listed"
+                )
+            )
+    for name in sorted(set(listed) - actual):
+        findings.append(
+            Finding(
+                "listed-but-missing",
+                name,
+                f"listed in {manifest} but missing",
+                "present",
+                "missing",
+            )
+        )
+    if covered is None:
+        for name in sorted(actual - set(listed)):
+            findings.append(
+                Finding("not-listed", name, f"not listed in {manifest}", "listed", "extra file")
+            )
+
+
+def _check_digests(
+    manifest: str,
+    listed: Mapping[str, str],
+    actual: set[str],
+    read: BundleReader,
+    findings: list[Finding],
+) -> None:
+    """Each listed file the bag holds has the digest ``manifest`` gives."""
+    for name in sorted(set(listed) & actual):
+        digest = read.sha256(name)
+        if digest is not None and digest != listed[name]:
+            findings.append(
+                Finding(
+                    "digest-mismatch", name, f"sha256 differs from {manifest}", listed[name], digest
+                )
+            )
+
+
+def _check_manifests(files: Mapping[str, int], read: BundleReader, findings: list[Finding]) -> None:
+    """The payload manifest and the tag manifest: each parsed strictly, then completeness, then
+    every digest."""
     for manifest, covered in (
         (MANIFEST, None),
         (TAGMANIFEST, (layout.BAGIT, layout.BAG_INFO, MANIFEST)),
@@ -208,68 +281,42 @@ def check_integrity(listing: Listing, read: BundleReader, findings: list[Finding
             actual = {n for n in files if n.startswith(layout.DATA)}
         else:
             actual = {n for n in covered if n in files}
-            for name in covered:
-                if name not in listed:
-                    findings.append(
-                        Finding(
-                            "tag-file-not-listed",
-                            manifest,
-                            f"{name} not listed",
-                            "listed",
-                            "not listed",
-                        )
-                    )
-        for name in sorted(set(listed) - actual):
-            findings.append(
-                Finding(
-                    "listed-but-missing",
-                    name,
-                    f"listed in {manifest} but missing",
-                    "present",
-                    "missing",
-                )
-            )
-        for name in sorted(actual - set(listed)):
-            if covered is None:
-                findings.append(
-                    Finding("not-listed", name, f"not listed in {manifest}", "listed", "extra file")
-                )
-        for name in sorted(set(listed) & actual):
-            digest = read.sha256(name)
-            if digest is None:
-                continue
-            if digest != listed[name]:
-                findings.append(
-                    Finding(
-                        "digest-mismatch",
-                        name,
-                        f"sha256 differs from {manifest}",
-                        listed[name],
-                        digest,
-                    )
-                )
-    if layout.BAG_INFO in files:
-        payload = [size for name, size in files.items() if name.startswith(layout.DATA)]
-        oxum = f"{sum(payload)}.{len(payload)}"
-        raw_info = read.raw(layout.BAG_INFO) or b""
-        _check_tag_text(layout.BAG_INFO, raw_info, findings)
-        info = raw_info.decode("utf-8", "replace").splitlines()
-        stated = [
-            line.split(":", 1)[1].strip() for line in info if line.startswith("Payload-Oxum:")
-        ]
-        if stated != [oxum]:
-            findings.append(
-                Finding(
-                    "payload-oxum",
-                    "bag-info.txt",
-                    "Payload-Oxum",
-                    oxum,
-                    ", ".join(stated) or "missing",
-                )
-            )
-    else:
+        _check_completeness(manifest, listed, actual, covered, findings)
+        _check_digests(manifest, listed, actual, read, findings)
+
+
+def _check_bag_info(files: Mapping[str, int], read: BundleReader, findings: list[Finding]) -> None:
+    """bag-info.txt is there, is UTF-8 text without NUL, and states the payload's Payload-Oxum."""
+    if layout.BAG_INFO not in files:
         findings.append(
             Finding(
                 "bag-info-missing", layout.BAG_INFO, "missing bag-info.txt", "present", "missing"
             )
         )
+        return
+    payload = [size for name, size in files.items() if name.startswith(layout.DATA)]
+    oxum = f"{sum(payload)}.{len(payload)}"
+    raw_info = read.raw(layout.BAG_INFO) or b""
+    _check_tag_text(layout.BAG_INFO, raw_info, findings)
+    info = raw_info.decode("utf-8", "replace").splitlines()
+    stated = [line.split(":", 1)[1].strip() for line in info if line.startswith("Payload-Oxum:")]
+    if stated != [oxum]:
+        findings.append(
+            Finding(
+                "payload-oxum",
+                layout.BAG_INFO,
+                "Payload-Oxum",
+                oxum,
+                ", ".join(stated) or "missing",
+            )
+        )
+
+
+def check_integrity(listing: Listing, read: BundleReader, findings: list[Finding]) -> None:
+    """The BagIt layer, cheapest first: the declaration, the layout, the manifests
+    (parsed, then completeness, then digests), bag-info.txt."""
+    files = listing.sizes
+    _check_declaration(files, read, findings)
+    _check_layout(files, findings)
+    _check_manifests(files, read, findings)
+    _check_bag_info(files, read, findings)

@@ -29,7 +29,7 @@ from repro.models import (
     RunRecord,
 )
 from repro.verify import walk
-from repro.verify.findings import MAX_DIFFS, Finding, Findings
+from repro.verify.findings import MAX_DIFFS, Finding, Findings, Location
 from repro.verify.limits import Limits
 from repro.verify.walk import os_reason
 
@@ -208,6 +208,20 @@ def _canonical_times(line: bytes) -> AttemptTimes | None:
         return None
 
 
+class _FirstRead:
+    """A file's first read as it goes: its size when opened, the bytes it may have, what was
+    read, its digest and disclosure scan, and the blocks kept of a held file."""
+
+    def __init__(self, size: int, allowed: int, scanner: Scanner) -> None:
+        self.size = size
+        self.allowed = allowed
+        self.scanner = scanner
+        self.count = 0
+        self.digest = hashlib.sha256()
+        self.kept: list[bytes] = []
+        self.final_newline = True
+
+
 class BundleReader:
     """Reads bundle files strictly: canonical JSON, schema, model. ``files`` maps each bundle
     name to its path below the bundle root. Files are read without following a symlink, and
@@ -232,7 +246,10 @@ class BundleReader:
         #: Bytes still allowed to be read under ``limits.max_total_bytes``.
         self._budget = limits.max_total_bytes
 
-    def _validate(self, name: str, raw: Any, kind: str, cls: type[T], line: str = "") -> T | None:
+    def _validate(
+        self, name: str, raw: Any, kind: str, cls: type[T], number: int | None = None
+    ) -> T | None:
+        line = "" if number is None else f" line {number}"
         try:
             return structure(raw, cls, what=f"{name}{line}")
         except BadInput as exc:
@@ -250,12 +267,24 @@ class BundleReader:
             )
             self._notes.append(
                 Finding(
-                    "schema", name, f"schema {kind}{line} @ {where}", "valid", error.message[:200]
+                    "schema",
+                    name,
+                    f"schema {kind}{line} @ {where}",
+                    "valid",
+                    error.message[:200],
+                    Location(line=number, path=where),
                 )
             )
         if not errors:
             self._notes.append(
-                Finding("model", name, f"model {cls.__name__}{line}", "valid", refusal)
+                Finding(
+                    "model",
+                    name,
+                    f"model {cls.__name__}{line}",
+                    "valid",
+                    refusal,
+                    Location(line=number),
+                )
             )
         return None
 
@@ -294,51 +323,11 @@ class BundleReader:
                 )
             )
             return None
-        digest = hashlib.sha256()
-        kept: list[bytes] = []
-        scanner = Scanner(name)
-        count = 0
-        final_newline = True
         try:
             # The path is the root joined with the name: walk the name down from the root.
             fd = walk.open_below(path.parents[name.count("/")], name)
             try:
-                info = os.fstat(fd)
-                if not stat.S_ISREG(info.st_mode):
-                    # O_NOFOLLOW refused a symlink already: a directory or a special file.
-                    found = "a directory" if stat.S_ISDIR(info.st_mode) else "a special file"
-                    what = "not a regular file when read"
-                    self.findings.append(
-                        Finding("not-regular-file", name, what, "a regular file", found)
-                    )
-                    return None
-                held = name in _HELD
-                allowed = min(
-                    self.limits.max_held_file_bytes if held else self.limits.max_file_bytes,
-                    self.limits.max_file_bytes,
-                    self._budget,
-                )
-
-                def blocks() -> Iterator[bytes]:
-                    nonlocal count
-                    # One byte past what is allowed is read to see a file that grew since its
-                    # fstat.
-                    while count <= allowed:
-                        block = os.read(fd, min(allowed + 1 - count, _BLOCK))
-                        if not block:
-                            return
-                        count += len(block)
-                        digest.update(block)
-                        if held:
-                            kept.append(block)
-                        yield block
-
-                if info.st_size <= allowed:
-                    # The scanner carries only a short tail between blocks: what it holds does
-                    # not grow with the file, nor with a line however long.
-                    for block in blocks():
-                        scanner.feed(block)
-                        final_newline = block.endswith(b"\n")
+                first = self._read_open(name, fd)
             finally:
                 os.close(fd)
         except OSError as exc:
@@ -348,43 +337,81 @@ class BundleReader:
                 )
             )
             return None
-        self._budget -= count
-        size = max(info.st_size, count)
-        if size <= allowed:
+        if first is None:
+            return None
+        self._budget -= first.count
+        size = max(first.size, first.count)
+        if size <= first.allowed:
             if name in _HELD:
-                self._held[name] = b"".join(kept)
-            return _Seen(digest.hexdigest(), count, final_newline, scanner.finish())
-        if name in _HELD and size > self.limits.max_held_file_bytes:
-            self.findings.append(
-                Finding(
-                    "held-file-bytes-limit",
-                    name,
-                    "file larger than the limit max_held_file_bytes: not read",
-                    f"<= {self.limits.max_held_file_bytes} bytes",
-                    f"{size} bytes",
-                )
+                self._held[name] = b"".join(first.kept)
+            return _Seen(
+                first.digest.hexdigest(), first.count, first.final_newline, first.scanner.finish()
             )
-        elif size > self.limits.max_file_bytes:
-            self.findings.append(
-                Finding(
-                    "file-bytes-limit",
-                    name,
-                    "file larger than the limit max_file_bytes: not read",
-                    f"<= {self.limits.max_file_bytes} bytes",
-                    f"{size} bytes",
-                )
-            )
-        else:
-            self.findings.append(
-                Finding(
-                    "total-bytes-limit",
-                    name,
-                    "reading it would pass the limit max_total_bytes: not read",
-                    f"<= {self.limits.max_total_bytes} bytes in all",
-                    f"{self.limits.max_total_bytes - self._budget - count + size} bytes",
-                )
-            )
+        self.findings.append(self._over_limit(name, size, first.count))
         return None
+
+    def _read_open(self, name: str, fd: int) -> _FirstRead | None:
+        """Read the open file ``fd`` in blocks, hashing and scanning them (and keeping them, for
+        a held file), unless its size is past what it may be; None for a file that is not a
+        regular file (named)."""
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            # O_NOFOLLOW refused a symlink already: a directory or a special file.
+            found = "a directory" if stat.S_ISDIR(info.st_mode) else "a special file"
+            what = "not a regular file when read"
+            self.findings.append(Finding("not-regular-file", name, what, "a regular file", found))
+            return None
+        held = name in _HELD
+        allowed = min(
+            self.limits.max_held_file_bytes if held else self.limits.max_file_bytes,
+            self.limits.max_file_bytes,
+            self._budget,
+        )
+        first = _FirstRead(info.st_size, allowed, Scanner(name))
+        if info.st_size > allowed:
+            return first
+        # One byte past what is allowed is read to see a file that grew since its fstat. The
+        # scanner carries only a short tail between blocks: what it holds does not grow with the
+        # file, nor with a line however long.
+        while first.count <= allowed:
+            block = os.read(fd, min(allowed + 1 - first.count, _BLOCK))
+            if not block:
+                break
+            first.count += len(block)
+            first.digest.update(block)
+            if held:
+                first.kept.append(block)
+            first.scanner.feed(block)
+            first.final_newline = block.endswith(b"\n")
+        return first
+
+    def _over_limit(self, name: str, size: int, count: int) -> Finding:
+        """The finding for a file of ``size`` bytes (``count`` of them read) that is past the
+        limit it is read under."""
+        limits = self.limits
+        if name in _HELD and size > limits.max_held_file_bytes:
+            return Finding(
+                "held-file-bytes-limit",
+                name,
+                "file larger than the limit max_held_file_bytes: not read",
+                f"<= {limits.max_held_file_bytes} bytes",
+                f"{size} bytes",
+            )
+        if size > limits.max_file_bytes:
+            return Finding(
+                "file-bytes-limit",
+                name,
+                "file larger than the limit max_file_bytes: not read",
+                f"<= {limits.max_file_bytes} bytes",
+                f"{size} bytes",
+            )
+        return Finding(
+            "total-bytes-limit",
+            name,
+            "reading it would pass the limit max_total_bytes: not read",
+            f"<= {limits.max_total_bytes} bytes in all",
+            f"{limits.max_total_bytes - self._budget - count + size} bytes",
+        )
 
     def _again(self, name: str) -> Iterator[bytes]:
         """The bytes of a file read before, read again in blocks; a file that is no longer
@@ -578,6 +605,7 @@ class BundleReader:
                     f"line {number} longer than the limit max_line_bytes: not read",
                     f"<= {limit} bytes",
                     f"{line if isinstance(line, int) else len(line)} bytes",
+                    Location(line=number),
                 )
             )
             return None
@@ -591,6 +619,7 @@ class BundleReader:
                     f"line {number} holds more values than a run record can: not parsed",
                     f"<= {MAX_RECORD_VALUES} values",
                     f"{line.count(b',') + 1} values or more",
+                    Location(line=number),
                 )
             )
             return None
@@ -609,11 +638,16 @@ class BundleReader:
         except BadInput as exc:
             self._notes.append(
                 Finding(
-                    "json-parse", name, f"strict JSON parse, line {number}", "valid JSON", str(exc)
+                    "json-parse",
+                    name,
+                    f"strict JSON parse, line {number}",
+                    "valid JSON",
+                    str(exc),
+                    Location(line=number),
                 )
             )
             return None
-        value = self._validate(name, raw, kind, cls, f" line {number}")
+        value = self._validate(name, raw, kind, cls, number)
         if value is not None and to_bytes(value) != line:
             self._notes.append(
                 Finding(
@@ -622,6 +656,7 @@ class BundleReader:
                     f"line {number} is not in canonical form",
                     "canonical JSON",
                     "other bytes",
+                    Location(line=number),
                 )
             )
         return value

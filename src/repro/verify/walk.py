@@ -33,6 +33,7 @@ STUDY_MARKS = frozenset({*TAG_FILES, *(f".{name}.partial" for name in TAG_FILES)
 
 
 def os_reason(exc: OSError) -> str:
+    """What an OS error says, in a few words."""
     return exc.strerror or type(exc).__name__
 
 
@@ -46,41 +47,47 @@ class Listing:
     stopped: bool
 
 
-def scan_tree(root: Path, limits: Limits, findings: list[Finding]) -> Listing:
-    """List the tree below ``root`` without following a symlink: each directory is opened by name
-    relative to its parent's descriptor with ``O_NOFOLLOW``. A directory's entries are all listed
-    before its subdirectories are entered, so the root's tag files are seen first."""
-    sizes: dict[str, int] = {}
-    entries: set[str] = set()
-    total = 0
+class _Walk:
+    """One scan of a tree: what it has seen so far, and the findings it makes."""
 
-    def walk(fd: int, prefix: str, depth: int) -> bool:
-        nonlocal total
+    def __init__(self, limits: Limits, findings: list[Finding]) -> None:
+        self.limits = limits
+        self.findings = findings
+        self.sizes: dict[str, int] = {}
+        self.entries: set[str] = set()
+        self.total = 0
+
+    def _entries_limit(self) -> Finding:
+        limit = self.limits.max_files
+        return Finding(
+            "scan-entries-limit",
+            ".",
+            "more entries than the limit max_files: verify stopped scanning",
+            f"<= {limit} entries",
+            f"more than {limit}",
+        )
+
+    def listed(self, fd: int, prefix: str) -> list[tuple[str, os.stat_result]] | bool:
+        """The entries of the open directory ``fd`` with their ``lstat``; else whether the scan
+        goes on: False when the limit on entries stops it, True past a directory that cannot be
+        listed (each named)."""
         listed: list[tuple[str, os.stat_result]] = []
         try:
             with os.scandir(fd) as it:
                 for entry in it:
-                    if len(entries) >= limits.max_files:
-                        findings.append(
-                            Finding(
-                                "scan-entries-limit",
-                                ".",
-                                "more entries than the limit max_files: verify stopped scanning",
-                                f"<= {limits.max_files} entries",
-                                f"more than {limits.max_files}",
-                            )
-                        )
+                    if len(self.entries) >= self.limits.max_files:
+                        self.findings.append(self._entries_limit())
                         return False
                     rel = prefix + entry.name
-                    entries.add(rel)
+                    self.entries.add(rel)
                     try:
                         listed.append((entry.name, entry.stat(follow_symlinks=False)))
                     except OSError as exc:
-                        findings.append(
+                        self.findings.append(
                             Finding("cannot-stat", rel, "cannot stat", "an entry", os_reason(exc))
                         )
         except OSError as exc:
-            findings.append(
+            self.findings.append(
                 Finding(
                     "cannot-list-directory",
                     prefix or ".",
@@ -90,9 +97,64 @@ def scan_tree(root: Path, limits: Limits, findings: list[Finding]) -> Listing:
                 )
             )
             return True
+        return listed
+
+    def regular(self, rel: str, st: os.stat_result) -> bool:
+        """Count a regular file; False when the bytes seen pass the limit (named)."""
+        self.sizes[rel] = st.st_size
+        self.total += st.st_size
+        if st.st_nlink > 1:
+            # The same bytes are reachable, and changeable, through a path outside the bag.
+            self.findings.append(
+                Finding(
+                    "hard-link", rel, "hard link in the bundle", "1 link", f"{st.st_nlink} links"
+                )
+            )
+        if self.total > self.limits.max_total_bytes:
+            self.findings.append(
+                Finding(
+                    "scan-bytes-limit",
+                    ".",
+                    "more bytes than the limit max_total_bytes: verify stopped scanning",
+                    f"<= {self.limits.max_total_bytes} bytes",
+                    f"{self.total} bytes so far",
+                )
+            )
+            return False
+        return True
+
+    def other(self, rel: str, mode: int, depth: int) -> bool:
+        """Whether ``rel``, neither a regular file nor undecodable, is a directory to enter;
+        anything else (a link, a special file, a directory past the depth limit) is named."""
+        if stat.S_ISLNK(mode):
+            what, expected, found = "symbolic link in the bundle", "a regular file", "a symlink"
+            self.findings.append(Finding("symlink", rel, what, expected, found))
+        elif not stat.S_ISDIR(mode):
+            what, expected, found = "special file in the bundle", "a regular file", "a special file"
+            self.findings.append(Finding("special-file", rel, what, expected, found))
+        elif depth + 1 > self.limits.max_depth:
+            self.findings.append(
+                Finding(
+                    "depth-limit",
+                    rel,
+                    "directory nested deeper than the limit max_depth: not read",
+                    f"<= {self.limits.max_depth} levels",
+                    f"{depth + 1} levels",
+                )
+            )
+        else:
+            return True
+        return False
+
+    def walk(self, fd: int, prefix: str, depth: int) -> bool:
+        """List the directory ``fd`` (named ``prefix``), then enter its subdirectories; False
+        when a limit stopped the scan."""
+        listed = self.listed(fd, prefix)
+        if isinstance(listed, bool):
+            return listed
         if not listed and prefix:
             # A study writes no empty directory; BagIt tools that compare trees see one.
-            findings.append(
+            self.findings.append(
                 Finding(
                     "empty-directory",
                     prefix.rstrip("/"),
@@ -104,9 +166,8 @@ def scan_tree(root: Path, limits: Limits, findings: list[Finding]) -> Listing:
         subdirectories = []
         for name, st in sorted(listed, key=lambda pair: pair[0]):
             rel = prefix + name
-            mode = st.st_mode
             if not _utf8(name):
-                findings.append(
+                self.findings.append(
                     Finding(
                         "name-not-utf8",
                         rel.encode("utf-8", "backslashreplace").decode(),
@@ -115,81 +176,39 @@ def scan_tree(root: Path, limits: Limits, findings: list[Finding]) -> Listing:
                         "undecodable bytes",
                     )
                 )
-            elif stat.S_ISLNK(mode):
-                findings.append(
-                    Finding(
-                        "symlink", rel, "symbolic link in the bundle", "a regular file", "a symlink"
-                    )
-                )
-            elif stat.S_ISDIR(mode):
-                if depth + 1 > limits.max_depth:
-                    findings.append(
-                        Finding(
-                            "depth-limit",
-                            rel,
-                            "directory nested deeper than the limit max_depth: not read",
-                            f"<= {limits.max_depth} levels",
-                            f"{depth + 1} levels",
-                        )
-                    )
-                else:
-                    subdirectories.append(name)
-            elif stat.S_ISREG(mode):
-                sizes[rel] = st.st_size
-                total += st.st_size
-                if st.st_nlink > 1:
-                    # The same bytes are reachable, and changeable, through a path outside the bag.
-                    findings.append(
-                        Finding(
-                            "hard-link",
-                            rel,
-                            "hard link in the bundle",
-                            "1 link",
-                            f"{st.st_nlink} links",
-                        )
-                    )
-                if total > limits.max_total_bytes:
-                    findings.append(
-                        Finding(
-                            "scan-bytes-limit",
-                            ".",
-                            "more bytes than the limit max_total_bytes: verify stopped scanning",
-                            f"<= {limits.max_total_bytes} bytes",
-                            f"{total} bytes so far",
-                        )
-                    )
+            elif stat.S_ISREG(st.st_mode):
+                if not self.regular(rel, st):
                     return False
-            else:
-                findings.append(
-                    Finding(
-                        "special-file",
-                        rel,
-                        "special file in the bundle",
-                        "a regular file",
-                        "a special file",
-                    )
-                )
-        for name in subdirectories:
-            try:
-                child = os.open(name, _DIR_FLAGS, dir_fd=fd)
-            except OSError as exc:
-                findings.append(
-                    Finding(
-                        "cannot-open-directory",
-                        prefix + name,
-                        "cannot open directory",
-                        "readable",
-                        os_reason(exc),
-                    )
-                )
-                continue
-            try:
-                if not walk(child, f"{prefix}{name}/", depth + 1):
-                    return False
-            finally:
-                os.close(child)
-        return True
+            elif self.other(rel, st.st_mode, depth):
+                subdirectories.append(name)
+        return all(self.enter(fd, prefix, name, depth) for name in subdirectories)
 
+    def enter(self, fd: int, prefix: str, name: str, depth: int) -> bool:
+        """Walk the subdirectory ``name`` of ``fd``, opened without following a link; False
+        when a limit stopped the scan."""
+        try:
+            child = os.open(name, _DIR_FLAGS, dir_fd=fd)
+        except OSError as exc:
+            self.findings.append(
+                Finding(
+                    "cannot-open-directory",
+                    prefix + name,
+                    "cannot open directory",
+                    "readable",
+                    os_reason(exc),
+                )
+            )
+            return True
+        try:
+            return self.walk(child, f"{prefix}{name}/", depth + 1)
+        finally:
+            os.close(child)
+
+
+def scan_tree(root: Path, limits: Limits, findings: list[Finding]) -> Listing:
+    """List the tree below ``root`` without following a symlink: each directory is opened by name
+    relative to its parent's descriptor with ``O_NOFOLLOW``. A directory's entries are all listed
+    before its subdirectories are entered, so the root's tag files are seen first."""
     try:
         fd = os.open(root, _DIR_FLAGS)
     except OSError as exc:
@@ -203,11 +222,12 @@ def scan_tree(root: Path, limits: Limits, findings: list[Finding]) -> Listing:
             )
         )
         return Listing({}, frozenset(), stopped=True)
+    scan = _Walk(limits, findings)
     try:
-        complete = walk(fd, "", 0)
+        complete = scan.walk(fd, "", 0)
     finally:
         os.close(fd)
-    return Listing(sizes, frozenset(entries), stopped=not complete)
+    return Listing(scan.sizes, frozenset(scan.entries), stopped=not complete)
 
 
 def _utf8(name: str) -> bool:
