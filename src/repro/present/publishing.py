@@ -82,8 +82,8 @@ def publish(bundle: Path, out: Path) -> list[GateResult]:
     :class:`Refused` naming every finding or failed gate, with nothing written."""
     if out.exists() or out.is_symlink():
         raise BadInput(f"--out {out}: already exists; publish never overwrites")
-    shown = load_verified(bundle)
-    fp, scores = shown.protocol, shown.scores
+    verified = load_verified(bundle)
+    fp, scores = verified.protocol, verified.scores
     if scores is None:
         raise BadInput(f"{bundle}: its protocol declares no scoring; nothing to publish")
     failed = [g for g in scores.gates if not g.holds]

@@ -30,6 +30,7 @@ import os
 import stat
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TypeVar
 
 from attrs import frozen
 
@@ -58,6 +59,8 @@ from repro.verify.reader import BundleReader
 from repro.verify.walk import STUDY_MARKS, unfinished
 
 __all__ = ["VerifiedBundle", "open_verified", "verify"]
+
+T = TypeVar("T")
 
 
 @frozen
@@ -144,25 +147,35 @@ class VerifiedBundle:
     scores: Scores | None
     _read: BundleReader
 
-    def _failed(self) -> NotVerified:
-        return NotVerified(self._read.findings or [_changed(self.root)])
+    def _failed(self, since: int) -> NotVerified:
+        return NotVerified(list(self._read.findings[since:]) or [_changed(self.root)])
+
+    def _model(self, name: str, kind: str, cls: type[T]) -> T:
+        since = len(self._read.findings)
+        value = self._read.json(name, kind, cls)
+        if value is None or len(self._read.findings) > since:
+            raise self._failed(since)
+        return value
 
     def partitions(self) -> Iterator[Partition]:
         """The sealed partitions, in sealed order, read one at a time."""
         for ref in self.seal.partitions:
-            part = self._read.json(layout.DATA + ref.file, "partition", Partition)
-            if part is None:
-                raise self._failed()
-            yield part
+            yield self._model(layout.DATA + ref.file, "partition", Partition)
 
     def records(self, partition: str) -> Iterator[RunRecord]:
         """The run records of one sealed partition, in the order of its runs file, one line at
-        a time."""
+        a time. A file that is no longer what verify read raises :class:`NotVerified` at the
+        latest once its last line is read."""
+        since = len(self._read.findings)
         lines = self._read.run_records(layout.runs_file(partition))
-        for record in lines if lines is not None else [None]:
-            if record is None:
-                raise self._failed()
+        if lines is None:
+            raise self._failed(since)
+        for record in lines:
+            if record is None or len(self._read.findings) > since:
+                raise self._failed(since)
             yield record
+        if len(self._read.findings) > since:
+            raise self._failed(since)
 
     def all_records(self) -> Iterator[RunRecord]:
         """Every run record of the bundle, partition by partition in sealed order."""
@@ -171,10 +184,7 @@ class VerifiedBundle:
 
     def checkpoint(self, partition: str) -> Checkpoint:
         """A stream-seeded partition's checkpoint."""
-        checkpoint = self._read.json(layout.checkpoint_file(partition), "checkpoint", Checkpoint)
-        if checkpoint is None:
-            raise self._failed()
-        return checkpoint
+        return self._model(layout.checkpoint_file(partition), "checkpoint", Checkpoint)
 
 
 def _changed(root: Path) -> Finding:

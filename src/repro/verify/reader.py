@@ -9,11 +9,13 @@ import hashlib
 import itertools
 import os
 import stat
+import types
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TypeVar, get_args, get_type_hints
+from typing import Any, Literal, TypeVar, Union, get_args, get_origin, get_type_hints
 
+import attrs
 import orjson
 from attrs import frozen
 
@@ -105,26 +107,32 @@ def bounded_chunks(blocks: Iterable[bytes], limit: int) -> Iterator[bytes | int]
         yield b"".join(pending)
 
 
-#: The type of JSON value a canonical run line holds under each key of a run record, keys in
-#: the canonical (sorted) order. Exact types, as the strict converter's: a boolean is not an
+def _json_types(hint: Any) -> tuple[type, ...]:
+    """The exact Python types of the JSON values that a field of type ``hint`` is written as:
+    a string for a Literal of strings, a list for a tuple, None for an optional field."""
+    origin = get_origin(hint)
+    if origin in (Union, types.UnionType):
+        return tuple(t for arg in get_args(hint) for t in _json_types(arg))
+    if origin is Literal:
+        return tuple(dict.fromkeys(type(arg) for arg in get_args(hint)))
+    if origin is tuple:
+        return (list,)
+    if hint in (str, int, float, type(None)):
+        return (hint,)
+    raise TypeError(f"no JSON type for a run record field of type {hint!r}")
+
+
+#: The type of JSON value a canonical run line holds under each key of a run record (those it
+#: always has: the fields written even when null), derived from the model, so the record's
+#: shape is defined there alone. Exact types, as the strict converter's: a boolean is not an
 #: integer. Narrower than the converter where it converts: an integer where a float is expected
 #: becomes a float, which is written back with a fraction, so such a line is not canonical.
 _RUN_LINE_TYPES: dict[str, tuple[type, ...]] = {
-    "attempt": (int,),
-    "attempt_id": (str,),
-    "cause": (str, type(None)),
-    "condition": (str,),
-    "contract_sha256": (str, type(None)),
-    "measure": (float, type(None)),
-    "predecessor": (str, type(None)),
-    "slot": (str,),
-    "status": (str,),
-    "step_rewards": (list, type(None)),
-    "steps": (int, type(None)),
-    "trace_sha256": (str, type(None)),
+    f.name: _json_types(hint)
+    for f in attrs.fields(RunRecord)
+    if not f.metadata.get("omit_if_default")
+    for hint in [get_type_hints(RunRecord)[f.name]]
 }
-
-
 _RUN_LINE_KEYS = tuple(sorted(_RUN_LINE_TYPES))
 
 
