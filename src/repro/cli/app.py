@@ -570,7 +570,7 @@ def _print_tables(shown: Shown) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    from repro.derive.report import condition_label
+    from repro.derive.figures import condition_label
 
     agg, tiers = shown.aggregates, shown.tiers
     order = [f.name for f in shown.protocol.protocol.matrix]

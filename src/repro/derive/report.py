@@ -1,27 +1,22 @@
-"""validation-report.md, a pure function of bundle data, and the labels of its conditions."""
+"""validation-report.md, a pure function of bundle data. Its conditions table and the labels
+of its published figures read the figures model (:mod:`repro.derive.figures`), as every other
+view of the bundle does."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+from repro.derive.figures import FigureRow, figures
 from repro.models import (
     Aggregates,
     FigureComparison,
     FrozenProtocol,
     Ledger,
-    Level,
     Scores,
     Tiers,
 )
 
-__all__ = ["condition_label", "validation_report"]
-
-
-def condition_label(factors: dict[str, Level], participant: str, order: Sequence[str] = ()) -> str:
-    """A condition as a reader names it: its factor levels (those named in ``order`` first, in
-    that order, the rest sorted) and participant."""
-    names = [n for n in order if n in factors] + sorted(set(factors) - set(order))
-    return ", ".join(f"{n}={factors[n]}" for n in names) + f" / {participant}"
+__all__ = ["validation_report"]
 
 
 def _num(value: float | None, places: int = 4) -> str:
@@ -40,7 +35,7 @@ def _head(fp: FrozenProtocol, ledger: Ledger) -> list[str]:
     ]
 
 
-def _claim(agg: Aggregates, tiers: Tiers, order: Sequence[str]) -> list[str]:
+def _claim(agg: Aggregates, tiers: Tiers, rows: Sequence[FigureRow]) -> list[str]:
     """The claim: the valid runs and the estimand with its interval, the reproduction class,
     and the published figures against the observed ones."""
     e = agg.estimand
@@ -59,13 +54,11 @@ def _claim(agg: Aggregates, tiers: Tiers, order: Sequence[str]) -> list[str]:
         lines.append(f"{valid} of {total} scheduled runs ended valid; the estimand is undefined.")
     lines += ["", f"Reproduction class: **{rep.verdict}** ({rep.reason})."]
     if rep.figures:
-        lines += ["", *_figures(agg, rep.figures, order)]
+        lines += ["", *_figures(rep.figures, rows)]
     return lines
 
 
-def _figures(
-    agg: Aggregates, figures: Sequence[FigureComparison], order: Sequence[str]
-) -> list[str]:
+def _figures(compared: Sequence[FigureComparison], rows: Sequence[FigureRow]) -> list[str]:
     """The table of published figures against the observed ones; a condition's mean is named
     with its label."""
     lines = [
@@ -73,13 +66,8 @@ def _figures(
         "| observed - published | intervals |",
         "|---|---|---|---|---|---|---|",
     ]
-    labels = {
-        f"{c.condition} mean": (
-            f"{c.condition} mean ({condition_label(c.factors, c.participant, order)})"
-        )
-        for c in agg.conditions
-    }
-    for f in figures:
+    labels = {f"{r.key} mean": f"{r.key} mean ({r.label})" for r in rows}
+    for f in compared:
         checks = [
             f"{label}: {'yes' if ok else 'no'}"
             for label, ok in (
@@ -97,7 +85,7 @@ def _figures(
     return lines
 
 
-def _conditions(agg: Aggregates, order: Sequence[str]) -> list[str]:
+def _conditions(rows: Sequence[FigureRow]) -> list[str]:
     """Each condition's n, mean, sd and interval."""
     lines = [
         "",
@@ -106,12 +94,9 @@ def _conditions(agg: Aggregates, order: Sequence[str]) -> list[str]:
         "| id | condition | n | mean | sd | interval |",
         "|---|---|---|---|---|---|",
     ]
-    for c in agg.conditions:
-        iv = f"[{c.interval.low:.4f}, {c.interval.high:.4f}]" if c.interval else "n/a"
-        lines.append(
-            f"| {c.condition} | {condition_label(c.factors, c.participant, order)} | {c.valid} | "
-            f"{_num(c.mean)} | {_num(c.sd)} | {iv} |"
-        )
+    for r in rows:
+        iv = f"[{r.interval.low:.4f}, {r.interval.high:.4f}]" if r.interval else "n/a"
+        lines.append(f"| {r.key} | {r.label} | {r.n} | {_num(r.mean)} | {_num(r.sd)} | {iv} |")
     return lines
 
 
@@ -193,11 +178,11 @@ def validation_report(
     scores: Scores | None = None,
 ) -> str:
     """What was claimed, what was not, and the one command that re-checks it."""
-    order = [f.name for f in fp.protocol.matrix]
+    rows = figures(fp, agg, tiers).conditions
     lines = [
         *_head(fp, ledger),
-        *_claim(agg, tiers, order),
-        *_conditions(agg, order),
+        *_claim(agg, tiers, rows),
+        *_conditions(rows),
         *(_scores(scores) if scores is not None else []),
         *_tiers(tiers),
         *_not_claimed(tiers, ledger),

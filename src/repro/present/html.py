@@ -34,7 +34,7 @@ from collections.abc import Sequence
 
 from attrs import frozen
 
-from repro.derive.report import condition_label
+from repro.derive.figures import condition_label
 from repro.models import (
     Aggregates,
     CellScore,

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from repro.derive.report import condition_label
+from repro.derive.figures import condition_label
 from repro.models import Aggregates, IntervalValue, Tiers
 
 __all__ = ["plot"]
