@@ -675,9 +675,8 @@ def show(
     if plot is not None:
         from repro.present.plot import plot as draw
 
-        order = [f.name for f in shown.protocol.protocol.matrix]
         try:
-            draw(shown.aggregates, shown.tiers, plot, order)
+            draw(shown.figures(), plot)
         except ImportError:
             raise _fail("plotting needs matplotlib: install repro[plot]") from None
         print(f"plot written to {plot}", file=note)
