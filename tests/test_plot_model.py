@@ -1,19 +1,22 @@
 """The figures model (repro.derive.figures) that every view of a bundle reads: it carries each
-published half-width, the PNG's panels draw them, and the PNG and the HTML page's plot show the
-same figures because they read the same model."""
+published half-width, the PNG's panels draw them, the PNG and the HTML page's plot show the same
+figures because they read the same model, and so does the terminal's table."""
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
+from rich.console import Console
 
 from htmlpage import parse
 from repro.derive.figures import FigureRow, figures
 from repro.present.plot import Panel, panels, plot
 from repro.present.showing import Shown, load
+from repro.present.terminal import print_tables
 
 
 @pytest.fixture(scope="module")
@@ -158,3 +161,21 @@ def test_png_and_html_plot_show_the_same_figures(published: Shown) -> None:
             assert value == pytest.approx(png[field], rel=1e-12, abs=1e-12), (key, field)
         assert svg.get("published_halfwidth") == row.published_halfwidth
     assert in_svg[("condition", "c00")]["published_halfwidth"] == 6.5
+
+
+def test_terminal_table_shows_the_models_figures(published: Shown) -> None:
+    """repro show's conditions table has a line per row of the model with its ID, n, mean,
+    interval and published value, and the estimand's line its value and half-width."""
+    buffer = io.StringIO()
+    model = published.figures()
+    print_tables(model, published.tiers, Console(file=buffer, width=240, color_system=None))
+    text = buffer.getvalue()
+    for r in model.conditions:
+        assert r.mean is not None and r.interval is not None
+        line = next(li for li in text.splitlines() if f" {r.key} " in li)
+        cells = [f"{r.n}", f"{r.mean:.4f}", f"[{r.interval.low:.4f}, {r.interval.high:.4f}]"]
+        cells += [] if r.published is None else [str(r.published)]
+        assert all(cell in line for cell in cells), (line, cells)
+    e = model.estimand
+    assert e.mean is not None and e.interval is not None
+    assert f"{e.key}: {e.mean:.4f} ± {e.interval.halfwidth:.4f}" in text
