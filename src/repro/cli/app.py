@@ -39,7 +39,6 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from repro.models import Aggregates, Ledger
-    from repro.present.showing import Shown
     from repro.verify import Finding
 
 __all__ = ["app", "main"]
@@ -574,63 +573,6 @@ def _write_new(path: Path, text: str) -> None:
         raise _fail(f"{path}: {exc.strerror or type(exc).__name__}") from None
 
 
-def _print_tables(shown: Shown) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    from repro.derive.report import condition_label
-
-    agg, tiers = shown.aggregates, shown.tiers
-    order = [f.name for f in shown.protocol.protocol.matrix]
-    out = Console()
-    published = {f.figure.removesuffix(" mean"): f for f in tiers.reproduction.figures}
-    has_published = bool(published)
-    table = Table(title=f"{agg.measure} by condition")
-    columns = ["id", "condition", "n", "mean", "95% interval"]
-    columns += ["published", "at precision"] if has_published else []
-    for column in columns:
-        table.add_column(
-            column,
-            justify="right" if column in ("n", "mean", "published") else "left",
-            no_wrap=column != "condition",
-            overflow="fold",
-        )
-    for c in agg.conditions:
-        row = [
-            c.condition,
-            condition_label(c.factors, c.participant, order),
-            str(c.valid),
-            "n/a" if c.mean is None else f"{c.mean:.4f}",
-            "n/a" if c.interval is None else f"[{c.interval.low:.4f}, {c.interval.high:.4f}]",
-        ]
-        if has_published:
-            f = published.get(c.condition)
-            row += [
-                "" if f is None else str(f.published),
-                ""
-                if f is None
-                else ("equal" if f.equal_at_precision else f"differs ({f.observed_rounded})"),
-            ]
-        table.add_row(*row)
-    out.print(table)
-    e = agg.estimand
-    if e.value is not None and e.interval is not None:
-        out.print(
-            f"{e.kind}: {e.value:.4f} ± {e.interval.halfwidth:.4f} "
-            f"({e.interval.method}, {e.interval.level:.0%})",
-            highlight=False,
-        )
-    rep = tiers.reproduction
-    out.print(f"reproduction: [bold]{rep.verdict}[/bold] ({rep.reason})", highlight=False)
-    tiers_table = Table(title="tiers")
-    tiers_table.add_column("tier")
-    tiers_table.add_column("verdict")
-    tiers_table.add_column("reason")
-    for t in tiers.tiers:
-        tiers_table.add_row(t.name, t.verdict, t.reason or "")
-    out.print(tiers_table)
-
-
 @app.command()
 def show(
     bundle: Annotated[Path, typer.Argument(help="Bundle directory (it must verify).")],
@@ -674,7 +616,9 @@ def show(
     if as_json:
         print(json.dumps(shown.as_dict(), indent=2))
     else:
-        _print_tables(shown)
+        from repro.present.terminal import print_tables
+
+        print_tables(shown.figures(), shown.tiers)
     # With --json, stdout holds the JSON object alone: notes go to stderr.
     note = sys.stderr if as_json else sys.stdout
     if html is not None:
@@ -683,9 +627,8 @@ def show(
     if plot is not None:
         from repro.present.plot import plot as draw
 
-        order = [f.name for f in shown.protocol.protocol.matrix]
         try:
-            draw(shown.aggregates, shown.tiers, plot, order)
+            draw(shown.figures(), plot)
         except ImportError:
             raise _fail("plotting needs matplotlib: install repro[plot]") from None
         print(f"plot written to {plot}", file=note)

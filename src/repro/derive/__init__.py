@@ -3,7 +3,8 @@ the derived files and ``repro verify`` runs again to check them. One module per 
 figure: the tally of the runs and their validity (:mod:`~repro.derive.tally`,
 :mod:`~repro.derive.validity`), statistics (:mod:`~repro.derive.stats`), tiers and the
 reproduction class (:mod:`~repro.derive.tiers`), scores and gates (:mod:`~repro.derive.scoring`),
-the report (:mod:`~repro.derive.report`), the RO-Crate (:mod:`~repro.derive.crate`), the
+the figures by condition that every view of a bundle shows (:mod:`~repro.derive.figures`), the
+report (:mod:`~repro.derive.report`), the RO-Crate (:mod:`~repro.derive.crate`), the
 disclosure scan (:mod:`~repro.derive.disclosure`), scenario versions
 (:mod:`~repro.derive.scenarios`), and all of them together (:mod:`~repro.derive.derivation`)."""
 
@@ -15,5 +16,16 @@ from repro.derive.derivation import (
     source_ledger,
     tally_records,
 )
+from repro.derive.figures import FigureRow, Figures, figures
 
-__all__ = ["Derived", "aggregates", "derive", "scores", "source_ledger", "tally_records"]
+__all__ = [
+    "Derived",
+    "FigureRow",
+    "Figures",
+    "aggregates",
+    "derive",
+    "figures",
+    "scores",
+    "source_ledger",
+    "tally_records",
+]

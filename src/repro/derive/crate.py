@@ -67,6 +67,70 @@ def _entity(value: Any) -> bytes:
     return canonical.dumps(value, newline=False)
 
 
+def _descriptors() -> list[dict[str, Any]]:
+    """The metadata descriptor (this file, about the root dataset) and the profile it follows."""
+    return [
+        {
+            "@id": "ro-crate-metadata.json",
+            "@type": "CreativeWork",
+            "conformsTo": _ref("https://w3id.org/ro/crate/1.1"),
+            "about": _ref("./"),
+        },
+        {
+            "@id": PROFILE,
+            "@type": "CreativeWork",
+            "name": "Process Run Crate",
+            "version": "0.5",
+        },
+    ]
+
+
+def _software(ledger: Ledger) -> list[dict[str, Any]]:
+    """repro, the adapter, and the packages the ledger pins (which the adapter requires)."""
+    facts = ledger.adapter
+    packages = [s for s in ledger.sources if s.kind == "package"]
+    return [
+        {
+            "@id": "#repro",
+            "@type": "SoftwareApplication",
+            "name": "repro",
+            "softwareVersion": __version__,
+            "description": "sealed the plan, drove every run and wrote this bundle",
+        },
+        {
+            "@id": "#adapter",
+            "@type": "SoftwareApplication",
+            "name": f"repro adapter {facts.name}",
+            "softwareVersion": facts.version,
+            "description": facts.observation_note,
+            "softwareRequirements": [_ref(f"#package-{s.name}") for s in packages],
+        },
+        *(
+            {
+                "@id": f"#package-{s.name}",
+                "@type": "SoftwareApplication",
+                "name": s.name,
+                "softwareVersion": s.version,
+                "description": f"pinned in the source ledger as the {s.role}",
+            }
+            for s in packages
+        ),
+    ]
+
+
+def _files(files: Sequence[str]) -> list[dict[str, Any]]:
+    """A File entity per payload file (paths below ``data/``), with its media type."""
+    return [
+        {
+            "@id": name,
+            "@type": "File",
+            "name": name,
+            "encodingFormat": _FORMATS.get(name[name.rfind(".") :], "application/octet-stream"),
+        }
+        for name in files
+    ]
+
+
 class CrateBuilder:
     """Makes the crate's bytes piece by piece: :meth:`head`, then :meth:`partition` for each
     partition in sealed order, then the pieces of :meth:`tail`. Joined, they are the whole
@@ -95,58 +159,7 @@ class CrateBuilder:
     def head(self) -> bytes:
         """The start of the crate: the metadata descriptor, the profile, the software and the
         files."""
-        facts = self._ledger.adapter
-        packages = [s for s in self._ledger.sources if s.kind == "package"]
-        entities: list[dict[str, Any]] = [
-            {
-                "@id": "ro-crate-metadata.json",
-                "@type": "CreativeWork",
-                "conformsTo": _ref("https://w3id.org/ro/crate/1.1"),
-                "about": _ref("./"),
-            },
-            {
-                "@id": PROFILE,
-                "@type": "CreativeWork",
-                "name": "Process Run Crate",
-                "version": "0.5",
-            },
-            {
-                "@id": "#repro",
-                "@type": "SoftwareApplication",
-                "name": "repro",
-                "softwareVersion": __version__,
-                "description": "sealed the plan, drove every run and wrote this bundle",
-            },
-            {
-                "@id": "#adapter",
-                "@type": "SoftwareApplication",
-                "name": f"repro adapter {facts.name}",
-                "softwareVersion": facts.version,
-                "description": facts.observation_note,
-                "softwareRequirements": [_ref(f"#package-{s.name}") for s in packages],
-            },
-            *(
-                {
-                    "@id": f"#package-{s.name}",
-                    "@type": "SoftwareApplication",
-                    "name": s.name,
-                    "softwareVersion": s.version,
-                    "description": f"pinned in the source ledger as the {s.role}",
-                }
-                for s in packages
-            ),
-            *(
-                {
-                    "@id": name,
-                    "@type": "File",
-                    "name": name,
-                    "encodingFormat": _FORMATS.get(
-                        name[name.rfind(".") :], "application/octet-stream"
-                    ),
-                }
-                for name in self._files
-            ),
-        ]
+        entities = [*_descriptors(), *_software(self._ledger), *_files(self._files)]
         return (
             b'{"@context":'
             + _entity(_CONTEXT)

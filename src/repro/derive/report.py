@@ -1,53 +1,46 @@
-"""validation-report.md, a pure function of bundle data, and the labels of its conditions."""
+"""validation-report.md, a pure function of bundle data. Its conditions table and the labels
+of its published figures read the figures model (:mod:`repro.derive.figures`), as every other
+view of the bundle does."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+from repro.derive.figures import FigureRow, figures
 from repro.models import (
     Aggregates,
+    FigureComparison,
     FrozenProtocol,
     Ledger,
-    Level,
     Scores,
     Tiers,
 )
 
-__all__ = ["condition_label", "validation_report"]
-
-
-def condition_label(factors: dict[str, Level], participant: str, order: Sequence[str] = ()) -> str:
-    """A condition as a reader names it: its factor levels (those named in ``order`` first, in
-    that order, the rest sorted) and participant."""
-    names = [n for n in order if n in factors] + sorted(set(factors) - set(order))
-    return ", ".join(f"{n}={factors[n]}" for n in names) + f" / {participant}"
+__all__ = ["validation_report"]
 
 
 def _num(value: float | None, places: int = 4) -> str:
     return "n/a" if value is None else f"{value:.{places}f}"
 
 
-def validation_report(
-    fp: FrozenProtocol,
-    agg: Aggregates,
-    tiers: Tiers,
-    ledger: Ledger,
-    scores: Scores | None = None,
-) -> str:
-    """What was claimed, what was not, and the one command that re-checks it."""
+def _head(fp: FrozenProtocol, ledger: Ledger) -> list[str]:
+    """The title, the protocol's identity and the adapter's."""
     p = fp.protocol
-    order = [f.name for f in p.matrix]
-    rep = tiers.reproduction
-    e = agg.estimand
-    lines = [
+    return [
         f"# Validation report: {p.title}",
         "",
         f"Protocol `{p.id}`, sha256 `{fp.sha256}`.",
         f"Adapter `{ledger.adapter.name}` {ledger.adapter.version}.",
         "",
-        "## Claim",
-        "",
     ]
+
+
+def _claim(agg: Aggregates, tiers: Tiers, rows: Sequence[FigureRow]) -> list[str]:
+    """The claim: the valid runs and the estimand with its interval, the reproduction class,
+    and the published figures against the observed ones."""
+    e = agg.estimand
+    rep = tiers.reproduction
+    lines = ["## Claim", ""]
     total = sum(c.scheduled for c in agg.conditions)
     valid = sum(c.valid for c in agg.conditions)
     if e.value is not None and e.interval is not None:
@@ -61,68 +54,91 @@ def validation_report(
         lines.append(f"{valid} of {total} scheduled runs ended valid; the estimand is undefined.")
     lines += ["", f"Reproduction class: **{rep.verdict}** ({rep.reason})."]
     if rep.figures:
-        lines += [
-            "",
-            "| figure | published | observed | observed, rounded | equal "
-            "| observed - published | intervals |",
-            "|---|---|---|---|---|---|---|",
+        lines += ["", *_figures(rep.figures, rows)]
+    return lines
+
+
+def _figures(compared: Sequence[FigureComparison], rows: Sequence[FigureRow]) -> list[str]:
+    """The table of published figures against the observed ones; a condition's mean is named
+    with its label."""
+    lines = [
+        "| figure | published | observed | observed, rounded | equal "
+        "| observed - published | intervals |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    labels = {f"{r.key} mean": f"{r.key} mean ({r.label})" for r in rows}
+    for f in compared:
+        checks = [
+            f"{label}: {'yes' if ok else 'no'}"
+            for label, ok in (
+                ("published contains observed", f.published_interval_contains_observed),
+                ("observed contains published", f.observed_interval_contains_published),
+            )
+            if ok is not None
         ]
-        labels = {
-            f"{c.condition} mean": (
-                f"{c.condition} mean ({condition_label(c.factors, c.participant, order)})"
-            )
-            for c in agg.conditions
-        }
-        for f in rep.figures:
-            checks = [
-                f"{label}: {'yes' if ok else 'no'}"
-                for label, ok in (
-                    ("published contains observed", f.published_interval_contains_observed),
-                    ("observed contains published", f.observed_interval_contains_published),
-                )
-                if ok is not None
-            ]
-            gap = "n/a" if f.observed is None else f"{f.observed - f.published:+.6f}"
-            lines.append(
-                f"| {labels.get(f.figure, f.figure)} | {f.published} | {_num(f.observed, 6)} | "
-                f"{f.observed_rounded or 'n/a'} | {'yes' if f.equal_at_precision else 'no'} | "
-                f"{gap} | {'; '.join(checks) or 'n/a'} |"
-            )
-    lines += [
+        gap = "n/a" if f.observed is None else f"{f.observed - f.published:+.6f}"
+        lines.append(
+            f"| {labels.get(f.figure, f.figure)} | {f.published} | {_num(f.observed, 6)} | "
+            f"{f.observed_rounded or 'n/a'} | {'yes' if f.equal_at_precision else 'no'} | "
+            f"{gap} | {'; '.join(checks) or 'n/a'} |"
+        )
+    return lines
+
+
+def _conditions(rows: Sequence[FigureRow]) -> list[str]:
+    """Each condition's n, mean, sd and interval."""
+    lines = [
         "",
         "## Conditions",
         "",
         "| id | condition | n | mean | sd | interval |",
         "|---|---|---|---|---|---|",
     ]
-    for c in agg.conditions:
-        iv = f"[{c.interval.low:.4f}, {c.interval.high:.4f}]" if c.interval else "n/a"
-        lines.append(
-            f"| {c.condition} | {condition_label(c.factors, c.participant, order)} | {c.valid} | "
-            f"{_num(c.mean)} | {_num(c.sd)} | {iv} |"
-        )
-    if scores is not None:
-        lines += ["", "## Scores", ""]
-        runs = sum(c.valid_runs for c in scores.cells)
-        superseded = sum(c.superseded_runs for c in scores.cells)
-        split = sum(c.agreement == "split" for c in scores.cells)
-        lines.append(
-            f"{runs} valid runs scored in {len(scores.cells)} cells by "
-            f"{len(scores.cells[0].checks) if scores.cells else 0} checks, each reported on its "
-            f"own (scores.json); {split} cell(s) split; {superseded} run(s) on a superseded "
-            "scenario version excluded."
-        )
-        for g in scores.gates:
-            lines.append(f"- gate {g.name}: {'holds' if g.holds else 'fails'} ({g.detail})")
-    lines += ["", "## Tiers", ""]
+    for r in rows:
+        iv = f"[{r.interval.low:.4f}, {r.interval.high:.4f}]" if r.interval else "n/a"
+        lines.append(f"| {r.key} | {r.label} | {r.n} | {_num(r.mean)} | {_num(r.sd)} | {iv} |")
+    return lines
+
+
+def _scores(scores: Scores) -> list[str]:
+    """How many runs the checks scored, and whether each publish gate holds."""
+    runs = sum(c.valid_runs for c in scores.cells)
+    superseded = sum(c.superseded_runs for c in scores.cells)
+    split = sum(c.agreement == "split" for c in scores.cells)
+    checks = len(scores.cells[0].checks) if scores.cells else 0
+    lines = [
+        "",
+        "## Scores",
+        "",
+        f"{runs} valid runs scored in {len(scores.cells)} cells by {checks} checks, each "
+        f"reported on its own (scores.json); {split} cell(s) split; {superseded} run(s) on a "
+        "superseded scenario version excluded.",
+    ]
+    lines += [
+        f"- gate {g.name}: {'holds' if g.holds else 'fails'} ({g.detail})" for g in scores.gates
+    ]
+    return lines
+
+
+def _tiers(tiers: Tiers) -> list[str]:
+    """Each tier's verdict, its reason and its evidence."""
+    lines = ["", "## Tiers", ""]
     for t in tiers.tiers:
         lines.append(f"- **{t.name}**: {t.verdict}" + (f": {t.reason}" if t.reason else ""))
         lines += [f"  - {item}" for item in t.evidence]
-    lines += ["", "## Not claimed", ""]
+    return lines
+
+
+def _not_claimed(tiers: Tiers, ledger: Ledger) -> list[str]:
+    """What the bundle does not claim: each tier short of pass, anything outside the protocol,
+    fitness to share when it discloses, the losses, and the sources' disagreements."""
+    lines = ["", "## Not claimed", ""]
     lines.append("- Agreement of scores upgrades no tier: each tier stands on its own evidence.")
-    for t in tiers.tiers:
-        if t.verdict != "pass":
-            lines.append(f"- {t.name} equivalence is not claimed ({t.verdict}).")
+    lines += [
+        f"- {t.name} equivalence is not claimed ({t.verdict})."
+        for t in tiers.tiers
+        if t.verdict != "pass"
+    ]
     lines.append("- Nothing about conditions, seeds or episode counts outside this protocol.")
     if any(t.name == "disclosure" and t.verdict == "fail" for t in tiers.tiers):
         lines.append(
@@ -134,18 +150,42 @@ def validation_report(
             f"- {len(ledger.losses)} slot(s) did not end valid and are not in the means "
             "(listed in source-ledger.json); nothing was imputed."
         )
-    for d in ledger.disagreements:
-        lines.append(
-            f"- Source disagreement on {d.topic}: published: {d.published}; "
-            f"source: {d.source}; followed: {d.resolution}."
-        )
     lines += [
-        "",
-        "## Re-check",
-        "",
-        "Offline, with no simulator installed, from a copy of this bundle:",
-        "",
-        "    repro verify BUNDLE_DIR",
-        "",
+        f"- Source disagreement on {d.topic}: published: {d.published}; "
+        f"source: {d.source}; followed: {d.resolution}."
+        for d in ledger.disagreements
+    ]
+    return lines
+
+
+#: The last section: how to re-check the bundle.
+_RECHECK = [
+    "",
+    "## Re-check",
+    "",
+    "Offline, with no simulator installed, from a copy of this bundle:",
+    "",
+    "    repro verify BUNDLE_DIR",
+    "",
+]
+
+
+def validation_report(
+    fp: FrozenProtocol,
+    agg: Aggregates,
+    tiers: Tiers,
+    ledger: Ledger,
+    scores: Scores | None = None,
+) -> str:
+    """What was claimed, what was not, and the one command that re-checks it."""
+    rows = figures(fp, agg, tiers).conditions
+    lines = [
+        *_head(fp, ledger),
+        *_claim(agg, tiers, rows),
+        *_conditions(rows),
+        *(_scores(scores) if scores is not None else []),
+        *_tiers(tiers),
+        *_not_claimed(tiers, ledger),
+        *_RECHECK,
     ]
     return "\n".join(lines)

@@ -5,6 +5,10 @@ it depends on nothing outside itself: the style is inline, there is no script, a
 an inline SVG drawn here (no matplotlib). A Content-Security-Policy of ``default-src 'none'``
 makes a browser refuse any fetch the page might still attempt.
 
+The conditions table and the plot read the figures model (:mod:`repro.derive.figures`), the one
+the PNG of :mod:`repro.present.plot` draws too, so that the page and the PNG show the same
+figures.
+
 Every figure carries machine-readable attributes, so that a program (the tests, or a reviewer's
 script) can read back from the rendered page exactly what it shows:
 
@@ -32,15 +36,12 @@ from __future__ import annotations
 import html
 from collections.abc import Sequence
 
-from attrs import frozen
-
-from repro.derive.report import condition_label
+from repro.derive.figures import FigureRow, Figures, condition_label, figures
 from repro.models import (
     Aggregates,
     CellScore,
     FigureComparison,
     FrozenProtocol,
-    IntervalValue,
     Ledger,
     Scores,
     Tiers,
@@ -192,52 +193,41 @@ def _figures(figures: Sequence[FigureComparison]) -> str:
     return _table(["figure", "published", "observed", "observed, rounded", "at precision"], rows)
 
 
-def _published_halfwidths(fp: FrozenProtocol, agg: Aggregates) -> dict[str, float]:
-    """Each condition's published half-width, where the protocol gives one (matched to its row
-    as :func:`repro.derive.tiers.reproduction` matches it)."""
-    published = fp.protocol.published
-    found: dict[str, float] = {}
-    for pc in published.conditions if published is not None else ():
-        for c in agg.conditions:
-            matches = c.factors == pc.factors and pc.participant in (None, c.participant)
-            if matches and pc.halfwidth is not None:
-                found[c.condition] = pc.halfwidth
-    return found
+def _published_cells(row: FigureRow, names: dict[str, str]) -> str:
+    """A condition's published value and whether the observed one equals it at precision."""
+    equal = "equal" if row.equal_at_precision else "differs"
+    text = equal if row.equal_at_precision else f"differs (observed {row.observed_rounded})"
+    return _figure("td", row.published, str(row.published), "num", field="published", **names) + (
+        _figure("td", row.equal_at_precision, text, equal, field="equal_at_precision", **names)
+    )
 
 
-def _conditions(agg: Aggregates, tiers: Tiers, order: Sequence[str]) -> str:
-    published = {f.figure: f for f in tiers.reproduction.figures}
-    has_published = any(f"{c.condition} mean" in published for c in agg.conditions)
+def _conditions(model: Figures) -> str:
+    has_published = any(r.published is not None for r in model.conditions)
     head = ["id", "condition", "n", "mean", "sd", "low", "high"]
     head += ["published", "agreement"] if has_published else []
     rows = []
-    for c in agg.conditions:
-        names = {"condition": c.condition}
-        iv = c.interval
+    for r in model.conditions:
+        names = {"condition": r.key}
+        iv = r.interval
         row = (
-            f"<tr><td>{_text(c.condition)}</td>"
-            f'<td class="label">{_text(condition_label(c.factors, c.participant, order))}</td>'
-            + _cell(c.valid, "valid", **names)
-            + _cell(c.mean, "mean", **names)
-            + _cell(c.sd, "sd", **names)
+            f"<tr><td>{_text(r.key)}</td>"
+            f'<td class="label">{_text(r.label)}</td>'
+            + _cell(r.n, "valid", **names)
+            + _cell(r.mean, "mean", **names)
+            + _cell(r.sd, "sd", **names)
             + _cell(None if iv is None else iv.low, "low", **names)
             + _cell(None if iv is None else iv.high, "high", **names)
         )
-        f = published.get(f"{c.condition} mean")
-        if f is not None:
-            equal = "equal" if f.equal_at_precision else "differs"
-            text = equal if f.equal_at_precision else f"differs (observed {f.observed_rounded})"
-            row += _figure("td", f.published, str(f.published), "num", field="published", **names)
-            row += _figure(
-                "td", f.equal_at_precision, text, equal, field="equal_at_precision", **names
-            )
+        if r.published is not None:
+            row += _published_cells(r, names)
         elif has_published:
             row += "<td></td><td></td>"
         rows.append(row + "</tr>")
-    level = next((c.interval.level for c in agg.conditions if c.interval), None)
+    level = next((r.interval.level for r in model.conditions if r.interval), None)
     level_text = "" if level is None else f" ({level:.0%} interval)"
     return (
-        f"<section id=conditions><h2>Conditions</h2><p><code>{_text(agg.measure)}</code> by "
+        f"<section id=conditions><h2>Conditions</h2><p><code>{_text(model.measure)}</code> by "
         f"condition{level_text}; n is the number of valid runs.</p>"
         + _table(head, rows)
         + "</section>"
@@ -274,33 +264,25 @@ class _Scale:
         return _PLOT_X + share * _PLOT_WIDTH
 
 
-@frozen
-class _Row:
-    """One row of the plot: a condition or the estimand, observed and published."""
+def _values(row: FigureRow) -> list[float]:
+    """The figures of a row drawn as points: mean, interval bounds, published value."""
+    found = [row.mean, row.published]
+    if row.interval is not None:
+        found += [row.interval.low, row.interval.high]
+    return [v for v in found if v is not None]
 
-    label: str
-    names: dict[str, str]
-    mean_field: str
-    mean: float | None
-    interval: IntervalValue | None
-    published: float | None
-    published_half: float | None
 
-    @property
-    def values(self) -> list[float]:
-        """The figures drawn as points: mean, interval bounds, published value."""
-        found = [self.mean, self.published]
-        if self.interval is not None:
-            found += [self.interval.low, self.interval.high]
-        return [v for v in found if v is not None]
+def _spans(row: FigureRow) -> list[tuple[float, float]]:
+    """What a row's scale must span, as (centre, half-width)."""
+    found = [(v, 0.0) for v in _values(row)]
+    if row.published is not None and row.published_halfwidth is not None:
+        found.append((row.published, row.published_halfwidth))
+    return found
 
-    @property
-    def spans(self) -> list[tuple[float, float]]:
-        """What the row's scale must span, as (centre, half-width)."""
-        found = [(v, 0.0) for v in self.values]
-        if self.published is not None and self.published_half is not None:
-            found.append((self.published, self.published_half))
-        return found
+
+def _names(row: FigureRow) -> dict[str, str]:
+    """The attributes that name a row's figures: its condition, or the estimand's kind."""
+    return {"estimand": row.key} if row.is_estimand else {"condition": row.key}
 
 
 def _cross(x: float, y: float) -> str:
@@ -316,8 +298,8 @@ def _tick(x: float, y: float, field: str, value: float, names: dict[str, str], c
     )
 
 
-def _marks(row: _Row, x: _Scale, y: float) -> list[str]:
-    names, iv, out = row.names, row.interval, []
+def _marks(row: FigureRow, x: _Scale, y: float) -> list[str]:
+    names, iv, out = _names(row), row.interval, []
     if iv is not None:
         yo = y - 6
         out.append(
@@ -327,12 +309,14 @@ def _marks(row: _Row, x: _Scale, y: float) -> list[str]:
         out.append(_tick(x(iv.low), yo, "low", iv.low, names, "obs"))
         out.append(_tick(x(iv.high), yo, "high", iv.high, names, "obs"))
     if row.mean is not None:
+        # aggregates.json calls the estimand's observed figure its value, a condition's its mean.
+        mean_field = "value" if row.is_estimand else "mean"
         out.append(
             f'<circle class="obs" cx="{x(row.mean):.2f}" cy="{y - 6:.2f}" r="4"'
-            f'{_data(field=row.mean_field, **names)} data-value="{_json(row.mean)}"/>'
+            f'{_data(field=mean_field, **names)} data-value="{_json(row.mean)}"/>'
         )
     if row.published is not None:
-        yp, half = y + 7, row.published_half
+        yp, half = y + 7, row.published_halfwidth
         if half is not None:
             out.append(
                 f'<line class="pub" x1="{x(row.published, -half):.2f}" '
@@ -346,11 +330,11 @@ def _marks(row: _Row, x: _Scale, y: float) -> list[str]:
     return out
 
 
-def _plot_row(index: int, row: _Row, scale: _Scale | None) -> str:
-    """The row's label, its axis, its marks on ``scale`` (its own scale if None) and a note of
-    its figures."""
+def _plot_row(index: int, row: FigureRow, scale: _Scale | None) -> str:
+    """The row's label (a condition's ID and label), its axis, its marks on ``scale`` (its own
+    scale if None) and a note of its figures."""
     y = _TOP + index * _ROW + _ROW / 2
-    label = row.label
+    label = row.label if row.is_estimand else f"{row.key} {row.label}"
     short = label if len(label) <= _LABEL_CHARS else label[: _LABEL_CHARS - 1] + "\u2026"
     out = [
         f"<g><title>{_text(label)}</title>",
@@ -358,8 +342,8 @@ def _plot_row(index: int, row: _Row, scale: _Scale | None) -> str:
         f'<line class="axis" x1="{_PLOT_X}" x2="{_PLOT_X + _PLOT_WIDTH}" '
         f'y1="{y:.2f}" y2="{y:.2f}"/>',
     ]
-    if row.spans:
-        out += _marks(row, scale or _Scale(row.spans), y)
+    if _spans(row):
+        out += _marks(row, scale or _Scale(_spans(row)), y)
     if row.mean is None:
         note = "observed mean n/a (fewer than two valid runs)"
     else:
@@ -368,71 +352,55 @@ def _plot_row(index: int, row: _Row, scale: _Scale | None) -> str:
             note += f" [{_num(row.interval.low)}, {_num(row.interval.high)}]"
     if row.published is not None:
         note += f"; published {row.published}"
-        if row.published_half is not None:
-            note += f" \u00b1 {row.published_half}"
+        if row.published_halfwidth is not None:
+            note += f" \u00b1 {row.published_halfwidth}"
     out.append(f'<text class="note" x="{_NOTE_X}" y="{y + 4:.2f}">{_text(note)}</text></g>')
     return "".join(out)
 
 
-def _shared_scale(rows: Sequence[_Row]) -> _Scale | None:
+def _shared_scale(rows: Sequence[FigureRow]) -> _Scale | None:
     """One scale for every condition, when it leaves the widest of them a visible share of the
     axis; None when each row is better on its own."""
-    spans = [s for row in rows for s in row.spans]
+    spans = [s for row in rows for s in _spans(row)]
     if not spans:
         return None
     whole = _Scale(spans)
-    widest = max(_Scale(row.spans).extent for row in rows if row.spans)
+    widest = max(_Scale(_spans(row)).extent for row in rows if _spans(row))
     return whole if widest >= whole.extent * _SHARED_MIN_SHARE else None
 
 
-def _plot(fp: FrozenProtocol, agg: Aggregates, tiers: Tiers, order: Sequence[str]) -> str:
-    figures = {f.figure: f for f in tiers.reproduction.figures}
-    halves = _published_halfwidths(fp, agg)
-    rows = []
-    for c in agg.conditions:
-        f = figures.get(f"{c.condition} mean")
-        label = f"{c.condition} {condition_label(c.factors, c.participant, order)}"
-        published = None if f is None else f.published
-        half = halves.get(c.condition) if f is not None else None
-        rows.append(
-            _Row(label, {"condition": c.condition}, "mean", c.mean, c.interval, published, half)
-        )
+def _scale_note(rows: Sequence[FigureRow], shared: _Scale | None) -> str:
+    """Whether the conditions share one scale and, if so, where their lowest and highest
+    figures stand on it."""
+    if shared is None:
+        return '<text x="12" y="20">each row on its own scale</text>'
+    values = [v for row in rows for v in _values(row)]
+    low, high = min(values), max(values)
+    y = _TOP + _ROW * len(rows)
+    return (
+        '<text x="12" y="20">conditions on one scale; the estimand on its own</text>'
+        f'<line class="axis" x1="{shared(low):.2f}" x2="{shared(low):.2f}" y1="{_TOP}" '
+        f'y2="{y}"/><line class="axis" x1="{shared(high):.2f}" x2="{shared(high):.2f}" '
+        f'y1="{_TOP}" y2="{y}"/>'
+        f'<text class="note" x="{shared(low):.2f}" y="{_TOP - 2}" text-anchor="middle">'
+        f"{_text(_num(low))}</text>"
+        f'<text class="note" x="{shared(high):.2f}" y="{_TOP - 2}" text-anchor="middle">'
+        f"{_text(_num(high))}</text>"
+    )
+
+
+def _plot(model: Figures) -> str:
+    """The plot of the figures model, the one the PNG draws (:mod:`repro.present.plot`): a row
+    per condition, on one scale when they are comparable, and the estimand's row."""
+    rows = model.conditions
     shared = _shared_scale(rows)
     drawn = [_plot_row(i, row, shared) for i, row in enumerate(rows)]
-    e = agg.estimand
-    total, spread = figures.get("estimand value"), figures.get("estimand half-width")
-    estimand = _Row(
-        e.kind,
-        {"estimand": e.kind},
-        "value",
-        e.value,
-        e.interval,
-        None if total is None else total.published,
-        None if spread is None else spread.published,
-    )
     # The estimand (a sum, perhaps) is no condition's peer: always on its own scale.
-    drawn.append(_plot_row(len(rows), estimand, None))
+    drawn.append(_plot_row(len(rows), model.estimand, None))
     height = _TOP + _ROW * len(drawn) + 8
-    if shared is None:
-        scale_note = '<text x="12" y="20">each row on its own scale</text>'
-    else:
-        values = [v for row in rows for v in row.values]
-        low, high = min(values), max(values)
-        y = _TOP + _ROW * len(rows)
-        scale_note = (
-            '<text x="12" y="20">conditions on one scale; the estimand on its own</text>'
-            f'<line class="axis" x1="{shared(low):.2f}" x2="{shared(low):.2f}" y1="{_TOP}" '
-            f'y2="{y}"/><line class="axis" x1="{shared(high):.2f}" x2="{shared(high):.2f}" '
-            f'y1="{_TOP}" y2="{y}"/>'
-            f'<text class="note" x="{shared(low):.2f}" y="{_TOP - 2}" text-anchor="middle">'
-            f"{_text(_num(low))}</text>"
-            f'<text class="note" x="{shared(high):.2f}" y="{_TOP - 2}" text-anchor="middle">'
-            f"{_text(_num(high))}</text>"
-        )
-    level = e.interval.level if e.interval is not None else 0.95
     legend = (
         f'<circle class="obs" cx="{_PLOT_X}" cy="16" r="4"/>'
-        f'<text x="{_PLOT_X + 10}" y="20">observed mean, {level:.0%} interval</text>'
+        f'<text x="{_PLOT_X + 10}" y="20">observed mean, {model.level:.0%} interval</text>'
         f'<path class="pub" d="{_cross(_NOTE_X, 16)}"/>'
         f'<text x="{_NOTE_X + 10}" y="20">published value (and interval, where published)</text>'
     )
@@ -440,9 +408,9 @@ def _plot(fp: FrozenProtocol, agg: Aggregates, tiers: Tiers, order: Sequence[str
         "<section id=plot><h2>Plot</h2>"
         f'<svg viewBox="0 0 {_WIDTH} {height}" '
         f'width="{_WIDTH}" height="{height}" role="img" '
-        f'aria-label="{_text(agg.measure)}: observed and published figures by condition">'
+        f'aria-label="{_text(model.measure)}: observed and published figures by condition">'
         + legend
-        + scale_note
+        + _scale_note(rows, shared)
         + "".join(drawn)
         + "</svg></section>"
     )
@@ -574,6 +542,7 @@ def render(
     digest of its tag manifest) when known."""
     p = fp.protocol
     order = [f.name for f in p.matrix]
+    model = figures(fp, agg, tiers)
     identity = (
         ""
         if bundle_sha256 is None
@@ -586,8 +555,8 @@ def render(
         f"<code>{_text(ledger.adapter.name)}</code> {_text(ledger.adapter.version)}.</p>",
         identity,
         _claim(agg, tiers, ledger),
-        _conditions(agg, tiers, order),
-        _plot(fp, agg, tiers, order),
+        _conditions(model),
+        _plot(model),
         _scores(scores, order) if scores is not None else "",
         _tiers(tiers),
         _losses(ledger),

@@ -14,6 +14,7 @@ from typing import Any
 
 from attrs import frozen
 
+from repro.derive.figures import Figures, figures
 from repro.errors import NotVerified
 from repro.json.serde import unstructure
 from repro.models import Aggregates, FrozenProtocol, Ledger, Scores, Tiers
@@ -46,6 +47,11 @@ class Shown:
             "tiers": unstructure(self.tiers),
             "scores": None if self.scores is None else unstructure(self.scores),
         }
+
+    def figures(self) -> Figures:
+        """The figures model (:mod:`repro.derive.figures`) of these files: what the terminal's
+        table, the PNG and the HTML page show."""
+        return figures(self.protocol, self.aggregates, self.tiers)
 
     def html(self) -> str:
         """``repro show --html``: the page :func:`repro.present.html.render` makes of these

@@ -1,0 +1,79 @@
+"""``repro show`` without options: the tables a verified bundle's figures make in a terminal.
+
+The conditions table reads the figures model (:mod:`repro.derive.figures`), as the PNG, the
+HTML page and the validation report do."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+from repro.derive.figures import FigureRow, Figures
+from repro.models import Tiers
+
+__all__ = ["print_tables"]
+
+
+def _conditions(model: Figures) -> Table:
+    """A row per condition: n, mean, interval, and the published value where any was."""
+    # Any published figure, the estimand's alone too, makes the published columns.
+    has_published = any(r.published is not None for r in model.rows)
+    table = Table(title=f"{model.measure} by condition")
+    columns = ["id", "condition", "n", "mean", "95% interval"]
+    columns += ["published", "at precision"] if has_published else []
+    for column in columns:
+        table.add_column(
+            column,
+            justify="right" if column in ("n", "mean", "published") else "left",
+            no_wrap=column != "condition",
+            overflow="fold",
+        )
+    for r in model.conditions:
+        table.add_row(*_condition_cells(r, has_published))
+    return table
+
+
+def _condition_cells(r: FigureRow, has_published: bool) -> list[str]:
+    """The cells of one condition's row."""
+    cells = [
+        r.key,
+        r.label,
+        str(r.n),
+        "n/a" if r.mean is None else f"{r.mean:.4f}",
+        "n/a" if r.interval is None else f"[{r.interval.low:.4f}, {r.interval.high:.4f}]",
+    ]
+    if has_published:
+        agreement = "equal" if r.equal_at_precision else f"differs ({r.observed_rounded})"
+        cells += [
+            "" if r.published is None else str(r.published),
+            "" if r.published is None else agreement,
+        ]
+    return cells
+
+
+def _tiers(tiers: Tiers) -> Table:
+    """Each tier's verdict and reason."""
+    table = Table(title="tiers")
+    table.add_column("tier")
+    table.add_column("verdict")
+    table.add_column("reason")
+    for t in tiers.tiers:
+        table.add_row(t.name, t.verdict, t.reason or "")
+    return table
+
+
+def print_tables(model: Figures, tiers: Tiers, out: Console | None = None) -> None:
+    """Print the conditions, the estimand, the reproduction class and the tiers on ``out``
+    (stdout by default)."""
+    out = out or Console()
+    out.print(_conditions(model))
+    e = model.estimand
+    if e.mean is not None and e.interval is not None:
+        out.print(
+            f"{e.key}: {e.mean:.4f} ± {e.interval.halfwidth:.4f} "
+            f"({e.interval.method}, {e.interval.level:.0%})",
+            highlight=False,
+        )
+    rep = tiers.reproduction
+    out.print(f"reproduction: [bold]{rep.verdict}[/bold] ({rep.reason})", highlight=False)
+    out.print(_tiers(tiers))
