@@ -45,11 +45,12 @@ FULL = "cage2-ccs-sleeper.json"
 
 
 def tree(ref: str | None, into: Path) -> Path:
-    """The ``src`` directory of repro at commit ``ref`` (the working tree for None)."""
+    """The ``src`` directory of repro at commit ``ref`` (the working tree for None), extracted
+    with the ``schemas`` beside it, where a source tree's repro reads them."""
     if ref is None:
         return ROOT / "src"
     archive = subprocess.run(
-        ["git", "-C", str(ROOT), "archive", "--format=tar", ref, "src"],
+        ["git", "-C", str(ROOT), "archive", "--format=tar", ref, "src", "schemas"],
         check=True,
         capture_output=True,
     ).stdout
