@@ -1,0 +1,378 @@
+"""The protocol as authored (:class:`Protocol`) and frozen into a bundle (:class:`FrozenProtocol`),
+with every object type it holds."""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Literal
+
+from attrs import field, frozen
+from attrs.validators import optional
+
+from repro.models.constraints import (
+    OMIT_IF_DEFAULT,
+    FieldError,
+    _finite,
+    _fraction,
+    _ident,
+    _non_empty,
+    _one_line,
+    _positive,
+    _probability,
+    _seed,
+    _sha256,
+    _spdx,
+)
+
+__all__ = [
+    "DEFAULT_OPEN_TIMEOUT_SECONDS",
+    "MAX_RESAMPLES",
+    "AdapterSpec",
+    "BreadthGate",
+    "Check",
+    "Citation",
+    "ControlFloorGate",
+    "Criteria",
+    "Disagreement",
+    "Exclusion",
+    "Factor",
+    "FrozenProtocol",
+    "Gates",
+    "Interval",
+    "Level",
+    "Measure",
+    "Participant",
+    "Protocol",
+    "Published",
+    "PublishedCondition",
+    "PublishedEstimand",
+    "Retry",
+    "Rule",
+    "Scenario",
+    "Scoring",
+    "Seeding",
+    "Taxonomy",
+]
+
+Level = str | int
+"""A factor level: a name or a whole number."""
+
+#: A bootstrap holds resamples x runs values at once; ten times the default is plenty.
+MAX_RESAMPLES = 100_000
+
+
+@frozen
+class AdapterSpec:
+    """Which adapter runs the study, and its adapter-specific options."""
+
+    name: str = field(validator=_ident)
+    options: dict[str, Any] = field(factory=dict)
+
+
+@frozen
+class Factor:
+    """One dimension of the condition matrix; the first factor declared is the outermost loop."""
+
+    name: str = field(validator=_ident)
+    levels: tuple[Level, ...] = field(validator=_non_empty)
+
+
+@frozen
+class Participant:
+    """An agent or policy under evaluation; ``kind`` and ``params`` are the adapter's to check."""
+
+    id: str = field(validator=_ident)
+    kind: str = field(validator=_ident)
+    params: dict[str, Any] = field(factory=dict)
+
+
+@frozen
+class Seeding:
+    """``stream``: one seed set once, every run consumes the stream in sealed order.
+    ``per-run``: each slot's seed is derived from ``seed`` and the slot ID."""
+
+    mode: Literal["stream", "per-run"]
+    seed: int = field(validator=_seed)
+    statement: str | None = None
+
+
+@frozen
+class Measure:
+    """What one run yields. ``episode_return`` is the exact sum of the run's step rewards;
+    ``outcome_value`` is the number the run's outcome object holds at ``key`` (the length of the
+    array, if it holds an array): for adapters whose runs end in an outcome object."""
+
+    name: Literal["episode_return", "outcome_value"]
+    description: str
+    minimum: float | None = field(default=None, validator=optional(_finite))
+    maximum: float | None = field(default=None, validator=optional(_finite))
+    key: str | None = field(default=None, metadata=OMIT_IF_DEFAULT)
+
+
+@frozen
+class Interval:
+    """How intervals are computed: normal approximation, Student t, or a seeded bootstrap."""
+
+    method: Literal["normal", "t", "bootstrap"]
+    level: float = field(default=0.95, validator=_probability)
+    resamples: int = field(default=9999)
+    seed: int = field(default=0, validator=_seed)
+
+    @resamples.validator
+    def _check_resamples(self, _: Any, value: int) -> None:
+        if not 1 <= value <= MAX_RESAMPLES:
+            raise FieldError(
+                "resamples", f"resamples must be between 1 and {MAX_RESAMPLES}, not {value}"
+            )
+
+
+#: How long starting a worker process and opening a condition's session may take, when the
+#: protocol does not say (``retry.open_timeout_seconds``): generous, since it includes starting
+#: an interpreter and importing the simulator on a busy machine, and never charged to a run.
+DEFAULT_OPEN_TIMEOUT_SECONDS = 300.0
+
+
+def _timeout_range(name: str, value: float | None) -> None:
+    if value is not None and not (math.isfinite(value) and 0 < value <= 604800):
+        raise FieldError(name, f"{name} must be above 0 and at most 604800 (a week)")
+
+
+@frozen
+class Retry:
+    """How attempts are made: at most ``max_attempts`` per slot before it is recorded failed,
+    each run stopped and recorded failed (cause ``timeout``) after ``timeout_seconds`` if given.
+
+    ``timeout_seconds`` bounds one run's work only. Starting a worker process and opening the
+    condition's session have their own bound, ``open_timeout_seconds`` (300 s when null), which
+    is never charged to a run; a session open that outlasts it fails the attempt with cause
+    ``session-open-failed:timeout``, and so every later attempt of the condition."""
+
+    max_attempts: int = field(default=1)
+    timeout_seconds: float | None = field(default=None)
+    open_timeout_seconds: float | None = field(default=None, metadata=OMIT_IF_DEFAULT)
+
+    @property
+    def open_bound(self) -> float:
+        """The bound on starting a worker and opening a session, in seconds."""
+        given = self.open_timeout_seconds
+        return DEFAULT_OPEN_TIMEOUT_SECONDS if given is None else given
+
+    @max_attempts.validator
+    def _check(self, _: Any, value: int) -> None:
+        if not 1 <= value <= 100:
+            raise FieldError("max_attempts", "max_attempts must be between 1 and 100")
+
+    @timeout_seconds.validator
+    def _check_timeout(self, _: Any, value: float | None) -> None:
+        _timeout_range("timeout_seconds", value)
+
+    @open_timeout_seconds.validator
+    def _check_open_timeout(self, _: Any, value: float | None) -> None:
+        _timeout_range("open_timeout_seconds", value)
+
+
+@frozen
+class Exclusion:
+    """A slot excluded before sealing, with the reason that is reported."""
+
+    slot: str
+    reason: str
+
+
+@frozen
+class Citation:
+    """Where published figures come from."""
+
+    title: str
+    url: str
+    locator: str | None = None
+    commit: str | None = None
+
+
+@frozen
+class PublishedCondition:
+    """A published per-condition mean, named by its factor levels (and participant if several)."""
+
+    factors: dict[str, Level]
+    mean: float = field(validator=_finite)
+    participant: str | None = None
+    halfwidth: float | None = field(default=None, validator=optional(_finite))
+
+
+@frozen
+class PublishedEstimand:
+    """The published value of the primary estimand, with its interval half-width if given."""
+
+    value: float = field(validator=_finite)
+    halfwidth: float | None = field(default=None, validator=optional(_finite))
+
+
+@frozen
+class Published:
+    """Figures to compare with, at the precision they were published."""
+
+    citation: Citation
+    decimals: int = field()
+    level: float = field(default=0.95, validator=_probability)
+    conditions: tuple[PublishedCondition, ...] = ()
+    estimand: PublishedEstimand | None = None
+
+    @decimals.validator
+    def _check(self, _: Any, value: int) -> None:
+        if not 0 <= value <= 12:
+            raise FieldError("decimals", "decimals must be between 0 and 12")
+
+
+@frozen
+class Criteria:
+    """The reproduction criteria, named so that a bundle records which rule classified it."""
+
+    exact: Literal["all-published-figures-at-published-precision"] = (
+        "all-published-figures-at-published-precision"
+    )
+    bounded: Literal["mutual-interval-containment"] = "mutual-interval-containment"
+
+
+@frozen
+class Disagreement:
+    """A known disagreement between sources, recorded rather than hidden."""
+
+    topic: str
+    published: str
+    source: str
+    resolution: str
+
+
+@frozen
+class Scenario:
+    """A scenario a run is made on: ``input`` goes to the harness in the run spec, ``expect`` is
+    what the scorers compare the outcome with. ``version`` is the scenario's current version: a
+    run whose outcome reports another one is superseded, recorded ``excluded`` and never counted.
+    ``stratum`` tells holdout scenarios (reported apart) from training ones."""
+
+    id: str = field(validator=_ident)
+    version: int = field(validator=_positive)
+    stratum: Literal["training", "holdout"] = "training"
+    input: dict[str, Any] = field(factory=dict)
+    expect: dict[str, Any] = field(factory=dict)
+
+
+@frozen
+class Check:
+    """One deterministic check of a run's outcome against its scenario's ``expect[expect]``:
+
+    - ``concept-coverage``: every expected concept (a string) has at least half of its
+      ``[a-z0-9]+`` tokens among the tokens of the outcome's text at ``keys``;
+    - ``includes-all``: every expected item is in the outcome's array at ``key``;
+    - ``at-least``: the outcome's number at ``key`` (an array's length) is at least the
+      expected number;
+    - ``equals``: the outcome's value at ``key`` equals the expected value.
+    """
+
+    name: str = field(validator=_ident)
+    kind: Literal["concept-coverage", "includes-all", "at-least", "equals"]
+    expect: str
+    key: str | None = None
+    keys: tuple[str, ...] = ()
+
+
+@frozen
+class Rule:
+    """One row of a taxonomy's rule table: ``category`` when every named check has the given
+    result and every named outcome key holds the given value (no conditions: always)."""
+
+    category: str
+    checks: dict[str, bool] = field(factory=dict)
+    values: dict[str, Any] = field(factory=dict)
+
+
+@frozen
+class Taxonomy:
+    """Maps each run to one of ``categories``: the first rule that matches wins; the last rule
+    must have no conditions, so that every run gets a category."""
+
+    name: str = field(validator=_ident)
+    categories: tuple[str, ...] = field(validator=_non_empty)
+    rules: tuple[Rule, ...] = field(validator=_non_empty)
+
+
+@frozen
+class Scoring:
+    """How runs are scored: ``checks`` reported one by one, never collapsed into one number,
+    and an optional ``taxonomy``. ``scenario_factor`` names the matrix factor whose levels are
+    scenario IDs."""
+
+    checks: tuple[Check, ...] = field(validator=_non_empty)
+    taxonomy: Taxonomy | None = None
+    scenario_factor: str = "scenario"
+
+
+@frozen
+class BreadthGate:
+    """Publish only with between ``minimum`` and ``maximum`` scenarios, at least
+    ``holdout_fraction`` of them holdout."""
+
+    minimum: int = field(validator=_positive)
+    maximum: int = field(validator=_positive)
+    holdout_fraction: float = field(default=0.0, validator=_fraction)
+
+
+@frozen
+class ControlFloorGate:
+    """Publish only if, in every scenario, the runs of the control level ``control`` of factor
+    ``factor`` fail check ``check`` in at least ``fraction`` of their valid runs: a scenario
+    whose control does not show the failure measured proves nothing."""
+
+    factor: str
+    control: Level
+    check: str
+    fraction: float = field(validator=_fraction)
+
+
+@frozen
+class Gates:
+    """What ``repro publish`` requires before it writes a results table. ``versions``: no run
+    of a superseded scenario version counted; ``completeness``: every admitted slot ended valid
+    or excluded (failures are grouped by cause)."""
+
+    breadth: BreadthGate | None = None
+    control_floor: ControlFloorGate | None = None
+    versions: bool = True
+    completeness: bool = True
+
+
+@frozen
+class Protocol:
+    """An experiment protocol as authored: everything that shapes the results."""
+
+    schema: Literal["repro.protocol/1"]
+    id: str = field(validator=_ident)
+    title: str = field(validator=_one_line)
+    adapter: AdapterSpec
+    matrix: tuple[Factor, ...] = field(validator=_non_empty)
+    participants: tuple[Participant, ...] = field(validator=_non_empty)
+    runs_per_condition: int = field(validator=_positive)
+    seeding: Seeding
+    measure: Measure
+    estimand: Literal["sum-of-condition-means", "mean-of-condition-means"]
+    interval: Interval
+    retry: Retry = Retry()
+    exclusions: tuple[Exclusion, ...] = ()
+    published: Published | None = None
+    criteria: Criteria = Criteria()
+    disagreements: tuple[Disagreement, ...] = ()
+    description: str = ""
+    license: str | None = field(default=None, validator=optional(_spdx), metadata=OMIT_IF_DEFAULT)
+    scenarios: tuple[Scenario, ...] = field(default=(), metadata=OMIT_IF_DEFAULT)
+    scoring: Scoring | None = field(default=None, metadata=OMIT_IF_DEFAULT)
+    gates: Gates | None = field(default=None, metadata=OMIT_IF_DEFAULT)
+
+
+@frozen
+class FrozenProtocol:
+    """protocol.json: the protocol with defaults made explicit, and the sha256 of its canonical
+    bytes."""
+
+    schema: Literal["repro.frozen-protocol/1"]
+    sha256: str = field(validator=_sha256)
+    protocol: Protocol
