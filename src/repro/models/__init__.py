@@ -14,9 +14,11 @@ from __future__ import annotations
 
 from repro.models.constraints import OMIT_IF_DEFAULT, FieldError
 from repro.models.derived import (
+    LOSS_OUTCOMES,
     TIER_NAMES,
     AdapterFacts,
     Aggregates,
+    Agreement,
     CellScore,
     CheckResult,
     CheckSummary,
@@ -27,14 +29,16 @@ from repro.models.derived import (
     IntervalValue,
     Ledger,
     Loss,
+    LossOutcome,
     Reproduction,
     RunScore,
     Scores,
     Source,
     Tier,
+    TierName,
     Tiers,
 )
-from repro.models.environment import Environment
+from repro.models.environment import BackendName, Environment
 from repro.models.plan import Condition, Partition, PartitionRef, PlanEntry, Seal
 from repro.models.protocol import (
     DEFAULT_OPEN_TIMEOUT_SECONDS,
@@ -46,11 +50,13 @@ from repro.models.protocol import (
     ControlFloorGate,
     Criteria,
     Disagreement,
+    Estimand,
     Exclusion,
     Factor,
     FrozenProtocol,
     Gates,
     Interval,
+    IntervalMethod,
     Level,
     Measure,
     Participant,
@@ -63,6 +69,8 @@ from repro.models.protocol import (
     Scenario,
     Scoring,
     Seeding,
+    SeedingMode,
+    Stratum,
     Taxonomy,
 )
 from repro.models.run import (
@@ -75,10 +83,12 @@ from repro.models.run import (
     GeneratorState,
     HarnessFacts,
     RunRecord,
+    RunStatus,
 )
 
 __all__ = [
     "DEFAULT_OPEN_TIMEOUT_SECONDS",
+    "LOSS_OUTCOMES",
     "MAX_LOST_OPENS",
     "MAX_OUTCOME_BYTES",
     "MAX_RECORD_VALUES",
@@ -89,7 +99,9 @@ __all__ = [
     "AdapterFacts",
     "AdapterSpec",
     "Aggregates",
+    "Agreement",
     "AttemptTimes",
+    "BackendName",
     "BreadthGate",
     "CellScore",
     "Check",
@@ -103,6 +115,7 @@ __all__ = [
     "Criteria",
     "Disagreement",
     "Environment",
+    "Estimand",
     "EstimandValue",
     "Exclusion",
     "Factor",
@@ -114,10 +127,12 @@ __all__ = [
     "GeneratorState",
     "HarnessFacts",
     "Interval",
+    "IntervalMethod",
     "IntervalValue",
     "Ledger",
     "Level",
     "Loss",
+    "LossOutcome",
     "Measure",
     "Participant",
     "Partition",
@@ -132,13 +147,17 @@ __all__ = [
     "Rule",
     "RunRecord",
     "RunScore",
+    "RunStatus",
     "Scenario",
     "Scores",
     "Scoring",
     "Seal",
     "Seeding",
+    "SeedingMode",
     "Source",
+    "Stratum",
     "Taxonomy",
     "Tier",
+    "TierName",
     "Tiers",
 ]

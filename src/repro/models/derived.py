@@ -4,18 +4,20 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from attrs import field, frozen
 from attrs.validators import optional
 
 from repro.models.constraints import _sha256
-from repro.models.protocol import Citation, Disagreement, Level
+from repro.models.protocol import Citation, Disagreement, Estimand, IntervalMethod, Level, Stratum
 
 __all__ = [
+    "LOSS_OUTCOMES",
     "TIER_NAMES",
     "AdapterFacts",
     "Aggregates",
+    "Agreement",
     "CellScore",
     "CheckResult",
     "CheckSummary",
@@ -26,11 +28,13 @@ __all__ = [
     "IntervalValue",
     "Ledger",
     "Loss",
+    "LossOutcome",
     "Reproduction",
     "RunScore",
     "Scores",
     "Source",
     "Tier",
+    "TierName",
     "Tiers",
 ]
 
@@ -39,7 +43,7 @@ __all__ = [
 class IntervalValue:
     """A two-sided interval at ``level``."""
 
-    method: Literal["normal", "t", "bootstrap"]
+    method: IntervalMethod
     level: float
     low: float
     high: float
@@ -66,7 +70,7 @@ class ConditionAggregate:
 class EstimandValue:
     """The primary estimand across conditions, with its standard error and interval."""
 
-    kind: Literal["sum-of-condition-means", "mean-of-condition-means"]
+    kind: Estimand
     value: float | None
     se: float | None
     interval: IntervalValue | None
@@ -83,28 +87,24 @@ class Aggregates:
     estimand: EstimandValue
 
 
-TIER_NAMES = (
+TierName = Literal[
     "authored-source",
     "contract",
     "execution-control",
     "state-observation",
     "outcome-evaluation",
     "disclosure",
-)
+]
+"""The six equivalence tiers, by name."""
+#: The tiers' names in the order tiers.json lists them.
+TIER_NAMES: tuple[TierName, ...] = get_args(TierName)
 
 
 @frozen
 class Tier:
     """One equivalence tier's verdict, the evidence it cites and the reason for any weakening."""
 
-    name: Literal[
-        "authored-source",
-        "contract",
-        "execution-control",
-        "state-observation",
-        "outcome-evaluation",
-        "disclosure",
-    ]
+    name: TierName
     verdict: Literal["pass", "fail", "weakened"]
     evidence: tuple[str, ...]
     reason: str | None
@@ -176,6 +176,10 @@ class CheckSummary:
     unanimous: bool
 
 
+Agreement = Literal["unanimous", "split", "none"]
+"""Whether a cell's valid runs agree in every check and category (:class:`CellScore`)."""
+
+
 @frozen
 class CellScore:
     """One cell (condition) of a scored study. ``agreement``: unanimous when every valid run
@@ -185,12 +189,12 @@ class CellScore:
     condition: str
     factors: dict[str, Level]
     participant: str
-    stratum: Literal["training", "holdout"]
+    stratum: Stratum
     valid_runs: int
     superseded_runs: int
     checks: tuple[CheckSummary, ...]
     categories: dict[str, int]
-    agreement: Literal["unanimous", "split", "none"]
+    agreement: Agreement
     median_measure: float | None
     note: str | None
 
@@ -242,12 +246,18 @@ class AdapterFacts:
     measure_inputs: Literal["step-rewards", "reported"]
 
 
+LossOutcome = Literal["failed", "excluded"]
+"""How a slot that did not end valid ended (:class:`Loss`)."""
+#: The outcomes of a loss, in the order they are reported.
+LOSS_OUTCOMES: tuple[LossOutcome, ...] = get_args(LossOutcome)
+
+
 @frozen
 class Loss:
     """A slot that did not end valid."""
 
     slot: str
-    outcome: Literal["failed", "excluded"]
+    outcome: LossOutcome
     cause: str
     attempts: int
 

@@ -8,7 +8,10 @@ from attrs import field, frozen
 
 from repro.models.constraints import OMIT_IF_DEFAULT, _utc_seconds
 
-__all__ = ["Environment"]
+__all__ = ["BackendName", "Environment"]
+
+BackendName = Literal["local", "dask"]
+"""Where a study's partitions ran: on local worker processes, or on a Dask cluster."""
 
 
 @frozen
@@ -28,5 +31,5 @@ class Environment:
     wall_seconds: float
     #: How the partitions ran: on local worker processes, or on a Dask cluster; and how many
     #: workers there were (for a cluster, when the study began).
-    backend: Literal["local", "dask"] | None = field(default=None, metadata=OMIT_IF_DEFAULT)
+    backend: BackendName | None = field(default=None, metadata=OMIT_IF_DEFAULT)
     workers: int | None = field(default=None, metadata=OMIT_IF_DEFAULT)

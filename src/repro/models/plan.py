@@ -8,7 +8,7 @@ from typing import Literal
 from attrs import field, frozen
 
 from repro.models.constraints import _sha256
-from repro.models.protocol import Level
+from repro.models.protocol import Level, SeedingMode
 
 __all__ = ["Condition", "Partition", "PartitionRef", "PlanEntry", "Seal"]
 
@@ -62,6 +62,6 @@ class Seal:
     schema: Literal["repro.seal/1"]
     protocol_sha256: str = field(validator=_sha256)
     sources_sha256: str = field(validator=_sha256)
-    seeding: Literal["stream", "per-run"]
+    seeding: SeedingMode
     conditions: tuple[Condition, ...]
     partitions: tuple[PartitionRef, ...]

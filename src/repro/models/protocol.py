@@ -34,11 +34,13 @@ __all__ = [
     "ControlFloorGate",
     "Criteria",
     "Disagreement",
+    "Estimand",
     "Exclusion",
     "Factor",
     "FrozenProtocol",
     "Gates",
     "Interval",
+    "IntervalMethod",
     "Level",
     "Measure",
     "Participant",
@@ -51,11 +53,22 @@ __all__ = [
     "Scenario",
     "Scoring",
     "Seeding",
+    "SeedingMode",
+    "Stratum",
     "Taxonomy",
 ]
 
 Level = str | int
 """A factor level: a name or a whole number."""
+
+SeedingMode = Literal["stream", "per-run"]
+"""How runs are seeded (:class:`Seeding`); the seal records it too."""
+IntervalMethod = Literal["normal", "t", "bootstrap"]
+"""How intervals are computed (:class:`Interval`); each computed interval says which."""
+Estimand = Literal["sum-of-condition-means", "mean-of-condition-means"]
+"""The primary estimand across conditions, as declared and as computed."""
+Stratum = Literal["training", "holdout"]
+"""A scenario's stratum, and so of the cells made on it."""
 
 #: A bootstrap holds resamples x runs values at once; ten times the default is plenty.
 MAX_RESAMPLES = 100_000
@@ -91,7 +104,7 @@ class Seeding:
     """``stream``: one seed set once, every run consumes the stream in sealed order.
     ``per-run``: each slot's seed is derived from ``seed`` and the slot ID."""
 
-    mode: Literal["stream", "per-run"]
+    mode: SeedingMode
     seed: int = field(validator=_seed)
     statement: str | None = None
 
@@ -113,7 +126,7 @@ class Measure:
 class Interval:
     """How intervals are computed: normal approximation, Student t, or a seeded bootstrap."""
 
-    method: Literal["normal", "t", "bootstrap"]
+    method: IntervalMethod
     level: float = field(default=0.95, validator=_probability)
     resamples: int = field(default=9999)
     seed: int = field(default=0, validator=_seed)
@@ -252,7 +265,7 @@ class Scenario:
 
     id: str = field(validator=_ident)
     version: int = field(validator=_positive)
-    stratum: Literal["training", "holdout"] = "training"
+    stratum: Stratum = "training"
     input: dict[str, Any] = field(factory=dict)
     expect: dict[str, Any] = field(factory=dict)
 
@@ -354,7 +367,7 @@ class Protocol:
     runs_per_condition: int = field(validator=_positive)
     seeding: Seeding
     measure: Measure
-    estimand: Literal["sum-of-condition-means", "mean-of-condition-means"]
+    estimand: Estimand
     interval: Interval
     retry: Retry = Retry()
     exclusions: tuple[Exclusion, ...] = ()

@@ -22,7 +22,11 @@ __all__ = [
     "GeneratorState",
     "HarnessFacts",
     "RunRecord",
+    "RunStatus",
 ]
+
+RunStatus = Literal["valid", "invalid", "failed", "excluded"]
+"""What became of an attempt (:class:`RunRecord`)."""
 
 #: Step rewards one run record may hold at most (as many as the longest episode a protocol
 #: may ask for), and bytes of its outcome object at most (as canonical JSON): a study refuses
@@ -62,7 +66,7 @@ class RunRecord:
     condition: str
     attempt: int
     predecessor: str | None
-    status: Literal["valid", "invalid", "failed", "excluded"]
+    status: RunStatus
     cause: str | None
     measure: float | None
     steps: int | None
