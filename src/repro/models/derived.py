@@ -9,7 +9,7 @@ from typing import Any, Literal, get_args
 from attrs import field, frozen
 from attrs.validators import optional
 
-from repro.models.constraints import _sha256
+from repro.models.constraints import SHA256
 from repro.models.protocol import Citation, Disagreement, Estimand, IntervalMethod, Level, Stratum
 
 __all__ = [
@@ -230,7 +230,7 @@ class Source:
     kind: Literal["file", "directory", "package"]
     role: str
     name: str
-    sha256: str | None = field(default=None, validator=optional(_sha256))
+    sha256: str | None = field(default=None, validator=optional(SHA256))
     size: int | None = None
     version: str | None = None
 

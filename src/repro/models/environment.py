@@ -6,7 +6,7 @@ from typing import Literal
 
 from attrs import field, frozen
 
-from repro.models.constraints import OMIT_IF_DEFAULT, _utc_seconds
+from repro.models.constraints import OMIT_IF_DEFAULT, UTC_SECONDS
 
 __all__ = ["BackendName", "Environment"]
 
@@ -26,8 +26,8 @@ class Environment:
     platform: str
     machine: str
     packages: dict[str, str]
-    started_utc: str = field(validator=_utc_seconds)
-    finished_utc: str = field(validator=_utc_seconds)
+    started_utc: str = field(validator=UTC_SECONDS)
+    finished_utc: str = field(validator=UTC_SECONDS)
     wall_seconds: float
     #: How the partitions ran: on local worker processes, or on a Dask cluster; and how many
     #: workers there were (for a cluster, when the study began).

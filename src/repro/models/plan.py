@@ -7,7 +7,7 @@ from typing import Literal
 
 from attrs import field, frozen
 
-from repro.models.constraints import _sha256
+from repro.models.constraints import SHA256
 from repro.models.protocol import Level, SeedingMode
 
 __all__ = ["Condition", "Partition", "PartitionRef", "PlanEntry", "Seal"]
@@ -52,7 +52,7 @@ class PartitionRef:
     id: str
     file: str
     entries: int
-    sha256: str = field(validator=_sha256)
+    sha256: str = field(validator=SHA256)
 
 
 @frozen
@@ -60,8 +60,8 @@ class Seal:
     """plans/seal.json: the sealed plan, written before any run."""
 
     schema: Literal["repro.seal/1"]
-    protocol_sha256: str = field(validator=_sha256)
-    sources_sha256: str = field(validator=_sha256)
+    protocol_sha256: str = field(validator=SHA256)
+    sources_sha256: str = field(validator=SHA256)
     seeding: SeedingMode
     conditions: tuple[Condition, ...]
     partitions: tuple[PartitionRef, ...]

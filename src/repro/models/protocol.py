@@ -3,25 +3,24 @@ with every object type it holds."""
 
 from __future__ import annotations
 
-import math
 from typing import Any, Literal
 
 from attrs import field, frozen
-from attrs.validators import optional
+from attrs.validators import ge, gt, le, optional
 
 from repro.models.constraints import (
+    FINITE,
+    FRACTION,
+    IDENT,
+    NON_EMPTY,
     OMIT_IF_DEFAULT,
-    FieldError,
-    _finite,
-    _fraction,
-    _ident,
-    _non_empty,
-    _one_line,
-    _positive,
-    _probability,
-    _seed,
-    _sha256,
-    _spdx,
+    ONE_LINE,
+    POSITIVE,
+    PROBABILITY,
+    SEED,
+    SHA256,
+    SPDX,
+    within,
 )
 
 __all__ = [
@@ -78,7 +77,7 @@ MAX_RESAMPLES = 100_000
 class AdapterSpec:
     """Which adapter runs the study, and its adapter-specific options."""
 
-    name: str = field(validator=_ident)
+    name: str = field(validator=IDENT)
     options: dict[str, Any] = field(factory=dict)
 
 
@@ -86,16 +85,16 @@ class AdapterSpec:
 class Factor:
     """One dimension of the condition matrix; the first factor declared is the outermost loop."""
 
-    name: str = field(validator=_ident)
-    levels: tuple[Level, ...] = field(validator=_non_empty)
+    name: str = field(validator=IDENT)
+    levels: tuple[Level, ...] = field(validator=NON_EMPTY)
 
 
 @frozen
 class Participant:
     """An agent or policy under evaluation; ``kind`` and ``params`` are the adapter's to check."""
 
-    id: str = field(validator=_ident)
-    kind: str = field(validator=_ident)
+    id: str = field(validator=IDENT)
+    kind: str = field(validator=IDENT)
     params: dict[str, Any] = field(factory=dict)
 
 
@@ -105,7 +104,7 @@ class Seeding:
     ``per-run``: each slot's seed is derived from ``seed`` and the slot ID."""
 
     mode: SeedingMode
-    seed: int = field(validator=_seed)
+    seed: int = field(validator=SEED)
     statement: str | None = None
 
 
@@ -117,8 +116,8 @@ class Measure:
 
     name: Literal["episode_return", "outcome_value"]
     description: str
-    minimum: float | None = field(default=None, validator=optional(_finite))
-    maximum: float | None = field(default=None, validator=optional(_finite))
+    minimum: float | None = field(default=None, validator=optional(FINITE))
+    maximum: float | None = field(default=None, validator=optional(FINITE))
     key: str | None = field(default=None, metadata=OMIT_IF_DEFAULT)
 
 
@@ -127,16 +126,9 @@ class Interval:
     """How intervals are computed: normal approximation, Student t, or a seeded bootstrap."""
 
     method: IntervalMethod
-    level: float = field(default=0.95, validator=_probability)
-    resamples: int = field(default=9999)
-    seed: int = field(default=0, validator=_seed)
-
-    @resamples.validator
-    def _check_resamples(self, _: Any, value: int) -> None:
-        if not 1 <= value <= MAX_RESAMPLES:
-            raise FieldError(
-                "resamples", f"resamples must be between 1 and {MAX_RESAMPLES}, not {value}"
-            )
+    level: float = field(default=0.95, validator=PROBABILITY)
+    resamples: int = field(default=9999, validator=within(ge(1), le(MAX_RESAMPLES)))
+    seed: int = field(default=0, validator=SEED)
 
 
 #: How long starting a worker process and opening a condition's session may take, when the
@@ -145,9 +137,8 @@ class Interval:
 DEFAULT_OPEN_TIMEOUT_SECONDS = 300.0
 
 
-def _timeout_range(name: str, value: float | None) -> None:
-    if value is not None and not (math.isfinite(value) and 0 < value <= 604800):
-        raise FieldError(name, f"{name} must be above 0 and at most 604800 (a week)")
+#: A bound in seconds on a run's work or on opening a session: above 0, and at most a week.
+_TIMEOUT = optional(within(gt(0.0), le(604800.0)))
 
 
 @frozen
@@ -160,28 +151,17 @@ class Retry:
     is never charged to a run; a session open that outlasts it fails the attempt with cause
     ``session-open-failed:timeout``, and so every later attempt of the condition."""
 
-    max_attempts: int = field(default=1)
-    timeout_seconds: float | None = field(default=None)
-    open_timeout_seconds: float | None = field(default=None, metadata=OMIT_IF_DEFAULT)
+    max_attempts: int = field(default=1, validator=within(ge(1), le(100)))
+    timeout_seconds: float | None = field(default=None, validator=_TIMEOUT)
+    open_timeout_seconds: float | None = field(
+        default=None, validator=_TIMEOUT, metadata=OMIT_IF_DEFAULT
+    )
 
     @property
     def open_bound(self) -> float:
         """The bound on starting a worker and opening a session, in seconds."""
         given = self.open_timeout_seconds
         return DEFAULT_OPEN_TIMEOUT_SECONDS if given is None else given
-
-    @max_attempts.validator
-    def _check(self, _: Any, value: int) -> None:
-        if not 1 <= value <= 100:
-            raise FieldError("max_attempts", "max_attempts must be between 1 and 100")
-
-    @timeout_seconds.validator
-    def _check_timeout(self, _: Any, value: float | None) -> None:
-        _timeout_range("timeout_seconds", value)
-
-    @open_timeout_seconds.validator
-    def _check_open_timeout(self, _: Any, value: float | None) -> None:
-        _timeout_range("open_timeout_seconds", value)
 
 
 @frozen
@@ -207,17 +187,17 @@ class PublishedCondition:
     """A published per-condition mean, named by its factor levels (and participant if several)."""
 
     factors: dict[str, Level]
-    mean: float = field(validator=_finite)
+    mean: float = field(validator=FINITE)
     participant: str | None = None
-    halfwidth: float | None = field(default=None, validator=optional(_finite))
+    halfwidth: float | None = field(default=None, validator=optional(FINITE))
 
 
 @frozen
 class PublishedEstimand:
     """The published value of the primary estimand, with its interval half-width if given."""
 
-    value: float = field(validator=_finite)
-    halfwidth: float | None = field(default=None, validator=optional(_finite))
+    value: float = field(validator=FINITE)
+    halfwidth: float | None = field(default=None, validator=optional(FINITE))
 
 
 @frozen
@@ -225,15 +205,10 @@ class Published:
     """Figures to compare with, at the precision they were published."""
 
     citation: Citation
-    decimals: int = field()
-    level: float = field(default=0.95, validator=_probability)
+    decimals: int = field(validator=within(ge(0), le(12)))
+    level: float = field(default=0.95, validator=PROBABILITY)
     conditions: tuple[PublishedCondition, ...] = ()
     estimand: PublishedEstimand | None = None
-
-    @decimals.validator
-    def _check(self, _: Any, value: int) -> None:
-        if not 0 <= value <= 12:
-            raise FieldError("decimals", "decimals must be between 0 and 12")
 
 
 @frozen
@@ -263,8 +238,8 @@ class Scenario:
     run whose outcome reports another one is superseded, recorded ``excluded`` and never counted.
     ``stratum`` tells holdout scenarios (reported apart) from training ones."""
 
-    id: str = field(validator=_ident)
-    version: int = field(validator=_positive)
+    id: str = field(validator=IDENT)
+    version: int = field(validator=POSITIVE)
     stratum: Stratum = "training"
     input: dict[str, Any] = field(factory=dict)
     expect: dict[str, Any] = field(factory=dict)
@@ -282,7 +257,7 @@ class Check:
     - ``equals``: the outcome's value at ``key`` equals the expected value.
     """
 
-    name: str = field(validator=_ident)
+    name: str = field(validator=IDENT)
     kind: Literal["concept-coverage", "includes-all", "at-least", "equals"]
     expect: str
     key: str | None = None
@@ -304,9 +279,9 @@ class Taxonomy:
     """Maps each run to one of ``categories``: the first rule that matches wins; the last rule
     must have no conditions, so that every run gets a category."""
 
-    name: str = field(validator=_ident)
-    categories: tuple[str, ...] = field(validator=_non_empty)
-    rules: tuple[Rule, ...] = field(validator=_non_empty)
+    name: str = field(validator=IDENT)
+    categories: tuple[str, ...] = field(validator=NON_EMPTY)
+    rules: tuple[Rule, ...] = field(validator=NON_EMPTY)
 
 
 @frozen
@@ -315,7 +290,7 @@ class Scoring:
     and an optional ``taxonomy``. ``scenario_factor`` names the matrix factor whose levels are
     scenario IDs."""
 
-    checks: tuple[Check, ...] = field(validator=_non_empty)
+    checks: tuple[Check, ...] = field(validator=NON_EMPTY)
     taxonomy: Taxonomy | None = None
     scenario_factor: str = "scenario"
 
@@ -325,9 +300,9 @@ class BreadthGate:
     """Publish only with between ``minimum`` and ``maximum`` scenarios, at least
     ``holdout_fraction`` of them holdout."""
 
-    minimum: int = field(validator=_positive)
-    maximum: int = field(validator=_positive)
-    holdout_fraction: float = field(default=0.0, validator=_fraction)
+    minimum: int = field(validator=POSITIVE)
+    maximum: int = field(validator=POSITIVE)
+    holdout_fraction: float = field(default=0.0, validator=FRACTION)
 
 
 @frozen
@@ -339,7 +314,7 @@ class ControlFloorGate:
     factor: str
     control: Level
     check: str
-    fraction: float = field(validator=_fraction)
+    fraction: float = field(validator=FRACTION)
 
 
 @frozen
@@ -359,12 +334,12 @@ class Protocol:
     """An experiment protocol as authored: everything that shapes the results."""
 
     schema: Literal["repro.protocol/1"]
-    id: str = field(validator=_ident)
-    title: str = field(validator=_one_line)
+    id: str = field(validator=IDENT)
+    title: str = field(validator=ONE_LINE)
     adapter: AdapterSpec
-    matrix: tuple[Factor, ...] = field(validator=_non_empty)
-    participants: tuple[Participant, ...] = field(validator=_non_empty)
-    runs_per_condition: int = field(validator=_positive)
+    matrix: tuple[Factor, ...] = field(validator=NON_EMPTY)
+    participants: tuple[Participant, ...] = field(validator=NON_EMPTY)
+    runs_per_condition: int = field(validator=POSITIVE)
     seeding: Seeding
     measure: Measure
     estimand: Estimand
@@ -375,7 +350,7 @@ class Protocol:
     criteria: Criteria = Criteria()
     disagreements: tuple[Disagreement, ...] = ()
     description: str = ""
-    license: str | None = field(default=None, validator=optional(_spdx), metadata=OMIT_IF_DEFAULT)
+    license: str | None = field(default=None, validator=optional(SPDX), metadata=OMIT_IF_DEFAULT)
     scenarios: tuple[Scenario, ...] = field(default=(), metadata=OMIT_IF_DEFAULT)
     scoring: Scoring | None = field(default=None, metadata=OMIT_IF_DEFAULT)
     gates: Gates | None = field(default=None, metadata=OMIT_IF_DEFAULT)
@@ -387,5 +362,5 @@ class FrozenProtocol:
     bytes."""
 
     schema: Literal["repro.frozen-protocol/1"]
-    sha256: str = field(validator=_sha256)
+    sha256: str = field(validator=SHA256)
     protocol: Protocol
