@@ -8,7 +8,9 @@ check and the corpus its three newer kinds (the cases whose kind and seed stayed
 the same findings; those that changed were checked one by one), and written again when join
 problems came to name the runs file their record is in rather than the file an attempt ID's
 prefix names (four findings of two cases changed file: foreign-attempt-id,
-slot-of-other-partition; nothing else changed): every case of the corpus, and
+slot-of-other-partition), and when the schemas came to carry the models' patterns (four
+cases, 263, 342, 551 and 713, whose malformed digest the schema now names before the model
+does, at the same JSON path; nothing else changed): every case of the corpus, and
 the cases below, which put run records where the streaming reader
 must fall back to reading the whole plan at once (a record in another partition's file, an
 attempt ID that is not its slot's, a re-sealed partition) or must cut lines as before (a lone

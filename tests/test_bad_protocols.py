@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 from typer.testing import CliRunner, Result
 
@@ -29,7 +30,7 @@ from repro.adapters.base import MAX_EPISODE_STEPS
 from repro.cli.app import app
 from repro.errors import BadInput
 from repro.execute.studies import prepare
-from repro.json import canonical
+from repro.json import canonical, schemas
 from repro.models import MAX_RESAMPLES
 from repro.protocol.load import MAX_PROTOCOL_BYTES, MAX_SLOTS
 
@@ -982,6 +983,44 @@ def test_out_of_range(case: Case, tmp_path: Path, monkeypatch: pytest.MonkeyPatc
 def test_empty(case: Case, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Empty collections that leave nothing to run or compare are refused."""
     _refused(case, SMALL, tmp_path, monkeypatch)
+
+
+#: The rows above refused by a field's own constraint, which the protocol schema states too (the
+#: rest are rules across fields, or, for "id-with-newline", a final newline that Python's
+#: ``re.search``, which jsonschema uses, lets ``$`` match before: only the model refuses it).
+_STATED = [
+    c
+    for c in OUT_OF_RANGE + EMPTY
+    if c.name
+    not in {
+        "huge-runs",
+        "plan-one-over-limit",
+        "huge-matrix",
+        "few-resamples",
+        "minimum-above-maximum",
+        "id-with-newline",
+        "no-published-figures",
+    }
+]
+
+
+@pytest.mark.parametrize("case", _STATED, ids=_ids(_STATED))
+def test_the_schema_refuses_it_too(case: Case, tmp_path: Path) -> None:
+    """The protocol schema refuses the row's protocol at the row's JSON path: its keywords
+    (``pattern``, ``minimum``, ``minItems``, ...) are read from the validators that refuse it."""
+    draft = Draft(copy.deepcopy(SMALL), tmp_path)
+    case.mutate(draft)
+    validator = jsonschema.Draft202012Validator(schemas.load("protocol"))
+    errors = list(validator.iter_errors(draft.protocol))
+    paths = set()
+    while errors:
+        error = errors.pop()
+        # A value that may be null too fails an anyOf: the branch's errors are in its context.
+        errors += error.context or []
+        paths.add(
+            "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)
+        )
+    assert case.path in paths, paths
 
 
 @pytest.mark.parametrize("case", DUPLICATES, ids=_ids(DUPLICATES))

@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 from pathlib import Path
 from typing import Any
 
 import attrs
+import jsonschema
 import pytest
 from tools import docgen
 
@@ -21,7 +23,14 @@ from repro.errors import BadInput
 from repro.execute.replay import replay
 from repro.execute.studies import prepare
 from repro.json import schemas
-from repro.models import FieldError
+from repro.models import FieldError, constraints
+from repro.models.constraints import (
+    Constraint,
+    MatchesReValidator,
+    NumberValidator,
+    OptionalValidator,
+    parts,
+)
 from repro.verify import verify
 
 DOCS = ROOT / "docs"
@@ -64,51 +73,136 @@ class TestProtocolReference:
         assert path.read_text("utf-8") == docgen.reference()
 
 
-def _validated_fields() -> list[tuple[str, attrs.Attribute[Any], Any, bool]]:
-    """(model.field, field, validator function, optional) for every validator of the protocol's
-    models."""
+def _constrained_fields() -> list[tuple[str, attrs.Attribute[Any], Constraint, bool]]:
+    """(model.field, field, its constraint, whether null is accepted too) for every constrained
+    field of the protocol's models."""
     out = []
     for cls in _protocol_models():
         for field in attrs.fields(cls):
-            for function, optional in docgen.validators(field.validator):
-                out.append((f"{cls.__name__}.{field.name}", field, function, optional))
+            validator: Any = field.validator
+            if validator is None:
+                continue
+            nullable = isinstance(validator, OptionalValidator)
+            rule = validator.validator if nullable else validator
+            out.append((f"{cls.__name__}.{field.name}", field, rule, nullable))
     return out
 
 
+def _schema_of(where: str) -> dict[str, Any]:
+    """The protocol schema's property for ``where`` (model.field), with the schema's
+    definitions alongside."""
+    schema = schemas.load("protocol")
+    model, name = where.split(".")
+    body = schema if model == "Protocol" else schema["$defs"][model]
+    return {**body["properties"][name], "$defs": schema["$defs"]}
+
+
+def _beside(bound: float) -> tuple[float, ...]:
+    """A bound and the values just below and above it."""
+    if isinstance(bound, int):
+        return (bound - 1, bound, bound + 1)
+    return (math.nextafter(bound, -math.inf), bound, math.nextafter(bound, math.inf))
+
+
+def _is_bound(part: Any) -> bool:
+    return isinstance(part, NumberValidator)
+
+
+#: Values each regular expression of the protocol's constraints accepts and refuses. (A final
+#: newline is left out: Python's ``re.search``, which jsonschema uses, lets ``$`` match before
+#: one, so only the model refuses it; tests/test_bad_protocols.py has that row.)
+PATTERN_EXAMPLES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "IDENT": (("a", "C-1_b.2", "x" * 64), ("", "-a", ".a", "x" * 65, "a b", "a/b", "é")),
+    "ONE_LINE": (
+        ("A title: with, punctuation (and é)", "", "a\u00a0b"),
+        ("a\nb", "a\tb", "a\rb", "a\x7fb", "a\x85b", "a\u2028b", "a\u2029b"),
+    ),
+    "SPDX": (("CC-BY-4.0", "MIT", "GPL-3.0+"), ("", "CC BY", "-MIT", "x" * 65)),
+}
+
+
 class TestConstraints:
-    """The constraints the reference states are those the validators enforce."""
+    """The reference, the models and the protocol schema state the same constraints: each is
+    read from the same attrs validators."""
 
     @pytest.mark.parametrize(
-        ("where", "field", "function", "optional"),
-        _validated_fields(),
-        ids=[where for where, *_ in _validated_fields()],
+        ("where", "field", "rule", "nullable"),
+        _constrained_fields(),
+        ids=[where for where, *_ in _constrained_fields()],
     )
-    def test_validator_accepts_and_refuses_as_documented(
-        self, where: str, field: attrs.Attribute[Any], function: Any, optional: bool
+    def test_the_reference_says_what_a_refusal_says(
+        self, where: str, field: attrs.Attribute[Any], rule: Constraint, nullable: bool
     ) -> None:
-        """Every documented accepted value passes the field's validator, and every documented
-        refused value is refused with a FieldError naming the field."""
-        documented = docgen.CONSTRAINTS[function.__qualname__]
-        for value in documented.accepted:
-            function(None, field, value)
-        for value in documented.refused:
-            with pytest.raises(FieldError) as refused:
-                function(None, field, value)
-            assert refused.value.field == field.name, where
+        """The field's row in the reference holds the words of its refusal (derived from the
+        validators where they can be) and every pattern the field must match."""
+        assert isinstance(rule, Constraint), where
+        model = where.split(".")[0]
+        section = docgen.reference().split(f"\n## {model}\n", 1)[1].split("\n## ", 1)[0]
+        row = next(r for r in section.splitlines() if r.startswith(f"| `{field.name}` |"))
+        assert rule.words.removeprefix("be ") in row, (where, row)
+        assert docgen.constraint(field) in row
+        for part in parts(rule.check):
+            if isinstance(part, MatchesReValidator):
+                assert f"`{part.pattern.pattern}`" in row, where
 
-    def test_every_described_validator_is_used(self) -> None:
-        """CONSTRAINTS describes no validator that the protocol's models no longer use."""
-        used = {function.__qualname__ for _, _, function, _ in _validated_fields()}
-        assert set(docgen.CONSTRAINTS) == used
+    @pytest.mark.parametrize(
+        ("where", "field", "rule", "nullable"),
+        [c for c in _constrained_fields() if any(map(_is_bound, parts(c[2].check)))],
+        ids=[c[0] for c in _constrained_fields() if any(map(_is_bound, parts(c[2].check)))],
+    )
+    def test_bounds_agree_with_the_schema(
+        self, where: str, field: attrs.Attribute[Any], rule: Constraint, nullable: bool
+    ) -> None:
+        """At and beside each bound, the model refuses exactly the values the schema refuses,
+        with a FieldError naming the field in the reference's words and the value; a field that
+        may be null is null in both."""
+        schema = jsonschema.Draft202012Validator(_schema_of(where))
+        assert schema.is_valid(None) == nullable, where
+        for part in filter(_is_bound, parts(rule.check)):
+            for value in _beside(part.bound):
+                try:
+                    rule(None, field, value)
+                except FieldError as refused:
+                    assert refused.field == field.name
+                    assert str(refused) == f"{field.name} must {rule.words}, not {value}"
+                    assert not schema.is_valid(value), (where, value)
+                else:
+                    assert schema.is_valid(value), (where, value)
+
+    @pytest.mark.parametrize("name", sorted(PATTERN_EXAMPLES))
+    def test_patterns_agree_with_the_schema(self, name: str) -> None:
+        """Each pattern's examples: accepted by the constraint and by the schema's pattern, or
+        refused by both, the constraint with a FieldError naming the field."""
+        rule = getattr(constraints, name)
+        accepted, refused = PATTERN_EXAMPLES[name]
+        uses = [c for c in _constrained_fields() if c[2] is rule]
+        assert uses, f"no field of the protocol is constrained by {name}"
+        where, field, _, _ = uses[0]
+        schema = jsonschema.Draft202012Validator(_schema_of(where))
+        for value in accepted:
+            rule(None, field, value)
+            assert schema.is_valid(value), (name, value)
+        for value in refused:
+            with pytest.raises(FieldError) as refusal:
+                rule(None, field, value)
+            assert refusal.value.field == field.name
+            assert not schema.is_valid(value), (name, value)
+
+    def test_every_pattern_has_examples(self) -> None:
+        """Every regular expression of the protocol's constraints is tried above."""
+        named = {id(getattr(constraints, n)) for n in PATTERN_EXAMPLES}
+        for where, _, rule, _ in _constrained_fields():
+            if any(isinstance(p, MatchesReValidator) for p in parts(rule.check)):
+                assert id(rule) in named, where
 
     def test_unknown_validator_is_refused(self) -> None:
-        """A validator the generator cannot describe stops it, naming where to describe it."""
+        """A validator the generator cannot read stops it, naming what to declare instead."""
 
         @attrs.frozen
         class Odd:
             value: int = attrs.field(validator=lambda *_: None)
 
-        with pytest.raises(KeyError, match=r"CONSTRAINTS of tools/docgen\.py"):
+        with pytest.raises(KeyError, match=r"declare its validator as a Constraint"):
             docgen.constraint(attrs.fields(Odd).value)
 
 

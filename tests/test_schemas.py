@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import attrs
 import jsonschema
 import pytest
 from hypothesis import given, settings
@@ -14,10 +15,12 @@ from hypothesis import strategies as st
 from tools.schemas import generate
 
 from conftest import ROOT
+from repro import models
 from repro.errors import BadInput
 from repro.json import schemas
 from repro.json.serde import structure, unstructure
 from repro.models import CellScore, CheckResult, CheckSummary, GateResult, RunScore, Scores
+from repro.models.constraints import Constraint, OptionalValidator
 from repro.plan.streams import checkpoint_of
 
 FILES = {
@@ -66,6 +69,98 @@ class TestSchemas:
         data["extra"] = 1
         with pytest.raises(jsonschema.ValidationError):
             jsonschema.validate(data, schemas.load("aggregates"))
+
+
+#: The keywords a field's constraint adds to the schema of its type.
+CONSTRAINT_KEYWORDS = frozenset(
+    {
+        "pattern",
+        "minimum",
+        "exclusiveMinimum",
+        "maximum",
+        "exclusiveMaximum",
+        "minItems",
+        "maxItems",
+        "minLength",
+        "maxLength",
+    }
+)
+
+
+def _stated(prop: dict[str, Any]) -> set[str]:
+    """The constraint keywords in a property, its items and the branches of its ``anyOf``."""
+    found = set(prop) & CONSTRAINT_KEYWORDS
+    for inner in [*([prop["items"]] if "items" in prop else []), *prop.get("anyOf", [])]:
+        found |= _stated(inner)
+    return found
+
+
+def _fields(name: str) -> list[tuple[str, attrs.Attribute[Any], dict[str, Any]]]:
+    """(model.field, field, its property) for every field of every object type of a schema."""
+    schema = schemas.load(name)
+    bodies = {schemas.SCHEMAS[name].__name__: schema, **schema.get("$defs", {})}
+    return [
+        (f"{model}.{field.name}", field, body["properties"][field.name])
+        for model, body in bodies.items()
+        for field in attrs.fields(getattr(models, model))
+    ]
+
+
+class TestConstraintsStated:
+    """The schemas state the models' field constraints, read from the same attrs validators as
+    the models' refusals and the protocol reference."""
+
+    def test_protocol_schema_states_them(self) -> None:
+        """A few of the protocol's: an identifier's pattern, a count's minimum, a seed's bounds,
+        a level's, a matrix that must not be empty, and a licence's pattern, beside the choice of
+        a string or null (null passes a pattern)."""
+        schema = schemas.load("protocol")
+        properties, defs = schema["properties"], schema["$defs"]
+        assert properties["id"] == {
+            "type": "string",
+            "pattern": "^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$",
+        }
+        assert properties["runs_per_condition"] == {"type": "integer", "minimum": 1}
+        assert properties["matrix"]["minItems"] == 1
+        assert defs["Seeding"]["properties"]["seed"] == {
+            "type": "integer",
+            "minimum": 0,
+            "exclusiveMaximum": 2**63,
+        }
+        assert defs["Interval"]["properties"]["level"] == {
+            "type": "number",
+            "minimum": 0.5,
+            "exclusiveMaximum": 1.0,
+        }
+        assert properties["license"]["pattern"].startswith("^[A-Za-z0-9]")
+        assert properties["license"]["anyOf"] == [{"type": "string"}, {"type": "null"}]
+
+    def test_bundle_digests_state_their_pattern(self) -> None:
+        """The digests of bundle files are 64 lower-case hex digits in their schemas too."""
+        hex64 = "^[0-9a-f]{64}$"
+        seal = schemas.load("seal")
+        assert seal["properties"]["protocol_sha256"]["pattern"] == hex64
+        assert seal["$defs"]["PartitionRef"]["properties"]["sha256"]["pattern"] == hex64
+        record = schemas.load("run-record")["properties"]
+        assert record["trace_sha256"] == {
+            "anyOf": [{"type": "string"}, {"type": "null"}],
+            "pattern": hex64,
+        }
+
+    @pytest.mark.parametrize("name", sorted(schemas.SCHEMAS))
+    def test_every_constraint_stated_or_said_why_not(self, name: str) -> None:
+        """A field whose constraint the schemas state (``in_schema``) has a constraint keyword in
+        its property; any other field (no constraint, or one stated by the model alone: a
+        finite number, a UTC time, the causes of lost session opens) has none."""
+        for where, field, prop in _fields(name):
+            validator: Any = field.validator
+            if isinstance(validator, OptionalValidator):
+                validator = validator.validator
+            if validator is None or not validator.in_schema:
+                assert not _stated(prop), where
+            else:
+                assert isinstance(validator, Constraint), where
+                assert _stated(prop), where
 
 
 _json_values = st.recursive(

@@ -3,9 +3,11 @@
 Every object type of ``schemas/protocol.schema.json`` gets a section: its description (the
 model's docstring) and a table of its fields with their JSON type, whether they are required,
 their default (from the model, through attrs: the schema states none) and the constraint the
-model's validator enforces. ``python tools/docgen.py`` rewrites the file; ``tests/test_docs.py``
-fails when the committed file differs from what this module generates, as ``tests/test_schemas.py``
-does for ``schemas/``.
+model's validator enforces, in the words its refusal says, read from the validator (a
+:class:`~repro.models.constraints.Constraint`): nothing here states a constraint by hand.
+``python tools/docgen.py`` rewrites the file; ``tests/test_docs.py`` fails when the committed
+file differs from what this module generates, as ``tests/test_schemas.py`` does for
+``schemas/``.
 """
 
 from __future__ import annotations
@@ -18,103 +20,42 @@ from pathlib import Path
 from typing import Any
 
 import attrs
-from attrs import frozen
 
 from repro import models
 from repro.json import canonical, schemas
 from repro.json.serde import unstructure
+from repro.models.constraints import Constraint, MatchesReValidator, OptionalValidator, parts
 from repro.protocol.load import MAX_PROTOCOL_BYTES, MAX_SLOTS
 
-__all__ = ["CONSTRAINTS", "Constraint", "constraint", "reference", "validators", "write"]
+__all__ = ["constraint", "reference", "write"]
 
 #: Where the generated file goes in a checkout.
 TARGET = Path("docs") / "protocol-reference.md"
 
 
-@frozen
-class Constraint:
-    """What one validator of the models enforces, in words, with values it accepts and values
-    it refuses (``tests/test_docs.py`` calls the validator on both, so the words cannot drift
-    from the code unnoticed)."""
-
-    text: str
-    accepted: tuple[Any, ...]
-    refused: tuple[Any, ...]
-
-
-#: Every validator the protocol's models use, by its qualified name in :mod:`repro.models`.
-CONSTRAINTS: dict[str, Constraint] = {
-    "_ident": Constraint(
-        "1 to 64 characters: letters, digits, `_`, `.`, `-`, the first a letter or digit",
-        ("a", "C-1_b.2", "x" * 64),
-        ("", "-a", ".a", "x" * 65, "a b", "a/b", "é"),
-    ),
-    "_one_line": Constraint(
-        "one line: no control characters, no line or paragraph separators",
-        ("A title: with, punctuation (and é)",),
-        ("a\nb", "a\tb", "a\u2028b", "a\u2029b"),
-    ),
-    "_seed": Constraint("from 0 to 2^63 - 1", (0, 2**63 - 1), (-1, 2**63)),
-    "_positive": Constraint("at least 1", (1, 1000), (0, -1)),
-    "_probability": Constraint("at least 0.5 and below 1", (0.5, 0.95, 0.999), (0.49, 1.0)),
-    "_finite": Constraint("finite", (0.0, -1e300), (float("inf"), float("nan"))),
-    "_fraction": Constraint("from 0 to 1", (0.0, 0.5, 1.0), (-0.01, 1.01, float("nan"))),
-    "_non_empty": Constraint("at least one item", ((1,),), ((),)),
-    "_spdx": Constraint(
-        "an SPDX license identifier: 1 to 64 letters, digits, `.`, `+`, `-`",
-        ("CC-BY-4.0", "MIT", "GPL-3.0+"),
-        ("", "CC BY", "-MIT", "x" * 65),
-    ),
-    "Interval._check_resamples": Constraint(
-        f"from 1 to {models.MAX_RESAMPLES:,}",
-        (1, models.MAX_RESAMPLES),
-        (0, models.MAX_RESAMPLES + 1),
-    ),
-    "Retry._check": Constraint("from 1 to 100", (1, 100), (0, 101)),
-    "Retry._check_timeout": Constraint(
-        "null, or above 0 and at most 604800 (a week)",
-        (None, 0.001, 604800),
-        (0, -1, 604800.5, float("inf")),
-    ),
-    "Retry._check_open_timeout": Constraint(
-        "null (then "
-        f"{models.DEFAULT_OPEN_TIMEOUT_SECONDS:g} s), or above 0 and at most 604800 (a week)",
-        (None, 0.001, 604800),
-        (0, -1, 604800.5, float("inf")),
-    ),
-    "Published._check": Constraint("from 0 to 12", (0, 12), (-1, 13)),
-}
-
-
-def validators(validator: Any) -> Iterator[tuple[Any, bool]]:
-    """The plain validator functions inside an attrs validator, each with whether it sits
-    inside ``attrs.validators.optional`` (so that null is accepted too)."""
-    if validator is None:
-        return
-    inner = getattr(validator, "validator", None)  # attrs.validators.optional(...)
-    if inner is not None:
-        yield from ((v, True) for v, _ in validators(inner))
-        return
-    parts = getattr(validator, "_validators", None)  # attrs.validators.and_(...)
-    if parts is not None:
-        for part in parts:
-            yield from validators(part)
-        return
-    yield validator, False
-
-
 def constraint(field: attrs.Attribute[Any]) -> str:
-    """The constraint on ``field`` in words; raises :class:`KeyError` for a validator that
-    :data:`CONSTRAINTS` does not describe yet."""
-    texts = []
-    for function, optional in validators(field.validator):
-        name = function.__qualname__
-        if name not in CONSTRAINTS:
-            raise KeyError(
-                f"{field.name}: describe the validator {name} in CONSTRAINTS of tools/docgen.py"
-            )
-        texts.append(("null, or " if optional else "") + CONSTRAINTS[name].text)
-    return "; ".join(texts)
+    """The constraint on ``field`` in words, read from its validator: the words its refusal says
+    (derived from attrs' validators where they can be) and the regular expression it matches, if
+    any. Raises :class:`KeyError` for a validator that is not a
+    :class:`~repro.models.constraints.Constraint`, which this cannot read."""
+    validator: Any = field.validator
+    if validator is None:
+        return ""
+    nullable = isinstance(validator, OptionalValidator)
+    rule = validator.validator if nullable else validator
+    if not isinstance(rule, Constraint):
+        raise KeyError(
+            f"{field.name}: declare its validator as a Constraint of repro.models.constraints"
+        )
+    words = rule.words
+    if not nullable:
+        text = f"must {words}"
+    elif words.startswith("be "):
+        text = f"must be null or {words.removeprefix('be ')}"
+    else:
+        text = f"null, or must {words}"
+    patterns = [p.pattern.pattern for p in parts(rule.check) if isinstance(p, MatchesReValidator)]
+    return text + "".join(f" (pattern `{p}`)" for p in patterns)
 
 
 # --------------------------------------------------------------------------- rendering

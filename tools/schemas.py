@@ -2,6 +2,14 @@
 models, into ``schemas/``: ``uv run python tools/schemas.py``. ``tests/test_schemas.py`` keeps
 the committed files equal to what this generates.
 
+A field's type gives its schema; its constraint (a :class:`~repro.models.constraints.Constraint`
+of attrs validators) adds the keywords that state it, read from the validators' parameters:
+``pattern`` from ``matches_re``, ``minimum``, ``exclusiveMinimum``, ``maximum`` and
+``exclusiveMaximum`` from ``ge``, ``gt``, ``le`` and ``lt``, ``minItems`` or ``minLength`` from
+``min_len`` (``maxItems``, ``maxLength`` from ``max_len``), ``enum`` from ``in_``, and ``items``
+from ``deep_iterable``. A constraint marked ``in_schema=False`` is stated by the model alone (where
+it is declared says why).
+
 A developer's tool: nothing in a study or a verification runs it (:mod:`repro.json.schemas`
 reads the committed files)."""
 
@@ -16,6 +24,17 @@ import attrs
 
 from repro.json.schemas import SCHEMAS
 from repro.models import Level
+from repro.models.constraints import (
+    Constraint,
+    DeepIterableValidator,
+    InValidator,
+    MatchesReValidator,
+    MaxLengthValidator,
+    MinLengthValidator,
+    NumberValidator,
+    OptionalValidator,
+    parts,
+)
 
 __all__ = ["generate", "write_all"]
 
@@ -52,6 +71,62 @@ def _type(tp: Any, defs: dict[str, Any]) -> dict[str, Any]:
     raise TypeError(f"no schema for {tp!r}")
 
 
+#: The keyword that states each of attrs' comparisons.
+_BOUNDS = {">=": "minimum", ">": "exclusiveMinimum", "<=": "maximum", "<": "exclusiveMaximum"}
+
+
+def _keywords(check: Any, prop: dict[str, Any]) -> dict[str, Any]:
+    """The keywords that state ``check`` (attrs validators) on a value of schema ``prop``."""
+    out: dict[str, Any] = {}
+    array = prop.get("type") == "array"
+    for part in parts(check):
+        if isinstance(part, NumberValidator):
+            out[_BOUNDS[part.compare_op]] = part.bound
+        elif isinstance(part, MatchesReValidator):
+            pattern = part.pattern.pattern
+            # matches_re matches the whole string; a schema's pattern is searched for.
+            if not (pattern.startswith("^") and pattern.endswith("$")):
+                raise TypeError(f"anchor the pattern {pattern!r} with ^ and $")
+            out["pattern"] = pattern
+        elif isinstance(part, MinLengthValidator):
+            out["minItems" if array else "minLength"] = part.min_length
+        elif isinstance(part, MaxLengthValidator):
+            out["maxItems" if array else "maxLength"] = part.max_length
+        elif isinstance(part, InValidator):
+            out["enum"] = list(part.options)
+        elif isinstance(part, DeepIterableValidator):
+            out["items"] = {**prop["items"], **_keywords(part.member_validator, prop["items"])}
+            if part.iterable_validator is not None:
+                out.update(_keywords(part.iterable_validator, prop))
+        else:
+            raise TypeError(
+                f"no schema keyword states {part!r}: mark its Constraint in_schema=False"
+            )
+    return out
+
+
+def _constrained(prop: dict[str, Any], validator: Any, name: str) -> dict[str, Any]:
+    """``prop``, the schema of field ``name``'s type, with the keywords its validator states."""
+    if validator is None:
+        return prop
+    if isinstance(validator, OptionalValidator):
+        # Null passes every keyword of a constraint but "enum" (each holds for values of one JSON
+        # type), so they go beside the anyOf, not in its branch: jsonschema then names the keyword
+        # a value fails ("does not match '^[0-9a-f]{64}$'"), which verify reports, not only that
+        # no branch matched.
+        (branch,) = [b for b in prop["anyOf"] if b != {"type": "null"}]
+        stated = _constrained(branch, validator.validator, name)
+        added = {k: v for k, v in stated.items() if branch.get(k) != v}
+        if "enum" in added:
+            raise TypeError(f"{name}: null would fail the enum of a field that may be null")
+        return {**prop, **added}
+    if not isinstance(validator, Constraint):
+        raise TypeError(
+            f"{name}: declare its validator as a Constraint of repro.models.constraints"
+        )
+    return {**prop, **_keywords(validator.check, prop)} if validator.in_schema else prop
+
+
 def _object(cls: type, defs: dict[str, Any]) -> dict[str, Any]:
     fields = attrs.fields(attrs.resolve_types(cls))
     return {
@@ -59,7 +134,9 @@ def _object(cls: type, defs: dict[str, Any]) -> dict[str, Any]:
         "description": (cls.__doc__ or "").strip().split("\n\n")[0],
         "additionalProperties": False,
         "required": [f.name for f in fields if f.default is attrs.NOTHING],
-        "properties": {f.name: _type(f.type, defs) for f in fields},
+        "properties": {
+            f.name: _constrained(_type(f.type, defs), f.validator, f.name) for f in fields
+        },
     }
 
 

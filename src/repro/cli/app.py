@@ -236,11 +236,12 @@ def _print_losses(ledger: Ledger, aggregates: Aggregates, lost_opens: int) -> in
     from collections import Counter
 
     from repro.derive.tally import DECLARED
+    from repro.models import LOSS_OUTCOMES
 
     err = _err()
     total = sum(c.scheduled for c in aggregates.conditions)
     ran_lost = 0
-    for outcome in ("failed", "excluded"):
+    for outcome in LOSS_OUTCOMES:
         causes = Counter(loss.cause for loss in ledger.losses if loss.outcome == outcome)
         if not causes:
             continue

@@ -18,7 +18,6 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal
 from typing import Protocol as TypingProtocol
 
 from attrs import frozen
@@ -40,7 +39,7 @@ from repro.execute.local import run_on_local_workers
 from repro.execute.worker import Job, adapter_target
 from repro.json import canonical
 from repro.json.serde import unstructure
-from repro.models import Environment, FrozenProtocol, Ledger, Partition, Protocol
+from repro.models import BackendName, Environment, FrozenProtocol, Ledger, Partition, Protocol
 from repro.plan.sealing import SealedPlan, seal
 from repro.protocol.load import freeze, load_protocol
 
@@ -188,7 +187,7 @@ class _Runner:
     """How the partitions will run, and what environment.json records of it."""
 
     run: _RunPartitions
-    backend: Literal["local", "dask"]
+    backend: BackendName
     workers: int
 
 

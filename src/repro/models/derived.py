@@ -1,0 +1,276 @@
+"""What is derived from the protocol and the runs, and written once they have run: the aggregates
+(:class:`Aggregates`), the equivalence tiers (:class:`Tiers`), the scores of a scored study
+(:class:`Scores`) and the source ledger (:class:`Ledger`)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal, get_args
+
+from attrs import field, frozen
+from attrs.validators import optional
+
+from repro.models.constraints import SHA256
+from repro.models.protocol import Citation, Disagreement, Estimand, IntervalMethod, Level, Stratum
+
+__all__ = [
+    "LOSS_OUTCOMES",
+    "TIER_NAMES",
+    "AdapterFacts",
+    "Aggregates",
+    "Agreement",
+    "CellScore",
+    "CheckResult",
+    "CheckSummary",
+    "ConditionAggregate",
+    "EstimandValue",
+    "FigureComparison",
+    "GateResult",
+    "IntervalValue",
+    "Ledger",
+    "Loss",
+    "LossOutcome",
+    "Reproduction",
+    "RunScore",
+    "Scores",
+    "Source",
+    "Tier",
+    "TierName",
+    "Tiers",
+]
+
+
+@frozen
+class IntervalValue:
+    """A two-sided interval at ``level``."""
+
+    method: IntervalMethod
+    level: float
+    low: float
+    high: float
+    halfwidth: float
+
+
+@frozen
+class ConditionAggregate:
+    """Per-condition summary of the valid runs; mean, sd and interval are null when undefined."""
+
+    condition: str
+    factors: dict[str, Level]
+    participant: str
+    scheduled: int
+    valid: int
+    failed: int
+    excluded: int
+    mean: float | None
+    sd: float | None
+    interval: IntervalValue | None
+
+
+@frozen
+class EstimandValue:
+    """The primary estimand across conditions, with its standard error and interval."""
+
+    kind: Estimand
+    value: float | None
+    se: float | None
+    interval: IntervalValue | None
+
+
+@frozen
+class Aggregates:
+    """aggregates.json."""
+
+    schema: Literal["repro.aggregates/1"]
+    protocol_sha256: str
+    measure: str
+    conditions: tuple[ConditionAggregate, ...]
+    estimand: EstimandValue
+
+
+TierName = Literal[
+    "authored-source",
+    "contract",
+    "execution-control",
+    "state-observation",
+    "outcome-evaluation",
+    "disclosure",
+]
+"""The six equivalence tiers, by name."""
+#: The tiers' names in the order tiers.json lists them.
+TIER_NAMES: tuple[TierName, ...] = get_args(TierName)
+
+
+@frozen
+class Tier:
+    """One equivalence tier's verdict, the evidence it cites and the reason for any weakening."""
+
+    name: TierName
+    verdict: Literal["pass", "fail", "weakened"]
+    evidence: tuple[str, ...]
+    reason: str | None
+
+
+@frozen
+class FigureComparison:
+    """One published figure against its observed counterpart."""
+
+    figure: str
+    published: float
+    observed: float | None
+    observed_rounded: str | None
+    equal_at_precision: bool
+    published_interval_contains_observed: bool | None
+    observed_interval_contains_published: bool | None
+
+
+@frozen
+class Reproduction:
+    """The reproduction class and the figure-by-figure comparison behind it."""
+
+    verdict: Literal["exact", "bounded", "failed", "unavailable"]
+    reason: str
+    figures: tuple[FigureComparison, ...]
+
+
+@frozen
+class Tiers:
+    """tiers.json."""
+
+    schema: Literal["repro.tiers/1"]
+    protocol_sha256: str
+    tiers: tuple[Tier, ...]
+    reproduction: Reproduction
+
+
+@frozen
+class CheckResult:
+    """One check of one run: whether it passed, and what decided it (``detail``: e.g. the
+    concepts covered and missing, the items missing, the count and the minimum)."""
+
+    name: str
+    passed: bool
+    detail: dict[str, Any]
+
+
+@frozen
+class RunScore:
+    """The scores of one valid run: every check by name, and its taxonomy category."""
+
+    attempt_id: str
+    condition: str
+    checks: tuple[CheckResult, ...]
+    category: str | None
+
+
+@frozen
+class CheckSummary:
+    """One check over a cell's valid runs: passes of runs, the rate and its Wilson interval
+    (null with fewer than 2 valid runs), and whether every run had the same result."""
+
+    name: str
+    passed: int
+    runs: int
+    rate: float | None
+    low: float | None
+    high: float | None
+    unanimous: bool
+
+
+Agreement = Literal["unanimous", "split", "none"]
+"""Whether a cell's valid runs agree in every check and category (:class:`CellScore`)."""
+
+
+@frozen
+class CellScore:
+    """One cell (condition) of a scored study. ``agreement``: unanimous when every valid run
+    had the same result in every check and the same category, split otherwise, none without
+    valid runs. Rates and the median measure are null below 2 valid runs (``note`` says so)."""
+
+    condition: str
+    factors: dict[str, Level]
+    participant: str
+    stratum: Stratum
+    valid_runs: int
+    superseded_runs: int
+    checks: tuple[CheckSummary, ...]
+    categories: dict[str, int]
+    agreement: Agreement
+    median_measure: float | None
+    note: str | None
+
+
+@frozen
+class GateResult:
+    """One publish gate: whether it holds, and why (the figures it was judged on)."""
+
+    name: Literal["breadth", "holdout", "control-floor", "versions", "completeness"]
+    holds: bool
+    detail: str
+
+
+@frozen
+class Scores:
+    """scores.json (scored studies only): every valid run's checks and category, the cells,
+    and the publish gates, all derived from the protocol and the runs."""
+
+    schema: Literal["repro.scores/1"]
+    protocol_sha256: str
+    level: float
+    runs: tuple[RunScore, ...]
+    cells: tuple[CellScore, ...]
+    gates: tuple[GateResult, ...]
+
+
+@frozen
+class Source:
+    """A pinned source: a file (path inside its package or scenario directory, never a host
+    path) with size and sha256, a directory (its name, with the sha256 of its tree and its
+    total size), or a package with its version."""
+
+    kind: Literal["file", "directory", "package"]
+    role: str
+    name: str
+    sha256: str | None = field(default=None, validator=optional(SHA256))
+    size: int | None = None
+    version: str | None = None
+
+
+@frozen
+class AdapterFacts:
+    """What an adapter is and what it can observe; tiers weaken on what it cannot."""
+
+    name: str
+    version: str
+    observation_scope: Literal["full", "partial", "none"]
+    observation_note: str
+    measure_inputs: Literal["step-rewards", "reported"]
+
+
+LossOutcome = Literal["failed", "excluded"]
+"""How a slot that did not end valid ended (:class:`Loss`)."""
+#: The outcomes of a loss, in the order they are reported.
+LOSS_OUTCOMES: tuple[LossOutcome, ...] = get_args(LossOutcome)
+
+
+@frozen
+class Loss:
+    """A slot that did not end valid."""
+
+    slot: str
+    outcome: LossOutcome
+    cause: str
+    attempts: int
+
+
+@frozen
+class Ledger:
+    """source-ledger.json."""
+
+    schema: Literal["repro.source-ledger/1"]
+    protocol_sha256: str
+    adapter: AdapterFacts
+    sources: tuple[Source, ...]
+    contracts: dict[str, dict[str, Any]]
+    citation: Citation | None
+    disagreements: tuple[Disagreement, ...]
+    losses: tuple[Loss, ...]

@@ -1,0 +1,366 @@
+"""The protocol as authored (:class:`Protocol`) and frozen into a bundle (:class:`FrozenProtocol`),
+with every object type it holds."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from attrs import field, frozen
+from attrs.validators import ge, gt, le, optional
+
+from repro.models.constraints import (
+    FINITE,
+    FRACTION,
+    IDENT,
+    NON_EMPTY,
+    OMIT_IF_DEFAULT,
+    ONE_LINE,
+    POSITIVE,
+    PROBABILITY,
+    SEED,
+    SHA256,
+    SPDX,
+    within,
+)
+
+__all__ = [
+    "DEFAULT_OPEN_TIMEOUT_SECONDS",
+    "MAX_RESAMPLES",
+    "AdapterSpec",
+    "BreadthGate",
+    "Check",
+    "Citation",
+    "ControlFloorGate",
+    "Criteria",
+    "Disagreement",
+    "Estimand",
+    "Exclusion",
+    "Factor",
+    "FrozenProtocol",
+    "Gates",
+    "Interval",
+    "IntervalMethod",
+    "Level",
+    "Measure",
+    "Participant",
+    "Protocol",
+    "Published",
+    "PublishedCondition",
+    "PublishedEstimand",
+    "Retry",
+    "Rule",
+    "Scenario",
+    "Scoring",
+    "Seeding",
+    "SeedingMode",
+    "Stratum",
+    "Taxonomy",
+]
+
+Level = str | int
+"""A factor level: a name or a whole number."""
+
+SeedingMode = Literal["stream", "per-run"]
+"""How runs are seeded (:class:`Seeding`); the seal records it too."""
+IntervalMethod = Literal["normal", "t", "bootstrap"]
+"""How intervals are computed (:class:`Interval`); each computed interval says which."""
+Estimand = Literal["sum-of-condition-means", "mean-of-condition-means"]
+"""The primary estimand across conditions, as declared and as computed."""
+Stratum = Literal["training", "holdout"]
+"""A scenario's stratum, and so of the cells made on it."""
+
+#: A bootstrap holds resamples x runs values at once; ten times the default is plenty.
+MAX_RESAMPLES = 100_000
+
+
+@frozen
+class AdapterSpec:
+    """Which adapter runs the study, and its adapter-specific options."""
+
+    name: str = field(validator=IDENT)
+    options: dict[str, Any] = field(factory=dict)
+
+
+@frozen
+class Factor:
+    """One dimension of the condition matrix; the first factor declared is the outermost loop."""
+
+    name: str = field(validator=IDENT)
+    levels: tuple[Level, ...] = field(validator=NON_EMPTY)
+
+
+@frozen
+class Participant:
+    """An agent or policy under evaluation; ``kind`` and ``params`` are the adapter's to check."""
+
+    id: str = field(validator=IDENT)
+    kind: str = field(validator=IDENT)
+    params: dict[str, Any] = field(factory=dict)
+
+
+@frozen
+class Seeding:
+    """``stream``: one seed set once, every run consumes the stream in sealed order.
+    ``per-run``: each slot's seed is derived from ``seed`` and the slot ID."""
+
+    mode: SeedingMode
+    seed: int = field(validator=SEED)
+    statement: str | None = None
+
+
+@frozen
+class Measure:
+    """What one run yields. ``episode_return`` is the exact sum of the run's step rewards;
+    ``outcome_value`` is the number the run's outcome object holds at ``key`` (the length of the
+    array, if it holds an array): for adapters whose runs end in an outcome object."""
+
+    name: Literal["episode_return", "outcome_value"]
+    description: str
+    minimum: float | None = field(default=None, validator=optional(FINITE))
+    maximum: float | None = field(default=None, validator=optional(FINITE))
+    key: str | None = field(default=None, metadata=OMIT_IF_DEFAULT)
+
+
+@frozen
+class Interval:
+    """How intervals are computed: normal approximation, Student t, or a seeded bootstrap."""
+
+    method: IntervalMethod
+    level: float = field(default=0.95, validator=PROBABILITY)
+    resamples: int = field(default=9999, validator=within(ge(1), le(MAX_RESAMPLES)))
+    seed: int = field(default=0, validator=SEED)
+
+
+#: How long starting a worker process and opening a condition's session may take, when the
+#: protocol does not say (``retry.open_timeout_seconds``): generous, since it includes starting
+#: an interpreter and importing the simulator on a busy machine, and never charged to a run.
+DEFAULT_OPEN_TIMEOUT_SECONDS = 300.0
+
+
+#: A bound in seconds on a run's work or on opening a session: above 0, and at most a week.
+_TIMEOUT = optional(within(gt(0.0), le(604800.0)))
+
+
+@frozen
+class Retry:
+    """How attempts are made: at most ``max_attempts`` per slot before it is recorded failed,
+    each run stopped and recorded failed (cause ``timeout``) after ``timeout_seconds`` if given.
+
+    ``timeout_seconds`` bounds one run's work only. Starting a worker process and opening the
+    condition's session have their own bound, ``open_timeout_seconds`` (300 s when null), which
+    is never charged to a run; a session open that outlasts it fails the attempt with cause
+    ``session-open-failed:timeout``, and so every later attempt of the condition."""
+
+    max_attempts: int = field(default=1, validator=within(ge(1), le(100)))
+    timeout_seconds: float | None = field(default=None, validator=_TIMEOUT)
+    open_timeout_seconds: float | None = field(
+        default=None, validator=_TIMEOUT, metadata=OMIT_IF_DEFAULT
+    )
+
+    @property
+    def open_bound(self) -> float:
+        """The bound on starting a worker and opening a session, in seconds."""
+        given = self.open_timeout_seconds
+        return DEFAULT_OPEN_TIMEOUT_SECONDS if given is None else given
+
+
+@frozen
+class Exclusion:
+    """A slot excluded before sealing, with the reason that is reported."""
+
+    slot: str
+    reason: str
+
+
+@frozen
+class Citation:
+    """Where published figures come from."""
+
+    title: str
+    url: str
+    locator: str | None = None
+    commit: str | None = None
+
+
+@frozen
+class PublishedCondition:
+    """A published per-condition mean, named by its factor levels (and participant if several)."""
+
+    factors: dict[str, Level]
+    mean: float = field(validator=FINITE)
+    participant: str | None = None
+    halfwidth: float | None = field(default=None, validator=optional(FINITE))
+
+
+@frozen
+class PublishedEstimand:
+    """The published value of the primary estimand, with its interval half-width if given."""
+
+    value: float = field(validator=FINITE)
+    halfwidth: float | None = field(default=None, validator=optional(FINITE))
+
+
+@frozen
+class Published:
+    """Figures to compare with, at the precision they were published."""
+
+    citation: Citation
+    decimals: int = field(validator=within(ge(0), le(12)))
+    level: float = field(default=0.95, validator=PROBABILITY)
+    conditions: tuple[PublishedCondition, ...] = ()
+    estimand: PublishedEstimand | None = None
+
+
+@frozen
+class Criteria:
+    """The reproduction criteria, named so that a bundle records which rule classified it."""
+
+    exact: Literal["all-published-figures-at-published-precision"] = (
+        "all-published-figures-at-published-precision"
+    )
+    bounded: Literal["mutual-interval-containment"] = "mutual-interval-containment"
+
+
+@frozen
+class Disagreement:
+    """A known disagreement between sources, recorded rather than hidden."""
+
+    topic: str
+    published: str
+    source: str
+    resolution: str
+
+
+@frozen
+class Scenario:
+    """A scenario a run is made on: ``input`` goes to the harness in the run spec, ``expect`` is
+    what the scorers compare the outcome with. ``version`` is the scenario's current version: a
+    run whose outcome reports another one is superseded, recorded ``excluded`` and never counted.
+    ``stratum`` tells holdout scenarios (reported apart) from training ones."""
+
+    id: str = field(validator=IDENT)
+    version: int = field(validator=POSITIVE)
+    stratum: Stratum = "training"
+    input: dict[str, Any] = field(factory=dict)
+    expect: dict[str, Any] = field(factory=dict)
+
+
+@frozen
+class Check:
+    """One deterministic check of a run's outcome against its scenario's ``expect[expect]``:
+
+    - ``concept-coverage``: every expected concept (a string) has at least half of its
+      ``[a-z0-9]+`` tokens among the tokens of the outcome's text at ``keys``;
+    - ``includes-all``: every expected item is in the outcome's array at ``key``;
+    - ``at-least``: the outcome's number at ``key`` (an array's length) is at least the
+      expected number;
+    - ``equals``: the outcome's value at ``key`` equals the expected value.
+    """
+
+    name: str = field(validator=IDENT)
+    kind: Literal["concept-coverage", "includes-all", "at-least", "equals"]
+    expect: str
+    key: str | None = None
+    keys: tuple[str, ...] = ()
+
+
+@frozen
+class Rule:
+    """One row of a taxonomy's rule table: ``category`` when every named check has the given
+    result and every named outcome key holds the given value (no conditions: always)."""
+
+    category: str
+    checks: dict[str, bool] = field(factory=dict)
+    values: dict[str, Any] = field(factory=dict)
+
+
+@frozen
+class Taxonomy:
+    """Maps each run to one of ``categories``: the first rule that matches wins; the last rule
+    must have no conditions, so that every run gets a category."""
+
+    name: str = field(validator=IDENT)
+    categories: tuple[str, ...] = field(validator=NON_EMPTY)
+    rules: tuple[Rule, ...] = field(validator=NON_EMPTY)
+
+
+@frozen
+class Scoring:
+    """How runs are scored: ``checks`` reported one by one, never collapsed into one number,
+    and an optional ``taxonomy``. ``scenario_factor`` names the matrix factor whose levels are
+    scenario IDs."""
+
+    checks: tuple[Check, ...] = field(validator=NON_EMPTY)
+    taxonomy: Taxonomy | None = None
+    scenario_factor: str = "scenario"
+
+
+@frozen
+class BreadthGate:
+    """Publish only with between ``minimum`` and ``maximum`` scenarios, at least
+    ``holdout_fraction`` of them holdout."""
+
+    minimum: int = field(validator=POSITIVE)
+    maximum: int = field(validator=POSITIVE)
+    holdout_fraction: float = field(default=0.0, validator=FRACTION)
+
+
+@frozen
+class ControlFloorGate:
+    """Publish only if, in every scenario, the runs of the control level ``control`` of factor
+    ``factor`` fail check ``check`` in at least ``fraction`` of their valid runs: a scenario
+    whose control does not show the failure measured proves nothing."""
+
+    factor: str
+    control: Level
+    check: str
+    fraction: float = field(validator=FRACTION)
+
+
+@frozen
+class Gates:
+    """What ``repro publish`` requires before it writes a results table. ``versions``: no run
+    of a superseded scenario version counted; ``completeness``: every admitted slot ended valid
+    or excluded (failures are grouped by cause)."""
+
+    breadth: BreadthGate | None = None
+    control_floor: ControlFloorGate | None = None
+    versions: bool = True
+    completeness: bool = True
+
+
+@frozen
+class Protocol:
+    """An experiment protocol as authored: everything that shapes the results."""
+
+    schema: Literal["repro.protocol/1"]
+    id: str = field(validator=IDENT)
+    title: str = field(validator=ONE_LINE)
+    adapter: AdapterSpec
+    matrix: tuple[Factor, ...] = field(validator=NON_EMPTY)
+    participants: tuple[Participant, ...] = field(validator=NON_EMPTY)
+    runs_per_condition: int = field(validator=POSITIVE)
+    seeding: Seeding
+    measure: Measure
+    estimand: Estimand
+    interval: Interval
+    retry: Retry = Retry()
+    exclusions: tuple[Exclusion, ...] = ()
+    published: Published | None = None
+    criteria: Criteria = Criteria()
+    disagreements: tuple[Disagreement, ...] = ()
+    description: str = ""
+    license: str | None = field(default=None, validator=optional(SPDX), metadata=OMIT_IF_DEFAULT)
+    scenarios: tuple[Scenario, ...] = field(default=(), metadata=OMIT_IF_DEFAULT)
+    scoring: Scoring | None = field(default=None, metadata=OMIT_IF_DEFAULT)
+    gates: Gates | None = field(default=None, metadata=OMIT_IF_DEFAULT)
+
+
+@frozen
+class FrozenProtocol:
+    """protocol.json: the protocol with defaults made explicit, and the sha256 of its canonical
+    bytes."""
+
+    schema: Literal["repro.frozen-protocol/1"]
+    sha256: str = field(validator=SHA256)
+    protocol: Protocol
