@@ -18,6 +18,7 @@ from repro.derive.tally import runs
 from repro.errors import (
     BadInput,
     ClusterFailed,
+    FieldError,
     NotVerified,
     Refused,
     ReproError,
@@ -175,8 +176,17 @@ class TestExitCodes:
     """One table maps the exception family to exit codes."""
 
     def test_every_error_is_a_repro_error(self) -> None:
-        """NotVerified and Refused are part of the family, under ReproError."""
-        for cls in (BadInput, NotVerified, Refused, ClusterFailed, StudyStopped, RunFailed):
+        """NotVerified, Refused and the models' FieldError are part of the family, under
+        ReproError."""
+        for cls in (
+            BadInput,
+            FieldError,
+            NotVerified,
+            Refused,
+            ClusterFailed,
+            StudyStopped,
+            RunFailed,
+        ):
             assert issubclass(cls, ReproError), cls
 
     @pytest.mark.parametrize(

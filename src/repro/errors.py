@@ -17,6 +17,7 @@ __all__ = [
     "EXIT_VERIFY_FAILED",
     "BadInput",
     "ClusterFailed",
+    "FieldError",
     "Interrupted",
     "NotVerified",
     "Refused",
@@ -47,6 +48,16 @@ class BadInput(ReproError):
 
     The CLI exits 2 with the message and writes nothing.
     """
+
+
+class FieldError(ReproError, ValueError):
+    """A field value of the right type that a model's validator refuses; ``field`` names it.
+    A ValueError too, as attrs and cattrs expect of a validator's refusal: the converter turns
+    it into :class:`BadInput` naming the JSON path."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
 
 
 class NotVerified(ReproError):

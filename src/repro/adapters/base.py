@@ -7,7 +7,6 @@ import importlib
 import importlib.metadata
 import inspect
 import keyword
-import re
 import struct
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -19,6 +18,7 @@ from attrs import frozen
 from repro.errors import BadInput
 from repro.models import (
     MAX_STEP_REWARDS,
+    SHA256_HEX,
     AdapterFacts,
     Condition,
     HarnessFacts,
@@ -51,7 +51,6 @@ ENTRY_POINT_GROUP = "repro.adapters"
 #: Steps per episode at most: a bound against absurd values, far above any published study, and
 #: as many step rewards as a run record may hold.
 MAX_EPISODE_STEPS = MAX_STEP_REWARDS
-_HEX64 = re.compile(r"^[0-9a-f]{64}$")
 
 
 @frozen
@@ -230,7 +229,7 @@ def pinned_target_source(role: str, params: Mapping[str, Any], where: str) -> So
     if not isinstance(target, str):
         raise BadInput(f"protocol: target must be a string @ {where}.target")
     expected = params.get("sha256")
-    if expected is not None and not (isinstance(expected, str) and _HEX64.fullmatch(expected)):
+    if expected is not None and not (isinstance(expected, str) and SHA256_HEX.fullmatch(expected)):
         raise BadInput(f"protocol: sha256 must be 64 lower-case hex digits @ {where}.sha256")
     import_target(target, f"{where}.target")
     try:

@@ -58,7 +58,7 @@ from repro.adapters.base import (
 )
 from repro.errors import BadInput, RunFailed
 from repro.json.canonical import json_path
-from repro.models import AdapterFacts, Condition, PlanEntry, Protocol, Source
+from repro.models import SHA256_HEX, AdapterFacts, Condition, PlanEntry, Protocol, Source
 
 __all__ = ["RED_AGENTS", "CybORGAdapter", "load_backend", "resolve_scenario"]
 
@@ -66,7 +66,6 @@ RED_AGENTS = ("B_lineAgent", "RedMeanderAgent", "SleepAgent")
 _OPTIONS = {"backend", "scenario_sha256"}
 _CLI_OPTIONS = {"backend", "scenario_dir"}
 _PINS = "$.adapter.options.scenario_sha256"
-_HEX64 = re.compile(r"^[0-9a-f]{64}$")
 _IMAGE = re.compile(r"^images/[^/\\]+\.yaml$")
 _SB3 = "stable_baselines3"
 
@@ -227,7 +226,7 @@ def _pin_problem(name: str, value: Any) -> str | None:
         return (
             f"pins {name!r}, which is not a scenario file name (Scenario2.yaml, images/NAME.yaml)"
         )
-    if not isinstance(value, str) or not _HEX64.fullmatch(value):
+    if not isinstance(value, str) or not SHA256_HEX.fullmatch(value):
         return f"the pin of {name} must be 64 lower-case hex digits"
     return None
 

@@ -17,11 +17,12 @@ import re
 import statistics
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from typing import Any
 
 from repro.derive.scenarios import by_condition
 from repro.derive.stats import normal_quantile
 from repro.models import (
+    Agreement,
     CellScore,
     Check,
     CheckResult,
@@ -497,7 +498,7 @@ def _cell(
     if scoring.taxonomy is not None:
         counts = Counter(s.category for s, _ in scored)
         categories = {c: counts[c] for c in scoring.taxonomy.categories}
-    agreement: Literal["unanimous", "split", "none"] = "none"
+    agreement: Agreement = "none"
     if n:
         same = all(c.unanimous for c in checks) and len({s.category for s, _ in scored}) == 1
         agreement = "unanimous" if same else "split"

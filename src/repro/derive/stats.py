@@ -12,11 +12,11 @@ from collections.abc import Sequence
 from statistics import NormalDist
 from typing import Any, Literal
 
-from repro.models import IntervalValue
+from repro.models import Estimand, IntervalMethod, IntervalValue
 
 __all__ = ["Summary", "estimand_interval", "mean_interval", "normal_quantile", "summarize"]
 
-Method = Literal["normal", "t", "bootstrap"]
+Method = IntervalMethod
 
 
 class Summary:
@@ -115,7 +115,7 @@ def mean_interval(
 
 def estimand_interval(
     summaries: Sequence[Summary],
-    kind: Literal["sum-of-condition-means", "mean-of-condition-means"],
+    kind: Estimand,
     method: Method,
     level: float,
     resamples: int,

@@ -20,7 +20,7 @@ from typing import Any, Generic, Literal, TypeVar
 from attrs import frozen
 
 from repro.derive.scenarios import SUPERSEDED, version_verdict
-from repro.models import Loss, Partition, PlanEntry, RunRecord, Scenario
+from repro.models import Loss, Partition, PlanEntry, RunRecord, RunStatus, Scenario
 
 __all__ = [
     "DECLARED",
@@ -82,7 +82,7 @@ class Attempt:
     condition: str
     attempt: int
     predecessor: str | None
-    status: Literal["valid", "invalid", "failed", "excluded"]
+    status: RunStatus
     cause: str | None
     measure: float | None
     #: :func:`measure_of` the step rewards; None for a record without step rewards.
@@ -115,13 +115,17 @@ class Attempt:
         )
 
 
+#: How a slot ends.
+SlotEnd = Literal["valid", "failed", "excluded"]
+
+
 @frozen
 class SlotOutcome:
     """A slot's terminal outcome: valid, failed (attempts exhausted or chain broken) or
     excluded, with its attempts in order."""
 
     entry: PlanEntry
-    outcome: Literal["valid", "failed", "excluded"]
+    outcome: SlotEnd
     attempts: tuple[Attempt, ...]
 
     @property
@@ -151,9 +155,6 @@ def _outcomes(
         outcome = slot_outcome(attempts[-1].status if attempts else None)
         out.append(SlotOutcome(entry=entry, outcome=outcome, attempts=attempts))
     return out
-
-
-SlotEnd = Literal["valid", "failed", "excluded"]
 
 
 def slot_outcome(last: str | None) -> SlotEnd:

@@ -23,7 +23,6 @@ import multiprocessing
 import multiprocessing.connection
 import os
 import random
-import re
 import signal
 import socket
 import subprocess
@@ -46,6 +45,7 @@ from repro.json import canonical
 from repro.models import (
     MAX_OUTCOME_BYTES,
     MAX_STEP_REWARDS,
+    SHA256_HEX,
     Condition,
     HarnessFacts,
     PlanEntry,
@@ -69,7 +69,6 @@ __all__ = [
     "seed_global_generators",
 ]
 
-_SHA256 = re.compile(r"[0-9a-f]{64}")
 #: How long a child that was asked to stop may take before it is killed.
 _STOP_GRACE_SECONDS = 5.0
 #: How often a worker with a cancel flag looks at it while it waits for an answer.
@@ -147,7 +146,7 @@ def check_evidence(value: object) -> Evidence | Invalid:
             return Invalid("evidence-steps-range")
         steps = int(steps)
     trace = value.trace_sha256
-    if trace is not None and not (isinstance(trace, str) and _SHA256.fullmatch(trace)):
+    if trace is not None and not (isinstance(trace, str) and SHA256_HEX.fullmatch(trace)):
         return Invalid("evidence-trace-digest")
     outcome = value.outcome
     if outcome is not None:

@@ -12,7 +12,8 @@ what their fields must be. Import them from here.
 
 from __future__ import annotations
 
-from repro.models.constraints import OMIT_IF_DEFAULT, FieldError
+from repro.errors import FieldError
+from repro.models.constraints import OMIT_IF_DEFAULT, SHA256_HEX
 from repro.models.derived import (
     LOSS_OUTCOMES,
     TIER_NAMES,
@@ -95,6 +96,7 @@ __all__ = [
     "MAX_RESAMPLES",
     "MAX_STEP_REWARDS",
     "OMIT_IF_DEFAULT",
+    "SHA256_HEX",
     "TIER_NAMES",
     "AdapterFacts",
     "AdapterSpec",

@@ -31,6 +31,8 @@ from attrs.validators import (
     optional,
 )
 
+from repro.errors import FieldError
+
 __all__ = [
     "FINITE",
     "FRACTION",
@@ -64,14 +66,6 @@ __all__ = [
 #: Field metadata: the field is left out of its object's JSON while it holds its default, so
 #: that adding it changed no existing file's bytes (or a protocol's digest).
 OMIT_IF_DEFAULT = {"omit_if_default": True}
-
-
-class FieldError(ValueError):
-    """A field value of the right type that a validator refuses; ``field`` names it."""
-
-    def __init__(self, field: str, message: str) -> None:
-        super().__init__(message)
-        self.field = field
 
 
 # attrs does not export its validator classes by name; each is told by the type of one made.
@@ -217,8 +211,9 @@ IDENT = Constraint(
     "be 1-64 characters of letters, digits, '_', '.', '-', the first a letter or digit",
     show="first",
 )
-#: A sha256 digest as a bundle writes it.
-SHA256 = Constraint(matches_re(r"^[0-9a-f]{64}$"), "be 64 lower-case hex digits")
+#: A sha256 digest as a bundle writes it (and as a protocol pins one): 64 lower-case hex digits.
+SHA256_HEX = re.compile(r"^[0-9a-f]{64}$")
+SHA256 = Constraint(matches_re(SHA256_HEX), "be 64 lower-case hex digits")
 #: One line of text. The title goes into bag-info.txt as a "Label: value" line, where a line
 #: break would add lines: no control character (Unicode category Cc: U+0000-U+001F and
 #: U+007F-U+009F) and no line or paragraph separator (Zl, Zp: U+2028, U+2029).

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import get_args
 
 from repro.errors import BadInput, NotVerified, Refused
-from repro.models import CellScore, CheckSummary, FrozenProtocol, GateResult, Scores
+from repro.models import CellScore, CheckSummary, FrozenProtocol, GateResult, Scores, Stratum
 from repro.verify import VerifiedBundle, open_verified
 
 __all__ = ["Refused", "load_verified", "publish", "table"]
@@ -62,7 +63,7 @@ def table(fp: FrozenProtocol, scores: Scores) -> str:
         f"Protocol `{p.id}` (sha256 `{fp.sha256}`). Check cells show passes/valid runs "
         f"(rate; Wilson {scores.level:.0%} interval); rates and medians need 2 valid runs.",
     ]
-    for stratum in ("training", "holdout"):
+    for stratum in get_args(Stratum):
         cells = [c for c in scores.cells if c.stratum == stratum]
         if not cells:
             continue
