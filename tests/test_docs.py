@@ -6,6 +6,7 @@ runs a study that verifies."""
 from __future__ import annotations
 
 import hashlib
+import importlib
 import json
 import math
 import re
@@ -282,3 +283,34 @@ class TestExampleAdapter:
             path.write_text(json.dumps({**protocol, key: value}))
             with pytest.raises(BadInput, match=re.escape(where)):
                 prepare(path, {})
+
+
+#: Where the docs name repro's functions, modules and constants as code.
+_NAMED_IN = ("README.md", "docs/architecture.md", "docs/guarantees.md", "docs/bundle-format.md")
+_DOTTED = re.compile(
+    r"`((?:repro\.)?(?:derive|execute|verify|plan|bundle|json|models|present|compare|adapters|"
+    r"errors|cli)(?:\.[A-Za-z_][A-Za-z0-9_]*)+)`"
+)
+
+
+class TestNamedCode:
+    """The docs name code that exists: a package tree that moves under them is noticed."""
+
+    @pytest.mark.parametrize("doc", _NAMED_IN)
+    def test_every_dotted_name_resolves(self, doc: str) -> None:
+        """Each `repro.x.y` (or `x.y`, relative to repro) in the doc is a module or an
+        attribute of one."""
+        missing = []
+        for name in sorted(set(_DOTTED.findall((ROOT / doc).read_text("utf-8")))):
+            parts = (name if name.startswith("repro.") else f"repro.{name}").split(".")
+            for cut in range(len(parts), 0, -1):
+                try:
+                    found: Any = importlib.import_module(".".join(parts[:cut]))
+                except ImportError:
+                    continue
+                for attribute in parts[cut:]:
+                    found = getattr(found, attribute, None)
+                break
+            if found is None:
+                missing.append(name)
+        assert missing == []
