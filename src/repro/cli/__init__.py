@@ -1,5 +1,5 @@
-"""The ``repro`` command line (:mod:`~repro.cli.app`): parse, call, print; exit codes in one
-place."""
+"""The ``repro`` command line (:mod:`~repro.cli.app`): parse, call, print, and end with the exit
+code :data:`repro.errors.EXIT_CODES` gives each error."""
 
 from repro.cli.app import app, main
 

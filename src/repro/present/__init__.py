@@ -5,6 +5,6 @@ publish a scored study's results table when its gates hold (:mod:`~repro.present
 The terminal, the PNG and the page show the figures of one model,
 :mod:`repro.derive.figures`."""
 
-from repro.present.showing import NotVerified, Shown, load
+from repro.present.showing import Shown, load
 
-__all__ = ["NotVerified", "Shown", "load"]
+__all__ = ["Shown", "load"]

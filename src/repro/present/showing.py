@@ -15,12 +15,11 @@ from typing import Any
 from attrs import frozen
 
 from repro.derive.figures import Figures, figures
-from repro.errors import NotVerified
 from repro.json.serde import unstructure
 from repro.models import Aggregates, FrozenProtocol, Ledger, Scores, Tiers
 from repro.verify import open_verified
 
-__all__ = ["NotVerified", "Shown", "load"]
+__all__ = ["Shown", "load"]
 
 
 @frozen
