@@ -59,17 +59,24 @@ def tree(ref: str | None, into: Path) -> Path:
     return into / "src"
 
 
-def study(src: Path, protocol: Path, out: Path) -> float:
-    """Run one study with the repro found in ``src``; its wall time in seconds."""
-    command = [sys.executable, "-m", "repro", "study", str(protocol), "--out", str(out)]
-    if protocol.name.startswith("cage2"):
-        command += ["--option", f"scenario_dir={SCENARIO_DIR}"]
+def repro(src: Path, *args: str) -> float:
+    """Run ``repro ARGS`` with the repro found in ``src``, in a fresh process of this
+    interpreter; its wall time in seconds. Exits when it fails."""
+    command = [sys.executable, "-m", "repro", *args]
     env = {**os.environ, "PYTHONPATH": str(src)}
     start = time.perf_counter()
     done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
     if done.returncode != 0:
-        sys.exit(f"{protocol.name} with {src}: exit {done.returncode}\n{done.stderr[-2000:]}")
+        sys.exit(f"{' '.join(args)} with {src}: exit {done.returncode}\n{done.stderr[-2000:]}")
     return time.perf_counter() - start
+
+
+def study(src: Path, protocol: Path, out: Path) -> float:
+    """Run one study with the repro found in ``src``; its wall time in seconds."""
+    args = ["study", str(protocol), "--out", str(out)]
+    if protocol.name.startswith("cage2"):
+        args += ["--option", f"scenario_dir={SCENARIO_DIR}"]
+    return repro(src, *args)
 
 
 def outcome_files(bundle: Path) -> dict[str, bytes]:

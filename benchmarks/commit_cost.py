@@ -20,28 +20,15 @@ version's command fails.
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-from byte_identity import tree
+from byte_identity import repro, tree
 
 ROOT = Path(__file__).resolve().parents[1]
 PROTOCOL = ROOT / "protocols" / "gymnasium-classic-control.json"
-
-
-def _wall(command: list[str], src: Path) -> float:
-    """The wall time of ``command`` with the repro in ``src``; exits if it fails."""
-    env = {**os.environ, "PYTHONPATH": str(src)}
-    start = time.perf_counter()
-    done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        sys.exit(f"{' '.join(command)} with {src}: exit {done.returncode}\n{done.stderr[-2000:]}")
-    return time.perf_counter() - start
 
 
 def main() -> int:
@@ -63,12 +50,11 @@ def main() -> int:
         times: dict[tuple[str, str], list[float]] = {}
         for rep in range(args.repeats):
             for side in list(sides) if rep % 2 == 0 else list(reversed(sides)):
-                src = sides[side]
-                verify = [sys.executable, "-m", "repro", "verify", str(bundle)]
                 out = base / f"study-{side}-{rep}"
-                study = [sys.executable, "-m", "repro", "study", str(PROTOCOL), "--out", str(out)]
-                for workload, command in (("verify", verify), ("study", study)):
-                    elapsed = _wall(command, src)
+                verify = ["verify", str(bundle)]
+                study = ["study", str(PROTOCOL), "--out", str(out)]
+                for workload, args in (("verify", verify), ("study", study)):
+                    elapsed = repro(sides[side], *args)
                     times.setdefault((workload, side), []).append(elapsed)
                     print(f"repeat {rep + 1}: {workload} {side:9s} {elapsed:7.3f} s", flush=True)
     for workload in ("verify", "study"):

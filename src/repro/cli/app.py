@@ -258,6 +258,17 @@ def _print_losses(ledger: Ledger, aggregates: Aggregates, lost_opens: int) -> in
     return ran_lost
 
 
+def _refused(refused: Refused, prefix: str, outcome: str | None = None) -> typer.Exit:
+    """Name every reason on stderr, each after ``prefix`` (and the count with ``outcome``); the
+    exit the table gives."""
+    err = _err()
+    for reason in refused.reasons:
+        err.print(f"{prefix} {reason}", highlight=False, markup=False)
+    if outcome is not None:
+        err.print(f"{len(refused.reasons)} reason(s): {outcome}", highlight=False)
+    return typer.Exit(exit_code(refused))
+
+
 def _verify_report(findings: Sequence[Finding], digest: str | None) -> dict[str, Any]:
     """``--json``'s verdict on a bundle, the same for ``verify`` and ``show``."""
     return {
@@ -378,11 +389,7 @@ def publish(
     except BadInput as exc:
         raise _fail(exc) from None
     except Refused as refused:
-        err = _err()
-        for reason in refused.reasons:
-            err.print(f"REFUSED {reason}", highlight=False, markup=False)
-        err.print(f"{len(refused.reasons)} reason(s): no table written", highlight=False)
-        raise typer.Exit(exit_code(refused)) from None
+        raise _refused(refused, "REFUSED", "no table written") from None
     for gate in gates:
         print(f"gate {gate.name}: holds ({gate.detail})")
     print(f"OK: wrote {out}")
@@ -406,10 +413,7 @@ def compare(
     except BadInput as exc:
         raise _fail(exc) from None
     except Refused as refused:
-        err = _err()
-        for reason in refused.reasons:
-            err.print(f"FAIL {reason}", highlight=False, markup=False)
-        raise typer.Exit(exit_code(refused)) from None
+        raise _refused(refused, "FAIL") from None
     if as_json:
         print(json.dumps(result.as_dict(), indent=2))
     else:
