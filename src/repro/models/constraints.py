@@ -178,10 +178,17 @@ class Constraint:
     words: str = field()
     show: Literal["first", "last", "none"] = "none"
     in_schema: bool = True
+    #: ``check`` as one test of the value, made once: every record verify reads runs it for
+    #: each of its constrained fields, where calling attrs' validators one by one costs more.
+    _test: Callable[[Any], bool] = field(init=False, eq=False, repr=False)
 
     @words.default
     def _derived_words(self) -> str:
         return describe(self.check)
+
+    @_test.default
+    def _compiled(self) -> Callable[[Any], bool]:
+        return _test_of(self.check)
 
     def refusal(self, name: str, value: Any) -> str:
         """The message refusing ``value`` of field ``name``."""
@@ -193,10 +200,61 @@ class Constraint:
 
     def __call__(self, instance: object, attribute: Any, value: Any) -> None:
         """Refuse ``value`` with :class:`FieldError` when ``check`` does."""
+        if not self._test(value):
+            raise FieldError(attribute.name, self.refusal(attribute.name, value))
+
+
+def _test_of(check: Any) -> Callable[[Any], bool]:
+    """A function true for the values ``check`` accepts, false for those it refuses; a value
+    of a type it cannot judge raises as ``check`` would (TypeError). Made of the parameters
+    attrs' validators expose, so it accepts exactly what they do."""
+    if isinstance(check, AndValidator):
+        tests = tuple(_test_of(part) for part in check._validators)
+        if len(tests) == 2:
+            first, second = tests
+            return lambda value: first(value) and second(value)
+
+        return lambda value: all(test(value) for test in tests)
+    if isinstance(check, OptionalValidator):
+        inner = _test_of(check.validator)
+        return lambda value: value is None or inner(value)
+    if isinstance(check, MatchesReValidator):
+        match = check.match_func
+        return lambda value: match(value) is not None
+    if isinstance(check, NumberValidator):
+        compare, bound = check.compare_func, check.bound
+        return lambda value: bool(compare(value, bound))
+    if isinstance(check, MinLengthValidator):
+        return lambda value: len(value) >= check.min_length
+    if isinstance(check, MaxLengthValidator):
+        return lambda value: len(value) <= check.max_length
+    if isinstance(check, DeepIterableValidator):
+        member = _test_of(check.member_validator)
+        whole = _test_of(check.iterable_validator) if check.iterable_validator else None
+        return lambda value: (whole is None or whole(value)) and all(map(member, value))
+    if isinstance(check, Predicate):
+        return check.test
+
+    def by_check(value: Any) -> bool:
+        # Any other validator (in_, say) is called as attrs calls it.
         try:
-            self.check(instance, attribute, value)
+            check(None, _Anonymous, value)
         except ValueError:
-            raise FieldError(attribute.name, self.refusal(attribute.name, value)) from None
+            return False
+        return True
+
+    return by_check
+
+
+@frozen
+class _AnonymousAttribute:
+    """What a validator called outside attrs is told of the field (only its name is read, in
+    the message a refusal is then given other words for)."""
+
+    name: str = "value"
+
+
+_Anonymous = _AnonymousAttribute()
 
 
 def within(*bounds: Any) -> Constraint:
