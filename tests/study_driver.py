@@ -27,7 +27,7 @@ def main() -> None:
         if seen[0] == kill_at:
             os.kill(os.getpid(), signal.SIGKILL)
 
-    to_bytes, commit = bundle.to_bytes, bundle.BundleWriter._commit
+    to_bytes, commit = bundle.to_bytes, bundle.BundleWriter.commit
 
     def counting_to_bytes(value: Any) -> bytes:
         event()
@@ -38,7 +38,7 @@ def main() -> None:
         commit(self, tmp, path)
 
     bundle.to_bytes = counting_to_bytes  # type: ignore[assignment]
-    bundle.BundleWriter._commit = counting_commit  # type: ignore[method-assign]
+    bundle.BundleWriter.commit = counting_commit  # type: ignore[method-assign]
     try:
         app(sys.argv[3:], standalone_mode=True)
     finally:

@@ -517,8 +517,8 @@ class TestScanner:
         cuts = data.draw(st.lists(st.integers(0, len(text)), max_size=12), label="cuts")
         gather, rounds = gather_round
         with (
-            mock.patch.object(disclosure, "_GATHER", gather),
-            mock.patch.object(disclosure, "_ROUND", rounds),
+            mock.patch.object(disclosure, "GATHER", gather),
+            mock.patch.object(disclosure, "ROUND", rounds),
         ):
             assert _fed(text, cuts, keep) == expected
 
@@ -532,7 +532,7 @@ class TestScanner:
         example = {**HOST_PATHS, **TRACEBACKS, **CREDENTIALS}[pattern.name].encode()
         text = b" " * 10_000 + lead.encode() + example + b" " * 10_000
         start = 10_001 + pattern.regex.search(example).start()
-        with mock.patch.object(disclosure, "_GATHER", 1):
+        with mock.patch.object(disclosure, "GATHER", 1):
             for shift in range(-3, 4):
                 cut = start + pattern.reach + shift
                 assert _fed(text, [cut]) == _expected(text, MAX_HITS_KEPT), shift
@@ -557,7 +557,7 @@ class TestScanner:
             parts.append(rng.choice(choices))
             size += len(parts[-1])
         text = "".join(parts).encode()
-        with mock.patch.object(disclosure, "_ROUND", 1 << 30):
+        with mock.patch.object(disclosure, "ROUND", 1 << 30):
             expected = _expected(text, 500)
         assert expected.count > 500
         cuts: list[int] = []

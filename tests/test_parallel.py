@@ -322,15 +322,15 @@ class TestTakingSlots:
         path = write_protocol(small_protocol)
         serial = run_study(path, tmp_path / "serial")
         takes: list[int] = []
-        take = parallel._Running.take_later_half
+        take = parallel.Running.take_later_half
 
-        def counting(self: parallel._Running) -> parallel._Taken | None:
+        def counting(self: parallel.Running) -> parallel._Taken | None:
             taken = take(self)
             if taken is not None:
                 takes.append(len(taken.entries))
             return taken
 
-        monkeypatch.setattr(parallel._Running, "take_later_half", counting)
+        monkeypatch.setattr(parallel.Running, "take_later_half", counting)
         shared = run_study(path, tmp_path / "shared", LocalWorkers(3))
         assert takes, "no slot was taken"
         assert bundle_digests(shared) == bundle_digests(serial)
@@ -342,7 +342,7 @@ class TestTakingSlots:
             PlanEntry(slot=f"c00-r{i:04d}", condition="c00", replicate=i, order=i, seed=i)
             for i in range(23)
         )
-        running = parallel._Running(0, Partition("repro.partition/1", "c00", "c00", entries))
+        running = parallel.Running(0, Partition("repro.partition/1", "c00", "c00", entries))
         owned: list[PlanEntry] = []
         while (entry := running.next_slot()) is not None:
             owned.append(entry)

@@ -501,14 +501,14 @@ def write_order(tmp_path_factory: pytest.TempPathFactory) -> list[tuple[str, byt
     its final bytes."""
     tmp = tmp_path_factory.mktemp("order")
     committed: list[Path] = []
-    real = BundleWriter._commit
+    real = BundleWriter.commit
 
     def spy(self: BundleWriter, tmp_file: Path, path: Path) -> None:
         committed.append(path)
         real(self, tmp_file, path)
 
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(BundleWriter, "_commit", spy)
+        mp.setattr(BundleWriter, "commit", spy)
         root = _tiny(tmp, "bundle")
     return [(p.relative_to(root).as_posix(), p.read_bytes()) for p in committed]
 

@@ -493,7 +493,7 @@ class TestReadAgain:
     ) -> None:
         """The file changed (same size) after its first read: named as changed."""
         root = _base_copy(base, tmp_path / "bundle")
-        real = BundleReader._read_first
+        real = BundleReader.read_first
 
         def first_then_change(self: BundleReader, file: str) -> Any:
             seen = real(self, file)
@@ -502,7 +502,7 @@ class TestReadAgain:
                 (root / name).write_bytes(data.replace(b'"c0', b'"d0', 1))
             return seen
 
-        monkeypatch.setattr(BundleReader, "_read_first", first_then_change)
+        monkeypatch.setattr(BundleReader, "read_first", first_then_change)
         changed = [f for f in verify(root) if f.what == "changed while verify read it"]
         # Named at each later read: the changed bytes may lead verify to read the file again.
         assert changed
@@ -515,7 +515,7 @@ class TestReadAgain:
         """A runs file replaced by a directory after its first read is named, not read."""
         root = _base_copy(base, tmp_path / "bundle")
         name = "data/runs/c03.jsonl"
-        real = BundleReader._read_first
+        real = BundleReader.read_first
 
         def first_then_swap(self: BundleReader, file: str) -> Any:
             seen = real(self, file)
@@ -524,7 +524,7 @@ class TestReadAgain:
                 (root / name).mkdir()
             return seen
 
-        monkeypatch.setattr(BundleReader, "_read_first", first_then_swap)
+        monkeypatch.setattr(BundleReader, "read_first", first_then_swap)
         findings = verify(root)
         assert (
             Finding(

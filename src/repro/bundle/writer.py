@@ -123,7 +123,9 @@ class BundleWriter:
         that is no bundle at all (neither)."""
         self._bagit_sha256 = self.write(BAGIT, BAGIT_TXT)
 
-    def _commit(self, tmp: Path, path: Path) -> None:
+    def commit(self, tmp: Path, path: Path) -> None:
+        """Put a file written in full under its temporary name into place: one rename, so a
+        reader sees the whole file or none (tests count and stop studies here)."""
         os.replace(tmp, path)
 
     def write(self, name: str, data: bytes) -> str:
@@ -135,7 +137,7 @@ class BundleWriter:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
-        self._commit(tmp, path)
+        self.commit(tmp, path)
         digest = hashlib.sha256(data).hexdigest()
         self._record(
             name, digest, len(data), scan_hits(name, data), payload=name.startswith("data/")
@@ -182,7 +184,7 @@ class BundleWriter:
             yield emit
             fh.flush()
             os.fsync(fh.fileno())
-        self._commit(tmp, path)
+        self.commit(tmp, path)
         scanner.feed(b"".join(pending))
         self._record(name, digest.hexdigest(), size, scanner.finish(), payload=True)
 

@@ -683,10 +683,10 @@ def _normalise(raw: bytes, file_at: int, offsets: _Offsets) -> bytes:
 
 #: Blocks smaller than this are gathered before they are scanned, so that feeding a byte at a
 #: time does not scan the carried tail again at every byte.
-_GATHER = 1 << 16
+GATHER = 1 << 16
 #: Blocks larger than this are scanned this much at a time, so that the copies a scan makes
 #: (lower case, base64 runs, normalised view) stay small however large the block.
-_ROUND = 1 << 20
+ROUND = 1 << 20
 
 
 class _Stream:
@@ -708,19 +708,19 @@ class _Stream:
 
     def feed(self, block: bytes) -> list[_Hit]:
         """The hits that ``block`` (the next bytes of the stream) settles."""
-        if len(self._gathered) + len(block) < _GATHER:
+        if len(self._gathered) + len(block) < GATHER:
             self._gathered += block
             return []
         hits: list[_Hit] = []
         if self._gathered:
             hits += self._round(bytes(self._gathered), final=False)
             self._gathered.clear()
-        if len(block) <= _ROUND:
+        if len(block) <= ROUND:
             hits += self._round(bytes(block), final=False)
         else:
             view = memoryview(block)
-            for i in range(0, len(block), _ROUND):
-                hits += self._round(bytes(view[i : i + _ROUND]), final=False)
+            for i in range(0, len(block), ROUND):
+                hits += self._round(bytes(view[i : i + ROUND]), final=False)
         return hits
 
     def finish(self) -> list[_Hit]:
@@ -830,7 +830,7 @@ def scan_hits(file: str, data: bytes, start: int = 0, keep: int = MAX_HITS_KEPT)
 def _whole(data: bytes) -> list[_Hit]:
     """The hits in ``data``, a whole stream: what a :class:`_Stream` fed it and finished finds,
     without the stream's bookkeeping (which a scan of one line at a time would pay for)."""
-    if len(data) > _ROUND:
+    if len(data) > ROUND:
         stream = _Stream()
         return stream.feed(data) + stream.finish()
     offsets = _Offsets()

@@ -55,7 +55,7 @@ class _Taken:
         self.result: SlotsResult | None = None
 
 
-class _Running:
+class Running:
     """A partition that its owner thread is running: the slots it has not started yet,
     ``[next, end)``, of which another thread may take the later half, and the ranges taken."""
 
@@ -100,18 +100,18 @@ class _Pool:
     def __init__(self, partitions: tuple[Partition, ...]) -> None:
         self._lock = threading.Lock()
         self._todo = collections.deque(enumerate(partitions))
-        self._running: list[_Running] = []
+        self._running: list[Running] = []
 
-    def next_partition(self) -> _Running | None:
+    def next_partition(self) -> Running | None:
         """The next partition in sealed order, now running; None when all have started."""
         with self._lock:
             if not self._todo:
                 return None
-            running = _Running(*self._todo.popleft())
+            running = Running(*self._todo.popleft())
             self._running.append(running)
             return running
 
-    def take_slots(self) -> tuple[_Running, _Taken] | None:
+    def take_slots(self) -> tuple[Running, _Taken] | None:
         """Later slots of the running partition with most left; None when no partition has
         two or more slots left to start."""
         with self._lock:

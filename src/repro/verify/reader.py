@@ -300,7 +300,7 @@ class BundleReader:
         """What the first read of the file found, reading it now if it was not read yet; None
         (with a finding, made once) when missing, unreadable or past a limit."""
         if name not in self._seen:
-            self._seen[name] = self._read_first(name)
+            self._seen[name] = self.read_first(name)
         return self._seen[name]
 
     def sha256(self, name: str) -> str | None:
@@ -322,7 +322,10 @@ class BundleReader:
             return self._held[name]
         return b"".join(self._again(name))
 
-    def _read_first(self, name: str) -> _Seen | None:
+    def read_first(self, name: str) -> _Seen | None:
+        """Read a file for the first time: hash and scan it in blocks, keep it if it is held;
+        None (named) when missing, unreadable or past a limit. (:meth:`_first` reads each file
+        so once; tests change a file right after it.)"""
         path = self.files.get(name)
         if path is None:
             self.findings.append(
