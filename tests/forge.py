@@ -14,8 +14,9 @@ from typing import Any, TypeVar
 from repro.bundle.layout import CRATE, MANIFEST, TAGMANIFEST, is_derivation_input, payload_files
 from repro.bundle.writer import manifest_text
 from repro.derive.crate import ActionFacts, CrateBuilder
-from repro.derive.derivation import derive, source_ledger, tally_records
+from repro.derive.derivation import derive, tally_records
 from repro.derive.disclosure import scan_hits
+from repro.derive.ledger import source_ledger
 from repro.json import canonical
 from repro.json.serde import structure, to_bytes
 from repro.models import (

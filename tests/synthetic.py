@@ -17,7 +17,8 @@ from pathlib import Path
 from repro.bundle.layout import CRATE, is_derivation_input, payload_files
 from repro.bundle.writer import BundleWriter, create_root
 from repro.derive.crate import ActionFacts, CrateBuilder
-from repro.derive.derivation import derive, source_ledger
+from repro.derive.derivation import derive
+from repro.derive.ledger import source_ledger
 from repro.derive.tally import Attempt, attempt_id, measure_of, merge, tally
 from repro.derive.tiers import contract_digests
 from repro.json.serde import structure
@@ -32,7 +33,7 @@ from repro.models import (
 )
 from repro.plan.sealing import seal
 from repro.plan.streams import checkpoint_of
-from repro.protocol.load import freeze
+from repro.protocol.freeze import freeze
 
 __all__ = ["synthetic_bundle"]
 

@@ -32,7 +32,8 @@ from repro.errors import BadInput
 from repro.execute.studies import prepare
 from repro.json import canonical, schemas
 from repro.models import MAX_RESAMPLES
-from repro.protocol.load import MAX_PROTOCOL_BYTES, MAX_SLOTS
+from repro.protocol.load import MAX_PROTOCOL_BYTES
+from repro.protocol.rules import MAX_SLOTS
 
 runner = CliRunner()
 

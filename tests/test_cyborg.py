@@ -27,7 +27,7 @@ from repro.derive.tiers import reproduction
 from repro.execute.studies import Backend, DaskCluster, LocalWorkers
 from repro.json.serde import structure
 from repro.models import Aggregates, FrozenProtocol
-from repro.protocol.load import freeze
+from repro.protocol.freeze import freeze
 from repro.verify import verify
 
 SCENARIO = ROOT.parent / "shared" / "cage2" / "scenario"

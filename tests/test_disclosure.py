@@ -38,7 +38,8 @@ from repro.derive.tiers import MAX_DISCLOSURES_LISTED
 from repro.json import canonical
 from repro.json.serde import structure, to_bytes
 from repro.models import FrozenProtocol, Ledger, Partition, RunRecord, Seal
-from repro.protocol.load import freeze, load_protocol
+from repro.protocol.freeze import freeze
+from repro.protocol.load import load_protocol
 
 runner = CliRunner()
 

@@ -25,7 +25,7 @@ import repro.derive.disclosure
 from repro.derive.disclosure import refuse_disclosing_protocol
 from repro.json.serde import structure
 from repro.models import Protocol
-from repro.protocol.load import freeze
+from repro.protocol.freeze import freeze
 
 pytestmark = pytest.mark.skipif(
     sys.platform == "win32", reason="the time bound is kept by a SIGALRM interval timer"

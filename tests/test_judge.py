@@ -17,7 +17,7 @@ from repro.models import (
     IntervalValue,
     Protocol,
 )
-from repro.protocol.load import freeze
+from repro.protocol.freeze import freeze
 
 
 def _protocol(published: dict[str, Any] | None) -> Any:

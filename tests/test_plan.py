@@ -13,7 +13,7 @@ from conftest import SMALL
 from repro.json.serde import structure, to_bytes
 from repro.models import Protocol, Source
 from repro.plan.sealing import derive_seed, seal, slot_ids
-from repro.protocol.load import freeze
+from repro.protocol.freeze import freeze
 
 levels = st.lists(
     st.text(alphabet="abcdefgh", min_size=1, max_size=4), min_size=1, max_size=4, unique=True

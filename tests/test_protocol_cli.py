@@ -18,7 +18,8 @@ from typer.testing import CliRunner, Result
 
 from conftest import ROOT, SMALL, run_study
 from repro.cli.app import app
-from repro.protocol.load import freeze, parse_protocol
+from repro.protocol.freeze import freeze
+from repro.protocol.load import parse_protocol
 from repro.verify import verify
 from test_bad_protocols import UNKNOWN_KEYS, WRONG_TYPES, Case, Draft
 

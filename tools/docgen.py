@@ -25,7 +25,8 @@ from repro import models
 from repro.json import canonical, schemas
 from repro.json.serde import unstructure
 from repro.models.constraints import Constraint, MatchesReValidator, OptionalValidator, parts
-from repro.protocol.load import MAX_PROTOCOL_BYTES, MAX_SLOTS
+from repro.protocol.load import MAX_PROTOCOL_BYTES
+from repro.protocol.rules import MAX_SLOTS
 
 __all__ = ["constraint", "reference", "write"]
 

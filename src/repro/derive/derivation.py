@@ -1,5 +1,5 @@
-"""Pure derivations from bundle data: aggregates, tiers, the ledger's losses, the report, and
-for a scored protocol its scores and publish gates.
+"""All derivations together: :func:`derive` runs each one (aggregates, the ledger's losses, tiers,
+the report, and for a scored protocol its scores and publish gates) on the tally of the runs.
 
 ``repro study`` and ``repro verify`` both call :func:`derive` on a
 :class:`~repro.derive.tally.RunTally` of the runs: the study tallies the records it wrote, the
@@ -13,15 +13,15 @@ from collections.abc import Sequence
 
 from attrs import frozen
 
-from repro.derive import report, scoring, stats
+from repro.derive import report, scoring
+from repro.derive.aggregates import aggregates
 from repro.derive.disclosure import FileHits
+from repro.derive.ledger import source_ledger
 from repro.derive.scenarios import by_condition
 from repro.derive.tally import Attempt, ConditionTally, RunTally, tally
 from repro.derive.tiers import contract_digests, tiers
 from repro.models import (
     Aggregates,
-    ConditionAggregate,
-    EstimandValue,
     FrozenProtocol,
     Ledger,
     Partition,
@@ -32,7 +32,7 @@ from repro.models import (
 )
 from repro.plan.sealing import conditions_of
 
-__all__ = ["Derived", "aggregates", "derive", "scores", "source_ledger", "tally_records"]
+__all__ = ["Derived", "derive", "scores", "tally_records"]
 
 
 def tally_records(
@@ -52,43 +52,6 @@ def tally_records(
     )
 
 
-def aggregates(frozen_protocol: FrozenProtocol, seal: Seal, runs: RunTally) -> Aggregates:
-    """aggregates.json from the tally of the runs."""
-    p = frozen_protocol.protocol
-    iv = p.interval
-    rows = []
-    summaries = []
-    none = ConditionTally(scheduled=0, valid=0, failed=0, excluded=0, measures=())
-    for condition in seal.conditions:
-        slots = runs.conditions.get(condition.id, none)
-        summary = stats.summarize(slots.measures)
-        summaries.append(summary)
-        rows.append(
-            ConditionAggregate(
-                condition=condition.id,
-                factors=condition.factors,
-                participant=condition.participant,
-                scheduled=slots.scheduled,
-                valid=slots.valid,
-                failed=slots.failed,
-                excluded=slots.excluded,
-                mean=summary.mean,
-                sd=summary.sd,
-                interval=stats.mean_interval(summary, iv.method, iv.level, iv.resamples, iv.seed),
-            )
-        )
-    value, se, interval = stats.estimand_interval(
-        summaries, p.estimand, iv.method, iv.level, iv.resamples, iv.seed
-    )
-    return Aggregates(
-        schema="repro.aggregates/1",
-        protocol_sha256=frozen_protocol.sha256,
-        measure=p.measure.name,
-        conditions=tuple(rows),
-        estimand=EstimandValue(kind=p.estimand, value=value, se=se, interval=interval),
-    )
-
-
 @frozen
 class Derived:
     """Everything a bundle stores that is a function of protocol, plan, runs and ledger facts."""
@@ -99,23 +62,6 @@ class Derived:
     report: str
     #: scores.json, for a protocol with scoring.
     scores: Scores | None = None
-
-
-def source_ledger(frozen_protocol: FrozenProtocol, runs: RunTally, facts: Ledger) -> Ledger:
-    """source-ledger.json: the facts gathered at run time (adapter, sources, contracts) with the
-    citation and disagreements of the protocol and the losses of the runs. The study writes it
-    before :func:`derive`, whose disclosure tier reads its bytes."""
-    p = frozen_protocol.protocol
-    return Ledger(
-        schema="repro.source-ledger/1",
-        protocol_sha256=frozen_protocol.sha256,
-        adapter=facts.adapter,
-        sources=facts.sources,
-        contracts=facts.contracts,
-        citation=p.published.citation if p.published else None,
-        disagreements=p.disagreements,
-        losses=runs.losses,
-    )
 
 
 def derive(

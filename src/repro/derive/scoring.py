@@ -422,7 +422,7 @@ def _measure_problems(p: Protocol) -> list[str]:
 def scoring_problems(protocol: Protocol) -> list[str]:
     """Every inconsistency of ``protocol``'s scenarios, scoring, gates and measure key that
     each field allows alone, as messages ending in `` @ <JSON path>`` like those of
-    :func:`repro.protocol.load.check_consistency`.
+    :func:`repro.protocol.rules.check_consistency`.
 
     Everything the scoring functions assume is checked here, before anything runs, so that a
     run is never scored against an expectation that is missing or of the wrong type, and no

@@ -27,8 +27,9 @@ from repro.adapters.base import Adapter, Frozen, get_adapter
 from repro.bundle import layout
 from repro.bundle.writer import BundleWriter, create_root
 from repro.derive.crate import ActionFacts, CrateBuilder
-from repro.derive.derivation import Derived, derive, source_ledger, tally_records
+from repro.derive.derivation import Derived, derive, tally_records
 from repro.derive.disclosure import refuse_disclosing_protocol, scan
+from repro.derive.ledger import source_ledger
 from repro.derive.tally import SlotEnd
 from repro.errors import EXIT_STUDY_STOPPED, BadInput, ClusterFailed, Interrupted, StudyStopped
 from repro.execute import cluster
@@ -41,7 +42,8 @@ from repro.json import canonical
 from repro.json.serde import unstructure
 from repro.models import BackendName, Environment, FrozenProtocol, Ledger, Partition, Protocol
 from repro.plan.sealing import SealedPlan, seal
-from repro.protocol.load import freeze, load_protocol
+from repro.protocol.freeze import freeze
+from repro.protocol.load import load_protocol
 
 __all__ = [
     "MAX_LOCAL_WORKERS",

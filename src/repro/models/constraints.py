@@ -6,7 +6,7 @@ Each constraint is a :class:`Constraint`: attrs' own validators (``matches_re``,
 reference, and the words a refusal says, derived from those parameters where they can be. A
 refusal raises :class:`FieldError`, which names the field, so that the converter can name its
 JSON path. A check across several fields is no field's constraint: it stays a function where the
-whole object is known (:func:`repro.protocol.load.check_consistency`).
+whole object is known (:func:`repro.protocol.rules.check_consistency`).
 """
 
 from __future__ import annotations

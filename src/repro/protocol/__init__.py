@@ -1,16 +1,17 @@
-"""The protocol: load a protocol file strictly (comments removed, every field validated), check
-that its parts agree with each other, and freeze it with its digest before anything runs."""
+"""The protocol: load a protocol file strictly (comments removed, every field validated;
+:mod:`~repro.protocol.load`), check that its parts agree with each other
+(:mod:`~repro.protocol.rules`), and freeze it with its digest before anything runs
+(:mod:`~repro.protocol.freeze`)."""
 
+from repro.protocol.freeze import freeze
 from repro.protocol.load import (
     COMMENT,
     MAX_PROTOCOL_BYTES,
-    MAX_SLOTS,
-    check_consistency,
-    freeze,
     load_protocol,
     parse_protocol,
     strip_comments,
 )
+from repro.protocol.rules import MAX_SLOTS, check_consistency
 
 __all__ = [
     "COMMENT",

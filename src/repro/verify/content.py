@@ -43,7 +43,7 @@ from repro.models import (
     Tiers,
 )
 from repro.plan.streams import checkpoint_of
-from repro.protocol.load import check_consistency
+from repro.protocol.rules import check_consistency
 from repro.verify.findings import MAX_DIFFS, Finding, Location
 from repro.verify.limits import Limits
 from repro.verify.reader import BundleReader

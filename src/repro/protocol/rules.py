@@ -1,0 +1,91 @@
+"""The protocol's consistency rules: every check across its fields (matrix size, participants,
+seeding, published figures, scoring's rules) that no single field's constraint can state. ``repro
+study`` applies them before it freezes; ``repro verify`` applies them again to the bundle's
+protocol."""
+
+from __future__ import annotations
+
+import math
+
+from repro.derive.scoring import scoring_problems
+from repro.errors import BadInput
+from repro.models import Protocol
+from repro.plan.sealing import conditions_of, slot_ids
+
+__all__ = ["MAX_SLOTS", "check_consistency"]
+
+#: The plan is expanded and sealed in memory before anything runs; a few lines of JSON could
+#: otherwise ask for more slots (matrix cells x participants x runs) than memory holds.
+MAX_SLOTS = 1_000_000
+
+
+def _check_size(p: Protocol) -> None:
+    conditions = math.prod(len(f.levels) for f in p.matrix) * len(p.participants)
+    if conditions > MAX_SLOTS:
+        raise BadInput(
+            f"protocol: {conditions} conditions (matrix cells x participants) are over the "
+            f"limit of {MAX_SLOTS} slots @ $.matrix"
+        )
+    slots = conditions * p.runs_per_condition
+    if slots > MAX_SLOTS:
+        raise BadInput(
+            f"protocol: {conditions} conditions x {p.runs_per_condition} runs = {slots} slots "
+            f"is over the limit of {MAX_SLOTS} @ $.runs_per_condition"
+        )
+
+
+def check_consistency(p: Protocol) -> None:
+    """Refuse what each field allows alone but the protocol as a whole does not: a plan too
+    large to seal, duplicate names, references to slots or conditions that do not exist, and
+    scenarios, checks and gates that do not fit together."""
+    _check_size(p)
+    problems: list[str] = []
+    names = [f.name for f in p.matrix]
+    for i, factor in enumerate(p.matrix):
+        if names.index(factor.name) != i:
+            problems.append(f"duplicate factor name {factor.name!r} @ $.matrix[{i}].name")
+        if len(set(factor.levels)) != len(factor.levels):
+            problems.append(f"duplicate level in factor {factor.name!r} @ $.matrix[{i}].levels")
+    ids = [q.id for q in p.participants]
+    for i, participant in enumerate(p.participants):
+        if ids.index(participant.id) != i:
+            problems.append(f"duplicate participant id {participant.id!r} @ $.participants[{i}].id")
+    m = p.measure
+    if m.minimum is not None and m.maximum is not None and m.minimum > m.maximum:
+        problems.append("minimum is greater than maximum @ $.measure")
+    if p.interval.method == "bootstrap" and p.interval.resamples < 100:
+        problems.append("a bootstrap needs at least 100 resamples @ $.interval.resamples")
+    # One string per slot of the plan: expanded only when there is an exclusion to look up.
+    valid_slots = set(slot_ids(p)) if p.exclusions else set()
+    seen: set[str] = set()
+    for i, exclusion in enumerate(p.exclusions):
+        if exclusion.slot not in valid_slots:
+            problems.append(f"unknown slot {exclusion.slot!r} @ $.exclusions[{i}].slot")
+        if exclusion.slot in seen:
+            problems.append(f"slot {exclusion.slot!r} excluded twice @ $.exclusions[{i}].slot")
+        seen.add(exclusion.slot)
+    if p.published is not None:
+        conditions = conditions_of(p)
+        matched: set[str] = set()
+        for i, figure in enumerate(p.published.conditions):
+            where = f"$.published.conditions[{i}]"
+            if figure.participant is None and len(p.participants) > 1:
+                problems.append(f"participant required when there are several @ {where}")
+                continue
+            hits = [
+                c
+                for c in conditions
+                if c.factors == figure.factors
+                and (figure.participant is None or figure.participant == c.participant)
+            ]
+            if len(hits) != 1:
+                problems.append(f"matches no condition of the matrix @ {where}.factors")
+            elif hits[0].id in matched:
+                problems.append(f"condition published twice @ {where}")
+            else:
+                matched.add(hits[0].id)
+        if not p.published.conditions and p.published.estimand is None:
+            problems.append("published figures declared but none given @ $.published")
+    problems += scoring_problems(p)
+    if problems:
+        raise BadInput("protocol: " + "; ".join(problems))
