@@ -23,7 +23,7 @@ from typer.testing import CliRunner
 
 from conftest import ROOT, bundle_digests, run_study
 from repro.cli.app import app
-from repro.derive.tiers import reproduction
+from repro.derive.reproduction import reproduction
 from repro.execute.studies import Backend, DaskCluster, LocalWorkers
 from repro.json.serde import structure
 from repro.models import Aggregates, FrozenProtocol

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from conftest import SMALL
-from repro.derive.tiers import reproduction, rounded
+from repro.derive.reproduction import reproduction, rounded
 from repro.json.serde import structure
 from repro.models import (
     Aggregates,

@@ -1,13 +1,14 @@
-"""Derivations: pure functions of a bundle's recorded files, which ``repro study`` runs to write
-the derived files and ``repro verify`` runs again to check them. One module per derived file or
+"""Derivations: pure functions of a bundle's recorded files, which ``repro study`` runs to write the
+derived files and ``repro verify`` runs again to check them. One module per derived file or
 figure: the tally of the runs and their validity (:mod:`~repro.derive.tally`,
 :mod:`~repro.derive.validity`), statistics (:mod:`~repro.derive.stats`), aggregates.json
-(:mod:`~repro.derive.aggregates`), the source ledger (:mod:`~repro.derive.ledger`), tiers and the
-reproduction class (:mod:`~repro.derive.tiers`), scores and gates (:mod:`~repro.derive.scoring`),
-the figures by condition that every view of a bundle shows (:mod:`~repro.derive.figures`), the
-report (:mod:`~repro.derive.report`), the RO-Crate (:mod:`~repro.derive.crate`), the
-disclosure scan (:mod:`~repro.derive.disclosure`), scenario versions
-(:mod:`~repro.derive.scenarios`), and all of them together (:mod:`~repro.derive.derivation`)."""
+(:mod:`~repro.derive.aggregates`), the source ledger (:mod:`~repro.derive.ledger`), tiers
+(:mod:`~repro.derive.tiers`), the reproduction class (:mod:`~repro.derive.reproduction`), scores
+and gates (:mod:`~repro.derive.scoring`), the figures by condition that every view of a bundle
+shows (:mod:`~repro.derive.figures`), the report (:mod:`~repro.derive.report`), the RO-Crate
+(:mod:`~repro.derive.crate`), the disclosure scan (:mod:`~repro.derive.disclosure`), scenario
+versions (:mod:`~repro.derive.scenarios`), and all of them together
+(:mod:`~repro.derive.derivation`)."""
 
 from repro.derive.aggregates import aggregates
 from repro.derive.derivation import Derived, derive, scores, tally_records

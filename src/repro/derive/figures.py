@@ -69,7 +69,7 @@ class Figures:
 
 def _published_halfwidths(fp: FrozenProtocol, agg: Aggregates) -> dict[str, float]:
     """Each condition's published half-width, where the protocol gives one (matched to its row
-    as :func:`repro.derive.tiers.reproduction` matches it). tiers.json holds no condition's
+    as :func:`repro.derive.reproduction.reproduction` matches it). tiers.json holds no condition's
     half-width, so the protocol is where it is read."""
     published = fp.protocol.published
     found: dict[str, float] = {}
