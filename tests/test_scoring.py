@@ -19,6 +19,7 @@ from repro.derive import scoring
 from repro.json.serde import structure
 from repro.models import Check, Loss, Protocol, Rule, Taxonomy
 from repro.plan.sealing import conditions_of
+from repro.protocol import scoring_rules
 
 RAW: dict[str, Any] = {
     "schema": "repro.protocol/1",
@@ -115,7 +116,7 @@ BAD: dict[str, Any] = {
 
 def protocol(change: Callable[[dict[str, Any]], object] | None = None) -> Protocol:
     """The test protocol, after ``change`` has edited a copy of its JSON (no consistency check:
-    :func:`scoring.scoring_problems` is what is tested on it)."""
+    :func:`scoring_rules.scoring_problems` is what is tested on it)."""
     raw = copy.deepcopy(RAW)
     if change is not None:
         change(raw)
@@ -759,7 +760,7 @@ class TestGates:
 
 def problems(change: Callable[[dict[str, Any]], object]) -> list[str]:
     """scoring_problems of the test protocol after ``change``."""
-    return scoring.scoring_problems(protocol(change))
+    return scoring_rules.scoring_problems(protocol(change))
 
 
 def _set(path: list[Any], value: Any) -> Callable[[dict[str, Any]], None]:
@@ -996,10 +997,10 @@ class TestScoringProblems:
 
     def test_consistent(self) -> None:
         """The test protocol and the shipped example protocol have no problems."""
-        assert scoring.scoring_problems(P) == []
+        assert scoring_rules.scoring_problems(P) == []
         example = Path(__file__).resolve().parents[1] / "protocols" / "agent-gate-eval.json"
         raw = orjson.loads(example.read_bytes())
-        assert scoring.scoring_problems(structure(raw, Protocol, what="protocol")) == []
+        assert scoring_rules.scoring_problems(structure(raw, Protocol, what="protocol")) == []
 
     def test_unscored_protocol(self) -> None:
         """A protocol without scenarios, scoring or gates, measuring episode returns: none."""

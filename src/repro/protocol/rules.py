@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import math
 
-from repro.derive.scoring import scoring_problems
 from repro.errors import BadInput
 from repro.models import Protocol
 from repro.plan.sealing import conditions_of, slot_ids
+from repro.protocol.scoring_rules import scoring_problems
 
 __all__ = ["MAX_SLOTS", "check_consistency"]
 

@@ -1,0 +1,223 @@
+"""The consistency rules of a scored protocol: its scenario factor names scenarios, its checks and
+expectations agree, its taxonomy and gates name checks that exist, its measure is an outcome's
+number; each problem with its JSON path. Applied by
+:func:`repro.protocol.rules.check_consistency` with every other rule."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from repro.derive.scoring import is_number, json_type, tokens
+from repro.models import (
+    Check,
+    Protocol,
+    Scoring,
+    Taxonomy,
+)
+
+__all__ = ["scoring_problems"]
+
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def _member(key: str) -> str:
+    """A JSON path step to member ``key`` of an object."""
+    return f".{key}" if _NAME.fullmatch(key) else f"[{_quoted(key)}]"
+
+
+def _quoted(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _expectation_problem(check: Check, value: Any) -> str | None:
+    """What is wrong with a scenario's expectation for ``check``, if anything."""
+    if check.kind == "concept-coverage":
+        if not isinstance(value, list) or not all(isinstance(c, str) for c in value):
+            return f"must be an array of strings (concepts), found {json_type(value)}"
+    elif check.kind == "includes-all":
+        if not isinstance(value, list):
+            return f"must be an array, found {json_type(value)}"
+    elif check.kind == "at-least" and not is_number(value):
+        return f"must be a number, found {json_type(value)}"
+    return None
+
+
+def _scenario_problems(p: Protocol, scoring: Scoring) -> list[str]:
+    problems: list[str] = []
+    name = scoring.scenario_factor
+    ids = {s.id for s in p.scenarios}
+    factor = next((i for i, f in enumerate(p.matrix) if f.name == name), None)
+    if factor is None:
+        problems.append(
+            f"scenario factor {name!r} is not a matrix factor @ $.scoring.scenario_factor"
+        )
+        return problems
+    levels = p.matrix[factor].levels
+    for j, level in enumerate(levels):
+        if level not in ids:
+            problems.append(
+                f"level {level!r} of scenario factor {name!r} names no scenario "
+                f"@ $.matrix[{factor}].levels[{j}]"
+            )
+    for k, scenario in enumerate(p.scenarios):
+        if scenario.id not in levels:
+            problems.append(
+                f"scenario {scenario.id!r} is not a level of scenario factor {name!r} "
+                f"@ $.scenarios[{k}].id"
+            )
+    return problems
+
+
+def _check_problems(scoring: Scoring) -> list[str]:
+    problems: list[str] = []
+    seen: set[str] = set()
+    for i, check in enumerate(scoring.checks):
+        where = f"$.scoring.checks[{i}]"
+        if check.name in seen:
+            problems.append(f"duplicate check name {check.name!r} @ {where}.name")
+        seen.add(check.name)
+        if check.kind == "concept-coverage":
+            if not check.keys:
+                problems.append(f"a concept-coverage check needs keys @ {where}.keys")
+            if check.key is not None:
+                problems.append(f"a concept-coverage check takes keys, not key @ {where}.key")
+        else:
+            if check.key is None:
+                problems.append(f"an {check.kind} check needs key @ {where}.key")
+            if check.keys:
+                problems.append(f"an {check.kind} check takes key, not keys @ {where}.keys")
+    return problems
+
+
+def _expect_problems(p: Protocol, scoring: Scoring) -> list[str]:
+    problems: list[str] = []
+    for k, scenario in enumerate(p.scenarios):
+        for check in scoring.checks:
+            where = f"$.scenarios[{k}].expect"
+            if check.expect not in scenario.expect:
+                problems.append(
+                    f"scenario {scenario.id!r} has no expectation {check.expect!r} "
+                    f"for check {check.name!r} @ {where}"
+                )
+                continue
+            value = scenario.expect[check.expect]
+            where += _member(check.expect)
+            wrong = _expectation_problem(check, value)
+            if wrong is not None:
+                problems.append(
+                    f"expectation {check.expect!r} of check {check.name!r} {wrong} @ {where}"
+                )
+            elif check.kind == "concept-coverage":
+                problems += [
+                    f"concept {concept!r} has no letters or digits to match @ {where}[{j}]"
+                    for j, concept in enumerate(value)
+                    if not tokens(concept)
+                ]
+    return problems
+
+
+def _taxonomy_problems(taxonomy: Taxonomy, checks: set[str]) -> list[str]:
+    problems: list[str] = []
+    where = "$.scoring.taxonomy"
+    seen: set[str] = set()
+    for i, category in enumerate(taxonomy.categories):
+        if category in seen:
+            problems.append(f"duplicate category {category!r} @ {where}.categories[{i}]")
+        seen.add(category)
+    last = len(taxonomy.rules) - 1
+    for i, rule in enumerate(taxonomy.rules):
+        here = f"{where}.rules[{i}]"
+        if rule.category not in seen:
+            problems.append(f"category {rule.category!r} is not declared @ {here}.category")
+        problems += [
+            f"unknown check {name!r} @ {here}.checks{_member(name)}"
+            for name in rule.checks
+            if name not in checks
+        ]
+        unconditional = not rule.checks and not rule.values
+        if i == last and not unconditional:
+            problems.append(
+                f"the last rule must have no conditions, so that every run gets a category @ {here}"
+            )
+        if i != last and unconditional:
+            problems.append(
+                f"only the last rule may have no conditions (the rules after it never apply) "
+                f"@ {here}"
+            )
+    return problems
+
+
+def _gate_problems(p: Protocol, checks: set[str]) -> list[str]:
+    problems: list[str] = []
+    if p.gates is None:
+        return problems
+    if p.scoring is None:
+        problems.append("gates judge scores: declared without scoring @ $.gates")
+    breadth = p.gates.breadth
+    if breadth is not None and breadth.minimum > breadth.maximum:
+        problems.append("minimum is greater than maximum @ $.gates.breadth")
+    floor = p.gates.control_floor
+    if floor is not None:
+        where = "$.gates.control_floor"
+        factor = next((f for f in p.matrix if f.name == floor.factor), None)
+        if factor is None:
+            problems.append(f"factor {floor.factor!r} is not a matrix factor @ {where}.factor")
+        elif floor.control not in factor.levels:
+            problems.append(
+                f"control {floor.control!r} is not a level of factor {floor.factor!r} "
+                f"@ {where}.control"
+            )
+        if p.scoring is not None and floor.check not in checks:
+            problems.append(f"check {floor.check!r} is not a declared check @ {where}.check")
+    return problems
+
+
+def _measure_problems(p: Protocol) -> list[str]:
+    m = p.measure
+    if m.name == "outcome_value" and m.key is None:
+        return ["an outcome_value measure needs key @ $.measure.key"]
+    if m.name == "episode_return" and m.key is not None:
+        return ["an episode_return measure takes no key @ $.measure.key"]
+    return []
+
+
+def scoring_problems(protocol: Protocol) -> list[str]:
+    """Every inconsistency of ``protocol``'s scenarios, scoring, gates and measure key that
+    each field allows alone, as messages ending in `` @ <JSON path>`` like those of
+    :func:`repro.protocol.rules.check_consistency`.
+
+    Everything the scoring functions assume is checked here, before anything runs, so that a
+    run is never scored against an expectation that is missing or of the wrong type, and no
+    run goes without a category: duplicate scenario IDs; scoring without scenarios or
+    scenarios without scoring; a scenario factor that is not a matrix factor or whose levels
+    are not exactly the scenario IDs; duplicate check names, and ``key``/``keys`` as each
+    check kind needs; every scenario's expectation for every check, of the type its kind
+    needs (a concept without letters or digits could only be covered vacuously); the
+    taxonomy's categories and rules (only the last rule, and it alone, without conditions);
+    the gates (declared with scoring, breadth bounds in order, the control floor's factor,
+    level and check declared); and the measure's key (``outcome_value`` needs one,
+    ``episode_return`` takes none)."""
+    p = protocol
+    problems: list[str] = []
+    seen: set[str] = set()
+    for k, scenario in enumerate(p.scenarios):
+        if scenario.id in seen:
+            problems.append(f"duplicate scenario id {scenario.id!r} @ $.scenarios[{k}].id")
+        seen.add(scenario.id)
+    scoring = p.scoring
+    if scoring is not None and not p.scenarios:
+        problems.append("scoring declared without scenarios @ $.scoring")
+    if scoring is None and p.scenarios:
+        problems.append("scenarios declared without scoring @ $.scenarios")
+    checks = {c.name for c in scoring.checks} if scoring is not None else set()
+    if scoring is not None:
+        if p.scenarios:
+            problems += _scenario_problems(p, scoring)
+        problems += _check_problems(scoring)
+        problems += _expect_problems(p, scoring)
+        if scoring.taxonomy is not None:
+            problems += _taxonomy_problems(scoring.taxonomy, checks)
+    problems += _gate_problems(p, checks)
+    problems += _measure_problems(p)
+    return problems
