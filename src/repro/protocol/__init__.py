@@ -1,7 +1,7 @@
 """The protocol: load a protocol file strictly (comments removed, every field validated;
 :mod:`~repro.protocol.load`), check that its parts agree with each other
-(:mod:`~repro.protocol.rules`, a scored protocol's in :mod:`~repro.protocol.scoring_rules`), and freeze it with its digest before anything runs
-(:mod:`~repro.protocol.freeze`)."""
+(:mod:`~repro.protocol.rules`, a scored protocol's in :mod:`~repro.protocol.scoring_rules`), and
+freeze it with its digest before anything runs (:mod:`~repro.protocol.freeze`)."""
 
 from repro.protocol.freeze import freeze
 from repro.protocol.load import (
