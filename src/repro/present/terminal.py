@@ -19,7 +19,7 @@ def _conditions(model: Figures) -> Table:
     # Any published figure, the estimand's alone too, makes the published columns.
     has_published = any(r.published is not None for r in model.rows)
     table = Table(title=f"{model.measure} by condition")
-    columns = ["id", "condition", "n", "mean", "95% interval"]
+    columns = ["id", "condition", "n", "mean", f"{model.level:.0%} interval"]
     columns += ["published", "at precision"] if has_published else []
     for column in columns:
         table.add_column(
