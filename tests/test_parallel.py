@@ -264,8 +264,8 @@ class TestRefusals:
     def test_missing_distributed_names_the_extra(
         self, write_protocol: Callable[..., Path], small_protocol: dict[str, Any], tmp_path: Path
     ) -> None:
-        """Where distributed cannot be imported, --scheduler exits 2 saying to install
-        repro[dask], and writes nothing."""
+        """Where distributed cannot be imported, --scheduler exits 2 saying how to get the dask
+        extra (``uv run --extra dask repro ...``), and writes nothing."""
         out = tmp_path / "parent" / "b"
         code = (
             "import sys; sys.modules['distributed'] = None\n"
@@ -279,7 +279,7 @@ class TestRefusals:
             env={**os.environ, "COLUMNS": "200"},
         )
         assert done.returncode == 2, done.stderr
-        assert "install repro[dask]" in done.stderr and "Traceback" not in done.stderr
+        assert "uv run --extra dask repro" in done.stderr and "Traceback" not in done.stderr
         assert not out.parent.exists()
 
     def test_unreachable_scheduler(

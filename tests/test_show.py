@@ -180,7 +180,8 @@ def test_html_that_cannot_be_written_whole_leaves_nothing(
 def test_plot_without_matplotlib_writes_no_page(
     published_bundle: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """--plot without matplotlib is refused before anything is written, the page included."""
+    """--plot without matplotlib is refused before anything is written, the page included; the
+    refusal says how to get the plot extra, in the README's form."""
     real = importlib.util.find_spec
 
     def find_spec(name: str, package: str | None = None) -> Any:
@@ -192,7 +193,7 @@ def test_plot_without_matplotlib_writes_no_page(
         app, ["show", str(published_bundle), "--html", str(page), "--plot", str(plot)]
     )
     assert result.exit_code == 2
-    assert "install repro[plot]" in result.stderr
+    assert "uv run --extra plot repro" in result.stderr
     assert not page.exists() and not plot.exists()
 
 

@@ -26,6 +26,7 @@ __all__ = [
     "RunInvalid",
     "StudyStopped",
     "exit_code",
+    "install_hint",
 ]
 
 EXIT_OK = 0
@@ -137,3 +138,10 @@ def exit_code(error: ReproError) -> int:
         if cls in EXIT_CODES:
             return EXIT_CODES[cls]
     raise TypeError(f"no exit code for {type(error).__name__}")
+
+
+def install_hint(extra: str) -> str:
+    """How to get the packages of repro's optional ``extra``, in the README's words; a refusal
+    that a missing package causes ends with it: ``plotting needs matplotlib: run repro with its
+    plot extra (uv run --extra plot repro ...)``."""
+    return f"run repro with its {extra} extra (uv run --extra {extra} repro ...)"

@@ -30,6 +30,7 @@ from repro.errors import (
     ReproError,
     StudyStopped,
     exit_code,
+    install_hint,
 )
 from repro.execute.backends import MAX_LOCAL_WORKERS, Backend, DaskCluster, LocalWorkers
 
@@ -42,6 +43,8 @@ if TYPE_CHECKING:
     from repro.verify import Finding
 
 __all__ = ["app", "main"]
+
+_NEEDS_MATPLOTLIB = f"plotting needs matplotlib: {install_hint('plot')}"
 
 app = typer.Typer(
     add_completion=False,
@@ -137,7 +140,7 @@ def _fail(error: ReproError | str) -> typer.Exit:
     from rich.markup import escape
 
     message = str(error)
-    # Escaped: a message may hold brackets that are not markup, as in "install repro[dask]".
+    # Escaped: a message may hold brackets that are not markup, as a JSON path's "$.matrix[0]".
     _err().print(
         f"[red]error:[/red] {escape(message)}", highlight=False, markup=True, soft_wrap=True
     )
@@ -175,7 +178,7 @@ def study(
         typer.Option(
             "--scheduler",
             help="Run each partition as a task on the Dask cluster whose scheduler is at ADDRESS "
-            "(e.g. tcp://127.0.0.1:8786); needs repro[dask]. Per-run seeding only.",
+            f"(e.g. tcp://127.0.0.1:8786). Per-run seeding only. For Dask, {install_hint('dask')}.",
         ),
     ] = None,
     strict: Annotated[
@@ -607,7 +610,7 @@ def show(
         raise _fail(f"--html {html}: already exists; show never overwrites")
     # Known before anything is written: a missing matplotlib must not leave the HTML file behind.
     if plot is not None and importlib.util.find_spec("matplotlib") is None:
-        raise _fail("plotting needs matplotlib: install repro[plot]")
+        raise _fail(_NEEDS_MATPLOTLIB)
     try:
         shown = load(bundle)
     except BadInput as exc:
@@ -635,7 +638,7 @@ def show(
         try:
             draw(shown.figures(), plot)
         except ImportError:
-            raise _fail("plotting needs matplotlib: install repro[plot]") from None
+            raise _fail(_NEEDS_MATPLOTLIB) from None
         print(f"plot written to {plot}", file=note)
 
 
