@@ -12,6 +12,7 @@ __all__ = [
     "EXIT_BAD_INPUT",
     "EXIT_CODES",
     "EXIT_OK",
+    "EXIT_SIGNAL_BASE",
     "EXIT_SLOTS_LOST",
     "EXIT_STUDY_STOPPED",
     "EXIT_VERIFY_FAILED",
@@ -38,6 +39,8 @@ EXIT_STUDY_STOPPED = 3
 #: ``repro study --strict``: the study finished and its bundle is whole, but some slot it ran did
 #: not end valid (failed, or excluded at run time, such as a superseded scenario version).
 EXIT_SLOTS_LOST = 4
+#: A study stopped by signal N exits EXIT_SIGNAL_BASE + N (130 SIGINT, 143 SIGTERM, 129 SIGHUP).
+EXIT_SIGNAL_BASE = 128
 
 
 class ReproError(Exception):

@@ -1,19 +1,20 @@
 """The ``repro`` command line: parse, call, print.
 
-Exit codes: 0 ok; 1 verification failed; 2 bad input (nothing written); 3 a study stopped by an
-I/O error (its root is incomplete); 4 ``study --strict`` finished with a slot that ran and did not
-end valid; 128 + N a study stopped by signal N (130 SIGINT, 143 SIGTERM).
+Each command's exit codes are in :data:`EXITS`, made of :mod:`repro.errors`' constants, and its
+help names them.
 """
 
 from __future__ import annotations
 
 import functools
+import importlib.metadata
 import importlib.util
+import inspect
 import json
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 # Each command imports what it needs when it runs: the study machinery (adapters, workers, the
 # Dask client) and rich's progress bars and tables cost a start-up that ``repro verify`` and
@@ -22,7 +23,10 @@ import typer
 
 from repro.errors import (
     EXIT_BAD_INPUT,
+    EXIT_OK,
+    EXIT_SIGNAL_BASE,
     EXIT_SLOTS_LOST,
+    EXIT_STUDY_STOPPED,
     EXIT_VERIFY_FAILED,
     BadInput,
     NotVerified,
@@ -35,7 +39,7 @@ from repro.errors import (
 from repro.execute.backends import MAX_LOCAL_WORKERS, Backend, DaskCluster, LocalWorkers
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
 
     from rich.console import Console
 
@@ -46,11 +50,130 @@ __all__ = ["app", "main"]
 
 _NEEDS_MATPLOTLIB = f"plotting needs matplotlib: {install_hint('plot')}"
 
+#: -h as well as --help, on every command (subcommands inherit their group's settings).
+_CONTEXT = {"help_option_names": ["-h", "--help"]}
+
+#: A study stopped by signal N exits with this code.
+_SIGNALLED = f"{EXIT_SIGNAL_BASE} + N"
+
+#: Every command's exit codes and what each means there, by the command's name as typed
+#: ("protocol check"), from repro.errors' constants: each help's "Exit codes" paragraph.
+EXITS: dict[str, tuple[tuple[int | str, str], ...]] = {
+    "": (
+        (EXIT_OK, "ok"),
+        (
+            EXIT_VERIFY_FAILED,
+            "a bundle does not verify, a replay differs, a gate or a comparison fails",
+        ),
+        (EXIT_BAD_INPUT, "bad input, nothing written"),
+        (EXIT_STUDY_STOPPED, "a study stopped by an I/O error or a failed cluster"),
+        (EXIT_SLOTS_LOST, "study --strict lost a slot that ran"),
+        (_SIGNALLED, "a study stopped by signal N"),
+    ),
+    "study": (
+        (EXIT_OK, "done"),
+        (EXIT_BAD_INPUT, "bad input (nothing written)"),
+        (EXIT_STUDY_STOPPED, "stopped by an I/O error or a failed cluster (OUT is incomplete)"),
+        (EXIT_SLOTS_LOST, "with --strict: done, but a slot that ran did not end valid"),
+        (_SIGNALLED, "stopped by signal N, 130 for SIGINT (OUT is incomplete)"),
+    ),
+    "verify": (
+        (EXIT_OK, "verifies"),
+        (EXIT_VERIFY_FAILED, "findings (each named)"),
+        (EXIT_BAD_INPUT, "not a bundle"),
+    ),
+    "replay": (
+        (EXIT_OK, "byte-identical"),
+        (EXIT_VERIFY_FAILED, "differs (each differing field named)"),
+        (EXIT_BAD_INPUT, "the bundle does not verify, an unknown slot, or other simulator sources"),
+    ),
+    "publish": (
+        (EXIT_OK, "written"),
+        (EXIT_VERIFY_FAILED, "does not verify or a gate fails (nothing written)"),
+        (EXIT_BAD_INPUT, "not a scored bundle, or --out exists"),
+    ),
+    "compare": (
+        (EXIT_OK, "no regression"),
+        (EXIT_VERIFY_FAILED, "a regression, or a bundle that does not verify"),
+        (EXIT_BAD_INPUT, "not one protocol family, or not bundles"),
+    ),
+    "adapters": ((EXIT_OK, "always, even when some adapter does not load"),),
+    "protocol": ((EXIT_OK, "ok"), (EXIT_BAD_INPUT, "bad input")),
+    "protocol check": (
+        (EXIT_OK, "valid"),
+        (EXIT_BAD_INPUT, "bad input (named with its JSON path)"),
+    ),
+    "protocol new": (
+        (EXIT_OK, "written"),
+        (EXIT_BAD_INPUT, "no such template, or --out exists or cannot be written"),
+    ),
+    "show": (
+        (EXIT_OK, "shown (and written)"),
+        (EXIT_VERIFY_FAILED, "does not verify (findings named, nothing written)"),
+        (EXIT_BAD_INPUT, "not a bundle, or FILE exists (nothing written)"),
+    ),
+}
+
+
+def _exit_codes(command: str) -> str:
+    """The "Exit codes" paragraph of ``command``'s help (:data:`EXITS`)."""
+    return "Exit codes: " + "; ".join(f"{code} {meaning}" for code, meaning in EXITS[command]) + "."
+
+
+_F = TypeVar("_F", bound="Callable[..., Any]")
+
+
+def _command(group: typer.Typer, name: str) -> Callable[[_F], _F]:
+    """Register a function as the command ``name`` of ``group``; its help is its docstring and
+    then its exit codes."""
+
+    def register(function: _F) -> _F:
+        full = name if group is app else f"protocol {name}"
+        text = f"{inspect.cleandoc(function.__doc__ or '')}\n\n{_exit_codes(full)}"
+        group.command(name, help=text)(function)
+        return function
+
+    return register
+
+
 app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
-    help="Freeze a protocol, run it into a sealed bundle, and verify bundles offline.",
+    context_settings=_CONTEXT,
+    help="Freeze a protocol, run it into a sealed bundle, and verify bundles offline.\n\n"
+    + _exit_codes(""),
 )
+
+
+def _version() -> str:
+    """repro's version as installed (the distribution's metadata), or the package's own."""
+    try:
+        return importlib.metadata.version("repro")
+    except importlib.metadata.PackageNotFoundError:
+        from repro import __version__
+
+        return __version__
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        print(f"repro {_version()}")
+        raise typer.Exit(EXIT_OK)
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            help="Print repro's version and exit.",
+            is_eager=True,
+            callback=_print_version,
+        ),
+    ] = False,
+) -> None:
+    del version  # handled, eagerly, by its callback
 
 
 @functools.cache
@@ -157,7 +280,7 @@ def _options(pairs: list[str]) -> dict[str, str]:
     return options
 
 
-@app.command()
+@_command(app, "study")
 def study(
     protocol: Annotated[Path, typer.Argument(help="Protocol JSON file.")],
     out: Annotated[Path, typer.Option("--out", help="Output root; must not exist.")],
@@ -300,7 +423,7 @@ def _print_findings(bundle: Path, findings: Sequence[Finding]) -> None:
         err.print(f"{len(findings)} finding(s): {bundle} does not verify", highlight=False)
 
 
-@app.command()
+@_command(app, "verify")
 def verify(
     bundle: Annotated[Path, typer.Argument(help="Bundle directory.")],
     as_json: Annotated[bool, typer.Option("--json", help="Print findings as JSON.")] = False,
@@ -329,7 +452,7 @@ def verify(
         raise typer.Exit(EXIT_VERIFY_FAILED)
 
 
-@app.command()
+@_command(app, "replay")
 def replay(
     bundle: Annotated[Path, typer.Argument(help="Bundle directory (it must verify).")],
     slot: Annotated[str, typer.Argument(help="Slot ID, e.g. c03-r0042.")],
@@ -377,7 +500,7 @@ def replay(
         raise typer.Exit(EXIT_VERIFY_FAILED)
 
 
-@app.command()
+@_command(app, "publish")
 def publish(
     bundle: Annotated[Path, typer.Argument(help="Bundle directory of a scored study.")],
     out: Annotated[Path, typer.Option("--out", help="New Markdown file for the table.")],
@@ -398,7 +521,7 @@ def publish(
     print(f"OK: wrote {out}")
 
 
-@app.command()
+@_command(app, "compare")
 def compare(
     baseline: Annotated[Path, typer.Argument(help="Baseline bundle directory.")],
     candidate: Annotated[Path, typer.Argument(help="Candidate bundle directory.")],
@@ -425,7 +548,7 @@ def compare(
         raise typer.Exit(EXIT_VERIFY_FAILED)
 
 
-@app.command()
+@_command(app, "adapters")
 def adapters(
     as_json: Annotated[bool, typer.Option("--json", help="Print the list as JSON.")] = False,
 ) -> None:
@@ -470,12 +593,14 @@ def adapters(
 
 
 protocol_app = typer.Typer(
-    no_args_is_help=True, help="Check a protocol without running it, or start a new one."
+    no_args_is_help=True,
+    context_settings=_CONTEXT,
+    help="Check a protocol without running it, or start a new one.\n\n" + _exit_codes("protocol"),
 )
 app.add_typer(protocol_app, name="protocol")
 
 
-@protocol_app.command("check")
+@_command(protocol_app, "check")
 def protocol_check(
     protocol: Annotated[Path, typer.Argument(help="Protocol JSON file.")],
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
@@ -537,7 +662,7 @@ def _templates() -> dict[str, str]:
     }
 
 
-@protocol_app.command("new")
+@_command(protocol_app, "new")
 def protocol_new(
     adapter: Annotated[
         str, typer.Option("--adapter", help="gymnasium, command or cyborg.", show_default=False)
@@ -581,7 +706,7 @@ def _write_new(path: Path, text: str) -> None:
         raise _fail(f"{path}: {exc.strerror or type(exc).__name__}") from None
 
 
-@app.command()
+@_command(app, "show")
 def show(
     bundle: Annotated[Path, typer.Argument(help="Bundle directory (it must verify).")],
     plot: Annotated[
