@@ -1,24 +1,34 @@
 """What the command line prints, for a person and for a log: its version, every command's help
-(with -h too) and exit codes, and install hints in the README's form.
+(with -h too) and exit codes, no line wrapped when the output is not a terminal (rich's own
+layout when it is), and install hints in the README's form.
 
 Output that a pipe reads is tested through typer's CliRunner or a subprocess; output whose
 terminal behaviour matters, through a pseudo-terminal as well."""
 
 from __future__ import annotations
 
+import fcntl
 import importlib.metadata
 import importlib.util
+import json
+import os
+import pty
 import re
+import select
+import shutil
+import struct
 import subprocess
 import sys
-from collections.abc import Iterator
+import termios
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
 import typer
 from typer.testing import CliRunner
 
-from conftest import ROOT
+from conftest import ROOT, SMALL, study_once
 from repro.adapters import cyborg
 from repro.cli.app import EXITS, app
 from repro.errors import BadInput, install_hint
@@ -26,6 +36,89 @@ from repro.errors import BadInput, install_hint
 runner = CliRunner()
 
 SRC = ROOT / "src" / "repro"
+
+#: A participant ID as long as the protocol allows, so that every line naming its condition is
+#: longer than the 80 columns rich lays out a pipe in by default.
+LONG_ID = "a-participant-whose-name-runs-on-well-past-eighty-columns-" + "x" * 6
+#: One condition of two short episodes, whose label is long.
+LONG: dict[str, Any] = {
+    **SMALL,
+    "id": "long-labels",
+    "matrix": [
+        {"name": "env_id", "levels": ["CartPole-v1"]},
+        {"name": "max_episode_steps", "levels": [5]},
+    ],
+    "participants": [{"id": LONG_ID, "kind": "constant", "params": {"action": 0}}],
+    "runs_per_condition": 2,
+    "estimand": "mean-of-condition-means",
+}
+LABEL = f"env_id=CartPole-v1, max_episode_steps=5 / {LONG_ID}"
+_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]")
+
+
+def _env(**extra: str) -> dict[str, str]:
+    """This process's environment for a child repro, without the variables that would set its
+    console's width, and with this tree's repro first on its import path."""
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    env["PYTHONPATH"] = os.pathsep.join([str(SRC.parent), env.get("PYTHONPATH", "")])
+    return {**env, **extra}
+
+
+def _piped(args: Sequence[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
+    """``python -m repro ARGS`` with stdout and stderr on pipes."""
+    return subprocess.run(
+        [sys.executable, "-m", "repro", *args],
+        capture_output=True,
+        text=True,
+        env=_env(),
+        timeout=300,
+        **kwargs,
+    )
+
+
+def in_pty(
+    args: Sequence[str], columns: int, env: Mapping[str, str] | None = None
+) -> tuple[int, str]:
+    """Run ``python -m repro ARGS`` with stdin, stdout and stderr on a pseudo-terminal
+    ``columns`` wide; its exit status and everything it wrote, with the terminal's escape
+    sequences removed and its line ends made ``\\n``. The deadline only stops a hung child."""
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, columns, 0, 0))
+    child = subprocess.Popen(
+        [sys.executable, "-m", "repro", *args],
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        env=dict(env or _env(TERM="xterm-256color")),
+        close_fds=True,
+    )
+    os.close(slave)
+    chunks = []
+    try:
+        while True:
+            ready, _, _ = select.select([master], [], [], 300)
+            if not ready:
+                child.kill()
+                raise AssertionError("the child wrote nothing for 300 s")
+            try:
+                data = os.read(master, 1 << 16)
+            except OSError:  # EIO: the child has closed the terminal
+                break
+            if not data:
+                break
+            chunks.append(data)
+    finally:
+        os.close(master)
+    status = child.wait(timeout=300)
+    raw = b"".join(chunks).decode("utf-8", "replace")
+    assert "\x1b[" in raw, "a terminal's output has escape sequences (colour, cursor)"
+    return status, _ANSI.sub("", raw).replace("\r\n", "\n")
+
+
+@pytest.fixture(scope="module")
+def long_bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A real bundle of :data:`LONG`, made once; copy it before changing it."""
+    return study_once(tmp_path_factory, "long-labels", LONG)
 
 
 def _commands(group: Any, prefix: tuple[str, ...] = ()) -> Iterator[tuple[str, ...]]:
@@ -107,3 +200,62 @@ class TestInstallHints:
         monkeypatch.setattr(importlib.util, "find_spec", find_spec)
         with pytest.raises(BadInput, match=re.escape(install_hint("cyborg"))):
             cyborg.load_backend("auto")
+
+
+class TestNoWrapOffTerminal:
+    """Output to a pipe, a file or a log is never wrapped, tables included; on a terminal rich
+    lays it out to the terminal's width as before."""
+
+    def test_study_end_line_is_whole_in_a_pipe(self, tmp_path: Path) -> None:
+        """The study's summary line (estimand and reproduction class) is one line, longer
+        than 80 columns."""
+        protocol = tmp_path / "long.json"
+        protocol.write_text(json.dumps(LONG), "utf-8")
+        done = _piped(["study", str(protocol), "--out", str(tmp_path / "b")])
+        assert done.returncode == 0, done.stderr
+        line = next(x for x in done.stderr.splitlines() if x.startswith("done in "))
+        assert line.endswith("; reproduction unavailable") and len(line) > 80, line
+
+    def test_findings_are_whole_in_a_pipe(self, long_bundle: Path, tmp_path: Path) -> None:
+        """Each finding of a tampered bundle is one FAIL line, and the last one says how many
+        there were: no line is a piece of another."""
+        copy = tmp_path / "copy"
+        shutil.copytree(long_bundle, copy)
+        path = copy / "data" / "aggregates.json"
+        path.write_bytes(path.read_bytes().replace(b'"valid":2', b'"valid":1', 1))
+        done = _piped(["verify", str(copy)])
+        assert done.returncode == 1
+        lines = done.stderr.splitlines()
+        assert lines[-1].endswith(f"finding(s): {copy} does not verify"), lines
+        assert lines[:-1] and all(x.startswith("FAIL ") for x in lines[:-1]), lines
+        assert max(len(x) for x in lines) > 80
+
+    def test_a_long_condition_label_stays_on_one_line_in_a_pipe(self, long_bundle: Path) -> None:
+        """``repro show`` to a pipe: the conditions table's row holds the whole label."""
+        done = _piped(["show", str(long_bundle)])
+        assert done.returncode == 0, done.stderr
+        row = next(x for x in done.stdout.splitlines() if "c00" in x and "CartPole" in x)
+        assert LABEL in row and len(row) > 80
+
+    def test_tier_reasons_stay_whole_in_a_pipe(self, published_bundle: Path) -> None:
+        """``repro show`` to a pipe: each tier's reason, and the reproduction class's, is on
+        one line."""
+        done = _piped(["show", str(published_bundle)])
+        assert done.returncode == 0, done.stderr
+        lines = done.stdout.splitlines()
+        tiers = json.loads((published_bundle / "data" / "tiers.json").read_text("utf-8"))
+        reasons = [t["reason"] for t in tiers["tiers"] if t["reason"]]
+        assert reasons
+        for reason in [*reasons, tiers["reproduction"]["reason"]]:
+            assert any(reason in x for x in lines), reason
+
+    def test_a_terminal_is_laid_out_to_its_width(self, long_bundle: Path) -> None:
+        """``repro show`` on a terminal 60 columns wide: every line fits in them, the label is
+        folded into its cell, and the tables are all there."""
+        status, text = in_pty(["show", str(long_bundle)], columns=60)
+        assert status == 0, text
+        lines = text.splitlines()
+        assert max(len(x) for x in lines) <= 60, text
+        assert not any(LABEL in x for x in lines)
+        for token in ("c00", "CartPole-v1", "reproduction: unavailable", "execution-control"):
+            assert token in text, token

@@ -179,10 +179,11 @@ def _root(
 @functools.cache
 def _err() -> Console:
     """The console for messages on stderr, made on first use: a verify that succeeds prints
-    nothing through it, so it never imports rich."""
-    from rich.console import Console
+    nothing through it, so it never imports rich. On a terminal it wraps long lines; anywhere
+    else it wraps none (:func:`repro.present.terminal.console`)."""
+    from repro.present.terminal import console
 
-    return Console(stderr=True)
+    return console(stderr=True)
 
 
 class _BarProgress:

@@ -11,7 +11,22 @@ from rich.table import Table
 from repro.derive.figures import FigureRow, Figures
 from repro.models import Tiers
 
-__all__ = ["print_tables"]
+__all__ = ["UNWRAPPED_WIDTH", "console", "print_tables"]
+
+#: The width a console that is not a terminal lays lines out in: wide enough that no line of
+#: text is wrapped and no table's cell folded, as a log or a pipe reads them.
+UNWRAPPED_WIDTH = 1 << 14
+
+
+def console(*, stderr: bool = False) -> Console:
+    """A console on stdout (on stderr with ``stderr``). On a terminal it is rich's own: the
+    terminal's width and colours, long lines wrapped to fit. Anywhere else (a pipe, a file, a
+    log) no line is wrapped: text comes out whole, and a table as wide as its widest cells need
+    rather than folded into 80 columns."""
+    here = Console(stderr=stderr)
+    if here.is_terminal:
+        return here
+    return Console(stderr=stderr, soft_wrap=True, width=UNWRAPPED_WIDTH)
 
 
 def _conditions(model: Figures) -> Table:
@@ -64,9 +79,11 @@ def _tiers(tiers: Tiers) -> Table:
 
 def print_tables(model: Figures, tiers: Tiers, out: Console | None = None) -> None:
     """Print the conditions, the estimand, the reproduction class and the tiers on ``out``
-    (stdout by default)."""
-    out = out or Console()
-    out.print(_conditions(model))
+    (stdout by default, as :func:`console` makes it)."""
+    out = out or console()
+    # A table is laid out as a table (its title centred over it) even where text is not
+    # wrapped: its width is the console's, which off a terminal fits every cell whole.
+    out.print(_conditions(model), soft_wrap=False)
     e = model.estimand
     if e.mean is not None and e.interval is not None:
         out.print(
@@ -76,4 +93,4 @@ def print_tables(model: Figures, tiers: Tiers, out: Console | None = None) -> No
         )
     rep = tiers.reproduction
     out.print(f"reproduction: [bold]{rep.verdict}[/bold] ({rep.reason})", highlight=False)
-    out.print(_tiers(tiers))
+    out.print(_tiers(tiers), soft_wrap=False)
