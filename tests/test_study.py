@@ -76,6 +76,27 @@ class TestFreshRoot:
         """The small bundle verifies with no findings."""
         assert verify(small_bundle) == []
 
+    @pytest.mark.parametrize("parent", ["missing", "missing/deeper", "a-file"])
+    def test_a_root_whose_parent_is_missing_is_refused(
+        self,
+        write_protocol: Callable[..., Path],
+        small_protocol: dict[str, Any],
+        tmp_path: Path,
+        parent: str,
+    ) -> None:
+        """--out under a directory that does not exist (or a file): exit 2, the message names
+        the parent, and nothing is created, neither the root nor any directory above it."""
+        protocol = write_protocol(small_protocol)
+        (tmp_path / "a-file").write_text("not a directory", "utf-8")
+        before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
+        out = tmp_path / parent / "bundle"
+        result = runner.invoke(app, ["study", str(protocol), "--out", str(out)])
+        assert result.exit_code == 2, result.output
+        message = " ".join(result.stderr.split())
+        assert f"cannot create output root {out}: its parent {out.parent}" in message
+        assert ("is not a directory" if parent == "a-file" else "does not exist") in message
+        assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before
+
 
 class TestDeterminism:
     """Running the same protocol twice gives byte-identical derived files."""

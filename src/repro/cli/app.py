@@ -284,7 +284,14 @@ def _options(pairs: list[str]) -> dict[str, str]:
 @_command(app, "study")
 def study(
     protocol: Annotated[Path, typer.Argument(help="Protocol JSON file.")],
-    out: Annotated[Path, typer.Option("--out", help="Output root; must not exist.")],
+    out: Annotated[
+        Path,
+        typer.Option(
+            "--out",
+            help="Output root, created 0700: it must not exist, and its parent directory must "
+            "(repro creates no directory above the root, so a mistyped path creates nothing).",
+        ),
+    ],
     option: Annotated[
         list[str] | None, typer.Option("--option", help="Adapter option KEY=VALUE (repeatable).")
     ] = None,
