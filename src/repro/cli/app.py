@@ -734,7 +734,8 @@ def show(
         ),
     ] = False,
 ) -> None:
-    """Verify the bundle, then show its conditions, estimand, class and tiers.
+    """Verify the bundle, then show its protocol, that it verified (by its sha256), and its
+    conditions, estimand, class and tiers.
 
     With --json, its derived files as JSON; optionally also a plot (PNG) or an HTML report."""
     from repro.present.showing import load
@@ -757,9 +758,11 @@ def show(
     if as_json:
         print(json.dumps(shown.as_dict(), indent=2))
     else:
-        from repro.present.terminal import print_tables
+        from repro.present.terminal import console, print_identity, print_tables
 
-        print_tables(shown.figures(), shown.tiers)
+        out = console()
+        print_identity(shown.protocol, bundle, shown.bundle_sha256, out)
+        print_tables(shown.figures(), shown.tiers, out)
     # With --json, stdout holds the JSON object alone: notes go to stderr.
     note = sys.stderr if as_json else sys.stdout
     if html is not None:

@@ -1,17 +1,20 @@
-"""``repro show`` without options: the tables a verified bundle's figures make in a terminal.
+"""``repro show`` without options: the protocol and identity of a verified bundle, then the
+tables its figures make in a terminal; and the consoles the command line prints through.
 
 The conditions table reads the figures model (:mod:`repro.derive.figures`), as the PNG, the
 HTML page and the validation report do."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from rich.console import Console
 from rich.table import Table
 
 from repro.derive.figures import FigureRow, Figures
-from repro.models import Tiers
+from repro.models import FrozenProtocol, Tiers
 
-__all__ = ["UNWRAPPED_WIDTH", "console", "print_tables"]
+__all__ = ["UNWRAPPED_WIDTH", "console", "print_identity", "print_tables"]
 
 #: The width a console that is not a terminal lays lines out in: wide enough that no line of
 #: text is wrapped and no table's cell folded, as a log or a pipe reads them.
@@ -75,6 +78,17 @@ def _tiers(tiers: Tiers) -> Table:
     for t in tiers.tiers:
         table.add_row(t.name, t.verdict, t.reason or "")
     return table
+
+
+def print_identity(
+    protocol: FrozenProtocol, bundle: Path, bundle_sha256: str, out: Console | None = None
+) -> None:
+    """Say, before any table, which protocol the bundle ran and that it verified, by its
+    identity: ``protocol ID: TITLE`` and ``verified: BUNDLE (bundle sha256 ...)``."""
+    out = out or console()
+    p = protocol.protocol
+    out.print(f"protocol {p.id}: {p.title}", markup=False, highlight=False)
+    out.print(f"verified: {bundle} (bundle sha256 {bundle_sha256})", markup=False, highlight=False)
 
 
 def print_tables(model: Figures, tiers: Tiers, out: Console | None = None) -> None:
