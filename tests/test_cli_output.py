@@ -1,6 +1,7 @@
 """What the command line prints, for a person and for a log: its version, every command's help
 (with -h too) and exit codes, no line wrapped when the output is not a terminal (rich's own
-layout when it is), and install hints in the README's form.
+layout when it is), the study's progress naming each condition by its factors and participant,
+and install hints in the README's form.
 
 Output that a pipe reads is tested through typer's CliRunner or a subprocess; output whose
 terminal behaviour matters, through a pseudo-terminal as well."""
@@ -259,3 +260,41 @@ class TestNoWrapOffTerminal:
         assert not any(LABEL in x for x in lines)
         for token in ("c00", "CartPole-v1", "reproduction: unavailable", "execution-control"):
             assert token in text, token
+
+
+#: The small protocol, two runs per condition: four conditions, eight slots.
+TWO_RUNS: dict[str, Any] = {**SMALL, "runs_per_condition": 2}
+SMALL_LABELS = [
+    "c00 env_id=CartPole-v1 / random",
+    "c01 env_id=CartPole-v1 / push-left",
+    "c02 env_id=MountainCar-v0 / random",
+    "c03 env_id=MountainCar-v0 / push-left",
+]
+
+
+class TestProgress:
+    """The study's progress names the condition by its ID, factor levels and participant, the
+    label the tables give it."""
+
+    def test_lines_name_each_condition(self, tmp_path: Path) -> None:
+        """Off a terminal, a progress line per tenth of the work (here each of the eight
+        slots) ends with the label of the condition whose slot ended."""
+        protocol = tmp_path / "p.json"
+        protocol.write_text(json.dumps(TWO_RUNS), "utf-8")
+        result = runner.invoke(app, ["study", str(protocol), "--out", str(tmp_path / "b")])
+        assert result.exit_code == 0, result.output
+        lines = [x for x in result.stderr.splitlines() if re.match(r"study: \d+/8 runs", x)]
+        assert len(lines) == 8
+        for n, line in enumerate(lines):
+            assert line.endswith(f"({SMALL_LABELS[n // 2]})"), line
+
+    def test_the_bar_names_the_condition(self, tmp_path: Path) -> None:
+        """On a terminal, the progress bar's description is the condition's label (the last,
+        once the study is done); the study still ends with its summary line."""
+        protocol = tmp_path / "p.json"
+        protocol.write_text(json.dumps(TWO_RUNS), "utf-8")
+        status, text = in_pty(["study", str(protocol), "--out", str(tmp_path / "b")], 160)
+        assert status == 0, text
+        assert SMALL_LABELS[-1] in text, text
+        assert "study: " not in text  # no plain progress lines on a terminal
+        assert "reproduction unavailable" in text

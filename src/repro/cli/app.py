@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 
     from rich.console import Console
 
-    from repro.models import Aggregates, Ledger
+    from repro.models import Aggregates, Condition, Ledger, Protocol
     from repro.verify import Finding
 
 __all__ = ["app", "main"]
@@ -187,9 +187,11 @@ def _err() -> Console:
 
 
 class _BarProgress:
-    """A progress bar with ETA, for terminals."""
+    """A progress bar with ETA, for terminals; it names the condition of the slot that ended
+    last by ``labels`` (condition ID to ``c01 env_id=CartPole-v1 / random``)."""
 
-    def __init__(self) -> None:
+    def __init__(self, labels: dict[str, str]) -> None:
+        from rich.markup import escape
         from rich.progress import (
             BarColumn,
             MofNCompleteColumn,
@@ -210,6 +212,8 @@ class _BarProgress:
         )
         self._task = self._bar.add_task("runs", total=None)
         self._lost = 0
+        # A level may hold brackets, which are no markup.
+        self._labels = {condition: escape(label) for condition, label in labels.items()}
 
     def start(self, total: int) -> None:
         self._bar.update(self._task, total=total)
@@ -218,16 +222,19 @@ class _BarProgress:
     def advance(self, condition: str, end: str) -> None:
         self._lost += end != "valid"
         lost = f" [red]{self._lost} not valid[/red]" if self._lost else ""
-        self._bar.update(self._task, advance=1, description=f"{condition}{lost}")
+        label = self._labels.get(condition, condition)
+        self._bar.update(self._task, advance=1, description=f"{label}{lost}")
 
     def finish(self) -> None:
         self._bar.stop()
 
 
 class _LineProgress:
-    """Plain lines at every tenth of the work, for logs and pipes."""
+    """Plain lines at every tenth of the work, for logs and pipes, each naming the condition
+    of the slot that ended last by ``labels``, as :class:`_BarProgress` does."""
 
-    def __init__(self) -> None:
+    def __init__(self, labels: dict[str, str]) -> None:
+        self._labels = labels
         self._done = 0
         self._lost = 0
         self._total = 0
@@ -248,7 +255,8 @@ class _LineProgress:
             lost = f", {self._lost} not valid" if self._lost else ""
             print(
                 f"study: {self._done}/{self._total} runs ({100 * self._done // self._total}%)"
-                f"{lost}, {elapsed:.1f} s elapsed, about {left:.1f} s left ({condition})",
+                f"{lost}, {elapsed:.1f} s elapsed, about {left:.1f} s left "
+                f"({self._labels.get(condition, condition)})",
                 file=sys.stderr,
                 flush=True,
             )
@@ -256,6 +264,16 @@ class _LineProgress:
 
     def finish(self) -> None:
         pass
+
+
+def _condition_labels(protocol: Protocol, conditions: Sequence[Condition]) -> dict[str, str]:
+    """Each condition's ID and label, as the progress display names it: ``c01
+    env_id=CartPole-v1 / random`` (the label as every table words it,
+    :func:`repro.derive.figures.condition_label`)."""
+    from repro.derive.figures import condition_label
+
+    order = [factor.name for factor in protocol.matrix]
+    return {c.id: f"{c.id} {condition_label(c.factors, c.participant, order)}" for c in conditions}
 
 
 def _fail(error: ReproError | str) -> typer.Exit:
@@ -339,7 +357,8 @@ def study(
     )
     try:
         prepared = prepare(protocol, _options(option or []))
-        progress = _BarProgress() if err.is_terminal else _LineProgress()
+        labels = _condition_labels(prepared.protocol, prepared.plan.seal.conditions)
+        progress = _BarProgress(labels) if err.is_terminal else _LineProgress(labels)
         result = run_study(prepared, out, progress, backend)
     except BadInput as exc:
         raise _fail(exc) from None
