@@ -284,6 +284,8 @@ class CybORGAdapter:
     """Runs CAGE-2 Scenario2 episodes."""
 
     name = "cyborg"
+    #: Upstream CybORG 2.1 or the fork csle-cyborg (the ``backend`` option chooses).
+    simulator_modules = ("CybORG", "csle_cyborg")
 
     def __init__(self) -> None:
         self._backend: Backend | None = None

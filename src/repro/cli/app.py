@@ -579,14 +579,21 @@ def compare(
 def adapters(
     as_json: Annotated[bool, typer.Option("--json", help="Print the list as JSON.")] = False,
 ) -> None:
-    """List every installed adapter, where it comes from, and whether it loads.
+    """List every installed adapter, where it comes from, whether it loads, and whether its
+    simulator can be imported.
 
-    Name, distribution and version, object path; exits 0 even when some do not load."""
-    from repro.adapters.base import registered_adapters
+    Name, distribution and version, object path; the simulator's modules as the adapter states
+    them ("not stated" for one that does not say)."""
+    from repro.adapters.base import import_error, registered_adapters
 
     installed = registered_adapters()
     listed = [
-        (r, r.load_error(), [o.distribution for o in installed if o.name == r.name and o is not r])
+        (
+            r,
+            r.load_error(),
+            [o.distribution for o in installed if o.name == r.name and o is not r],
+            _simulator(r.simulator_modules(), import_error),
+        )
         for r in installed
     ]
     if as_json:
@@ -599,24 +606,56 @@ def adapters(
                 "loads": error is None,
                 "error": error,
                 "also_registered_by": others,
+                "simulator": simulator,
             }
-            for r, error, others in listed
+            for r, error, others, simulator in listed
         ]
         print(json.dumps({"adapters": rows}, indent=2))
         return
     if not listed:
         print("no adapter is registered in the repro.adapters entry-point group")
         return
-    table = [("name", "distribution", "version", "object", "loads")]
-    for r, error, others in listed:
+    table = [("name", "distribution", "version", "object", "loads", "simulator")]
+    for r, error, others, simulator in listed:
         status = "yes" if error is None else f"no ({error})"
         if others:
             status += f"; also registered by {', '.join(others)}: refused"
-        table.append((r.name, r.distribution, r.version, r.target, status))
-    widths = [max(len(line[i]) for line in table) for i in range(4)]
+        table.append((r.name, r.distribution, r.version, r.target, status, _said(simulator)))
+    widths = [max(len(line[i]) for line in table) for i in range(5)]
     for line in table:
         cells = [cell.ljust(width) for cell, width in zip(line, widths, strict=False)]
-        print("  ".join([*cells, line[4]]))
+        print("  ".join([*cells, line[5]]))
+
+
+def _simulator(
+    modules: tuple[str, ...] | None, import_error: Callable[[str], str | None]
+) -> dict[str, Any] | None:
+    """``repro adapters --json``'s ``simulator``: each module the adapter states with whether
+    it imports (the error's type if not), and whether the simulator is ``available`` (any one
+    module imports, or none is needed); None when the adapter does not state its modules."""
+    if modules is None:
+        return None
+    found = [{"module": m, "error": import_error(m)} for m in modules]
+    return {
+        "modules": [{**f, "imports": f["error"] is None} for f in found],
+        "available": not found or any(f["error"] is None for f in found),
+    }
+
+
+def _said(simulator: dict[str, Any] | None) -> str:
+    """The simulator column of ``repro adapters``: ``gymnasium imports``, ``CybORG does not
+    import (ModuleNotFoundError), csle_cyborg imports``, ``no simulator package needed`` or ``not
+    stated``."""
+    if simulator is None:
+        return "not stated"
+    if not simulator["modules"]:
+        return "no simulator package needed"
+    return ", ".join(
+        f"{m['module']} imports"
+        if m["imports"]
+        else f"{m['module']} does not import ({m['error']})"
+        for m in simulator["modules"]
+    )
 
 
 protocol_app = typer.Typer(
