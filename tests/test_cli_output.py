@@ -1,7 +1,8 @@
 """What the command line prints, for a person and for a log: its version, every command's help
 (with -h too) and exit codes, no line wrapped when the output is not a terminal (rich's own
 layout when it is), the study's progress naming each condition by its factors and participant,
-and install hints in the README's form.
+the verify command a study prints working as printed however repro was started, and install
+hints in the README's form.
 
 Output that a pipe reads is tested through typer's CliRunner or a subprocess; output whose
 terminal behaviour matters, through a pseudo-terminal as well."""
@@ -16,6 +17,7 @@ import os
 import pty
 import re
 import select
+import shlex
 import shutil
 import struct
 import subprocess
@@ -32,6 +34,7 @@ from typer.testing import CliRunner
 from conftest import ROOT, SMALL, study_once
 from repro.adapters import cyborg
 from repro.cli.app import EXITS, app
+from repro.cli.started import Started, command, started
 from repro.errors import BadInput, install_hint
 
 runner = CliRunner()
@@ -126,9 +129,9 @@ def _commands(group: Any, prefix: tuple[str, ...] = ()) -> Iterator[tuple[str, .
     """The name path of every command and group under ``group``, typer's click group (the
     root's is ``()``); a group is what has ``commands``, whichever click typer uses."""
     yield prefix
-    for name, command in sorted(group.commands.items()):
-        if hasattr(command, "commands"):
-            yield from _commands(command, (*prefix, name))
+    for name, sub in sorted(group.commands.items()):
+        if hasattr(sub, "commands"):
+            yield from _commands(sub, (*prefix, name))
         else:
             yield (*prefix, name)
 
@@ -298,3 +301,152 @@ class TestProgress:
         assert SMALL_LABELS[-1] in text, text
         assert "study: " not in text  # no plain progress lines on a terminal
         assert "reproduction unavailable" in text
+
+
+def _started(**facts: Any) -> Started:
+    """A console script on PATH, outside uv, unless ``facts`` say otherwise."""
+    base: dict[str, Any] = {
+        "argv0": "/home/u/.local/bin/repro",
+        "executable": "/home/u/.local/share/uv/tools/repro/bin/python3",
+        "main_module": None,
+        "cwd": "/home/u/work",
+        "which_repro": "/home/u/.local/bin/repro",
+        "which_python": "/usr/bin/python3",
+        "under_uv": False,
+        "uv_project": None,
+    }
+    return Started(**{**base, **facts})
+
+
+_MODULE = {"argv0": "/c/src/repro/__main__.py", "main_module": "repro.__main__"}
+_UV_RUN = {
+    "argv0": "/c/.venv/bin/repro",
+    "executable": "/c/.venv/bin/python3",
+    "which_repro": "/c/.venv/bin/repro",  # uv run puts the environment first on PATH
+    "under_uv": True,
+    "uv_project": "/c",
+    "cwd": "/c",
+}
+
+#: (what the case is, the facts, the command printed for ``verify my-bundle``)
+STARTS: list[tuple[str, dict[str, Any], str]] = [
+    ("console script on PATH", {}, "repro verify my-bundle"),
+    ("console script not on PATH", {"which_repro": None},
+     "/home/u/.local/bin/repro verify my-bundle"),
+    ("another repro first on PATH", {"which_repro": "/usr/bin/repro"},
+     "/home/u/.local/bin/repro verify my-bundle"),
+    ("console script by a relative path", {"argv0": "bin/repro", "cwd": "/w",
+                                           "which_repro": None}, "/w/bin/repro verify my-bundle"),
+    ("relative path that PATH finds too",
+     {"argv0": "bin/repro", "cwd": "/w", "which_repro": "/w/bin/repro"}, "repro verify my-bundle"),
+    ("uv run in the project", _UV_RUN, "uv run repro verify my-bundle"),
+    ("uv run in a subdirectory", {**_UV_RUN, "cwd": "/c/studies"},
+     "uv run repro verify my-bundle"),
+    ("uv run --project from outside", {**_UV_RUN, "cwd": "/elsewhere"},
+     "uv run --project /c repro verify my-bundle"),
+    ("uv run python -m repro", {**_UV_RUN, **_MODULE}, "uv run repro verify my-bundle"),
+    ("uvx: no project", {**_UV_RUN, "uv_project": None, "argv0": "/cache/uv/env/bin/repro"},
+     "/cache/uv/env/bin/repro verify my-bundle"),
+    ("python -m repro, its python on PATH",
+     {**_MODULE, "executable": "/usr/bin/python3", "which_python": "/usr/bin/python3"},
+     "python3 -m repro verify my-bundle"),
+    ("python -m repro, another python on PATH",
+     {**_MODULE, "executable": "/v/bin/python3", "which_python": "/usr/bin/python3"},
+     "/v/bin/python3 -m repro verify my-bundle"),
+    ("started some other way", {"argv0": "/v/bin/pytest", "executable": "/v/bin/python3",
+                                "which_python": None}, "/v/bin/python3 -m repro verify my-bundle"),
+]  # fmt: skip
+
+
+class TestVerifyCommand:
+    """The command a study prints last verifies its bundle as printed, in the shell repro was
+    started from."""
+
+    @pytest.mark.parametrize(("case", "facts", "printed"), STARTS, ids=[c[0] for c in STARTS])
+    def test_worded_for_how_repro_was_started(
+        self, case: str, facts: dict[str, Any], printed: str
+    ) -> None:
+        """Each way of starting repro gets the command that works from its shell."""
+        assert command(["verify", "my-bundle"], _started(**facts)) == printed, case
+
+    def test_paths_are_quoted_for_a_shell(self) -> None:
+        """A path with spaces or quotes is quoted (shlex), the script's too."""
+        how = _started(argv0="/my tools/repro", which_repro=None)
+        assert command(["verify", "it's mine"], how) == (
+            "'/my tools/repro' verify 'it'\"'\"'s mine'"
+        )
+
+    def test_started_reads_this_process(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """started() reads argv, the interpreter, PATH and uv's variable of this process."""
+        monkeypatch.setattr(sys, "argv", ["/nowhere/bin/repro", "study"])
+        how = started({"UV_RUN_RECURSION_DEPTH": "1"})
+        assert (how.argv0, how.executable, how.under_uv) == (
+            "/nowhere/bin/repro",
+            sys.executable,
+            True,
+        )
+        assert how.which_repro == shutil.which("repro")
+        assert started({}).under_uv is False
+
+    def _study_then_run_what_it_printed(
+        self, tmp_path: Path, start: Sequence[str], env: dict[str, str]
+    ) -> str:
+        """Run a study started as ``start`` (in ``tmp_path``), then its last line with a shell
+        in the same directory and environment; return that line."""
+        protocol = tmp_path / "p.json"
+        protocol.write_text(json.dumps(TWO_RUNS), "utf-8")
+        done = subprocess.run(
+            [*start, "study", str(protocol), "--out", "my bundle"],
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+            env=env,
+            timeout=300,
+        )
+        assert done.returncode == 0, done.stderr
+        printed = done.stdout.splitlines()[-1]
+        check = subprocess.run(
+            ["sh", "-c", printed], capture_output=True, text=True, cwd=tmp_path, env=env
+        )
+        assert check.returncode == 0, (printed, check.stdout, check.stderr)
+        assert check.stdout.startswith("OK: my bundle verifies")
+        return printed
+
+    def test_python_m_repro(self, tmp_path: Path) -> None:
+        """Started as ``python -m repro`` (the interpreter by its absolute path), the printed
+        command verifies, as printed, with a shell."""
+        printed = self._study_then_run_what_it_printed(
+            tmp_path, [sys.executable, "-m", "repro"], _env()
+        )
+        assert printed.endswith(" -m repro verify 'my bundle'")
+
+    @pytest.fixture
+    def script(self) -> Path:
+        """This environment's ``repro`` console script."""
+        path = Path(sys.executable).parent / "repro"
+        if not path.is_file():
+            pytest.skip("repro's console script is not installed beside this interpreter")
+        return path
+
+    def test_console_script_off_path(self, tmp_path: Path, script: Path) -> None:
+        """Started by the script's path, with no repro on PATH (as after ``uv run``, whose
+        PATH the shell does not keep), the printed command is that path and verifies."""
+        env = _env(PATH=os.defpath)
+        printed = self._study_then_run_what_it_printed(tmp_path, [str(script)], env)
+        assert printed == f"{shlex.quote(str(script))} verify 'my bundle'"
+
+    def test_console_script_on_path(self, tmp_path: Path, script: Path) -> None:
+        """Started as ``repro`` found on PATH, the printed command is ``repro verify DIR``,
+        which that PATH runs."""
+        env = _env(PATH=os.pathsep.join([str(script.parent), os.defpath]))
+        printed = self._study_then_run_what_it_printed(tmp_path, ["repro"], env)
+        assert printed == "repro verify 'my bundle'"
+
+    def test_under_uv_without_a_project(self, tmp_path: Path, script: Path) -> None:
+        """Under uv (its variable set) with no project around the environment, as ``uvx``
+        runs repro, the printed command names the running script by its path and verifies
+        from a shell without that environment on PATH."""
+        env = _env(PATH=os.pathsep.join([str(script.parent), os.defpath]))
+        env["UV_RUN_RECURSION_DEPTH"] = "1"
+        printed = self._study_then_run_what_it_printed(tmp_path, ["repro"], env)
+        assert printed == f"{shlex.quote(str(script))} verify 'my bundle'"

@@ -21,6 +21,7 @@ from typer.testing import CliRunner
 from conftest import bundle_digests, run_study
 from repro.bundle.writer import BundleWriter, create_root
 from repro.cli.app import app
+from repro.cli.started import command, started
 from repro.execute import cluster
 from repro.execute import local as parallel
 from repro.execute.studies import Backend, DaskCluster, LocalWorkers, prepare, study
@@ -175,7 +176,7 @@ class TestLocalWorkers:
         result = _cli_study(write_protocol(small_protocol), out, "--workers", "2")
         assert result.exit_code == 0, result.output
         assert "study: 32/32 runs (100%)" in result.stderr
-        assert result.stdout.strip().splitlines()[-1] == f"repro verify {out}"
+        assert result.stdout.strip().splitlines()[-1] == command(["verify", str(out)], started())
         assert verify(out) == []
 
 
@@ -430,5 +431,5 @@ class TestDask:
         result = _cli_study(write_protocol(small_protocol), out, "--scheduler", dask_scheduler)
         assert result.exit_code == 0, result.output
         assert "study: 32/32 runs (100%)" in result.stderr
-        assert result.stdout.strip().splitlines()[-1] == f"repro verify {out}"
+        assert result.stdout.strip().splitlines()[-1] == command(["verify", str(out)], started())
         assert verify(out) == []

@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 
 from conftest import ROOT, run_study
 from repro.cli.app import app
+from repro.cli.started import command, started
 from repro.verify import verify
 
 runner = CliRunner()
@@ -48,7 +49,7 @@ class TestQuickStart:
             ["study", str(ROOT / "protocols/gymnasium-classic-control.json"), "--out", str(out)],
         )
         assert result.exit_code == 0, result.output
-        assert result.stdout.strip().splitlines()[-1] == f"repro verify {out}"
+        assert result.stdout.strip().splitlines()[-1] == command(["verify", str(out)], started())
         assert "study: 600/600 runs (100%)" in result.stderr
         check = runner.invoke(app, ["verify", str(out)])
         assert check.exit_code == 0, check.output

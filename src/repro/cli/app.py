@@ -339,7 +339,10 @@ def study(
         ),
     ] = False,
 ) -> None:
-    """Freeze and seal PROTOCOL, run every slot into the fresh root OUT, and bundle the evidence."""
+    """Freeze and seal PROTOCOL, run every slot into the fresh root OUT, and bundle the evidence.
+
+    Ends by printing the command that verifies OUT, worded as repro was started (uv run,
+    python -m repro, the repro on PATH or the script's own path)."""
     from rich.markup import escape
 
     from repro.execute.studies import prepare
@@ -377,7 +380,10 @@ def study(
         highlight=False,
     )
     lost = _print_losses(result.derived.ledger, result.derived.aggregates, result.lost_opens)
-    print(f"repro verify {out}")
+    # The command as repro was started: a bare `repro` is not on PATH after `uv run repro`.
+    from repro.cli.started import command, started
+
+    print(command(["verify", str(out)], started()))
     if strict and lost:
         raise typer.Exit(EXIT_SLOTS_LOST)
 
