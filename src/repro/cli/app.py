@@ -760,7 +760,9 @@ def protocol_new(
         raise _fail(f"{out} exists: repro protocol new never overwrites a file") from None
     except OSError as exc:
         raise _fail(f"{out}: cannot write ({exc.strerror})") from None
-    print(f"wrote {out}; check it with: repro protocol check {out}")
+    from repro.cli.started import command, started
+
+    print(f"wrote {out}; check it with: {command(['protocol', 'check', str(out)], started())}")
 
 
 def _write_new(path: Path, text: str) -> None:
