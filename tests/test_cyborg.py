@@ -360,6 +360,32 @@ class TestPinsAndGuards:
         assert names["repro_test_policies.py"] == digest
         assert verify(out) == []
 
+    def test_agent_class_next_to_the_protocol(self, tmp_path: Path) -> None:
+        """A blue agent class in a module beside the protocol file, on no import path, is found
+        there (in the study's parent and its worker), pinned by its file and runs valid."""
+        (tmp_path / "cage_blue_beside.py").write_text(
+            "class Sleeper:\n"
+            "    def get_action(self, observation, action_space):\n"
+            "        return 0\n\n"
+            "    def end_episode(self):\n"
+            "        pass\n",
+            "utf-8",
+        )
+        data = _small(1)
+        data["participants"] = [
+            {
+                "id": "beside",
+                "kind": "agent_class",
+                "params": {"target": "cage_blue_beside:Sleeper"},
+            }
+        ]
+        del data["published"]
+        out = _study(data, tmp_path)
+        ledger = _json(out, "source-ledger.json")
+        assert any(s["name"] == "cage_blue_beside.py" for s in ledger["sources"])
+        assert ledger["losses"] == []
+        assert verify(out) == []
+
 
 FAKE_UPSTREAM = {
     "CybORG/__init__.py": '''

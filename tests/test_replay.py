@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 from collections.abc import Callable
@@ -136,9 +137,13 @@ class TestRefusals:
         ]
         small_protocol["runs_per_condition"] = 2
         bundle = run_study(write_protocol(small_protocol), tmp_path / "bundle")
+        before = hashlib.sha256(module.read_bytes()).hexdigest()
         module.write_text("def act(observation, rng):\n    return 1\n", "utf-8")
+        after = hashlib.sha256(module.read_bytes()).hexdigest()
         result = runner.invoke(app, ["replay", str(bundle), "c00-r0000"])
         assert result.exit_code == 2
-        assert "not the one the bundle pins: replay_policy_module.py" in " ".join(
-            result.stderr.split()
-        )
+        # The role, the file and both digests: which source changed, and from what to what.
+        assert (
+            f"policy p: file replay_policy_module.py sha256 {before} in the bundle, "
+            f"file replay_policy_module.py sha256 {after} here"
+        ) in " ".join(result.stderr.split())

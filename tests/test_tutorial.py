@@ -7,12 +7,14 @@ so the test needs no network and no second environment."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import stat
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from conftest import ROOT
 from repro.verify import verify
@@ -64,3 +66,46 @@ def test_every_block_of_the_tutorial_runs_in_order(tmp_path: Path) -> None:
         assert done.returncode == 0, f"block {number}:\n{block}\n{done.stdout}\n{done.stderr}"
     assert verify(work / "my-bundle") == []
     assert "<svg" in (work / "report.html").read_text("utf-8")
+    _check_the_edit_step(work / "my-study.json")
+    # What the tutorial says of the result: some episodes reach the limit of 500, some fall short.
+    returns = [
+        json.loads(line)["measure"] for line in (work / "my-bundle/data/runs/c00.jsonl").open()
+    ]
+    assert 500 in returns and min(returns) < 500
+
+
+def _comments(value: Any, path: str = "$") -> dict[str, str]:
+    """Every "$comment" of a JSON value, by the JSON path of the object holding it."""
+    found: dict[str, str] = {}
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if key == "$comment":
+                found[path] = item
+            else:
+                found |= _comments(item, f"{path}.{key}")
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            found |= _comments(item, f"{path}[{i}]")
+    return found
+
+
+def _without_comments(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _without_comments(v) for k, v in value.items() if k != "$comment"}
+    if isinstance(value, list):
+        return [_without_comments(v) for v in value]
+    return value
+
+
+def _check_the_edit_step(edited: Path) -> None:
+    """The edit step does what the tutorial says: it keeps every "$comment" of the template but
+    the participants' (its own participant has one), and the file then holds, without its
+    comments, exactly the JSON the tutorial shows."""
+    template = json.loads((ROOT / "src" / "repro" / "templates" / "gymnasium.json").read_text())
+    study = json.loads(edited.read_text("utf-8"))
+    kept = {k: v for k, v in _comments(template).items() if not k.startswith("$.participants")}
+    assert kept and _comments(study).items() >= kept.items()
+    assert set(_comments(study)) - set(kept) == {"$.participants[0]"}
+    shown = re.findall(r"```json\n(.*?)```", TUTORIAL.read_text("utf-8"), re.S)
+    assert len(shown) == 1
+    assert json.loads(shown[0]) == _without_comments(study)

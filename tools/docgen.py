@@ -173,6 +173,13 @@ What the adapter named in `adapter.name` accepts (its `options`, the names and l
 matrix factors, each participant's `kind` and `params`) is the adapter's to check: see
 [README.md](../README.md), "Adapters", and [adapter-api.md](adapter-api.md).
 
+A module target in `params.target` (`"module:attribute"`: a Gymnasium `callable` policy, a
+CybORG `agent_class`) is looked up first in the directory of the protocol file, then on the
+import path; a module found in that directory must lie inside it, and the module's source file
+is pinned by sha256. `repro replay` looks it up in `--sources DIR` first. The contract of a
+`callable` policy (its arguments, `params.arguments`, the `factory` form): README.md, "Your
+own policy".
+
 `repro study` freezes the protocol into the bundle's `data/protocol.json` with every default
 made explicit, except the fields marked "left out of protocol.json while it is the default",
 and digests its canonical bytes: that sha256 identifies the protocol.

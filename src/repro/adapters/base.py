@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib
+import importlib.machinery
 import importlib.metadata
 import inspect
 import keyword
 import struct
-from collections.abc import Callable, Mapping
+import sys
+from collections.abc import Callable, Collection, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 from typing import Protocol as TypingProtocol
@@ -47,6 +50,8 @@ __all__ = [
     "package_source",
     "pinned_target_source",
     "registered_adapters",
+    "target_root",
+    "targets_in",
 ]
 
 ENTRY_POINT_GROUP = "repro.adapters"
@@ -195,13 +200,81 @@ def _dotted(name: str) -> bool:
     return all(part.isidentifier() and not keyword.iskeyword(part) for part in name.split("."))
 
 
+#: The directory a protocol's module targets are looked up in first (see :func:`targets_in`).
+_target_root: Path | None = None
+
+
+@contextlib.contextmanager
+def targets_in(directory: Path | None) -> Iterator[None]:
+    """Look module targets up in ``directory`` first while the block runs, then on the import
+    path: the study sets it to the protocol file's directory (so ``"heuristics:energy"`` next to
+    the protocol imports without ``PYTHONPATH``), and hands it to every worker process."""
+    global _target_root
+    previous = _target_root
+    _target_root = None if directory is None else Path(directory).resolve()
+    try:
+        yield
+    finally:
+        _target_root = previous
+
+
+def target_root() -> Path | None:
+    """The directory module targets are looked up in first, if any (:func:`targets_in`)."""
+    return _target_root
+
+
+def _module_path(module: Any) -> Path | None:
+    """Where a loaded module or package lives (a namespace package: its first directory)."""
+    file = getattr(module, "__file__", None)
+    if file is not None:
+        return Path(file).resolve()
+    locations = list(getattr(module, "__path__", None) or [])
+    return Path(locations[0]).resolve() if locations else None
+
+
+def _spec_path(spec: importlib.machinery.ModuleSpec) -> Path | None:
+    if spec.origin is not None and spec.has_location:
+        return Path(spec.origin).resolve()
+    locations = list(spec.submodule_search_locations or [])
+    return Path(locations[0]).resolve() if locations else None
+
+
+def _import_from_root(module_name: str, root: Path) -> Any:
+    """Import ``module_name`` from ``root`` when its top-level name is there, else from the
+    import path; a module found in ``root`` must lie inside it (no link out of the tree), and a
+    module of that name already imported from elsewhere is refused rather than used."""
+    top = module_name.partition(".")[0]
+    spec = importlib.machinery.PathFinder.find_spec(top, [str(root)])
+    if spec is None:
+        return importlib.import_module(module_name)
+    found = _spec_path(spec)
+    if found is None or not found.is_relative_to(root):
+        raise BadInput(f"module {top!r} in {root} lies outside that directory ({found})")
+    loaded = sys.modules.get(top)
+    if loaded is not None and _module_path(loaded) != found:
+        raise BadInput(
+            f"module {top!r} is already imported from {_module_path(loaded)}, not from {found}: "
+            "rename the protocol's module"
+        )
+    sys.path.insert(0, str(root))
+    try:
+        module = importlib.import_module(module_name)
+    finally:
+        sys.path.remove(str(root))
+    path = _module_path(module)
+    if path is None or not path.is_relative_to(root):
+        raise BadInput(f"module {module_name!r} lies outside {root} ({path})")
+    return module
+
+
 def import_target(target: str, where: str) -> Any:
     """The object named by ``"module:attribute"``; refused with ``where`` (a JSON path) when it
     cannot be imported.
 
-    The module is a dotted name of Python identifiers found on the import path: never a file
-    path, a relative import (``.x``) or ``__main__`` (whatever script happens to be running);
-    the attribute is one identifier."""
+    The module is a dotted name of Python identifiers: never a file path, a relative import
+    (``.x``) or ``__main__`` (whatever script happens to be running); the attribute is one
+    identifier. It is looked up first in the directory :func:`targets_in` names (the protocol
+    file's directory during a study), then on the import path."""
     module_name, _, attribute = target.partition(":")
     if not (_dotted(module_name) and attribute.isidentifier() and not keyword.iskeyword(attribute)):
         raise BadInput(
@@ -210,21 +283,32 @@ def import_target(target: str, where: str) -> Any:
         )
     if module_name == "__main__":
         raise BadInput(f"protocol: target {target!r} names the running script @ {where}")
+    root = _target_root
     try:
-        return getattr(importlib.import_module(module_name), attribute)
+        module = (
+            importlib.import_module(module_name)
+            if root is None
+            else _import_from_root(module_name, root)
+        )
+        return getattr(module, attribute)
+    except BadInput as exc:
+        raise BadInput(f"protocol: target {target!r}: {exc} @ {where}") from None
     except Exception as exc:  # an import runs the module's code, which may raise anything
+        searched = "the import path" if root is None else f"{root}, then the import path"
         raise BadInput(
-            f"protocol: cannot import {target!r} ({type(exc).__name__}: {exc}) @ {where}"
+            f"protocol: cannot import {target!r} ({type(exc).__name__}: {exc}); looked up in "
+            f"{searched} @ {where}"
         ) from None
 
 
-def accepts(target: Any, arguments: int) -> bool:
-    """Whether ``target`` can be called with ``arguments`` positional arguments (true when its
-    signature cannot be read, as for some built-ins: the run then finds out)."""
+def accepts(target: Any, arguments: int, keywords: Collection[str] = ()) -> bool:
+    """Whether ``target`` can be called with ``arguments`` positional arguments and the named
+    ``keywords`` (true when its signature cannot be read, as for some built-ins: the run then
+    finds out)."""
     if not callable(target):
         return False
     try:
-        inspect.signature(target).bind(*([None] * arguments))
+        inspect.signature(target).bind(*([None] * arguments), **dict.fromkeys(keywords))
     except TypeError:
         return False
     except ValueError:
@@ -248,7 +332,7 @@ def pinned_target_source(role: str, params: Mapping[str, Any], where: str) -> So
         raise BadInput(f"protocol: {exc} @ {where}.target") from None
     if expected is not None and expected != source.sha256:
         raise BadInput(
-            f"protocol: pinned sha256 {expected} does not match {source.name} "
+            f"protocol: {role}: pinned sha256 {expected} does not match {source.name} "
             f"({source.sha256}) @ {where}.sha256"
         )
     return source

@@ -7,8 +7,14 @@ limit). Participants (``kind``):
 - ``random``: samples the action space, seeded with the run's seed;
 - ``constant``: ``params.action`` at every step: a number or an array of numbers (integers for
   an integer space), checked against the action space at freeze;
-- ``callable``: ``params.target`` = ``"module:function"``, called as ``function(observation, rng)``
-  with a NumPy generator seeded from the run's seed; its module's source file is pinned by sha256
+- ``callable``: ``params.target`` = ``"module:function"``, called as
+  ``function(observation, rng, **arguments)`` at every step, with a NumPy generator seeded from
+  the run's seed and the keyword arguments ``params.arguments`` (an object, default ``{}``)
+  names; it returns the action. With ``params.factory`` true the target is instead called once
+  at the start of every run as ``target(rng, **arguments)`` and returns that run's policy,
+  ``policy(observation) -> action`` (a class with ``__call__`` is such a factory), so a policy
+  can hold state within a run and never across runs. The module is looked up first in the
+  protocol file's directory, then on the import path; its source file is pinned by sha256
   (and, if ``params.sha256`` is given, must match it).
 
 Seeding: every episode calls ``env.reset(seed=...)``, and the ``random`` policy's action space
@@ -19,12 +25,14 @@ in ``stream`` mode a 63-bit draw from the stream set once at study start.
 
 from __future__ import annotations
 
+import copy
 import importlib
 import importlib.metadata
+import keyword
 import random
 import struct
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -47,7 +55,11 @@ from repro.models import AdapterFacts, Condition, Participant, PlanEntry, Protoc
 __all__ = ["GymnasiumAdapter"]
 
 Policy = Callable[[Any], Any]
-_PARAMS = {"random": set(), "constant": {"action"}, "callable": {"target", "sha256"}}
+_PARAMS = {
+    "random": set(),
+    "constant": {"action"},
+    "callable": {"target", "sha256", "arguments", "factory"},
+}
 
 
 def _gym() -> Any:
@@ -104,6 +116,38 @@ _BLOCK = 4096
 class _PolicyError(Exception):
     """The policy raised (its exception is the ``__cause__``): a ``policy-error``, not a
     ``simulator-error``."""
+
+
+def _check_callable(participant: str, params: Mapping[str, Any], where: str) -> Source:
+    """Pin a ``callable`` participant's module and check that its target can be called as the
+    protocol says: ``(observation, rng, **arguments)``, or ``(rng, **arguments)`` for a factory."""
+    source = pinned_target_source(f"policy {participant}", params, f"{where}.params")
+    factory = params.get("factory", False)
+    if not isinstance(factory, bool):
+        raise BadInput(f"protocol: factory must be true or false @ {where}.params.factory")
+    arguments = params.get("arguments", {})
+    if not isinstance(arguments, dict):
+        raise BadInput(f"protocol: arguments must be an object @ {where}.params.arguments")
+    for key in arguments:
+        if not key.isidentifier() or keyword.iskeyword(key):
+            raise BadInput(
+                f"protocol: argument name {key!r} is not a Python identifier "
+                f"@ {json_path(f'{where}.params.arguments', key)}"
+            )
+    target = params["target"]
+    if factory and not accepts(import_target(target, "$"), 1, arguments):
+        raise BadInput(
+            f"protocol: factory {target!r} must be callable as (rng"
+            + "".join(f", {key}=..." for key in arguments)
+            + f") and return the run's policy @ {where}.params.target"
+        )
+    if not factory and not accepts(import_target(target, "$"), 2, arguments):
+        raise BadInput(
+            f"protocol: target {target!r} must be a function taking (observation, rng"
+            + "".join(f", {key}=..." for key in arguments)
+            + f") @ {where}.params.target"
+        )
+    return source
 
 
 class GymnasiumAdapter:
@@ -190,16 +234,7 @@ class GymnasiumAdapter:
                             f"action space {space} of {env_id} @ {where}.params.action"
                         )
             if participant.kind == "callable":
-                sources.append(
-                    pinned_target_source(
-                        f"policy {participant.id}", participant.params, f"{where}.params"
-                    )
-                )
-                if not accepts(import_target(participant.params["target"], "$"), 2):
-                    raise BadInput(
-                        f"protocol: target {participant.params['target']!r} must be a function "
-                        f"taking (observation, rng) @ {where}.params.target"
-                    )
+                sources.append(_check_callable(participant.id, participant.params, where))
         facts = AdapterFacts(
             name=self.name,
             version=importlib.metadata.version("gymnasium"),
@@ -249,6 +284,15 @@ class _GymSession:
             return lambda _obs: action
         function = import_target(params["target"], "$")
         rng = np.random.default_rng(seed)
+        # A copy per run: a policy that changes its arguments changes no other run's.
+        arguments = copy.deepcopy(dict(params.get("arguments", {})))
+        if params.get("factory", False):
+            policy = function(rng, **arguments)
+            if not callable(policy):
+                raise TypeError(f"factory {params['target']!r} returned no callable policy")
+            return cast(Policy, policy)
+        if arguments:
+            return lambda obs: function(obs, rng, **arguments)
         return lambda obs: function(obs, rng)
 
     def run(self, entry: PlanEntry) -> Evidence:

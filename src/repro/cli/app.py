@@ -501,17 +501,28 @@ def replay(
             "(on this terminal only: no bundle ever keeps one).",
         ),
     ] = False,
+    sources: Annotated[
+        Path | None,
+        typer.Option(
+            "--sources",
+            help="The directory the study's protocol file was in: the protocol's module "
+            "targets (a callable policy, an agent class) are looked up there first, as the "
+            "study did [default: the current directory].",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Re-execute one slot and compare its records with the bundle's, byte for byte.
 
-    The simulator must be installed; in stream mode the slot's partition is re-executed from
-    its checkpoint. With --traceback, see why a failed slot failed."""
+    The simulator and the protocol's own modules must be installed or in --sources, pinning
+    what the bundle pins; in stream mode the slot's partition is re-executed from its
+    checkpoint. With --traceback, see why a failed slot failed."""
     import attrs
 
     from repro.execute.replay import replay as replay_slot
 
     try:
-        result = replay_slot(bundle, slot, _options(option or []), show_traceback)
+        result = replay_slot(bundle, slot, _options(option or []), show_traceback, sources)
     except BadInput as exc:
         raise _fail(exc) from None
     except NotVerified as exc:  # a file changed after the bundle verified

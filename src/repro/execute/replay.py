@@ -16,19 +16,19 @@ from typing import Any, TypeVar
 
 from attrs import frozen
 
-from repro.adapters.base import get_adapter
+from repro.adapters.base import get_adapter, target_root, targets_in
 from repro.derive.scenarios import scenario_of
 from repro.errors import BadInput, NotVerified
 from repro.execute.attempts import _ConditionSession, run_slot
 from repro.execute.worker import Job, Worker, adapter_target
 from repro.json import canonical
 from repro.json.serde import to_bytes, unstructure
-from repro.models import Condition, RunRecord
+from repro.models import Condition, RunRecord, Source
 from repro.plan.sealing import slot_id
 from repro.plan.streams import stream_of
 from repro.verify import open_verified
 
-__all__ = ["Replay", "replay"]
+__all__ = ["Replay", "replay", "source_differences"]
 
 T = TypeVar("T")
 
@@ -86,11 +86,45 @@ def _no_such_slot(root: Path, slot: str, conditions: Sequence[Condition], runs: 
     )
 
 
-def replay(root: Path, slot: str, options: Mapping[str, str], tracebacks: bool = False) -> Replay:
+def _describe(source: Source) -> str:
+    pin = f"version {source.version}" if source.sha256 is None else f"sha256 {source.sha256}"
+    return f"{source.kind} {source.name} {pin}"
+
+
+def source_differences(pinned: Sequence[Source], installed: Sequence[Source]) -> list[str]:
+    """Each source whose pin differs between the bundle's ledger and this machine, by its role
+    (``policy energy``, ``environment CartPole-v1``, ``harness``, ...), with both pins."""
+    old = {source.role: source for source in pinned}
+    new = {source.role: source for source in installed}
+    out = []
+    for role in [*old, *(role for role in new if role not in old)]:
+        a, b = old.get(role), new.get(role)
+        if a == b:
+            continue
+        was = "not pinned" if a is None else _describe(a)
+        now = "not pinned" if b is None else _describe(b)
+        out.append(f"{role}: {was} in the bundle, {now} here")
+    return out
+
+
+def replay(
+    root: Path,
+    slot: str,
+    options: Mapping[str, str],
+    tracebacks: bool = False,
+    sources: Path | None = None,
+) -> Replay:
     """Re-execute ``slot`` of the bundle at ``root`` and compare. Raises :class:`BadInput` when
     the bundle does not verify, the slot is unknown, or the installed simulator pins other
-    sources than the bundle's. With ``tracebacks``, the traceback of every exception the
-    adapter raises is printed to stderr (never recorded)."""
+    sources than the bundle's. Module targets are looked up first in ``sources`` (the directory
+    the study's protocol file was in; default the current directory), as the study did. With
+    ``tracebacks``, the traceback of every exception the adapter raises is printed to stderr
+    (never recorded)."""
+    with targets_in(Path.cwd() if sources is None else sources):
+        return _replay(root, slot, options, tracebacks)
+
+
+def _replay(root: Path, slot: str, options: Mapping[str, str], tracebacks: bool) -> Replay:
     try:
         bundle = open_verified(root)
     except NotVerified as exc:
@@ -106,15 +140,24 @@ def replay(root: Path, slot: str, options: Mapping[str, str], tracebacks: bool =
         raise _no_such_slot(root, slot, seal.conditions, fp.protocol.runs_per_condition)
     protocol = fp.protocol
     adapter = get_adapter(protocol.adapter.name)
-    frozen_adapter = adapter.freeze(protocol, options)
-    if (frozen_adapter.facts, frozen_adapter.sources) != (ledger.adapter, ledger.sources):
-        pinned = {(s.name, s.sha256, s.version) for s in ledger.sources}
-        differing = sorted(
-            s.name for s in frozen_adapter.sources if (s.name, s.sha256, s.version) not in pinned
-        )
+    try:
+        frozen_adapter = adapter.freeze(protocol, options)
+    except BadInput as exc:
         raise BadInput(
-            "the installed simulator is not the one the bundle pins: "
-            + (", ".join(differing) or "its adapter facts differ")
+            f"{exc} (replay looks the protocol's modules up in --sources DIR first, the "
+            "directory the study's protocol file was in; default the current directory)"
+        ) from None
+    if (frozen_adapter.facts, frozen_adapter.sources) != (ledger.adapter, ledger.sources):
+        differing = source_differences(ledger.sources, frozen_adapter.sources)
+        was, now = unstructure(ledger.adapter), unstructure(frozen_adapter.facts)
+        differing += [
+            f"adapter {key}: {was[key]!r} in the bundle, {now[key]!r} here"
+            for key in was
+            if was[key] != now[key]
+        ]
+        raise BadInput(
+            "the installed sources are not the ones the bundle pins, so replay runs nothing: "
+            + "; ".join(differing)
         )
 
     stream = protocol.seeding.mode == "stream"
@@ -131,7 +174,15 @@ def replay(root: Path, slot: str, options: Mapping[str, str], tracebacks: bool =
         bundled.setdefault(record.slot, []).append(record)
 
     worker = Worker(
-        Job(adapter_target(adapter), protocol, options, frozen_adapter, start, tracebacks),
+        Job(
+            adapter_target(adapter),
+            protocol,
+            options,
+            frozen_adapter,
+            start,
+            tracebacks,
+            None if target_root() is None else str(target_root()),
+        ),
         protocol.retry.timeout_seconds,
     )
     differences: list[str] = []

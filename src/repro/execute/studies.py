@@ -23,7 +23,7 @@ from typing import Protocol as TypingProtocol
 from attrs import frozen
 
 from repro import __version__
-from repro.adapters.base import Adapter, Frozen, get_adapter
+from repro.adapters.base import Adapter, Frozen, get_adapter, targets_in
 from repro.bundle import layout
 from repro.bundle.writer import BundleWriter, create_root
 from repro.derive.crate import ActionFacts, CrateBuilder
@@ -99,6 +99,8 @@ class Prepared:
     options: Mapping[str, str]
     frozen: Frozen
     plan: SealedPlan
+    #: The protocol file's directory, where its module targets are looked up first.
+    target_root: Path | None = None
 
 
 @frozen
@@ -113,11 +115,16 @@ class StudyResult:
 
 
 def prepare(protocol_path: Path, options: Mapping[str, str]) -> Prepared:
-    """Load, validate, freeze and seal; raises :class:`repro.errors.BadInput` before any write."""
+    """Load, validate, freeze and seal; raises :class:`repro.errors.BadInput` before any write.
+
+    Module targets (a callable policy, an agent class) are looked up first in the protocol
+    file's directory, here and in every worker process."""
     protocol = load_protocol(protocol_path)
     fp = freeze(protocol)
     adapter = get_adapter(protocol.adapter.name)
-    frozen_adapter = adapter.freeze(protocol, options)
+    root = protocol_path.resolve().parent
+    with targets_in(root):
+        frozen_adapter = adapter.freeze(protocol, options)
     if (
         protocol.measure.name == "outcome_value"
         and frozen_adapter.facts.measure_inputs != "reported"
@@ -136,6 +143,7 @@ def prepare(protocol_path: Path, options: Mapping[str, str]) -> Prepared:
         dict(options),
         frozen_adapter,
         seal(protocol, fp.sha256, frozen_adapter.sources),
+        root,
     )
 
 
@@ -218,7 +226,14 @@ def _workload(prepared: Prepared) -> Workload:
     p, plan = prepared.protocol, prepared.plan
     stream = ("seed", p.seeding.seed) if p.seeding.mode == "stream" else None
     return Workload(
-        job=Job(adapter_target(prepared.adapter), p, prepared.options, prepared.frozen, stream),
+        job=Job(
+            adapter_target(prepared.adapter),
+            p,
+            prepared.options,
+            prepared.frozen,
+            stream,
+            target_root=None if prepared.target_root is None else str(prepared.target_root),
+        ),
         timeout=p.retry.timeout_seconds,
         partitions=plan.partitions,
         conditions={c.id: c for c in plan.seal.conditions},

@@ -31,13 +31,14 @@ import time
 import traceback
 from collections.abc import Callable, Mapping, Sequence
 from numbers import Real
+from pathlib import Path
 from typing import Any
 from typing import Protocol as TypingProtocol
 
 import attrs
 from attrs import frozen
 
-from repro.adapters.base import Adapter, Evidence, Frozen, Session
+from repro.adapters.base import Adapter, Evidence, Frozen, Session, targets_in
 from repro.derive.disclosure import scan, short_cause
 from repro.errors import ReproError, RunFailed, RunInvalid
 from repro.execute.interrupts import STOP_SIGNALS, held
@@ -194,6 +195,9 @@ class Job:
     #: user's terminal), for ``repro replay --traceback``. Never part of any record: a bundle
     #: keeps a short cause code only.
     tracebacks: bool = False
+    #: The directory the protocol's module targets are looked up in first: the protocol file's
+    #: (:func:`repro.adapters.base.targets_in`).
+    target_root: str | None = None
 
 
 # --------------------------------------------------------------------------- the child
@@ -293,6 +297,11 @@ def _serve(conn: multiprocessing.connection.Connection, job: Job) -> None:
     # while it started this child, and the mask is inherited: unblock the others.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
+    with targets_in(None if job.target_root is None else Path(job.target_root)):
+        _serve_job(conn, job)
+
+
+def _serve_job(conn: multiprocessing.connection.Connection, job: Job) -> None:
     module, _, name = job.adapter.partition(":")
     adapter: Adapter = getattr(__import__(module, fromlist=[name]), name)()
     # Sessions open only if this process pins the very sources the parent sealed.
