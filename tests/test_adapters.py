@@ -1,6 +1,7 @@
 """Adapters are plugins: repro's own and any other package's are found through one entry-point
-group, ``repro adapters`` lists them, a name two distributions register is refused, and a
-third-party package installed from tests/plugin runs a study that verifies."""
+group, ``repro adapters`` lists them (whether each loads, and whether its simulator imports), a
+name two distributions register is refused, and a third-party package installed from
+tests/plugin runs a study that verifies."""
 
 from __future__ import annotations
 
@@ -34,6 +35,12 @@ BUILT_IN = {
     "gymnasium": "repro.adapters.gymnasium:GymnasiumAdapter",
     "command": "repro.adapters.command:CommandAdapter",
     "cyborg": "repro.adapters.cyborg:CybORGAdapter",
+}
+#: The modules each built-in adapter's simulator is imported from (any one is enough).
+SIMULATORS: dict[str, tuple[str, ...]] = {
+    "gymnasium": ("gymnasium",),
+    "command": (),
+    "cyborg": ("CybORG", "csle_cyborg"),
 }
 
 
@@ -75,10 +82,18 @@ class TestBuiltIn:
 
     def test_listed_with_repro_version(self) -> None:
         """``repro adapters --json`` lists each built-in with repro's distribution and version,
-        its object path, and that it loads."""
+        its object path, that it loads, and its simulator's modules, each with whether it is
+        there to import (the command adapter needs none: it runs a program)."""
         listed = _listed(_adapters("--json"))
         version = importlib.metadata.version("repro")
         for name, target in BUILT_IN.items():
+            simulator = listed[(name, "repro")].pop("simulator")
+            modules = simulator["modules"]
+            assert [m["module"] for m in modules] == list(SIMULATORS[name])
+            for m in modules:
+                there = importlib.util.find_spec(m["module"]) is not None
+                assert (m["imports"], m["error"] is None) == (there, there), m
+            assert simulator["available"] == (not modules or any(m["imports"] for m in modules))
             assert listed[(name, "repro")] == {
                 "name": name,
                 "distribution": "repro",
@@ -178,13 +193,71 @@ class TestRegistered:
             "repro_no_such_module:Adapter",
             "no",
             "(ModuleNotFoundError)",
+            "not",
+            "stated",
         ]
+        assert {n: a["simulator"] for (n, d), a in listed.items() if d == "repro-broken"} == {
+            "missing-module": None,
+            "missing-class": None,
+            "raising": None,
+        }
         result = runner.invoke(app, ["protocol", "check", str(_small(tmp_path, "missing-module"))])
         assert result.exit_code == 2
         assert (
             "adapter 'missing-module' (repro_no_such_module:Adapter from repro-broken 0) "
             "does not load (ModuleNotFoundError"
         ) in " ".join(result.stderr.split())
+
+    def test_simulator_modules_are_tried(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """An adapter that states its simulator's modules is listed loading, with each module's
+        import tried apart: one that is there imports, a missing one or one whose import raises
+        is named with the error's type; the simulator is available when any one imports. An
+        attribute that is no tuple of names counts as not stated."""
+        site = tmp_path / "site"
+        site.mkdir()
+        (site / "repro_raising_simulator.py").write_text("raise RuntimeError('no licence')\n")
+        (site / "repro_stating_adapters.py").write_text(
+            "class Either:\n"
+            "    simulator_modules = ('repro_no_such_simulator', 'json')\n"
+            "class Missing:\n"
+            "    simulator_modules = ('repro_no_such_simulator', 'repro_raising_simulator')\n"
+            "class Odd:\n"
+            "    simulator_modules = 'json'\n"
+        )
+        register_adapters(
+            monkeypatch,
+            site,
+            "repro-stating",
+            {
+                "either": "repro_stating_adapters:Either",
+                "missing": "repro_stating_adapters:Missing",
+                "odd": "repro_stating_adapters:Odd",
+            },
+        )
+        listed = _listed(_adapters("--json"))
+        no_such = {"module": "repro_no_such_simulator", "imports": False}
+        no_such["error"] = "ModuleNotFoundError"
+        assert listed[("either", "repro-stating")]["simulator"] == {
+            "modules": [no_such, {"module": "json", "imports": True, "error": None}],
+            "available": True,
+        }
+        raising = {"module": "repro_raising_simulator", "imports": False, "error": "RuntimeError"}
+        assert listed[("missing", "repro-stating")]["simulator"] == {
+            "modules": [no_such, raising],
+            "available": False,
+        }
+        assert listed[("odd", "repro-stating")]["simulator"] is None
+        assert all(listed[(n, "repro-stating")]["loads"] for n in ("either", "missing", "odd"))
+        text = _adapters()
+        assert text.exit_code == 0 and "no licence" not in text.output
+        rows = {x.split()[0]: x for x in text.stdout.splitlines()}
+        assert rows["missing"].endswith(
+            "  yes    repro_no_such_simulator does not import (ModuleNotFoundError), "
+            "repro_raising_simulator does not import (RuntimeError)"
+        )
+        assert rows["odd"].endswith("  not stated")
 
     def test_nothing_registered(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         """With no entry point in the group (repro itself not installed), the listing says so
@@ -248,7 +321,9 @@ def plugin_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _repro(site: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """``python -m repro ARGS`` in a fresh interpreter that sees the plugin through PYTHONPATH."""
-    env = {**os.environ, "PYTHONPATH": str(site)}
+    # The plugin first, then whatever this interpreter was given (the tree under test).
+    path = [str(site), *filter(None, [os.environ.get("PYTHONPATH")])]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(path)}
     return subprocess.run(
         [sys.executable, "-m", "repro", *args],
         capture_output=True,
@@ -280,6 +355,8 @@ class TestPlugin:
             "0.3.0",
             "repro_coinflip:CoinflipAdapter",
             "yes",
+            "not",  # the plugin states no simulator modules: listed all the same
+            "stated",
         ]
         assert set(BUILT_IN) < set(rows)
 

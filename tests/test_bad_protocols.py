@@ -292,7 +292,42 @@ _DEEP: Any = []
 for _ in range(200):
     _DEEP = [_DEEP]
 
+
+def _place(needle: str, after: bool = False) -> str:
+    """``line L column C`` where ``needle`` begins (or, ``after``, just after it ends) in the
+    small protocol's text as :meth:`Draft.text` writes it."""
+    text = json.dumps(SMALL, indent=1)
+    index = text.index(needle) + (len(needle) if after else 0)
+    line, column = text.count("\n", 0, index) + 1, index - text.rfind("\n", 0, index)
+    return f"line {line} column {column}"
+
+
 STRICT_JSON = [
+    Case("trailing-comma", "A trailing comma in an object is named as such, at the comma's line "
+         "and column (the parser stops on the next line).",
+         _text('"max_attempts": 2', '"max_attempts": 2,'),
+         "likely a trailing comma at " + _place('"max_attempts": 2', after=True)
+         + ", which JSON does not allow before }", "$"),
+    Case("trailing-comma-in-array", "So is one in an array.",
+         _text('"MountainCar-v0"', '"MountainCar-v0",'),
+         "likely a trailing comma at " + _place('"MountainCar-v0"', after=True), "$"),
+    Case("single-quotes", "Single quotes are named, where they are.",
+         _text('"id": "small"', "'id': 'small'"),
+         "likely a string in single quotes at " + _place('"id": "small"'), "$"),
+    Case("comment", "A // comment is named, with the key that holds a note instead.",
+         _text('"id": "small",', '"id": "small",// its name'),
+         "likely a comment at " + _place('"id": "small",', after=True)
+         + ': JSON has none (a "$comment" key holds a note)', "$"),
+    Case("missing-comma", "A comma missing at the end of a line is named with that line.",
+         _text('"id": "small",', '"id": "small"'),
+         "likely a missing comma at the end of " + _place('"id"').split(" column")[0], "$"),
+    Case("python-none", "Python's None is named with JSON's spelling.",
+         _text('"seed": 7', '"seed": None'),
+         "likely Python's None at " + _place('"seed": ', after=True) + ": JSON spells it null",
+         "$"),
+    Case("unquoted-key", "A key without quotes is named.",
+         _text('"title": "Small', 'title: "Small'),
+         "likely a key without double quotes at " + _place('"title"'), "$"),
     Case("duplicate-key", "A key repeated inside seeding is named with its object's path.",
          _text('"seed": 7', '"seed": 7, "seed": 8'), "duplicate key 'seed'", "$.seeding"),
     Case("duplicate-top-level-key", "A repeated top-level key is named at $.",
@@ -1175,6 +1210,54 @@ class TestCanonicalLoads:
         with pytest.raises(BadInput) as info:
             canonical.loads(deep)
         assert str(info.value).endswith("@ $" + "[0]" * canonical.MAX_DEPTH)
+
+    def test_syntax_hints_only_when_asked(self) -> None:
+        """A syntax error names its likely cause only with ``hints`` (a protocol, which a person
+        writes); a bundle's files, which repro writes, keep the parser's message alone."""
+        text = b'{\n "a": 1,\n}'
+        with pytest.raises(BadInput) as plain:
+            canonical.loads(text, what="doc")
+        assert str(plain.value) == (
+            "doc: not JSON (Expecting property name enclosed in double quotes at line 3 "
+            "column 1) @ $"
+        )
+        with pytest.raises(BadInput) as hinted:
+            canonical.loads(text, what="doc", hints=True)
+        assert str(hinted.value) == (
+            "doc: not JSON (Expecting property name enclosed in double quotes at line 3 "
+            "column 1); likely a trailing comma at line 2 column 8, which JSON does not allow "
+            "before } @ $"
+        )
+
+    @pytest.mark.parametrize(
+        ("text", "hint"),
+        [
+            ('{"a": 1,\n\n  }', "a trailing comma at line 1 column 8"),
+            ("[1, 2,]", "a trailing comma at line 1 column 6"),
+            ('{"a": 1 "b": 2}', "a missing comma before line 1 column 9"),
+            ('{"a": "x"\n "b": 2}', "a missing comma at the end of line 1"),
+            ("{'a': 1}", "a string in single quotes at line 1 column 2"),
+            ('{"a": /* no */ 1}', "a comment at line 1 column 7"),
+            ('{"a": False}', "Python's False at line 1 column 7: JSON spells it false"),
+            ("{a: 1}", "a key without double quotes at line 1 column 2"),
+            ('{"a": 1}{}', None),
+            ('{"a": 1,,}', None),
+            ("", None),
+        ],
+    )
+    def test_syntax_hint(self, text: str, hint: str | None) -> None:
+        """Each common hand-written mistake is named at its own place; anything else gets no
+        guess."""
+        try:
+            json.loads(text)
+        except json.JSONDecodeError as error:
+            found = canonical.syntax_hint(text, error.msg, error.pos)
+        else:
+            raise AssertionError(f"{text!r} parses")
+        if hint is None:
+            assert found is None
+        else:
+            assert found is not None and found.startswith(hint), found
 
     def test_size_limit(self) -> None:
         """Input over max_bytes is refused before parsing."""

@@ -21,6 +21,7 @@ from typer.testing import CliRunner
 from conftest import bundle_digests, run_study
 from repro.bundle.writer import BundleWriter, create_root
 from repro.cli.app import app
+from repro.cli.started import command, started
 from repro.execute import cluster
 from repro.execute import local as parallel
 from repro.execute.studies import Backend, DaskCluster, LocalWorkers, prepare, study
@@ -175,7 +176,7 @@ class TestLocalWorkers:
         result = _cli_study(write_protocol(small_protocol), out, "--workers", "2")
         assert result.exit_code == 0, result.output
         assert "study: 32/32 runs (100%)" in result.stderr
-        assert result.stdout.strip().splitlines()[-1] == f"repro verify {out}"
+        assert result.stdout.strip().splitlines()[-1] == command(["verify", str(out)], started())
         assert verify(out) == []
 
 
@@ -264,8 +265,8 @@ class TestRefusals:
     def test_missing_distributed_names_the_extra(
         self, write_protocol: Callable[..., Path], small_protocol: dict[str, Any], tmp_path: Path
     ) -> None:
-        """Where distributed cannot be imported, --scheduler exits 2 saying to install
-        repro[dask], and writes nothing."""
+        """Where distributed cannot be imported, --scheduler exits 2 saying how to get the dask
+        extra (``uv run --extra dask repro ...``), and writes nothing."""
         out = tmp_path / "parent" / "b"
         code = (
             "import sys; sys.modules['distributed'] = None\n"
@@ -279,7 +280,7 @@ class TestRefusals:
             env={**os.environ, "COLUMNS": "200"},
         )
         assert done.returncode == 2, done.stderr
-        assert "install repro[dask]" in done.stderr and "Traceback" not in done.stderr
+        assert "uv run --extra dask repro" in done.stderr and "Traceback" not in done.stderr
         assert not out.parent.exists()
 
     def test_unreachable_scheduler(
@@ -430,5 +431,5 @@ class TestDask:
         result = _cli_study(write_protocol(small_protocol), out, "--scheduler", dask_scheduler)
         assert result.exit_code == 0, result.output
         assert "study: 32/32 runs (100%)" in result.stderr
-        assert result.stdout.strip().splitlines()[-1] == f"repro verify {out}"
+        assert result.stdout.strip().splitlines()[-1] == command(["verify", str(out)], started())
         assert verify(out) == []

@@ -18,6 +18,7 @@ from typer.testing import CliRunner, Result
 
 from conftest import ROOT, SMALL, run_study
 from repro.cli.app import app
+from repro.cli.started import command, started
 from repro.protocol.freeze import freeze
 from repro.protocol.load import parse_protocol
 from repro.verify import verify
@@ -221,7 +222,8 @@ def _new(tmp_path: Path, adapter: str) -> Path:
     out = tmp_path / f"{adapter}.json"
     result = _invoke("protocol", "new", "--adapter", adapter, "--out", str(out))
     assert result.exit_code == 0, result.output
-    assert result.stdout == f"wrote {out}; check it with: repro protocol check {out}\n"
+    check = command(["protocol", "check", str(out)], started())  # as repro was started
+    assert result.stdout == f"wrote {out}; check it with: {check}\n"
     return out
 
 

@@ -99,11 +99,18 @@ class TestReplay:
 class TestRefusals:
     """Replay refuses, with exit 2, what it cannot honestly replay."""
 
-    def test_unknown_slot(self, small_bundle: Path) -> None:
-        """A slot the sealed plan does not hold is named."""
-        result = runner.invoke(app, ["replay", str(small_bundle), "c09-r0000"])
+    @pytest.mark.parametrize("slot", ["c09-r0000", "c01-r0008", "c1-r1", "C01-R0001"])
+    def test_unknown_slot(self, small_bundle: Path, slot: str) -> None:
+        """A slot the sealed plan does not hold (a condition or a run past the plan's, a
+        misspelt ID) is named, with how slots are named and the plan's range: its first and
+        last slot, its conditions and its runs per condition."""
+        result = runner.invoke(app, ["replay", str(small_bundle), slot])
         assert result.exit_code == 2
-        assert "no slot 'c09-r0000'" in result.stderr
+        message = " ".join(result.stderr.split())
+        assert f"no slot {slot!r} in the sealed plan" in message
+        assert "named by its condition, then its run" in message
+        assert "c00-r0000 .. c03-r0007 here" in message
+        assert "(4 condition(s), c00 .. c03, of 8 run(s) each, r0000 .. r0007)" in message
 
     def test_bundle_that_does_not_verify(self, bundle_copy: Path) -> None:
         """A tampered bundle is not replayed: the user is sent to repro verify."""

@@ -95,6 +95,20 @@ def test_show_prints_the_tables_of_a_verified_bundle(published_bundle: Path) -> 
         assert text in result.stdout
 
 
+def test_show_first_names_the_protocol_and_says_it_verified(published_bundle: Path) -> None:
+    """Before any table: the protocol's ID and title, then that the bundle verified, with its
+    sha256 as ``repro verify`` gives it."""
+    result = runner.invoke(app, ["show", str(published_bundle)])
+    assert result.exit_code == 0, result.output
+    protocol = _json(published_bundle, "protocol.json")["protocol"]
+    first, second, *rest = result.stdout.splitlines()
+    assert first == f"protocol {protocol['id']}: {protocol['title']}"
+    assert (
+        second == f"verified: {published_bundle} (bundle sha256 {bundle_sha256(published_bundle)})"
+    )
+    assert rest and "by condition" in rest[0]
+
+
 def test_a_bundle_that_does_not_verify_is_not_shown(bundle_copy: Path, tmp_path: Path) -> None:
     """A tampered bundle: exit 1, each finding named on stderr, no table and no page written."""
     _tamper(bundle_copy)
@@ -180,7 +194,8 @@ def test_html_that_cannot_be_written_whole_leaves_nothing(
 def test_plot_without_matplotlib_writes_no_page(
     published_bundle: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """--plot without matplotlib is refused before anything is written, the page included."""
+    """--plot without matplotlib is refused before anything is written, the page included; the
+    refusal says how to get the plot extra, in the README's form."""
     real = importlib.util.find_spec
 
     def find_spec(name: str, package: str | None = None) -> Any:
@@ -192,7 +207,7 @@ def test_plot_without_matplotlib_writes_no_page(
         app, ["show", str(published_bundle), "--html", str(page), "--plot", str(plot)]
     )
     assert result.exit_code == 2
-    assert "install repro[plot]" in result.stderr
+    assert "uv run --extra plot repro" in result.stderr
     assert not page.exists() and not plot.exists()
 
 

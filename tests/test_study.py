@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 
 from conftest import ROOT, run_study
 from repro.cli.app import app
+from repro.cli.started import command, started
 from repro.verify import verify
 
 runner = CliRunner()
@@ -48,7 +49,7 @@ class TestQuickStart:
             ["study", str(ROOT / "protocols/gymnasium-classic-control.json"), "--out", str(out)],
         )
         assert result.exit_code == 0, result.output
-        assert result.stdout.strip().splitlines()[-1] == f"repro verify {out}"
+        assert result.stdout.strip().splitlines()[-1] == command(["verify", str(out)], started())
         assert "study: 600/600 runs (100%)" in result.stderr
         check = runner.invoke(app, ["verify", str(out)])
         assert check.exit_code == 0, check.output
@@ -75,6 +76,27 @@ class TestFreshRoot:
     def test_bundle_verifies(self, small_bundle: Path) -> None:
         """The small bundle verifies with no findings."""
         assert verify(small_bundle) == []
+
+    @pytest.mark.parametrize("parent", ["missing", "missing/deeper", "a-file"])
+    def test_a_root_whose_parent_is_missing_is_refused(
+        self,
+        write_protocol: Callable[..., Path],
+        small_protocol: dict[str, Any],
+        tmp_path: Path,
+        parent: str,
+    ) -> None:
+        """--out under a directory that does not exist (or a file): exit 2, the message names
+        the parent, and nothing is created, neither the root nor any directory above it."""
+        protocol = write_protocol(small_protocol)
+        (tmp_path / "a-file").write_text("not a directory", "utf-8")
+        before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
+        out = tmp_path / parent / "bundle"
+        result = runner.invoke(app, ["study", str(protocol), "--out", str(out)])
+        assert result.exit_code == 2, result.output
+        message = " ".join(result.stderr.split())
+        assert f"cannot create output root {out}: its parent {out.parent}" in message
+        assert ("is not a directory" if parent == "a-file" else "does not exist") in message
+        assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before
 
 
 class TestDeterminism:

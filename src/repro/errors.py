@@ -12,6 +12,7 @@ __all__ = [
     "EXIT_BAD_INPUT",
     "EXIT_CODES",
     "EXIT_OK",
+    "EXIT_SIGNAL_BASE",
     "EXIT_SLOTS_LOST",
     "EXIT_STUDY_STOPPED",
     "EXIT_VERIFY_FAILED",
@@ -26,6 +27,7 @@ __all__ = [
     "RunInvalid",
     "StudyStopped",
     "exit_code",
+    "install_hint",
 ]
 
 EXIT_OK = 0
@@ -37,6 +39,8 @@ EXIT_STUDY_STOPPED = 3
 #: ``repro study --strict``: the study finished and its bundle is whole, but some slot it ran did
 #: not end valid (failed, or excluded at run time, such as a superseded scenario version).
 EXIT_SLOTS_LOST = 4
+#: A study stopped by signal N exits EXIT_SIGNAL_BASE + N (130 SIGINT, 143 SIGTERM, 129 SIGHUP).
+EXIT_SIGNAL_BASE = 128
 
 
 class ReproError(Exception):
@@ -137,3 +141,10 @@ def exit_code(error: ReproError) -> int:
         if cls in EXIT_CODES:
             return EXIT_CODES[cls]
     raise TypeError(f"no exit code for {type(error).__name__}")
+
+
+def install_hint(extra: str) -> str:
+    """How to get the packages of repro's optional ``extra``, in the README's words; a refusal
+    that a missing package causes ends with it: ``plotting needs matplotlib: run repro with its
+    plot extra (uv run --extra plot repro ...)``."""
+    return f"run repro with its {extra} extra (uv run --extra {extra} repro ...)"

@@ -33,6 +33,7 @@ from repro.models import (
 __all__ = [
     "ENTRY_POINT_GROUP",
     "MAX_EPISODE_STEPS",
+    "SIMULATOR_MODULES",
     "Adapter",
     "Evidence",
     "Frozen",
@@ -43,6 +44,7 @@ __all__ = [
     "file_source",
     "frame",
     "get_adapter",
+    "import_error",
     "import_target",
     "module_file_source",
     "package_source",
@@ -53,6 +55,8 @@ __all__ = [
 ]
 
 ENTRY_POINT_GROUP = "repro.adapters"
+#: The optional attribute of an adapter's class that names its simulator's modules.
+SIMULATOR_MODULES = "simulator_modules"
 #: Steps per episode at most: a bound against absurd values, far above any published study, and
 #: as many step rewards as a run record may hold.
 MAX_EPISODE_STEPS = MAX_STEP_REWARDS
@@ -94,7 +98,13 @@ class Session(TypingProtocol):
 
 
 class Adapter(TypingProtocol):
-    """A simulator connection, registered by name."""
+    """A simulator connection, registered by name.
+
+    Optionally, the class states the modules its simulator is imported from as
+    ``simulator_modules``, a tuple of module names of which any one is enough (``()`` for an
+    adapter that needs no simulator package): ``repro adapters`` then says whether the simulator
+    can be imported as well as whether the adapter loads. An adapter without it is listed as
+    "not stated"."""
 
     name: str
 
@@ -363,6 +373,30 @@ class Registration:
     def _make(self) -> Adapter:
         factory: Callable[[], Adapter] = self.entry_point.load()
         return factory()
+
+    def simulator_modules(self) -> tuple[str, ...] | None:
+        """The modules the adapter's class says its simulator is imported from (its
+        ``simulator_modules``: any one is enough; empty when it needs no simulator package),
+        or ``None`` when it does not say, says it as something else than module names, or
+        does not load."""
+        try:
+            factory = self.entry_point.load()
+        except Exception:
+            return None
+        stated = getattr(factory, SIMULATOR_MODULES, None)
+        if isinstance(stated, tuple | list) and all(isinstance(m, str) for m in stated):
+            return tuple(stated)
+        return None
+
+
+def import_error(module: str) -> str | None:
+    """The type name of the error that importing ``module`` raises, or ``None`` when it
+    imports: whether a simulator is there, never a traceback."""
+    try:
+        importlib.import_module(module)
+    except Exception as exc:  # an import runs the module's code, which may raise anything
+        return type(exc).__name__
+    return None
 
 
 def registered_adapters() -> list[Registration]:

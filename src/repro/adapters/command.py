@@ -136,6 +136,8 @@ class CommandAdapter:
     """Runs each slot as one call of an external harness program."""
 
     name = "command"
+    #: It runs a program (the harness), no simulator package.
+    simulator_modules: tuple[str, ...] = ()
 
     def __init__(self) -> None:
         self._options: dict[str, Any] = {}

@@ -56,7 +56,7 @@ from repro.adapters.base import (
     package_source,
     pinned_target_source,
 )
-from repro.errors import BadInput, RunFailed
+from repro.errors import BadInput, RunFailed, install_hint
 from repro.json.canonical import json_path
 from repro.models import SHA256_HEX, AdapterFacts, Condition, PlanEntry, Protocol, Source
 
@@ -171,8 +171,8 @@ def load_backend(name: str) -> Backend:
         if importlib.util.find_spec(module) is not None:
             return Backend(candidate)
     raise BadInput(
-        "CybORG is not installed: install upstream CybORG 2.1, or the fork with "
-        "`pip install 'repro[cyborg]'` (csle-cyborg)"
+        "CybORG is not installed: install upstream CybORG 2.1, or, for the fork csle-cyborg, "
+        + install_hint("cyborg")
     )
 
 
@@ -180,7 +180,7 @@ def _yaml() -> Any:
     try:
         return importlib.import_module("yaml")
     except ImportError:
-        raise BadInput("the cyborg adapter needs PyYAML: install 'repro[cyborg]'") from None
+        raise BadInput(f"the cyborg adapter needs PyYAML: {install_hint('cyborg')}") from None
 
 
 def scenario_files(directory: Path) -> dict[str, Path]:
@@ -284,6 +284,8 @@ class CybORGAdapter:
     """Runs CAGE-2 Scenario2 episodes."""
 
     name = "cyborg"
+    #: Upstream CybORG 2.1 or the fork csle-cyborg (the ``backend`` option chooses).
+    simulator_modules = ("CybORG", "csle_cyborg")
 
     def __init__(self) -> None:
         self._backend: Backend | None = None

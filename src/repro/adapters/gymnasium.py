@@ -154,6 +154,7 @@ class GymnasiumAdapter:
     """Runs episodes of registered Gymnasium environments."""
 
     name = "gymnasium"
+    simulator_modules = ("gymnasium",)
 
     def freeze(self, protocol: Protocol, options: Mapping[str, str]) -> Frozen:
         """Check factors, participants and spaces; pin gymnasium, numpy and every source file."""

@@ -32,13 +32,21 @@ MANIFEST_LINE = re.compile(r"^([0-9a-f]{64})  (\S+)$")
 
 
 def create_root(out: Path) -> None:
-    """Create the fresh output root with mode 0700; refuse any existing path."""
+    """Create the fresh output root with mode 0700; refuse any existing path, and a root whose
+    parent directory does not exist: only the root itself is created, so that a mistyped path
+    creates no tree of directories."""
     if os.path.lexists(out):
         raise BadInput(
             f"output root {out} already exists: repro never resumes, appends or overwrites"
         )
+    parent = out.parent
+    if not parent.is_dir():
+        what = "is not a directory" if os.path.lexists(parent) else "does not exist"
+        raise BadInput(
+            f"cannot create output root {out}: its parent {parent} {what}; repro creates the "
+            f"root alone, never the directories above it (create {parent} first)"
+        )
     try:
-        out.parent.mkdir(parents=True, exist_ok=True)
         os.mkdir(out, 0o700)
     except OSError as exc:
         raise BadInput(f"cannot create output root {out} ({exc.strerror})") from None

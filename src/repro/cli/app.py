@@ -1,19 +1,20 @@
 """The ``repro`` command line: parse, call, print.
 
-Exit codes: 0 ok; 1 verification failed; 2 bad input (nothing written); 3 a study stopped by an
-I/O error (its root is incomplete); 4 ``study --strict`` finished with a slot that ran and did not
-end valid; 128 + N a study stopped by signal N (130 SIGINT, 143 SIGTERM).
+Each command's exit codes are in :data:`EXITS`, made of :mod:`repro.errors`' constants, and its
+help names them.
 """
 
 from __future__ import annotations
 
 import functools
+import importlib.metadata
 import importlib.util
+import inspect
 import json
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 # Each command imports what it needs when it runs: the study machinery (adapters, workers, the
 # Dask client) and rich's progress bars and tables cost a start-up that ``repro verify`` and
@@ -22,7 +23,10 @@ import typer
 
 from repro.errors import (
     EXIT_BAD_INPUT,
+    EXIT_OK,
+    EXIT_SIGNAL_BASE,
     EXIT_SLOTS_LOST,
+    EXIT_STUDY_STOPPED,
     EXIT_VERIFY_FAILED,
     BadInput,
     NotVerified,
@@ -30,39 +34,164 @@ from repro.errors import (
     ReproError,
     StudyStopped,
     exit_code,
+    install_hint,
 )
 from repro.execute.backends import MAX_LOCAL_WORKERS, Backend, DaskCluster, LocalWorkers
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
 
     from rich.console import Console
 
-    from repro.models import Aggregates, Ledger
+    from repro.models import Aggregates, Condition, Ledger, Protocol
     from repro.verify import Finding
 
 __all__ = ["app", "main"]
 
+_NEEDS_MATPLOTLIB = f"plotting needs matplotlib: {install_hint('plot')}"
+
+#: -h as well as --help, on every command (subcommands inherit their group's settings).
+_CONTEXT = {"help_option_names": ["-h", "--help"]}
+
+#: A study stopped by signal N exits with this code.
+_SIGNALLED = f"{EXIT_SIGNAL_BASE} + N"
+
+#: Every command's exit codes and what each means there, by the command's name as typed
+#: ("protocol check"), from repro.errors' constants: each help's "Exit codes" paragraph.
+EXITS: dict[str, tuple[tuple[int | str, str], ...]] = {
+    "": (
+        (EXIT_OK, "ok"),
+        (
+            EXIT_VERIFY_FAILED,
+            "a bundle does not verify, a replay differs, a gate or a comparison fails",
+        ),
+        (EXIT_BAD_INPUT, "bad input, nothing written"),
+        (EXIT_STUDY_STOPPED, "a study stopped by an I/O error or a failed cluster"),
+        (EXIT_SLOTS_LOST, "study --strict lost a slot that ran"),
+        (_SIGNALLED, "a study stopped by signal N"),
+    ),
+    "study": (
+        (EXIT_OK, "done"),
+        (EXIT_BAD_INPUT, "bad input (nothing written)"),
+        (EXIT_STUDY_STOPPED, "stopped by an I/O error or a failed cluster (OUT is incomplete)"),
+        (EXIT_SLOTS_LOST, "with --strict: done, but a slot that ran did not end valid"),
+        (_SIGNALLED, "stopped by signal N, 130 for SIGINT (OUT is incomplete)"),
+    ),
+    "verify": (
+        (EXIT_OK, "verifies"),
+        (EXIT_VERIFY_FAILED, "findings (each named)"),
+        (EXIT_BAD_INPUT, "not a bundle"),
+    ),
+    "replay": (
+        (EXIT_OK, "byte-identical"),
+        (EXIT_VERIFY_FAILED, "differs (each differing field named)"),
+        (EXIT_BAD_INPUT, "the bundle does not verify, an unknown slot, or other simulator sources"),
+    ),
+    "publish": (
+        (EXIT_OK, "written"),
+        (EXIT_VERIFY_FAILED, "does not verify or a gate fails (nothing written)"),
+        (EXIT_BAD_INPUT, "not a scored bundle, or --out exists"),
+    ),
+    "compare": (
+        (EXIT_OK, "no regression"),
+        (EXIT_VERIFY_FAILED, "a regression, or a bundle that does not verify"),
+        (EXIT_BAD_INPUT, "not one protocol family, or not bundles"),
+    ),
+    "adapters": ((EXIT_OK, "always, even when some adapter does not load"),),
+    "protocol": ((EXIT_OK, "ok"), (EXIT_BAD_INPUT, "bad input")),
+    "protocol check": (
+        (EXIT_OK, "valid"),
+        (EXIT_BAD_INPUT, "bad input (named with its JSON path)"),
+    ),
+    "protocol new": (
+        (EXIT_OK, "written"),
+        (EXIT_BAD_INPUT, "no such template, or --out exists or cannot be written"),
+    ),
+    "show": (
+        (EXIT_OK, "shown (and written)"),
+        (EXIT_VERIFY_FAILED, "does not verify (findings named, nothing written)"),
+        (EXIT_BAD_INPUT, "not a bundle, or FILE exists (nothing written)"),
+    ),
+}
+
+
+def _exit_codes(command: str) -> str:
+    """The "Exit codes" paragraph of ``command``'s help (:data:`EXITS`)."""
+    return "Exit codes: " + "; ".join(f"{code} {meaning}" for code, meaning in EXITS[command]) + "."
+
+
+_F = TypeVar("_F", bound="Callable[..., Any]")
+
+
+def _command(group: typer.Typer, name: str) -> Callable[[_F], _F]:
+    """Register a function as the command ``name`` of ``group``; its help is its docstring and
+    then its exit codes."""
+
+    def register(function: _F) -> _F:
+        full = name if group is app else f"protocol {name}"
+        text = f"{inspect.cleandoc(function.__doc__ or '')}\n\n{_exit_codes(full)}"
+        group.command(name, help=text)(function)
+        return function
+
+    return register
+
+
 app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
-    help="Freeze a protocol, run it into a sealed bundle, and verify bundles offline.",
+    context_settings=_CONTEXT,
+    help="Freeze a protocol, run it into a sealed bundle, and verify bundles offline.\n\n"
+    + _exit_codes(""),
 )
+
+
+def _version() -> str:
+    """repro's version as installed (the distribution's metadata), or the package's own."""
+    try:
+        return importlib.metadata.version("repro")
+    except importlib.metadata.PackageNotFoundError:
+        from repro import __version__
+
+        return __version__
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        print(f"repro {_version()}")
+        raise typer.Exit(EXIT_OK)
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            help="Print repro's version and exit.",
+            is_eager=True,
+            callback=_print_version,
+        ),
+    ] = False,
+) -> None:
+    del version  # handled, eagerly, by its callback
 
 
 @functools.cache
 def _err() -> Console:
     """The console for messages on stderr, made on first use: a verify that succeeds prints
-    nothing through it, so it never imports rich."""
-    from rich.console import Console
+    nothing through it, so it never imports rich. On a terminal it wraps long lines; anywhere
+    else it wraps none (:func:`repro.present.terminal.console`)."""
+    from repro.present.terminal import console
 
-    return Console(stderr=True)
+    return console(stderr=True)
 
 
 class _BarProgress:
-    """A progress bar with ETA, for terminals."""
+    """A progress bar with ETA, for terminals; it names the condition of the slot that ended
+    last by ``labels`` (condition ID to ``c01 env_id=CartPole-v1 / random``)."""
 
-    def __init__(self) -> None:
+    def __init__(self, labels: dict[str, str]) -> None:
+        from rich.markup import escape
         from rich.progress import (
             BarColumn,
             MofNCompleteColumn,
@@ -83,6 +212,8 @@ class _BarProgress:
         )
         self._task = self._bar.add_task("runs", total=None)
         self._lost = 0
+        # A level may hold brackets, which are no markup.
+        self._labels = {condition: escape(label) for condition, label in labels.items()}
 
     def start(self, total: int) -> None:
         self._bar.update(self._task, total=total)
@@ -91,16 +222,19 @@ class _BarProgress:
     def advance(self, condition: str, end: str) -> None:
         self._lost += end != "valid"
         lost = f" [red]{self._lost} not valid[/red]" if self._lost else ""
-        self._bar.update(self._task, advance=1, description=f"{condition}{lost}")
+        label = self._labels.get(condition, condition)
+        self._bar.update(self._task, advance=1, description=f"{label}{lost}")
 
     def finish(self) -> None:
         self._bar.stop()
 
 
 class _LineProgress:
-    """Plain lines at every tenth of the work, for logs and pipes."""
+    """Plain lines at every tenth of the work, for logs and pipes, each naming the condition
+    of the slot that ended last by ``labels``, as :class:`_BarProgress` does."""
 
-    def __init__(self) -> None:
+    def __init__(self, labels: dict[str, str]) -> None:
+        self._labels = labels
         self._done = 0
         self._lost = 0
         self._total = 0
@@ -121,7 +255,8 @@ class _LineProgress:
             lost = f", {self._lost} not valid" if self._lost else ""
             print(
                 f"study: {self._done}/{self._total} runs ({100 * self._done // self._total}%)"
-                f"{lost}, {elapsed:.1f} s elapsed, about {left:.1f} s left ({condition})",
+                f"{lost}, {elapsed:.1f} s elapsed, about {left:.1f} s left "
+                f"({self._labels.get(condition, condition)})",
                 file=sys.stderr,
                 flush=True,
             )
@@ -131,13 +266,23 @@ class _LineProgress:
         pass
 
 
+def _condition_labels(protocol: Protocol, conditions: Sequence[Condition]) -> dict[str, str]:
+    """Each condition's ID and label, as the progress display names it: ``c01
+    env_id=CartPole-v1 / random`` (the label as every table words it,
+    :func:`repro.derive.figures.condition_label`)."""
+    from repro.derive.figures import condition_label
+
+    order = [factor.name for factor in protocol.matrix]
+    return {c.id: f"{c.id} {condition_label(c.factors, c.participant, order)}" for c in conditions}
+
+
 def _fail(error: ReproError | str) -> typer.Exit:
     """Print ``error`` on stderr; the exit its class maps to (:func:`repro.errors.exit_code`;
     a bare message is bad input)."""
     from rich.markup import escape
 
     message = str(error)
-    # Escaped: a message may hold brackets that are not markup, as in "install repro[dask]".
+    # Escaped: a message may hold brackets that are not markup, as a JSON path's "$.matrix[0]".
     _err().print(
         f"[red]error:[/red] {escape(message)}", highlight=False, markup=True, soft_wrap=True
     )
@@ -154,10 +299,17 @@ def _options(pairs: list[str]) -> dict[str, str]:
     return options
 
 
-@app.command()
+@_command(app, "study")
 def study(
     protocol: Annotated[Path, typer.Argument(help="Protocol JSON file.")],
-    out: Annotated[Path, typer.Option("--out", help="Output root; must not exist.")],
+    out: Annotated[
+        Path,
+        typer.Option(
+            "--out",
+            help="Output root, created 0700: it must not exist, and its parent directory must "
+            "(repro creates no directory above the root, so a mistyped path creates nothing).",
+        ),
+    ],
     option: Annotated[
         list[str] | None, typer.Option("--option", help="Adapter option KEY=VALUE (repeatable).")
     ] = None,
@@ -175,7 +327,7 @@ def study(
         typer.Option(
             "--scheduler",
             help="Run each partition as a task on the Dask cluster whose scheduler is at ADDRESS "
-            "(e.g. tcp://127.0.0.1:8786); needs repro[dask]. Per-run seeding only.",
+            f"(e.g. tcp://127.0.0.1:8786). Per-run seeding only. For Dask, {install_hint('dask')}.",
         ),
     ] = None,
     strict: Annotated[
@@ -187,7 +339,10 @@ def study(
         ),
     ] = False,
 ) -> None:
-    """Freeze and seal PROTOCOL, run every slot into the fresh root OUT, and bundle the evidence."""
+    """Freeze and seal PROTOCOL, run every slot into the fresh root OUT, and bundle the evidence.
+
+    Ends by printing the command that verifies OUT, worded as repro was started (uv run,
+    python -m repro, the repro on PATH or the script's own path)."""
     from rich.markup import escape
 
     from repro.execute.studies import prepare
@@ -205,7 +360,8 @@ def study(
     )
     try:
         prepared = prepare(protocol, _options(option or []))
-        progress = _BarProgress() if err.is_terminal else _LineProgress()
+        labels = _condition_labels(prepared.protocol, prepared.plan.seal.conditions)
+        progress = _BarProgress(labels) if err.is_terminal else _LineProgress(labels)
         result = run_study(prepared, out, progress, backend)
     except BadInput as exc:
         raise _fail(exc) from None
@@ -224,7 +380,10 @@ def study(
         highlight=False,
     )
     lost = _print_losses(result.derived.ledger, result.derived.aggregates, result.lost_opens)
-    print(f"repro verify {out}")
+    # The command as repro was started: a bare `repro` is not on PATH after `uv run repro`.
+    from repro.cli.started import command, started
+
+    print(command(["verify", str(out)], started()))
     if strict and lost:
         raise typer.Exit(EXIT_SLOTS_LOST)
 
@@ -297,7 +456,7 @@ def _print_findings(bundle: Path, findings: Sequence[Finding]) -> None:
         err.print(f"{len(findings)} finding(s): {bundle} does not verify", highlight=False)
 
 
-@app.command()
+@_command(app, "verify")
 def verify(
     bundle: Annotated[Path, typer.Argument(help="Bundle directory.")],
     as_json: Annotated[bool, typer.Option("--json", help="Print findings as JSON.")] = False,
@@ -326,7 +485,7 @@ def verify(
         raise typer.Exit(EXIT_VERIFY_FAILED)
 
 
-@app.command()
+@_command(app, "replay")
 def replay(
     bundle: Annotated[Path, typer.Argument(help="Bundle directory (it must verify).")],
     slot: Annotated[str, typer.Argument(help="Slot ID, e.g. c03-r0042.")],
@@ -385,7 +544,7 @@ def replay(
         raise typer.Exit(EXIT_VERIFY_FAILED)
 
 
-@app.command()
+@_command(app, "publish")
 def publish(
     bundle: Annotated[Path, typer.Argument(help="Bundle directory of a scored study.")],
     out: Annotated[Path, typer.Option("--out", help="New Markdown file for the table.")],
@@ -406,7 +565,7 @@ def publish(
     print(f"OK: wrote {out}")
 
 
-@app.command()
+@_command(app, "compare")
 def compare(
     baseline: Annotated[Path, typer.Argument(help="Baseline bundle directory.")],
     candidate: Annotated[Path, typer.Argument(help="Candidate bundle directory.")],
@@ -433,18 +592,25 @@ def compare(
         raise typer.Exit(EXIT_VERIFY_FAILED)
 
 
-@app.command()
+@_command(app, "adapters")
 def adapters(
     as_json: Annotated[bool, typer.Option("--json", help="Print the list as JSON.")] = False,
 ) -> None:
-    """List every installed adapter, where it comes from, and whether it loads.
+    """List every installed adapter, where it comes from, whether it loads, and whether its
+    simulator can be imported.
 
-    Name, distribution and version, object path; exits 0 even when some do not load."""
-    from repro.adapters.base import registered_adapters
+    Name, distribution and version, object path; the simulator's modules as the adapter states
+    them ("not stated" for one that does not say)."""
+    from repro.adapters.base import import_error, registered_adapters
 
     installed = registered_adapters()
     listed = [
-        (r, r.load_error(), [o.distribution for o in installed if o.name == r.name and o is not r])
+        (
+            r,
+            r.load_error(),
+            [o.distribution for o in installed if o.name == r.name and o is not r],
+            _simulator(r.simulator_modules(), import_error),
+        )
         for r in installed
     ]
     if as_json:
@@ -457,33 +623,67 @@ def adapters(
                 "loads": error is None,
                 "error": error,
                 "also_registered_by": others,
+                "simulator": simulator,
             }
-            for r, error, others in listed
+            for r, error, others, simulator in listed
         ]
         print(json.dumps({"adapters": rows}, indent=2))
         return
     if not listed:
         print("no adapter is registered in the repro.adapters entry-point group")
         return
-    table = [("name", "distribution", "version", "object", "loads")]
-    for r, error, others in listed:
+    table = [("name", "distribution", "version", "object", "loads", "simulator")]
+    for r, error, others, simulator in listed:
         status = "yes" if error is None else f"no ({error})"
         if others:
             status += f"; also registered by {', '.join(others)}: refused"
-        table.append((r.name, r.distribution, r.version, r.target, status))
-    widths = [max(len(line[i]) for line in table) for i in range(4)]
+        table.append((r.name, r.distribution, r.version, r.target, status, _said(simulator)))
+    widths = [max(len(line[i]) for line in table) for i in range(5)]
     for line in table:
         cells = [cell.ljust(width) for cell, width in zip(line, widths, strict=False)]
-        print("  ".join([*cells, line[4]]))
+        print("  ".join([*cells, line[5]]))
+
+
+def _simulator(
+    modules: tuple[str, ...] | None, import_error: Callable[[str], str | None]
+) -> dict[str, Any] | None:
+    """``repro adapters --json``'s ``simulator``: each module the adapter states with whether
+    it imports (the error's type if not), and whether the simulator is ``available`` (any one
+    module imports, or none is needed); None when the adapter does not state its modules."""
+    if modules is None:
+        return None
+    found = [{"module": m, "error": import_error(m)} for m in modules]
+    return {
+        "modules": [{**f, "imports": f["error"] is None} for f in found],
+        "available": not found or any(f["error"] is None for f in found),
+    }
+
+
+def _said(simulator: dict[str, Any] | None) -> str:
+    """The simulator column of ``repro adapters``: ``gymnasium imports``, ``CybORG does not
+    import (ModuleNotFoundError), csle_cyborg imports``, ``no simulator package needed`` or ``not
+    stated``."""
+    if simulator is None:
+        return "not stated"
+    if not simulator["modules"]:
+        return "no simulator package needed"
+    return ", ".join(
+        f"{m['module']} imports"
+        if m["imports"]
+        else f"{m['module']} does not import ({m['error']})"
+        for m in simulator["modules"]
+    )
 
 
 protocol_app = typer.Typer(
-    no_args_is_help=True, help="Check a protocol without running it, or start a new one."
+    no_args_is_help=True,
+    context_settings=_CONTEXT,
+    help="Check a protocol without running it, or start a new one.\n\n" + _exit_codes("protocol"),
 )
 app.add_typer(protocol_app, name="protocol")
 
 
-@protocol_app.command("check")
+@_command(protocol_app, "check")
 def protocol_check(
     protocol: Annotated[Path, typer.Argument(help="Protocol JSON file.")],
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
@@ -545,7 +745,7 @@ def _templates() -> dict[str, str]:
     }
 
 
-@protocol_app.command("new")
+@_command(protocol_app, "new")
 def protocol_new(
     adapter: Annotated[
         str, typer.Option("--adapter", help="gymnasium, command or cyborg.", show_default=False)
@@ -571,7 +771,9 @@ def protocol_new(
         raise _fail(f"{out} exists: repro protocol new never overwrites a file") from None
     except OSError as exc:
         raise _fail(f"{out}: cannot write ({exc.strerror})") from None
-    print(f"wrote {out}; check it with: repro protocol check {out}")
+    from repro.cli.started import command, started
+
+    print(f"wrote {out}; check it with: {command(['protocol', 'check', str(out)], started())}")
 
 
 def _write_new(path: Path, text: str) -> None:
@@ -589,7 +791,7 @@ def _write_new(path: Path, text: str) -> None:
         raise _fail(f"{path}: {exc.strerror or type(exc).__name__}") from None
 
 
-@app.command()
+@_command(app, "show")
 def show(
     bundle: Annotated[Path, typer.Argument(help="Bundle directory (it must verify).")],
     plot: Annotated[
@@ -609,7 +811,8 @@ def show(
         ),
     ] = False,
 ) -> None:
-    """Verify the bundle, then show its conditions, estimand, class and tiers.
+    """Verify the bundle, then show its protocol, that it verified (by its sha256), and its
+    conditions, estimand, class and tiers.
 
     With --json, its derived files as JSON; optionally also a plot (PNG) or an HTML report."""
     from repro.present.showing import load
@@ -618,7 +821,7 @@ def show(
         raise _fail(f"--html {html}: already exists; show never overwrites")
     # Known before anything is written: a missing matplotlib must not leave the HTML file behind.
     if plot is not None and importlib.util.find_spec("matplotlib") is None:
-        raise _fail("plotting needs matplotlib: install repro[plot]")
+        raise _fail(_NEEDS_MATPLOTLIB)
     try:
         shown = load(bundle)
     except BadInput as exc:
@@ -632,9 +835,11 @@ def show(
     if as_json:
         print(json.dumps(shown.as_dict(), indent=2))
     else:
-        from repro.present.terminal import print_tables
+        from repro.present.terminal import console, print_identity, print_tables
 
-        print_tables(shown.figures(), shown.tiers)
+        out = console()
+        print_identity(shown.protocol, bundle, shown.bundle_sha256, out)
+        print_tables(shown.figures(), shown.tiers, out)
     # With --json, stdout holds the JSON object alone: notes go to stderr.
     note = sys.stderr if as_json else sys.stdout
     if html is not None:
@@ -646,7 +851,7 @@ def show(
         try:
             draw(shown.figures(), plot)
         except ImportError:
-            raise _fail("plotting needs matplotlib: install repro[plot]") from None
+            raise _fail(_NEEDS_MATPLOTLIB) from None
         print(f"plot written to {plot}", file=note)
 
 

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from repro.bundle import layout
 from repro.bundle.writer import BundleWriter
 from repro.derive.tally import SlotEnd, slot_outcome
-from repro.errors import BadInput, ClusterFailed
+from repro.errors import BadInput, ClusterFailed, install_hint
 from repro.execute.attempts import SlotsResult, Workload, run_slots, write_times
 from repro.execute.worker import Job, Worker
 from repro.models import Condition, Partition, RunRecord
@@ -54,7 +54,7 @@ def connect(address: str) -> Iterator[Client]:
     except ImportError:
         raise BadInput(
             "--scheduler runs partitions on a Dask cluster, which needs the distributed "
-            "package: install repro[dask]"
+            f"package: {install_hint('dask')}"
         ) from None
     try:
         client = Client(address, timeout=CONNECT_TIMEOUT_SECONDS, set_as_default=False)

@@ -23,7 +23,8 @@ from repro.execute.attempts import _ConditionSession, run_slot
 from repro.execute.worker import Job, Worker, adapter_target
 from repro.json import canonical
 from repro.json.serde import to_bytes, unstructure
-from repro.models import RunRecord, Source
+from repro.models import Condition, RunRecord, Source
+from repro.plan.sealing import slot_id
 from repro.plan.streams import stream_of
 from repro.verify import open_verified
 
@@ -71,6 +72,18 @@ def _differences(slot: str, expected: list[RunRecord], found: list[RunRecord]) -
 def _short(value: Any) -> str:
     text = canonical.dumps(value, newline=False).decode()
     return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _no_such_slot(root: Path, slot: str, conditions: Sequence[Condition], runs: int) -> BadInput:
+    """The refusal of a slot the plan does not hold, saying how slots are named and which
+    there are: ``... c00-r0000 .. c03-r0007 (4 conditions, c00 .. c03, of 8 runs each)``."""
+    first, last = conditions[0].id, conditions[-1].id
+    return BadInput(
+        f"{root}: no slot {slot!r} in the sealed plan; a slot is named by its condition, then "
+        f"its run: {slot_id(first, 0, runs)} .. {slot_id(last, runs - 1, runs)} here "
+        f"({len(conditions)} condition(s), {first} .. {last}, of {runs} run(s) each, "
+        f"{slot_id('', 0, runs)[1:]} .. {slot_id('', runs - 1, runs)[1:]})"
+    )
 
 
 def _describe(source: Source) -> str:
@@ -124,7 +137,7 @@ def _replay(root: Path, slot: str, options: Mapping[str, str], tracebacks: bool)
         (part for part in bundle.partitions() if any(e.slot == slot for e in part.entries)), None
     )
     if partition is None:
-        raise BadInput(f"{root}: no slot {slot!r} in the sealed plan")
+        raise _no_such_slot(root, slot, seal.conditions, fp.protocol.runs_per_condition)
     protocol = fp.protocol
     adapter = get_adapter(protocol.adapter.name)
     try:

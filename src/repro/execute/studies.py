@@ -31,7 +31,14 @@ from repro.derive.derivation import Derived, derive, tally_records
 from repro.derive.disclosure import refuse_disclosing_protocol, scan
 from repro.derive.ledger import source_ledger
 from repro.derive.tally import SlotEnd
-from repro.errors import EXIT_STUDY_STOPPED, BadInput, ClusterFailed, Interrupted, StudyStopped
+from repro.errors import (
+    EXIT_SIGNAL_BASE,
+    EXIT_STUDY_STOPPED,
+    BadInput,
+    ClusterFailed,
+    Interrupted,
+    StudyStopped,
+)
 from repro.execute import cluster
 from repro.execute.attempts import SlotsResult, Workload
 from repro.execute.backends import MAX_LOCAL_WORKERS, Backend, DaskCluster, LocalWorkers
@@ -268,12 +275,13 @@ def _study_stopping_cleanly(
         name = signal.Signals(signum).name
         if (out / layout.TAGMANIFEST).is_file():  # the signal came after the last file was in place
             raise StudyStopped(
-                f"stopped by {name} after the bundle was complete; {out} is whole", 128 + signum
+                f"stopped by {name} after the bundle was complete; {out} is whole",
+                EXIT_SIGNAL_BASE + signum,
             ) from None
         raise StudyStopped(
             f"stopped by {name} after {done[0]} of {total} slots; {out} is incomplete and will "
             "not verify (repro never resumes: run the study again into a fresh root)",
-            128 + signum,
+            EXIT_SIGNAL_BASE + signum,
         ) from None
     except OSError as exc:
         where = exc.filename

@@ -20,7 +20,7 @@ import orjson
 
 from repro.errors import BadInput
 
-__all__ = ["MAX_DEPTH", "MAX_INT", "dumps", "json_path", "loads", "sha256_hex"]
+__all__ = ["MAX_DEPTH", "MAX_INT", "dumps", "json_path", "loads", "sha256_hex", "syntax_hint"]
 
 MAX_DEPTH = 64
 #: orjson serialises integers of at most 64 bits; anything larger is refused rather than mangled.
@@ -132,11 +132,60 @@ def _check(value: Any, what: str, max_depth: int, escapes: bool) -> None:
             raise BadInput(f"{what}: number too large for a 64-bit float @ {path}")
 
 
+def _line(text: str, index: int) -> int:
+    return text.count("\n", 0, index) + 1
+
+
+def _place(text: str, index: int) -> str:
+    """``line L column C`` of ``text[index]``, counted from 1 as json's errors count them."""
+    return f"line {_line(text, index)} column {index - text.rfind(chr(10), 0, index)}"
+
+
+#: Python's spelling of JSON's constants, which a hand-written file may hold.
+_PYTHON_CONSTANTS = {"True": "true", "False": "false", "None": "null"}
+
+
+def syntax_hint(text: str, message: str, pos: int) -> str | None:
+    """The likely cause of the JSON syntax error ``message`` at ``text[pos]`` (as
+    :class:`json.JSONDecodeError` gives them), and where it is, for a person who wrote the
+    file by hand; None when it is none of the common ones: a trailing comma, a comment, single
+    quotes, Python's True/False/None, a key without quotes, a missing comma."""
+    here = text[pos : pos + 1]
+    # Where the last character before the error that is not white space ends.
+    before = len(text[:pos].rstrip())
+    if message.startswith("Illegal trailing comma"):  # Python 3.13's message, at the comma
+        return f"a trailing comma at {_place(text, pos)}, which JSON does not allow"
+    if text.startswith(("//", "/*"), pos):
+        return f'a comment at {_place(text, pos)}: JSON has none (a "$comment" key holds a note)'
+    if message.startswith(("Expecting property name", "Expecting value")):
+        if here in ("}", "]") and before and text[before - 1] == ",":
+            where = _place(text, before - 1)
+            return f"a trailing comma at {where}, which JSON does not allow before {here}"
+        if here == "'":
+            return f"a string in single quotes at {_place(text, pos)}: JSON takes double quotes"
+        for python, spelling in _PYTHON_CONSTANTS.items():
+            if text.startswith(python, pos):
+                return f"Python's {python} at {_place(text, pos)}: JSON spells it {spelling}"
+        if message.startswith("Expecting property name") and (here.isalpha() or here == "_"):
+            return f"a key without double quotes at {_place(text, pos)}"
+    if message.startswith("Expecting ',' delimiter") and before:
+        if _line(text, before - 1) != _line(text, pos):
+            return f"a missing comma at the end of line {_line(text, before - 1)}"
+        return f"a missing comma before {_place(text, pos)}"
+    return None
+
+
 def loads(
-    data: bytes, *, what: str = "input", max_bytes: int = 1 << 20, max_depth: int = MAX_DEPTH
+    data: bytes,
+    *,
+    what: str = "input",
+    max_bytes: int = 1 << 20,
+    max_depth: int = MAX_DEPTH,
+    hints: bool = False,
 ) -> Any:
     """Parse ``data`` strictly; ``what`` names the input in error messages. Input over
-    ``max_bytes`` or nested deeper than ``max_depth`` is refused."""
+    ``max_bytes`` or nested deeper than ``max_depth`` is refused. With ``hints`` (for a file a
+    person wrote), a syntax error also names its likely cause (:func:`syntax_hint`)."""
     if len(data) > max_bytes:
         raise BadInput(f"{what}: {len(data)} bytes is over the limit of {max_bytes} bytes @ $")
     try:
@@ -148,8 +197,10 @@ def loads(
     except RecursionError:
         raise BadInput(f"{what}: nesting deeper than {max_depth} levels @ $") from None
     except json.JSONDecodeError as exc:
+        hint = syntax_hint(text, exc.msg, exc.pos) if hints else None
+        likely = "" if hint is None else f"; likely {hint}"
         raise BadInput(
-            f"{what}: not JSON ({exc.msg} at line {exc.lineno} column {exc.colno}) @ $"
+            f"{what}: not JSON ({exc.msg} at line {exc.lineno} column {exc.colno}){likely} @ $"
         ) from None
     except ValueError:
         # Python converts integer literals of at most 4300 digits; 64 bits need 19.

@@ -10,6 +10,7 @@ from repro.plan.sealing import (
     partitions,
     seal,
     seal_record,
+    slot_id,
     slot_ids,
     sources_sha256,
 )
@@ -24,6 +25,7 @@ __all__ = [
     "partitions",
     "seal",
     "seal_record",
+    "slot_id",
     "slot_ids",
     "sources_sha256",
     "stream_of",

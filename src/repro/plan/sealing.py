@@ -27,6 +27,7 @@ __all__ = [
     "partitions",
     "seal",
     "seal_record",
+    "slot_id",
     "slot_ids",
     "sources_sha256",
 ]
@@ -51,8 +52,14 @@ def conditions_of(protocol: Protocol) -> tuple[Condition, ...]:
     return tuple(out)
 
 
+def slot_id(condition: str, replicate: int, runs_per_condition: int) -> str:
+    """The ID of run ``replicate`` of ``condition`` in a plan of ``runs_per_condition`` runs
+    per condition: ``<condition>-r<replicate>``, the replicate written in at least 4 digits."""
+    return f"{condition}-r{replicate:0{_width(runs_per_condition, 4)}d}"
+
+
 def _slot_id(condition: str, replicate: int, protocol: Protocol) -> str:
-    return f"{condition}-r{replicate:0{_width(protocol.runs_per_condition, 4)}d}"
+    return slot_id(condition, replicate, protocol.runs_per_condition)
 
 
 def slot_ids(protocol: Protocol) -> list[str]:

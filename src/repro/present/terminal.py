@@ -1,17 +1,35 @@
-"""``repro show`` without options: the tables a verified bundle's figures make in a terminal.
+"""``repro show`` without options: the protocol and identity of a verified bundle, then the
+tables its figures make in a terminal; and the consoles the command line prints through.
 
 The conditions table reads the figures model (:mod:`repro.derive.figures`), as the PNG, the
 HTML page and the validation report do."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from rich.console import Console
 from rich.table import Table
 
 from repro.derive.figures import FigureRow, Figures
-from repro.models import Tiers
+from repro.models import FrozenProtocol, Tiers
 
-__all__ = ["print_tables"]
+__all__ = ["UNWRAPPED_WIDTH", "console", "print_identity", "print_tables"]
+
+#: The width a console that is not a terminal lays lines out in: wide enough that no line of
+#: text is wrapped and no table's cell folded, as a log or a pipe reads them.
+UNWRAPPED_WIDTH = 1 << 14
+
+
+def console(*, stderr: bool = False) -> Console:
+    """A console on stdout (on stderr with ``stderr``). On a terminal it is rich's own: the
+    terminal's width and colours, long lines wrapped to fit. Anywhere else (a pipe, a file, a
+    log) no line is wrapped: text comes out whole, and a table as wide as its widest cells need
+    rather than folded into 80 columns."""
+    here = Console(stderr=stderr)
+    if here.is_terminal:
+        return here
+    return Console(stderr=stderr, soft_wrap=True, width=UNWRAPPED_WIDTH)
 
 
 def _conditions(model: Figures) -> Table:
@@ -62,11 +80,24 @@ def _tiers(tiers: Tiers) -> Table:
     return table
 
 
+def print_identity(
+    protocol: FrozenProtocol, bundle: Path, bundle_sha256: str, out: Console | None = None
+) -> None:
+    """Say, before any table, which protocol the bundle ran and that it verified, by its
+    identity: ``protocol ID: TITLE`` and ``verified: BUNDLE (bundle sha256 ...)``."""
+    out = out or console()
+    p = protocol.protocol
+    out.print(f"protocol {p.id}: {p.title}", markup=False, highlight=False)
+    out.print(f"verified: {bundle} (bundle sha256 {bundle_sha256})", markup=False, highlight=False)
+
+
 def print_tables(model: Figures, tiers: Tiers, out: Console | None = None) -> None:
     """Print the conditions, the estimand, the reproduction class and the tiers on ``out``
-    (stdout by default)."""
-    out = out or Console()
-    out.print(_conditions(model))
+    (stdout by default, as :func:`console` makes it)."""
+    out = out or console()
+    # A table is laid out as a table (its title centred over it) even where text is not
+    # wrapped: its width is the console's, which off a terminal fits every cell whole.
+    out.print(_conditions(model), soft_wrap=False)
     e = model.estimand
     if e.mean is not None and e.interval is not None:
         out.print(
@@ -76,4 +107,4 @@ def print_tables(model: Figures, tiers: Tiers, out: Console | None = None) -> No
         )
     rep = tiers.reproduction
     out.print(f"reproduction: [bold]{rep.verdict}[/bold] ({rep.reason})", highlight=False)
-    out.print(_tiers(tiers))
+    out.print(_tiers(tiers), soft_wrap=False)

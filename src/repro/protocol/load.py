@@ -71,7 +71,7 @@ def strip_comments(value: Any, path: str = "$") -> Any:
 
 def parse_protocol(data: bytes) -> Protocol:
     """Parse and validate protocol bytes; ``"$comment"`` keys are removed first."""
-    raw = canonical.loads(data, what="protocol", max_bytes=MAX_PROTOCOL_BYTES)
+    raw = canonical.loads(data, what="protocol", max_bytes=MAX_PROTOCOL_BYTES, hints=True)
     if not isinstance(raw, dict):
         raise BadInput("protocol: expected an object @ $")
     protocol = structure(strip_comments(raw), Protocol, what="protocol")
