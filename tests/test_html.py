@@ -1,11 +1,12 @@
 """The HTML report (repro.present.html.render), read back with html.parser: every figure it
 carries is the bundle's to the last bit, it needs nothing outside itself, user text cannot break
-out of its place, and the plot draws each figure where its value says."""
+out of its place, and the plot draws each figure where its value says, every valid run, on one
+axis with nice ticks, the estimand on its own."""
 
 from __future__ import annotations
 
+import itertools
 import math
-import re
 from collections import Counter
 from pathlib import Path
 
@@ -14,10 +15,23 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from htmlpage import Element, check_figures, external_references, parse
+from htmlpage import (
+    Element,
+    axis_range,
+    axis_ticks,
+    check_figures,
+    check_runs,
+    expected_runs,
+    external_references,
+    legend,
+    parse,
+    plot_runs,
+)
+from repro.derive.figures import POINTS_LIMIT
 from repro.models import ConditionAggregate, IntervalValue
 from repro.present.html import render
 from repro.present.showing import Shown, load
+from synthetic import synthetic_bundle
 
 
 def _render(shown: Shown) -> str:
@@ -48,14 +62,20 @@ def _svg(elements: list[Element]) -> list[Element]:
     return inside
 
 
+def _pc(text: str) -> float:
+    """An x coordinate of the plot: a percentage of its width."""
+    assert text.endswith("%"), text
+    return float(text[:-1])
+
+
 def _x(element: Element) -> float:
-    """Where a plot mark stands: a circle's centre, a tick's x, the centre of a cross."""
+    """Where a plot mark stands, in percent of the plot's width: a circle's centre, a line's
+    middle, a text's anchor (the published cross)."""
     if element.tag == "circle":
-        return float(element.attrs["cx"])
+        return _pc(element.attrs["cx"])
     if element.tag == "line":
-        return (float(element.attrs["x1"]) + float(element.attrs["x2"])) / 2
-    numbers = [float(n) for n in re.findall(r"-?[0-9.]+", element.attrs["d"])]
-    return sum(numbers[0::2]) / len(numbers[0::2])
+        return (_pc(element.attrs["x1"]) + _pc(element.attrs["x2"])) / 2
+    return _pc(element.attrs["x"])
 
 
 def _marks(elements: list[Element], condition: str) -> dict[str, Element]:
@@ -74,13 +94,15 @@ def test_every_figure_is_the_bundles(which: str, request: pytest.FixtureRequest)
     """Each data-value in the page is the figure of aggregates.json, tiers.json, the ledger or
     scores.json it names, with the same JSON type and the same float; each table cell's text
     rounds to it; every figure is there, and each condition's n, mean, sd and interval are in
-    the conditions table, not only in the plot."""
+    the conditions table, not only in the plot; the plot draws every valid run's measure."""
     bundle: Path = request.getfixturevalue(which)
     shown = load(bundle)
-    in_text = check_figures(parse(_render(shown)), bundle)
+    elements = parse(_render(shown))
+    in_text = check_figures(elements, bundle)
     for c in shown.aggregates.conditions:
         for field in ("valid", "mean", "sd", "low", "high"):
             assert ("condition", c.condition, field) in in_text
+    assert check_runs(elements, bundle) == "points"
 
 
 def test_the_page_says_what_the_bundle_says(published: Shown) -> None:
@@ -133,6 +155,12 @@ def test_the_page_needs_nothing_outside_itself(published: Shown) -> None:
     policy = [e.attrs["content"] for e in elements if e.attrs.get("http-equiv")]
     assert policy == ["default-src 'none'; style-src 'unsafe-inline'"]
     assert "https://example.org/paper" in "".join(e.text for e in elements if e.tag == "code")
+
+
+def test_the_same_bundle_gives_the_same_page(published_bundle: Path) -> None:
+    """Rendered twice, from two loads of the bundle: the same bytes (no random jitter, no
+    clock)."""
+    assert load(published_bundle).html() == load(published_bundle).html()
 
 
 # --------------------------------------------------------------------------- user text
@@ -220,22 +248,104 @@ def test_marks_stand_where_their_values_say(published: Shown) -> None:
         assert math.copysign(1, side) == math.copysign(1, f.published - c.mean) or side == 0
         if "published_halfwidth" in marks:
             line = marks["published_halfwidth"]
-            assert float(line.attrs["x1"]) < _x(marks["published"]) < float(line.attrs["x2"])
+            assert _pc(line.attrs["x1"]) < _x(marks["published"]) < _pc(line.attrs["x2"])
     assert "published_halfwidth" in _marks(elements, "c00")
 
 
-def test_conditions_comparable_share_one_scale(scored: Shown) -> None:
-    """When the conditions' intervals are a visible share of their spread (the scored example's
-    rates), they share one scale: a larger mean stands further right."""
-    elements = parse(_render(scored))
-    assert any(e.text == "conditions on one scale; the estimand on its own" for e in elements)
+@pytest.mark.parametrize("which", ["published_bundle", "scored_bundle"])
+def test_conditions_share_one_axis_with_nice_ticks(
+    which: str, request: pytest.FixtureRequest
+) -> None:
+    """Every condition on one axis: a larger mean stands further right, a run's point stands
+    where its value is on the same ticks; the ticks are a step of 1, 2 or 5 times a power of ten
+    apart, labelled as their values, not as the extremes to four decimals; the axis is titled
+    with the measure, the estimand's with its kind and the interval's level and method."""
+    shown = load(request.getfixturevalue(which))
+    elements = parse(_render(shown))
+    ticks = axis_ticks(elements, "conditions")
+    _assert_nice(ticks)
+    low, high = axis_range(elements, "conditions")
+    assert low <= ticks[0][0] < ticks[-1][0] <= high
     means = sorted(
         (c.mean, _x(_marks(elements, c.condition)["mean"]))
-        for c in scored.aggregates.conditions
+        for c in shown.aggregates.conditions
         if c.mean is not None
     )
     assert [x for _, x in means] == sorted(x for _, x in means)
     assert means[0][1] < means[-1][1]
+    for mean, x in means:
+        assert x == pytest.approx(100 * (mean - low) / (high - low), abs=1e-3)
+    for e in _svg(elements):
+        if "data-measure" in e.attrs:
+            value = float(e.attrs["data-measure"])
+            assert low <= value <= high
+            assert _x(e) == pytest.approx(100 * (value - low) / (high - low), abs=1e-3)
+    titles = [e.text for e in _svg(elements) if e.attrs.get("class") == "axis-title"]
+    details = [e.text for e in _svg(elements) if e.attrs.get("class") == "axis-detail"]
+    measure, kind = shown.aggregates.measure, shown.aggregates.estimand.kind
+    iv = shown.aggregates.estimand.interval
+    assert iv is not None
+    assert titles == [measure, f"{kind} of {measure}"]
+    assert all(f"{iv.level:.0%} {iv.method} interval" in d for d in details)
+    assert "each valid run" in details[0]
+    _assert_nice(axis_ticks(elements, "estimand"))
+
+
+def _assert_nice(ticks: list[tuple[float, str]]) -> None:
+    """At least two ticks, evenly spaced by 1, 2 or 5 times a power of ten, each labelled with
+    its value and no more decimals than the step needs."""
+    assert 2 <= len(ticks) <= 7
+    values = [v for v, _ in ticks]
+    step = (values[-1] - values[0]) / (len(values) - 1)
+    assert all(b - a == pytest.approx(step, rel=1e-9) for a, b in itertools.pairwise(values))
+    mantissa = step / 10 ** math.floor(math.log10(step))
+    assert any(mantissa == pytest.approx(m, rel=1e-9) for m in (1, 2, 5))
+    decimals = max(0, -math.floor(math.log10(step) + 1e-9))
+    for value, label in ticks:
+        assert float(label) == pytest.approx(value, abs=10**-decimals / 2)
+        assert len(label.partition(".")[2]) == decimals, (label, step)
+
+
+def test_the_published_legend_and_marks_only_where_published(published: Shown) -> None:
+    """With published figures the legend names them and each published value has its mark;
+    without any, neither the legend entry nor a published mark is drawn."""
+    elements = parse(_render(published))
+    assert legend(elements) == ["runs", "observed", "published"]
+    assert any(e.attrs.get("data-field") == "published" for e in _svg(elements))
+    fp = published.protocol
+    bare = attrs.evolve(
+        published,
+        protocol=attrs.evolve(fp, protocol=attrs.evolve(fp.protocol, published=None)),
+        tiers=attrs.evolve(
+            published.tiers,
+            reproduction=attrs.evolve(published.tiers.reproduction, figures=()),
+        ),
+    )
+    elements = parse(_render(bare))
+    assert legend(elements) == ["runs", "observed"]
+    drawn = _svg(elements)
+    assert not [e for e in drawn if e.attrs.get("class") in ("pub", "pub-mark")]
+    assert "published" not in " ".join(e.text for e in elements if e.tag == "figcaption")
+
+
+def test_the_estimand_has_its_own_axis(published: Shown) -> None:
+    """The estimand (a sum of condition means, far from any condition's) is drawn on its own
+    axis, whose ticks frame its interval, not on the conditions' axis."""
+    elements = parse(_render(published))
+    e = published.aggregates.estimand
+    assert e.interval is not None and e.value is not None
+    low, high = axis_range(elements, "estimand")
+    assert low <= e.interval.low < e.interval.high <= high
+    # Its interval takes a good share of its axis.
+    assert (e.interval.high - e.interval.low) / (high - low) > 0.1
+    marks = {
+        m.attrs["data-field"]: m for m in _svg(elements) if m.attrs.get("data-estimand") == e.kind
+    }
+    assert marks["value"].attrs["cx"].endswith("%")
+    assert _x(marks["value"]) == pytest.approx(100 * (e.value - low) / (high - low), abs=1e-3)
+    # The sum of the condition means is outside the conditions' axis: it could not be drawn on it.
+    conditions = axis_range(elements, "conditions")
+    assert not conditions[0] <= e.value <= conditions[1]
 
 
 def _condition(name: str, mean: float | None, low: float, high: float) -> ConditionAggregate:
@@ -247,18 +357,12 @@ def _condition(name: str, mean: float | None, low: float, high: float) -> Condit
     )
 
 
-@pytest.mark.parametrize(
-    ("spread", "share"),
-    [(1000.0, "each row on its own scale"), (1.0, "conditions on one scale")],
-)
-def test_intervals_too_narrow_to_see_get_a_scale_each(
-    published: Shown, spread: float, share: str
-) -> None:
-    """Means far apart next to narrow intervals (CAGE-2's) get a scale each, so that each
-    interval stays visible; means close together share one."""
+def test_far_apart_conditions_still_share_one_axis(published: Shown) -> None:
+    """Means a thousand apart with narrow intervals (CAGE-2's) share one axis all the same,
+    so that conditions are compared by eye; their runs show each one's spread."""
     conditions = (
         _condition("a", 0.0, -0.5, 0.5),
-        _condition("b", spread, spread - 0.5, spread + 0.5),
+        _condition("b", 1000.0, 999.5, 1000.5),
     )
     agg = attrs.evolve(published.aggregates, conditions=conditions)
     tiers = attrs.evolve(
@@ -266,7 +370,29 @@ def test_intervals_too_narrow_to_see_get_a_scale_each(
         reproduction=attrs.evolve(published.tiers.reproduction, figures=()),
     )
     elements = parse(render(published.protocol, agg, tiers, published.ledger))
-    assert any(e.tag == "text" and e.text.startswith(share) for e in elements)
+    assert [v for v, _ in axis_ticks(elements, "conditions")] == [0, 200, 400, 600, 800, 1000]
+    a, b = _x(_marks(elements, "a")["mean"]), _x(_marks(elements, "b")["mean"])
+    assert 0 < a < 5 and 95 < b < 100
+
+
+def test_big_bundles_are_binned_and_say_so(tmp_path: Path) -> None:
+    """Past :data:`POINTS_LIMIT` valid runs in all, each condition's runs are counted in bins
+    (every run in one, the counts adding up to its valid runs), the caption says so and names
+    the limit, and the page stays small."""
+    per = POINTS_LIMIT // 2 + 1
+    bundle = synthetic_bundle(tmp_path / "big", 2, per, 3)
+    shown = load(bundle)
+    page = shown.html()
+    elements = parse(page)
+    check_figures(elements, bundle)
+    assert check_runs(elements, bundle) == "bins"
+    points, bins = plot_runs(elements)
+    assert not points and set(bins) == {"c00", "c01"}
+    assert legend(elements) == ["bins", "observed"]
+    caption = " ".join(e.text for e in elements if e.tag == "figcaption")
+    assert f"{2 * per:,} valid runs, more than the {POINTS_LIMIT:,} drawn one by one" in caption
+    assert len(page) < 200_000
+    assert sum(len(v) for v in expected_runs(bundle).values()) == 2 * per
 
 
 _FINITE = st.floats(allow_nan=False, allow_infinity=False)
@@ -290,7 +416,8 @@ def test_any_finite_figures_plot_inside_the_frame(
     half: float,
 ) -> None:
     """Whatever finite figures a bundle holds (up to the largest floats, a mean left undefined),
-    every mark has finite coordinates inside the plot, and an undefined mean shows as n/a."""
+    every mark stands inside the plot (0 to 100% across, finite down), and an undefined mean
+    shows as n/a."""
     conditions = tuple(_condition(f"c{i:02d}", m, lo, hi) for i, (m, lo, hi) in enumerate(values))
     agg = attrs.evolve(published.aggregates, conditions=conditions)
     fp = published.protocol
@@ -315,15 +442,13 @@ def test_any_finite_figures_plot_inside_the_frame(
         published.tiers, reproduction=attrs.evolve(published.tiers.reproduction, figures=(figure,))
     )
     elements = parse(render(fp, agg, tiers, published.ledger))
-    svg = next(e for e in elements if e.tag == "svg")
-    # html.parser lowers attribute names.
-    width = float(svg.attrs["viewbox"].split()[2])
     for mark in _svg(elements):
-        for name in ("cx", "x1", "x2", "d"):
-            # A path is "M x y L x y ...": every token between its commands is a number.
-            for number in re.split(r"[ML ]", mark.attrs.get(name, "")):
-                if number:
-                    assert math.isfinite(float(number)) and 0 <= float(number) <= width, mark
+        for name in ("cx", "x1", "x2", "x", "width"):
+            if name in mark.attrs and mark.attrs[name].endswith("%"):
+                assert 0 <= _pc(mark.attrs[name]) <= 100, mark
+        for name in ("cy", "y1", "y2", "y"):
+            if name in mark.attrs and not mark.attrs[name].endswith("%"):
+                assert math.isfinite(float(mark.attrs[name])), mark
     for i, (mean, _, _) in enumerate(values):
         cells = [
             e for e in elements if e.tag == "td" and e.attrs.get("data-condition") == f"c{i:02d}"
