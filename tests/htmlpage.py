@@ -90,6 +90,8 @@ def parse(page: str) -> list[Element]:
 def figure_key(attrs: dict[str, str]) -> Key:
     """What figure an element with ``data-value`` shows, as named by its attributes."""
     f = attrs.get("data-field", "")
+    if "data-cause" in attrs:
+        return ("loss", attrs["data-outcome"], attrs["data-cause"], f)
     if "data-cell" in attrs and "data-check" in attrs:
         return ("check", attrs["data-cell"], attrs["data-check"], f)
     if "data-cell" in attrs and "data-category" in attrs:
@@ -142,8 +144,12 @@ def expected_figures(bundle: Path) -> dict[Key, Any]:
     for name, f in figures.items():
         for part in ("published", "observed", "equal_at_precision"):
             want[("figure", name, part)] = f[part]
+    # The losses by outcome and cause: how many slots, and their attempts in all.
     for loss in _json(bundle, "source-ledger.json")["losses"]:
-        want[("slot", loss["slot"], "attempts")] = loss["attempts"]
+        slots = ("loss", loss["outcome"], loss["cause"], "slots")
+        attempts = ("loss", loss["outcome"], loss["cause"], "attempts")
+        want[slots] = want.get(slots, 0) + 1
+        want[attempts] = want.get(attempts, 0) + loss["attempts"]
     if (bundle / "data" / "scores.json").is_file():
         for cell in _json(bundle, "scores.json")["cells"]:
             key = cell["condition"]

@@ -1,7 +1,7 @@
 """The HTML report (repro.present.html.render), read back with html.parser: every figure it
 carries is the bundle's to the last bit, it needs nothing outside itself, user text cannot break
 out of its place, and the plot draws each figure where its value says, every valid run, on one
-axis with nice ticks, the estimand on its own."""
+axis with nice ticks, the estimand on its own; losses are grouped by cause."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from conftest import SMALL, study_once
 from htmlpage import (
     Element,
     axis_range,
@@ -29,7 +30,7 @@ from htmlpage import (
 )
 from repro.derive.figures import POINTS_LIMIT
 from repro.models import ConditionAggregate, IntervalValue
-from repro.present.html import render
+from repro.present.html import MAX_SLOTS_LISTED, _slot_list, render
 from repro.present.showing import Shown, load
 from synthetic import synthetic_bundle
 
@@ -163,6 +164,79 @@ def test_the_same_bundle_gives_the_same_page(published_bundle: Path) -> None:
     assert load(published_bundle).html() == load(published_bundle).html()
 
 
+# --------------------------------------------------------------------------- losses
+
+
+#: The small protocol on CartPole, with a policy that fails some episodes (two causes), and a
+#: slot excluded before sealing.
+FAILING = {
+    **SMALL,
+    "id": "report-failures",
+    "matrix": [{"name": "env_id", "levels": ["CartPole-v1"]}],
+    "participants": [
+        {"id": "random", "kind": "random", "params": {}},
+        {
+            "id": "flaky",
+            "kind": "callable",
+            "params": {"target": "report_policies:sometimes_fails"},
+        },
+    ],
+    "runs_per_condition": 40,
+    "retry": {"max_attempts": 1},
+    "exclusions": [{"slot": "c00-r0003", "reason": "declared before sealing"}],
+}
+
+
+@pytest.fixture(scope="module")
+def failing_bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A real bundle of :data:`FAILING`."""
+    return study_once(tmp_path_factory, "failing", FAILING)
+
+
+def test_losses_are_grouped_by_cause(failing_bundle: Path) -> None:
+    """A row per outcome and cause, the most frequent first: its number of slots and their
+    attempts (data-value, checked against the ledger), and which slots, consecutive ones as a
+    range; every figure is still the bundle's and every valid run drawn."""
+    shown = load(failing_bundle)
+    elements = parse(shown.html())
+    check_figures(elements, failing_bundle)
+    assert check_runs(elements, failing_bundle) == "points"
+    causes = Counter((loss.outcome, loss.cause) for loss in shown.ledger.losses)
+    assert len(causes) >= 3
+    rows = [
+        e for e in elements if e.tag == "tr" and any("data-cause" in c.attrs for c in e.children)
+    ]
+    shown_rows = [(r.children[0].text, r.children[1].text, int(r.children[2].text)) for r in rows]
+    assert sorted(shown_rows, key=lambda r: -r[2]) == shown_rows
+    assert sorted(shown_rows) == sorted((o, c, n) for (o, c), n in causes.items())
+    for row in rows:
+        outcome, cause = row.children[0].text, row.children[1].text
+        slots = [
+            loss.slot
+            for loss in shown.ledger.losses
+            if (loss.outcome, loss.cause) == (outcome, cause)
+        ]
+        assert row.children[-1].text == _slot_list(slots)
+    excluded = next(r for r in rows if r.children[0].text == "excluded")
+    assert excluded.children[-1].text == "c00-r0003"
+
+
+def test_a_long_slot_list_is_compacted_and_cut() -> None:
+    """Consecutive slots of a condition make a range; past :data:`MAX_SLOTS_LISTED` items the
+    list ends with how many slots it leaves out, so a million losses of one cause take a line."""
+    assert _slot_list(["c00-r0001", "c00-r0002", "c00-r0003", "c00-r0005", "c01-r0006"]) == (
+        "c00-r0001\u2013r0003, c00-r0005, c01-r0006"
+    )
+    assert _slot_list(["odd", "c00-r0009", "c00-r0010"]) == "odd, c00-r0009\u2013r0010"
+    every_other = [f"c00-r{i:07d}" for i in range(0, 2_000_000, 2)]
+    text = _slot_list(every_other)
+    assert len(text) < 400
+    assert text.endswith(f", and {len(every_other) - MAX_SLOTS_LISTED:,} more slot(s)")
+    assert _slot_list([f"c00-r{i:07d}" for i in range(1_000_000)]) == "c00-r0000000\u2013r0999999"
+    few = [f"c00-r{i:04d}" for i in range(0, 2 * (MAX_SLOTS_LISTED + 2), 2)]
+    assert _slot_list(few) == ", ".join(few)
+
+
 # --------------------------------------------------------------------------- user text
 
 #: Markup's own characters, often, among any others.
@@ -180,6 +254,30 @@ def _tags(elements: list[Element]) -> Counter[str]:
     return Counter(e.tag for e in elements)
 
 
+def _with_text(shown: Shown, title: str, level: str, reason: str, cause: str) -> Shown:
+    """``shown`` with a new title, a second condition's factor level, the first tier's reason
+    and every loss's cause."""
+    fp = shown.protocol
+    tiers = shown.tiers
+    # c01 has no published figure, so a new level leaves the figures' matching as it was.
+    first, second, *rest = shown.aggregates.conditions
+    return attrs.evolve(
+        shown,
+        protocol=attrs.evolve(fp, protocol=attrs.evolve(fp.protocol, title=title)),
+        aggregates=attrs.evolve(
+            shown.aggregates,
+            conditions=(first, attrs.evolve(second, factors={"env_id": level}), *rest),
+        ),
+        tiers=attrs.evolve(
+            tiers, tiers=(attrs.evolve(tiers.tiers[0], reason=reason), *tiers.tiers[1:])
+        ),
+        ledger=attrs.evolve(
+            shown.ledger,
+            losses=tuple(attrs.evolve(loss, cause=cause) for loss in shown.ledger.losses),
+        ),
+    )
+
+
 @settings(max_examples=60, deadline=None)
 @given(title=_TITLE, level=_TEXT, reason=_TEXT, cause=_TEXT)
 @example(
@@ -194,38 +292,24 @@ def test_user_text_stays_text(
     """Whatever a title, a factor level, a tier's reason or a loss's cause holds (markup,
     quotes, ampersands, entities), the page has the same elements as with plain text, and each
     reads back exactly where it belongs."""
-    fp = published.protocol
-    tiers = published.tiers
-    # c01 has no published figure, so a new level leaves the figures' matching as it was.
-    first, second, *rest = published.aggregates.conditions
-    changed = attrs.evolve(
-        published,
-        protocol=attrs.evolve(fp, protocol=attrs.evolve(fp.protocol, title=title)),
-        aggregates=attrs.evolve(
-            published.aggregates,
-            conditions=(first, attrs.evolve(second, factors={"env_id": level}), *rest),
-        ),
-        tiers=attrs.evolve(
-            tiers, tiers=(attrs.evolve(tiers.tiers[0], reason=reason), *tiers.tiers[1:])
-        ),
-        ledger=attrs.evolve(
-            published.ledger,
-            losses=tuple(attrs.evolve(loss, cause=cause) for loss in published.ledger.losses),
-        ),
-    )
+    changed = _with_text(published, title, level, reason, cause)
     elements = parse(_render(changed))
-    assert _tags(elements) == _tags(parse(_render(published)))
+    plain = parse(_render(_with_text(published, "t", "l", "r", "c")))
+    assert _tags(elements) == _tags(plain)
     head = next(e for e in elements if e.tag == "head")
     assert [e.text for e in head.children if e.tag == "title"] == [title]
     assert [e.text for e in elements if e.tag == "h1"] == [title]
     labels = [e.text for e in elements if e.tag == "td" and e.attrs.get("class") == "label"]
+    second = published.aggregates.conditions[1]
     assert labels[1] == f"env_id={level} / {second.participant}"
-    tier_rows = [e for e in elements if e.attrs.get("data-tier") == tiers.tiers[0].name]
+    tier_rows = [e for e in elements if e.attrs.get("data-tier") == published.tiers.tiers[0].name]
     assert tier_rows[0].children[2].text == reason
+    causes = [e.attrs["data-cause"] for e in elements if e.attrs.get("data-field") == "slots"]
+    assert causes == [cause]
     loss_rows = [
-        e for e in elements if e.tag == "tr" and e.children and "data-slot" in e.children[-1].attrs
+        e for e in elements if e.tag == "tr" and any("data-cause" in c.attrs for c in e.children)
     ]
-    assert [row.children[2].text for row in loss_rows] == [cause] * len(published.ledger.losses)
+    assert [row.children[1].text for row in loss_rows] == [cause]
 
 
 # --------------------------------------------------------------------------- the plot

@@ -24,7 +24,8 @@ script) can read back from the rendered page exactly what it shows:
   ``high``, ``halfwidth`` from its interval, or ``published`` and ``published_halfwidth``
   (tiers.json's figures ``estimand value`` and ``estimand half-width``);
 - ``data-figure`` with ``data-field``: one of tiers.json's reproduction figures;
-- ``data-slot`` with ``data-field`` ``attempts``: a loss of source-ledger.json;
+- ``data-outcome`` and ``data-cause`` with ``data-field`` ``slots`` or ``attempts``: how many of
+  source-ledger.json's losses have that outcome and cause, and their attempts in all;
 - ``data-cell`` with ``data-field`` (``valid_runs``, ``superseded_runs``, ``median_measure``),
   with ``data-check`` (``passed``, ``runs``, ``rate``, ``low``, ``high``) or with
   ``data-category``: a cell of scores.json.
@@ -43,6 +44,7 @@ levels, reasons, evidence, causes) is user data and is escaped.
 from __future__ import annotations
 
 import html
+import re
 from collections.abc import Mapping, Sequence
 
 from repro.derive.figures import (
@@ -62,13 +64,19 @@ from repro.models import (
     FigureComparison,
     FrozenProtocol,
     Ledger,
+    Loss,
     Scores,
     Tiers,
 )
 
-__all__ = ["render"]
+__all__ = ["MAX_SLOTS_LISTED", "render"]
 
 Number = float | int | bool | None
+
+#: A cause of losses lists at most this many of its slots (a range of consecutive runs of one
+#: condition counting as one; up to three more rather than "and 2 more"), then says how many
+#: more there are.
+MAX_SLOTS_LISTED = 16
 
 _STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 72rem;
@@ -106,6 +114,8 @@ svg .bin { fill: #7a9cc6; fill-opacity: 0.7; stroke: none; }
 svg .obs { stroke: #1f4f8a; fill: #1f4f8a; stroke-width: 2.5; }
 svg .pub { stroke: #b8321e; fill: none; stroke-width: 2; }
 svg .pub-mark { fill: #b8321e; font-size: 17px; font-weight: 700; }
+td.slots { max-width: 36rem; }
+td.slots .slot { white-space: nowrap; }
 """
 
 
@@ -523,7 +533,7 @@ def _scores(scores: Scores, order: Sequence[str]) -> str:
     )
 
 
-# --------------------------------------------------------------------------- tiers, losses
+# --------------------------------------------------------------------------- tiers
 
 
 def _tiers(tiers: Tiers) -> str:
@@ -541,23 +551,103 @@ def _tiers(tiers: Tiers) -> str:
     )
 
 
+# --------------------------------------------------------------------------- losses
+
+_SLOT = re.compile(r"(.*-r)([0-9]+)")
+
+
+def _slot_items(slots: Sequence[str]) -> list[tuple[str, int]]:
+    """Slots in order as items to list, each with how many slots it stands for: a run of
+    consecutive slots of one condition (``c03-r0001`` to ``c03-r0004``) is one item,
+    ``c03-r0001\u2013r0004``."""
+    items: list[tuple[str, int]] = []
+    run: tuple[str, str, str, int] | None = None  # prefix, first digits, last digits, count
+
+    def close() -> None:
+        if run is not None:
+            prefix, first, last, count = run
+            text = f"{prefix}{first}" + (f"\u2013r{last}" if count > 1 else "")
+            items.append((text, count))
+
+    for slot in slots:
+        m = _SLOT.fullmatch(slot)
+        if m is None:
+            close()
+            run = None
+            items.append((slot, 1))
+            continue
+        prefix, digits = m.group(1), m.group(2)
+        if (
+            run is not None
+            and run[0] == prefix
+            and len(digits) == len(run[2])
+            and int(digits) == int(run[2]) + 1
+        ):
+            run = (prefix, run[1], digits, run[3] + 1)
+        else:
+            close()
+            run = (prefix, digits, digits, 1)
+    close()
+    return items
+
+
+def _listed(slots: Sequence[str]) -> tuple[list[str], int]:
+    """The slots' items to list (:func:`_slot_items`): at most :data:`MAX_SLOTS_LISTED` (or up
+    to three more, rather than "and 2 more"), and how many slots the rest stand for."""
+    items = _slot_items(slots)
+    shown = items if len(items) <= MAX_SLOTS_LISTED + 3 else items[:MAX_SLOTS_LISTED]
+    return [item for item, _ in shown], len(slots) - sum(count for _, count in shown)
+
+
+def _slot_list(slots: Sequence[str]) -> str:
+    """The slots compacted and cut, as the page lists them."""
+    items, rest = _listed(slots)
+    return ", ".join(items) + (f", and {rest:,} more slot(s)" if rest else "")
+
+
+def _slot_cell(slots: Sequence[str]) -> str:
+    """:func:`_slot_list` as a cell, each item kept on one line."""
+    items, rest = _listed(slots)
+    listed = ", ".join(f'<span class="slot">{_text(item)}</span>' for item in items)
+    return (
+        f'<td class="slots">{listed}' + (f", and {rest:,} more slot(s)" if rest else "") + "</td>"
+    )
+
+
 def _losses(ledger: Ledger) -> str:
+    """The losses grouped by outcome and cause, the most frequent first: how many slots, their
+    attempts, and which slots."""
     if not ledger.losses:
         return (
             "<section id=losses><h2>Losses</h2><p>None: every admitted slot ended valid.</p>"
             "</section>"
         )
-    rows = [
-        f"<tr><td>{_text(loss.slot)}</td><td>{_text(loss.outcome)}</td>"
-        f"<td>{_text(loss.cause)}</td>"
-        + _figure("td", loss.attempts, str(loss.attempts), "num", field="attempts", slot=loss.slot)
-        + "</tr>"
-        for loss in ledger.losses
-    ]
+    groups: dict[tuple[str, str], list[Loss]] = {}
+    for loss in ledger.losses:
+        groups.setdefault((loss.outcome, loss.cause), []).append(loss)
+    ordered = sorted(groups.items(), key=lambda item: -len(item[1]))
+    rows = []
+    for (outcome, cause), losses in ordered:
+        names = {"outcome": outcome, "cause": cause}
+        attempts = sum(loss.attempts for loss in losses)
+        each = sorted({loss.attempts for loss in losses})
+        per = f"{each[0]} each" if len(each) == 1 else f"{each[0]}\u2013{each[-1]} each"
+        per_text = f" ({per})" if len(losses) > 1 else ""
+        rows.append(
+            f"<tr><td>{_text(outcome)}</td><td>{_text(cause)}</td>"
+            + _figure("td", len(losses), f"{len(losses):,}", "num", field="slots", **names)
+            + '<td class="num">'
+            + _figure("span", attempts, f"{attempts:,}", field="attempts", **names)
+            + f"{_text(per_text)}</td>"
+            + _slot_cell([loss.slot for loss in losses])
+            + "</tr>"
+        )
     return (
         "<section id=losses><h2>Losses</h2>"
-        f"<p>{len(ledger.losses)} slot(s) did not end valid and are not in the means; nothing "
-        "was imputed.</p>" + _table(["slot", "outcome", "cause", "attempts"], rows) + "</section>"
+        f"<p>{len(ledger.losses):,} slot(s) did not end valid and are not in the means; nothing "
+        f"was imputed. By cause:</p>"
+        + _table(["outcome", "cause", "slots", "attempts", "which"], rows)
+        + "</section>"
     )
 
 
