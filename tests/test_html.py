@@ -1,7 +1,8 @@
 """The HTML report (repro.present.html.render), read back with html.parser: every figure it
 carries is the bundle's to the last bit, it needs nothing outside itself, user text cannot break
 out of its place, and the plot draws each figure where its value says, every valid run, on one
-axis with nice ticks, the estimand on its own; losses are grouped by cause."""
+axis with nice ticks, the estimand on its own; losses are grouped by cause, the tiers table has
+no empty column, and contract facts are a table."""
 
 from __future__ import annotations
 
@@ -108,7 +109,8 @@ def test_every_figure_is_the_bundles(which: str, request: pytest.FixtureRequest)
 
 def test_the_page_says_what_the_bundle_says(published: Shown) -> None:
     """Title, protocol id and sha256, the bundle's identity, the reproduction class, every
-    tier's verdict with its evidence, and every loss are on the page."""
+    tier's verdict with its evidence (the contract's as a table of facts), and every loss's
+    cause and slot."""
     elements = parse(_render(published))
     text = "".join(e.text for e in elements if e.tag == "body")
     p = published.protocol
@@ -126,10 +128,61 @@ def test_the_page_says_what_the_bundle_says(published: Shown) -> None:
     }
     for tier in published.tiers.tiers:
         assert tier.verdict in shown_tiers[tier.name]
-        assert all(item in text for item in tier.evidence)
+        if tier.name != "contract":
+            assert all(item in text for item in tier.evidence)
+    _assert_contract_facts(elements, published)
     assert published.ledger.losses
     for loss in published.ledger.losses:
         assert loss.slot in text and loss.cause in text
+
+
+def _assert_contract_facts(elements: list[Element], shown: Shown) -> None:
+    """Every condition's every contract fact is on the page: in its cell of the table, or once
+    among those every condition shares."""
+    cells = {
+        (e.attrs["data-contract"], e.attrs["data-fact"]): " ".join(e.text.split())
+        for e in elements
+        if "data-contract" in e.attrs
+    }
+    assert cells
+    for condition, facts in shown.ledger.contracts.items():
+        for key, value in facts.items():
+            shown_value = cells.get((condition, key), cells.get(("*", key)))
+            assert shown_value is not None, (condition, key)
+            assert " ".join(str(value).split()) in shown_value, (condition, key)
+
+
+def test_contract_facts_are_a_table(published: Shown) -> None:
+    """The contract tier's evidence (a long ``key=value, ...`` line per condition) is shown as
+    facts: those every condition shares once, the rest a table of condition by fact; a long
+    fact shows its start and opens to the whole of it."""
+    elements = parse(_render(published))
+    contract_row = next(e for e in elements if e.attrs.get("data-tier") == "contract")
+    assert "=" not in contract_row.text
+    section = next(e for e in elements if e.attrs.get("id") == "contracts")
+    head = [e.text for e in section_elements(section) if e.tag == "th"]
+    shared = [e.text for e in section_elements(section) if e.tag == "dt"]
+    facts = {k for f in published.ledger.contracts.values() for k in f}
+    assert set(head[1:]) | set(shared) == facts and head[:1] == ["condition"]
+    # The small protocol's conditions share their observation space per environment only.
+    assert "observation_space" in head and "max_episode_steps" in head
+    long = "x" * 500
+    contracts = {c: {**f, "long": long} for c, f in published.ledger.contracts.items()}
+    changed = attrs.evolve(published, ledger=attrs.evolve(published.ledger, contracts=contracts))
+    elements = parse(_render(changed))
+    _assert_contract_facts(elements, changed)
+    details = [e for e in elements if e.tag == "details"]
+    assert len(details) == 1 and "(500 characters)" in details[0].children[0].text
+
+
+def section_elements(section: Element) -> list[Element]:
+    """Every element inside ``section``."""
+    found, todo = [], list(section.children)
+    while todo:
+        e = todo.pop(0)
+        found.append(e)
+        todo[:0] = e.children
+    return found
 
 
 def test_scored_page_has_the_cells_and_gates(scored: Shown) -> None:
@@ -164,7 +217,33 @@ def test_the_same_bundle_gives_the_same_page(published_bundle: Path) -> None:
     assert load(published_bundle).html() == load(published_bundle).html()
 
 
-# --------------------------------------------------------------------------- losses
+# --------------------------------------------------------------------------- tiers, losses
+
+
+def test_the_tiers_table_has_no_empty_column(published: Shown) -> None:
+    """Without any tier's reason there is no reason column; with one there is, in place."""
+    tiers = published.tiers
+    plain = attrs.evolve(
+        published,
+        tiers=attrs.evolve(tiers, tiers=tuple(attrs.evolve(t, reason=None) for t in tiers.tiers)),
+    )
+    head = _tier_head(parse(_render(plain)))
+    assert head == ["tier", "verdict", "evidence"]
+    reasoned = attrs.evolve(
+        published,
+        tiers=attrs.evolve(
+            tiers, tiers=(attrs.evolve(tiers.tiers[0], reason="why"), *tiers.tiers[1:])
+        ),
+    )
+    elements = parse(_render(reasoned))
+    assert _tier_head(elements) == ["tier", "verdict", "reason", "evidence"]
+    row = next(e for e in elements if e.attrs.get("data-tier") == tiers.tiers[0].name)
+    assert row.children[2].text == "why"
+
+
+def _tier_head(elements: list[Element]) -> list[str]:
+    section = next(e for e in elements if e.attrs.get("id") == "tiers")
+    return [e.text for e in section_elements(section) if e.tag == "th"]
 
 
 #: The small protocol on CartPole, with a policy that fails some episodes (two causes), and a

@@ -35,7 +35,9 @@ The plot's runs and axes are named too, outside ``data-value``: each valid run's
 :data:`repro.derive.figures.POINTS_LIMIT` runs, each bin has ``data-bin`` (its condition),
 ``data-low``, ``data-high`` and ``data-count``; each axis is a group with ``data-axis``
 (``conditions``, ``estimand``), ``data-low`` and ``data-high``, its tick labels ``data-tick``;
-the legend's entries ``data-legend`` (``runs`` or ``bins``, ``observed``, ``published``)..
+the legend's entries ``data-legend`` (``runs`` or ``bins``, ``observed``, ``published``). A
+contract fact has ``data-contract`` (its condition, ``*`` when every condition has it) and
+``data-fact``.
 
 The text beside each value is rounded for people. All text from the bundle (titles, factor
 levels, reasons, evidence, causes) is user data and is escaped.
@@ -66,10 +68,11 @@ from repro.models import (
     Ledger,
     Loss,
     Scores,
+    Tier,
     Tiers,
 )
 
-__all__ = ["MAX_SLOTS_LISTED", "render"]
+__all__ = ["MAX_SLOTS_LISTED", "contract_evidence", "render"]
 
 Number = float | int | bool | None
 
@@ -77,6 +80,8 @@ Number = float | int | bool | None
 #: condition counting as one; up to three more rather than "and 2 more"), then says how many
 #: more there are.
 MAX_SLOTS_LISTED = 16
+#: A contract fact longer than this shows its start, and the whole of it when opened.
+_FACT_CHARS = 120
 
 _STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 72rem;
@@ -114,6 +119,13 @@ svg .bin { fill: #7a9cc6; fill-opacity: 0.7; stroke: none; }
 svg .obs { stroke: #1f4f8a; fill: #1f4f8a; stroke-width: 2.5; }
 svg .pub { stroke: #b8321e; fill: none; stroke-width: 2; }
 svg .pub-mark { fill: #b8321e; font-size: 17px; font-weight: 700; }
+dl.facts { display: grid; grid-template-columns: max-content 1fr; gap: 0.1rem 1rem;
+  font-size: 0.9rem; margin: 0.5rem 0; }
+dl.facts dt { font-weight: 600; }
+dl.facts dd { margin: 0; }
+td.fact { min-width: 6rem; max-width: 28rem; }
+td.fact code, dl.facts code { word-break: normal; overflow-wrap: anywhere; }
+details > summary { cursor: pointer; }
 td.slots { max-width: 36rem; }
 td.slots .slot { white-space: nowrap; }
 """
@@ -533,22 +545,100 @@ def _scores(scores: Scores, order: Sequence[str]) -> str:
     )
 
 
-# --------------------------------------------------------------------------- tiers
+# --------------------------------------------------------------------------- tiers, contracts
 
 
-def _tiers(tiers: Tiers) -> str:
+def contract_evidence(ledger: Ledger) -> tuple[str, ...]:
+    """The contract tier's evidence as :func:`repro.derive.tiers.contract` writes it from the
+    ledger's contract facts: the page shows those facts as a table instead."""
+    return tuple(
+        f"{c}: " + ", ".join(f"{k}={v}" for k, v in sorted(f.items()))
+        for c, f in sorted(ledger.contracts.items())
+    )
+
+
+def _evidence(t: Tier, ledger: Ledger) -> str:
+    if t.name == "contract" and t.evidence and t.evidence == contract_evidence(ledger):
+        return (
+            f"The contract facts of {len(ledger.contracts)} condition(s): see "
+            "<em>Contract facts</em> below."
+        )
+    return f"<ul>{''.join(f'<li>{_text(item)}</li>' for item in t.evidence)}</ul>"
+
+
+def _tiers(tiers: Tiers, ledger: Ledger) -> str:
+    """A row per tier: its verdict, its reason (a column only when some tier has one) and its
+    evidence."""
+    reasons = any(t.reason for t in tiers.tiers)
     rows = [
         f"<tr{_data(tier=t.name)}><td>{_text(t.name)}</td>"
         f'<td class="{_text(t.verdict)}"{_data(verdict=t.verdict)}>{_text(t.verdict)}</td>'
-        f"<td>{_text(t.reason or '')}</td>"
-        f"<td><ul>{''.join(f'<li>{_text(item)}</li>' for item in t.evidence)}</ul></td></tr>"
+        + (f"<td>{_text(t.reason or '')}</td>" if reasons else "")
+        + f"<td>{_evidence(t, ledger)}</td></tr>"
         for t in tiers.tiers
     ]
+    head = ["tier", "verdict", *(["reason"] if reasons else []), "evidence"]
+    return "<section id=tiers><h2>Tiers</h2>" + _table(head, rows) + "</section>"
+
+
+def _fact(value: object) -> str:
+    """A contract fact as text (as the tier's evidence writes it, each run of white space one
+    space, as a browser shows it anyway), its start alone when it is long, the whole of it a
+    click away."""
+    text = " ".join(str(value).split())
+    if len(text) <= _FACT_CHARS:
+        return f"<code>{_text(text)}</code>"
     return (
-        "<section id=tiers><h2>Tiers</h2>"
-        + _table(["tier", "verdict", "reason", "evidence"], rows)
-        + "</section>"
+        f"<details><summary><code>{_text(text[: _FACT_CHARS - 20])}</code>\u2026 "
+        f"({len(text):,} characters)</summary><code>{_text(text)}</code></details>"
     )
+
+
+def _contracts(ledger: Ledger) -> str:
+    """Each condition's contract facts: those the same for every condition once, the others
+    as a table of condition by fact."""
+    contracts = dict(sorted(ledger.contracts.items()))
+    if not contracts:
+        return ""
+    keys = sorted({k for facts in contracts.values() for k in facts})
+    missing = object()
+    shared = [
+        k
+        for k in keys
+        if len({repr(f.get(k, missing)) for f in contracts.values()}) == 1
+        and all(k in f for f in contracts.values())
+    ]
+    varying = [k for k in keys if k not in shared]
+    first = next(iter(contracts.values()))
+    parts = [
+        "<section id=contracts><h2>Contract facts</h2><p>What the adapter recorded that every "
+        "run of a condition sees; the contract tier holds each run to its condition's facts.</p>"
+    ]
+    if shared:
+        parts.append(
+            f'<p>The same for all {len(contracts)} condition(s):</p><dl class="facts">'
+            + "".join(
+                f"<dt>{_text(k)}</dt><dd{_data(contract='*', fact=k)}>{_fact(first[k])}</dd>"
+                for k in shared
+            )
+            + "</dl>"
+            + ("<p>By condition:</p>" if varying else "")
+        )
+    if varying:
+        rows = [
+            f"<tr><td>{_text(c)}</td>"
+            + "".join(
+                f'<td class="fact"{_data(contract=c, fact=k)}>'
+                + (_fact(facts[k]) if k in facts else "")
+                + "</td>"
+                for k in varying
+            )
+            + "</tr>"
+            for c, facts in contracts.items()
+        ]
+        parts.append(_table(["condition", *varying], rows))
+    parts.append("</section>")
+    return "".join(parts)
 
 
 # --------------------------------------------------------------------------- losses
@@ -686,7 +776,8 @@ def render(
         _conditions(model),
         _plot(model),
         _scores(scores, order) if scores is not None else "",
-        _tiers(tiers),
+        _tiers(tiers, ledger),
+        _contracts(ledger),
         _losses(ledger),
         "<section id=recheck><h2>Re-check</h2><p>Offline, with no simulator installed, from a "
         "copy of the bundle: <code>repro verify BUNDLE_DIR</code></p></section>",
