@@ -2,7 +2,8 @@
 carries is the bundle's to the last bit, it needs nothing outside itself, user text cannot break
 out of its place, and the plot draws each figure where its value says, every valid run, on one
 axis with nice ticks, the estimand on its own; losses are grouped by cause, the tiers table has
-no empty column, and contract facts are a table."""
+no empty column, contract facts are a table, and the page says when the study ran and which
+repro made it."""
 
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ from htmlpage import (
 )
 from repro.derive.figures import POINTS_LIMIT
 from repro.models import ConditionAggregate, IntervalValue
-from repro.present.html import MAX_SLOTS_LISTED, _slot_list, render
+from repro.present.html import MAX_SLOTS_LISTED, _slot_list, render, repro_version
 from repro.present.showing import Shown, load
 from synthetic import synthetic_bundle
 
@@ -108,9 +109,9 @@ def test_every_figure_is_the_bundles(which: str, request: pytest.FixtureRequest)
 
 
 def test_the_page_says_what_the_bundle_says(published: Shown) -> None:
-    """Title, protocol id and sha256, the bundle's identity, the reproduction class, every
-    tier's verdict with its evidence (the contract's as a table of facts), and every loss's
-    cause and slot."""
+    """Title, protocol id and sha256, the bundle's identity, when the study ran and with which
+    repro, the repro that made the page, the reproduction class, every tier's verdict with its
+    evidence (the contract's as a table of facts), and every loss's cause and slot."""
     elements = parse(_render(published))
     text = "".join(e.text for e in elements if e.tag == "body")
     p = published.protocol
@@ -118,6 +119,16 @@ def test_the_page_says_what_the_bundle_says(published: Shown) -> None:
     assert any(e.attrs.get("data-protocol") == p.protocol.id for e in elements)
     assert any(e.attrs.get("data-protocol-sha256") == p.sha256 for e in elements)
     assert published.bundle_sha256 in text
+    env = published.environment
+    assert env is not None
+    when = next(e for e in elements if "data-started" in e.attrs)
+    assert (when.attrs["data-started"], when.attrs["data-finished"]) == (
+        env.started_utc,
+        env.finished_utc,
+    )
+    times = [e.attrs["datetime"] for e in when.children if e.tag == "time"]
+    assert times == [env.started_utc, env.finished_utc]
+    assert f"made by repro {repro_version()}" in text
     verdicts = [e.attrs["data-reproduction"] for e in elements if "data-reproduction" in e.attrs]
     assert verdicts == [published.tiers.reproduction.verdict] == ["failed"]
     assert published.tiers.reproduction.reason in text

@@ -46,9 +46,11 @@ levels, reasons, evidence, causes) is user data and is escaped.
 from __future__ import annotations
 
 import html
+import importlib.metadata
 import re
 from collections.abc import Mapping, Sequence
 
+import repro
 from repro.derive.figures import (
     Axis,
     FigureRow,
@@ -63,6 +65,7 @@ from repro.derive.figures import (
 from repro.models import (
     Aggregates,
     CellScore,
+    Environment,
     FigureComparison,
     FrozenProtocol,
     Ledger,
@@ -72,7 +75,7 @@ from repro.models import (
     Tiers,
 )
 
-__all__ = ["MAX_SLOTS_LISTED", "contract_evidence", "render"]
+__all__ = ["MAX_SLOTS_LISTED", "contract_evidence", "render", "repro_version"]
 
 Number = float | int | bool | None
 
@@ -744,6 +747,34 @@ def _losses(ledger: Ledger) -> str:
 # --------------------------------------------------------------------------- the page
 
 
+def repro_version() -> str:
+    """The version of repro making the page (importlib.metadata; the package's own
+    ``__version__`` when it runs from a source tree that is not installed)."""
+    try:
+        return importlib.metadata.version("repro")
+    except importlib.metadata.PackageNotFoundError:
+        return repro.__version__
+
+
+def _when(environment: Environment | None, version: str) -> str:
+    """When the study ran and with which repro (environment.json, as the study recorded it),
+    and which repro made the page."""
+    made = f"This page was made by repro {_text(version)} from the verified bundle."
+    if environment is None:
+        return f"<p>{made}</p>"
+    e = environment
+
+    def utc(stamp: str) -> str:
+        return f'<time datetime="{_text(stamp)}">{_text(stamp.replace("T", " ")[:-1])} UTC</time>'
+
+    return (
+        f"<p{_data(started=e.started_utc, finished=e.finished_utc)}>Study ran from "
+        f"{utc(e.started_utc)} to {utc(e.finished_utc)} with repro "
+        f"<span{_data(repro_version=e.repro_version)}>{_text(e.repro_version)}</span> on "
+        f"{_text(e.implementation)} {_text(e.python)} (as its environment.json records). {made}</p>"
+    )
+
+
 def render(
     fp: FrozenProtocol,
     agg: Aggregates,
@@ -752,12 +783,16 @@ def render(
     scores: Scores | None = None,
     bundle_sha256: str | None = None,
     *,
+    environment: Environment | None = None,
     values: Mapping[str, Sequence[float]] | None = None,
+    version: str | None = None,
 ) -> str:
     """The page for a bundle's parsed files (the caller verified the bundle). A pure function:
     the same bundle gives the same bytes. ``bundle_sha256`` is the bundle's identity (the
-    digest of its tag manifest) when known; ``values`` are each condition's valid measures
-    (:func:`repro.derive.figures.run_measures`), which the plot draws run by run."""
+    digest of its tag manifest) when known; ``environment`` says when the study ran;
+    ``values`` are each condition's valid measures (:func:`repro.derive.figures.run_measures`),
+    which the plot draws run by run; ``version`` is repro's (:func:`repro_version` by
+    default)."""
     p = fp.protocol
     order = [f.name for f in p.matrix]
     model = figures(fp, agg, tiers, values)
@@ -772,6 +807,7 @@ def render(
         f"<code{_data(protocol_sha256=fp.sha256)}>{_text(fp.sha256)}</code>; adapter "
         f"<code>{_text(ledger.adapter.name)}</code> {_text(ledger.adapter.version)}.</p>",
         identity,
+        _when(environment, version or repro_version()),
         _claim(agg, tiers, ledger),
         _conditions(model),
         _plot(model),

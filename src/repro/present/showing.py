@@ -16,7 +16,7 @@ from attrs import field, frozen
 
 from repro.derive.figures import Figures, figures, run_measures
 from repro.json.serde import unstructure
-from repro.models import Aggregates, FrozenProtocol, Ledger, Scores, Tiers
+from repro.models import Aggregates, Environment, FrozenProtocol, Ledger, Scores, Tiers
 from repro.verify import VerifiedBundle, open_verified
 
 __all__ = ["Shown", "load"]
@@ -32,8 +32,9 @@ class Shown:
     tiers: Tiers
     ledger: Ledger
     scores: Scores | None
-    #: The verified bundle whose run records the plots read (:meth:`values`); None where the
-    #: files were not read from a bundle.
+    #: When and how the study ran (environment.json), and the verified bundle whose run records
+    #: the plots read (:meth:`values`); None where the files were not read from a bundle.
+    environment: Environment | None = None
     verified: VerifiedBundle | None = field(default=None, eq=False, repr=False)
     _values: dict[str, tuple[float, ...]] = field(factory=dict, eq=False, repr=False)
 
@@ -79,6 +80,7 @@ class Shown:
             self.ledger,
             self.scores,
             self.bundle_sha256,
+            environment=self.environment,
             values=self.values(),
         )
 
@@ -95,5 +97,6 @@ def load(bundle: Path) -> Shown:
         v.tiers,
         v.ledger,
         v.scores,
+        environment=v.environment,
         verified=v,
     )
