@@ -17,11 +17,17 @@ from typing import Any
 
 __all__ = [
     "Element",
+    "axis_range",
+    "axis_ticks",
     "check_figures",
+    "check_runs",
     "expected_figures",
+    "expected_runs",
     "external_references",
     "figure_key",
+    "legend",
     "parse",
+    "plot_runs",
 ]
 
 #: Elements that never have content or an end tag.
@@ -84,6 +90,8 @@ def parse(page: str) -> list[Element]:
 def figure_key(attrs: dict[str, str]) -> Key:
     """What figure an element with ``data-value`` shows, as named by its attributes."""
     f = attrs.get("data-field", "")
+    if "data-cause" in attrs:
+        return ("loss", attrs["data-outcome"], attrs["data-cause"], f)
     if "data-cell" in attrs and "data-check" in attrs:
         return ("check", attrs["data-cell"], attrs["data-check"], f)
     if "data-cell" in attrs and "data-category" in attrs:
@@ -136,8 +144,12 @@ def expected_figures(bundle: Path) -> dict[Key, Any]:
     for name, f in figures.items():
         for part in ("published", "observed", "equal_at_precision"):
             want[("figure", name, part)] = f[part]
+    # The losses by outcome and cause: how many slots, and their attempts in all.
     for loss in _json(bundle, "source-ledger.json")["losses"]:
-        want[("slot", loss["slot"], "attempts")] = loss["attempts"]
+        slots = ("loss", loss["outcome"], loss["cause"], "slots")
+        attempts = ("loss", loss["outcome"], loss["cause"], "attempts")
+        want[slots] = want.get(slots, 0) + 1
+        want[attempts] = want.get(attempts, 0) + loss["attempts"]
     if (bundle / "data" / "scores.json").is_file():
         for cell in _json(bundle, "scores.json")["cells"]:
             key = cell["condition"]
@@ -193,6 +205,91 @@ def check_figures(elements: list[Element], bundle: Path) -> set[Key]:
             assert _matches_text(element.text, expected), (key, element.text, expected)
     assert seen == set(want), f"figures missing from the page: {sorted(set(want) - seen)}"
     return in_text
+
+
+def expected_runs(bundle: Path) -> dict[str, list[float]]:
+    """Each condition's valid measures, read from the bundle's runs files with the standard
+    library: the records that ended valid, in sealed order. Their count is aggregates.json's
+    ``valid`` (every valid run here has a measure)."""
+    seal = _json(bundle, "plans/seal.json")
+    found: dict[str, list[float]] = {c["id"]: [] for c in seal["conditions"]}
+    for part in seal["partitions"]:
+        for line in (bundle / "data" / "runs" / f"{part['id']}.jsonl").read_text().splitlines():
+            record = json.loads(line)
+            if record["status"] == "valid" and record["measure"] is not None:
+                found[record["condition"]].append(record["measure"])
+    valid = {c["condition"]: c["valid"] for c in _json(bundle, "aggregates.json")["conditions"]}
+    assert {c: len(v) for c, v in found.items()} == valid
+    return found
+
+
+@dataclass(frozen=True)
+class Bin:
+    """One bin the plot draws: runs from ``low`` to ``high``, ``count`` of them."""
+
+    low: float
+    high: float
+    count: int
+
+
+def plot_runs(elements: list[Element]) -> tuple[dict[str, list[float]], dict[str, list[Bin]]]:
+    """The runs the plot draws: each condition's points (``data-run``, ``data-measure``) and
+    its bins (``data-bin``: ``data-low``, ``data-high``, ``data-count``)."""
+    points: dict[str, list[float]] = {}
+    bins: dict[str, list[Bin]] = {}
+    for e in elements:
+        if "data-run" in e.attrs and "data-measure" in e.attrs:
+            points.setdefault(e.attrs["data-run"], []).append(json.loads(e.attrs["data-measure"]))
+        if "data-bin" in e.attrs:
+            a = e.attrs
+            b = Bin(float(a["data-low"]), float(a["data-high"]), int(a["data-count"]))
+            bins.setdefault(a["data-bin"], []).append(b)
+    return points, bins
+
+
+def check_runs(elements: list[Element], bundle: Path) -> str:
+    """Assert that the plot draws every condition's valid runs and nothing else: a point per
+    run with the run's measure to the last bit, or bins whose counts add up to the runs with
+    every run inside one of them; return how they are drawn, ``points`` or ``bins``."""
+    want = expected_runs(bundle)
+    points, bins = plot_runs(elements)
+    assert not (points and bins), "a plot draws points or bins, not both"
+    if points or not bins:
+        assert set(points) <= set(want)
+        for condition, values in want.items():
+            shown = points.get(condition, [])
+            assert sorted(map(repr, shown)) == sorted(map(repr, values)), condition
+        return "points"
+    for condition, values in want.items():
+        drawn = bins.get(condition, [])
+        assert sum(b.count for b in drawn) == len(values), condition
+        assert all(any(b.low <= v <= b.high for b in drawn) for v in values), condition
+    return "bins"
+
+
+def axis_ticks(elements: list[Element], axis: str) -> list[tuple[float, str]]:
+    """The ticks of the plot's axis ``axis`` (``conditions`` or ``estimand``): value and
+    label."""
+    group = next(e for e in elements if e.attrs.get("data-axis") == axis)
+    found = []
+    todo = list(group.children)
+    while todo:
+        e = todo.pop(0)
+        todo[:0] = e.children
+        if "data-tick" in e.attrs:
+            found.append((float(e.attrs["data-tick"]), e.text.strip()))
+    return found
+
+
+def axis_range(elements: list[Element], axis: str) -> tuple[float, float]:
+    """The values at the ends of the plot's axis ``axis``."""
+    group = next(e for e in elements if e.attrs.get("data-axis") == axis)
+    return float(group.attrs["data-low"]), float(group.attrs["data-high"])
+
+
+def legend(elements: list[Element]) -> list[str]:
+    """The plot's legend entries, in order (``runs``, ``bins``, ``observed``, ``published``)."""
+    return [e.attrs["data-legend"] for e in elements if "data-legend" in e.attrs]
 
 
 #: Attributes through which an element can make a browser fetch something.

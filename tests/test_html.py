@@ -1,11 +1,14 @@
 """The HTML report (repro.present.html.render), read back with html.parser: every figure it
 carries is the bundle's to the last bit, it needs nothing outside itself, user text cannot break
-out of its place, and the plot draws each figure where its value says."""
+out of its place, and the plot draws each figure where its value says, every valid run, on one
+axis with nice ticks, the estimand on its own; losses are grouped by cause, the tiers table has
+no empty column, contract facts are a table, and the page says when the study ran and which
+repro made it."""
 
 from __future__ import annotations
 
+import itertools
 import math
-import re
 from collections import Counter
 from pathlib import Path
 
@@ -14,10 +17,24 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from htmlpage import Element, check_figures, external_references, parse
+from conftest import SMALL, study_once
+from htmlpage import (
+    Element,
+    axis_range,
+    axis_ticks,
+    check_figures,
+    check_runs,
+    expected_runs,
+    external_references,
+    legend,
+    parse,
+    plot_runs,
+)
+from repro.derive.figures import POINTS_LIMIT
 from repro.models import ConditionAggregate, IntervalValue
-from repro.present.html import render
+from repro.present.html import MAX_SLOTS_LISTED, _slot_list, render, repro_version
 from repro.present.showing import Shown, load
+from synthetic import synthetic_bundle
 
 
 def _render(shown: Shown) -> str:
@@ -48,14 +65,20 @@ def _svg(elements: list[Element]) -> list[Element]:
     return inside
 
 
+def _pc(text: str) -> float:
+    """An x coordinate of the plot: a percentage of its width."""
+    assert text.endswith("%"), text
+    return float(text[:-1])
+
+
 def _x(element: Element) -> float:
-    """Where a plot mark stands: a circle's centre, a tick's x, the centre of a cross."""
+    """Where a plot mark stands, in percent of the plot's width: a circle's centre, a line's
+    middle, a text's anchor (the published cross)."""
     if element.tag == "circle":
-        return float(element.attrs["cx"])
+        return _pc(element.attrs["cx"])
     if element.tag == "line":
-        return (float(element.attrs["x1"]) + float(element.attrs["x2"])) / 2
-    numbers = [float(n) for n in re.findall(r"-?[0-9.]+", element.attrs["d"])]
-    return sum(numbers[0::2]) / len(numbers[0::2])
+        return (_pc(element.attrs["x1"]) + _pc(element.attrs["x2"])) / 2
+    return _pc(element.attrs["x"])
 
 
 def _marks(elements: list[Element], condition: str) -> dict[str, Element]:
@@ -74,18 +97,21 @@ def test_every_figure_is_the_bundles(which: str, request: pytest.FixtureRequest)
     """Each data-value in the page is the figure of aggregates.json, tiers.json, the ledger or
     scores.json it names, with the same JSON type and the same float; each table cell's text
     rounds to it; every figure is there, and each condition's n, mean, sd and interval are in
-    the conditions table, not only in the plot."""
+    the conditions table, not only in the plot; the plot draws every valid run's measure."""
     bundle: Path = request.getfixturevalue(which)
     shown = load(bundle)
-    in_text = check_figures(parse(_render(shown)), bundle)
+    elements = parse(_render(shown))
+    in_text = check_figures(elements, bundle)
     for c in shown.aggregates.conditions:
         for field in ("valid", "mean", "sd", "low", "high"):
             assert ("condition", c.condition, field) in in_text
+    assert check_runs(elements, bundle) == "points"
 
 
 def test_the_page_says_what_the_bundle_says(published: Shown) -> None:
-    """Title, protocol id and sha256, the bundle's identity, the reproduction class, every
-    tier's verdict with its evidence, and every loss are on the page."""
+    """Title, protocol id and sha256, the bundle's identity, when the study ran and with which
+    repro, the repro that made the page, the reproduction class, every tier's verdict with its
+    evidence (the contract's as a table of facts), and every loss's cause and slot."""
     elements = parse(_render(published))
     text = "".join(e.text for e in elements if e.tag == "body")
     p = published.protocol
@@ -93,6 +119,16 @@ def test_the_page_says_what_the_bundle_says(published: Shown) -> None:
     assert any(e.attrs.get("data-protocol") == p.protocol.id for e in elements)
     assert any(e.attrs.get("data-protocol-sha256") == p.sha256 for e in elements)
     assert published.bundle_sha256 in text
+    env = published.environment
+    assert env is not None
+    when = next(e for e in elements if "data-started" in e.attrs)
+    assert (when.attrs["data-started"], when.attrs["data-finished"]) == (
+        env.started_utc,
+        env.finished_utc,
+    )
+    times = [e.attrs["datetime"] for e in when.children if e.tag == "time"]
+    assert times == [env.started_utc, env.finished_utc]
+    assert f"made by repro {repro_version()}" in text
     verdicts = [e.attrs["data-reproduction"] for e in elements if "data-reproduction" in e.attrs]
     assert verdicts == [published.tiers.reproduction.verdict] == ["failed"]
     assert published.tiers.reproduction.reason in text
@@ -103,10 +139,61 @@ def test_the_page_says_what_the_bundle_says(published: Shown) -> None:
     }
     for tier in published.tiers.tiers:
         assert tier.verdict in shown_tiers[tier.name]
-        assert all(item in text for item in tier.evidence)
+        if tier.name != "contract":
+            assert all(item in text for item in tier.evidence)
+    _assert_contract_facts(elements, published)
     assert published.ledger.losses
     for loss in published.ledger.losses:
         assert loss.slot in text and loss.cause in text
+
+
+def _assert_contract_facts(elements: list[Element], shown: Shown) -> None:
+    """Every condition's every contract fact is on the page: in its cell of the table, or once
+    among those every condition shares."""
+    cells = {
+        (e.attrs["data-contract"], e.attrs["data-fact"]): " ".join(e.text.split())
+        for e in elements
+        if "data-contract" in e.attrs
+    }
+    assert cells
+    for condition, facts in shown.ledger.contracts.items():
+        for key, value in facts.items():
+            shown_value = cells.get((condition, key), cells.get(("*", key)))
+            assert shown_value is not None, (condition, key)
+            assert " ".join(str(value).split()) in shown_value, (condition, key)
+
+
+def test_contract_facts_are_a_table(published: Shown) -> None:
+    """The contract tier's evidence (a long ``key=value, ...`` line per condition) is shown as
+    facts: those every condition shares once, the rest a table of condition by fact; a long
+    fact shows its start and opens to the whole of it."""
+    elements = parse(_render(published))
+    contract_row = next(e for e in elements if e.attrs.get("data-tier") == "contract")
+    assert "=" not in contract_row.text
+    section = next(e for e in elements if e.attrs.get("id") == "contracts")
+    head = [e.text for e in section_elements(section) if e.tag == "th"]
+    shared = [e.text for e in section_elements(section) if e.tag == "dt"]
+    facts = {k for f in published.ledger.contracts.values() for k in f}
+    assert set(head[1:]) | set(shared) == facts and head[:1] == ["condition"]
+    # The small protocol's conditions share their observation space per environment only.
+    assert "observation_space" in head and "max_episode_steps" in head
+    long = "x" * 500
+    contracts = {c: {**f, "long": long} for c, f in published.ledger.contracts.items()}
+    changed = attrs.evolve(published, ledger=attrs.evolve(published.ledger, contracts=contracts))
+    elements = parse(_render(changed))
+    _assert_contract_facts(elements, changed)
+    details = [e for e in elements if e.tag == "details"]
+    assert len(details) == 1 and "(500 characters)" in details[0].children[0].text
+
+
+def section_elements(section: Element) -> list[Element]:
+    """Every element inside ``section``."""
+    found, todo = [], list(section.children)
+    while todo:
+        e = todo.pop(0)
+        found.append(e)
+        todo[:0] = e.children
+    return found
 
 
 def test_scored_page_has_the_cells_and_gates(scored: Shown) -> None:
@@ -135,6 +222,111 @@ def test_the_page_needs_nothing_outside_itself(published: Shown) -> None:
     assert "https://example.org/paper" in "".join(e.text for e in elements if e.tag == "code")
 
 
+def test_the_same_bundle_gives_the_same_page(published_bundle: Path) -> None:
+    """Rendered twice, from two loads of the bundle: the same bytes (no random jitter, no
+    clock)."""
+    assert load(published_bundle).html() == load(published_bundle).html()
+
+
+# --------------------------------------------------------------------------- tiers, losses
+
+
+def test_the_tiers_table_has_no_empty_column(published: Shown) -> None:
+    """Without any tier's reason there is no reason column; with one there is, in place."""
+    tiers = published.tiers
+    plain = attrs.evolve(
+        published,
+        tiers=attrs.evolve(tiers, tiers=tuple(attrs.evolve(t, reason=None) for t in tiers.tiers)),
+    )
+    head = _tier_head(parse(_render(plain)))
+    assert head == ["tier", "verdict", "evidence"]
+    reasoned = attrs.evolve(
+        published,
+        tiers=attrs.evolve(
+            tiers, tiers=(attrs.evolve(tiers.tiers[0], reason="why"), *tiers.tiers[1:])
+        ),
+    )
+    elements = parse(_render(reasoned))
+    assert _tier_head(elements) == ["tier", "verdict", "reason", "evidence"]
+    row = next(e for e in elements if e.attrs.get("data-tier") == tiers.tiers[0].name)
+    assert row.children[2].text == "why"
+
+
+def _tier_head(elements: list[Element]) -> list[str]:
+    section = next(e for e in elements if e.attrs.get("id") == "tiers")
+    return [e.text for e in section_elements(section) if e.tag == "th"]
+
+
+#: The small protocol on CartPole, with a policy that fails some episodes (two causes), and a
+#: slot excluded before sealing.
+FAILING = {
+    **SMALL,
+    "id": "report-failures",
+    "matrix": [{"name": "env_id", "levels": ["CartPole-v1"]}],
+    "participants": [
+        {"id": "random", "kind": "random", "params": {}},
+        {
+            "id": "flaky",
+            "kind": "callable",
+            "params": {"target": "report_policies:sometimes_fails"},
+        },
+    ],
+    "runs_per_condition": 40,
+    "retry": {"max_attempts": 1},
+    "exclusions": [{"slot": "c00-r0003", "reason": "declared before sealing"}],
+}
+
+
+@pytest.fixture(scope="module")
+def failing_bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A real bundle of :data:`FAILING`."""
+    return study_once(tmp_path_factory, "failing", FAILING)
+
+
+def test_losses_are_grouped_by_cause(failing_bundle: Path) -> None:
+    """A row per outcome and cause, the most frequent first: its number of slots and their
+    attempts (data-value, checked against the ledger), and which slots, consecutive ones as a
+    range; every figure is still the bundle's and every valid run drawn."""
+    shown = load(failing_bundle)
+    elements = parse(shown.html())
+    check_figures(elements, failing_bundle)
+    assert check_runs(elements, failing_bundle) == "points"
+    causes = Counter((loss.outcome, loss.cause) for loss in shown.ledger.losses)
+    assert len(causes) >= 3
+    rows = [
+        e for e in elements if e.tag == "tr" and any("data-cause" in c.attrs for c in e.children)
+    ]
+    shown_rows = [(r.children[0].text, r.children[1].text, int(r.children[2].text)) for r in rows]
+    assert sorted(shown_rows, key=lambda r: -r[2]) == shown_rows
+    assert sorted(shown_rows) == sorted((o, c, n) for (o, c), n in causes.items())
+    for row in rows:
+        outcome, cause = row.children[0].text, row.children[1].text
+        slots = [
+            loss.slot
+            for loss in shown.ledger.losses
+            if (loss.outcome, loss.cause) == (outcome, cause)
+        ]
+        assert row.children[-1].text == _slot_list(slots)
+    excluded = next(r for r in rows if r.children[0].text == "excluded")
+    assert excluded.children[-1].text == "c00-r0003"
+
+
+def test_a_long_slot_list_is_compacted_and_cut() -> None:
+    """Consecutive slots of a condition make a range; past :data:`MAX_SLOTS_LISTED` items the
+    list ends with how many slots it leaves out, so a million losses of one cause take a line."""
+    assert _slot_list(["c00-r0001", "c00-r0002", "c00-r0003", "c00-r0005", "c01-r0006"]) == (
+        "c00-r0001\u2013r0003, c00-r0005, c01-r0006"
+    )
+    assert _slot_list(["odd", "c00-r0009", "c00-r0010"]) == "odd, c00-r0009\u2013r0010"
+    every_other = [f"c00-r{i:07d}" for i in range(0, 2_000_000, 2)]
+    text = _slot_list(every_other)
+    assert len(text) < 400
+    assert text.endswith(f", and {len(every_other) - MAX_SLOTS_LISTED:,} more slot(s)")
+    assert _slot_list([f"c00-r{i:07d}" for i in range(1_000_000)]) == "c00-r0000000\u2013r0999999"
+    few = [f"c00-r{i:04d}" for i in range(0, 2 * (MAX_SLOTS_LISTED + 2), 2)]
+    assert _slot_list(few) == ", ".join(few)
+
+
 # --------------------------------------------------------------------------- user text
 
 #: Markup's own characters, often, among any others.
@@ -152,6 +344,30 @@ def _tags(elements: list[Element]) -> Counter[str]:
     return Counter(e.tag for e in elements)
 
 
+def _with_text(shown: Shown, title: str, level: str, reason: str, cause: str) -> Shown:
+    """``shown`` with a new title, a second condition's factor level, the first tier's reason
+    and every loss's cause."""
+    fp = shown.protocol
+    tiers = shown.tiers
+    # c01 has no published figure, so a new level leaves the figures' matching as it was.
+    first, second, *rest = shown.aggregates.conditions
+    return attrs.evolve(
+        shown,
+        protocol=attrs.evolve(fp, protocol=attrs.evolve(fp.protocol, title=title)),
+        aggregates=attrs.evolve(
+            shown.aggregates,
+            conditions=(first, attrs.evolve(second, factors={"env_id": level}), *rest),
+        ),
+        tiers=attrs.evolve(
+            tiers, tiers=(attrs.evolve(tiers.tiers[0], reason=reason), *tiers.tiers[1:])
+        ),
+        ledger=attrs.evolve(
+            shown.ledger,
+            losses=tuple(attrs.evolve(loss, cause=cause) for loss in shown.ledger.losses),
+        ),
+    )
+
+
 @settings(max_examples=60, deadline=None)
 @given(title=_TITLE, level=_TEXT, reason=_TEXT, cause=_TEXT)
 @example(
@@ -166,38 +382,24 @@ def test_user_text_stays_text(
     """Whatever a title, a factor level, a tier's reason or a loss's cause holds (markup,
     quotes, ampersands, entities), the page has the same elements as with plain text, and each
     reads back exactly where it belongs."""
-    fp = published.protocol
-    tiers = published.tiers
-    # c01 has no published figure, so a new level leaves the figures' matching as it was.
-    first, second, *rest = published.aggregates.conditions
-    changed = attrs.evolve(
-        published,
-        protocol=attrs.evolve(fp, protocol=attrs.evolve(fp.protocol, title=title)),
-        aggregates=attrs.evolve(
-            published.aggregates,
-            conditions=(first, attrs.evolve(second, factors={"env_id": level}), *rest),
-        ),
-        tiers=attrs.evolve(
-            tiers, tiers=(attrs.evolve(tiers.tiers[0], reason=reason), *tiers.tiers[1:])
-        ),
-        ledger=attrs.evolve(
-            published.ledger,
-            losses=tuple(attrs.evolve(loss, cause=cause) for loss in published.ledger.losses),
-        ),
-    )
+    changed = _with_text(published, title, level, reason, cause)
     elements = parse(_render(changed))
-    assert _tags(elements) == _tags(parse(_render(published)))
+    plain = parse(_render(_with_text(published, "t", "l", "r", "c")))
+    assert _tags(elements) == _tags(plain)
     head = next(e for e in elements if e.tag == "head")
     assert [e.text for e in head.children if e.tag == "title"] == [title]
     assert [e.text for e in elements if e.tag == "h1"] == [title]
     labels = [e.text for e in elements if e.tag == "td" and e.attrs.get("class") == "label"]
+    second = published.aggregates.conditions[1]
     assert labels[1] == f"env_id={level} / {second.participant}"
-    tier_rows = [e for e in elements if e.attrs.get("data-tier") == tiers.tiers[0].name]
+    tier_rows = [e for e in elements if e.attrs.get("data-tier") == published.tiers.tiers[0].name]
     assert tier_rows[0].children[2].text == reason
+    causes = [e.attrs["data-cause"] for e in elements if e.attrs.get("data-field") == "slots"]
+    assert causes == [cause]
     loss_rows = [
-        e for e in elements if e.tag == "tr" and e.children and "data-slot" in e.children[-1].attrs
+        e for e in elements if e.tag == "tr" and any("data-cause" in c.attrs for c in e.children)
     ]
-    assert [row.children[2].text for row in loss_rows] == [cause] * len(published.ledger.losses)
+    assert [row.children[1].text for row in loss_rows] == [cause]
 
 
 # --------------------------------------------------------------------------- the plot
@@ -220,22 +422,104 @@ def test_marks_stand_where_their_values_say(published: Shown) -> None:
         assert math.copysign(1, side) == math.copysign(1, f.published - c.mean) or side == 0
         if "published_halfwidth" in marks:
             line = marks["published_halfwidth"]
-            assert float(line.attrs["x1"]) < _x(marks["published"]) < float(line.attrs["x2"])
+            assert _pc(line.attrs["x1"]) < _x(marks["published"]) < _pc(line.attrs["x2"])
     assert "published_halfwidth" in _marks(elements, "c00")
 
 
-def test_conditions_comparable_share_one_scale(scored: Shown) -> None:
-    """When the conditions' intervals are a visible share of their spread (the scored example's
-    rates), they share one scale: a larger mean stands further right."""
-    elements = parse(_render(scored))
-    assert any(e.text == "conditions on one scale; the estimand on its own" for e in elements)
+@pytest.mark.parametrize("which", ["published_bundle", "scored_bundle"])
+def test_conditions_share_one_axis_with_nice_ticks(
+    which: str, request: pytest.FixtureRequest
+) -> None:
+    """Every condition on one axis: a larger mean stands further right, a run's point stands
+    where its value is on the same ticks; the ticks are a step of 1, 2 or 5 times a power of ten
+    apart, labelled as their values, not as the extremes to four decimals; the axis is titled
+    with the measure, the estimand's with its kind and the interval's level and method."""
+    shown = load(request.getfixturevalue(which))
+    elements = parse(_render(shown))
+    ticks = axis_ticks(elements, "conditions")
+    _assert_nice(ticks)
+    low, high = axis_range(elements, "conditions")
+    assert low <= ticks[0][0] < ticks[-1][0] <= high
     means = sorted(
         (c.mean, _x(_marks(elements, c.condition)["mean"]))
-        for c in scored.aggregates.conditions
+        for c in shown.aggregates.conditions
         if c.mean is not None
     )
     assert [x for _, x in means] == sorted(x for _, x in means)
     assert means[0][1] < means[-1][1]
+    for mean, x in means:
+        assert x == pytest.approx(100 * (mean - low) / (high - low), abs=1e-3)
+    for e in _svg(elements):
+        if "data-measure" in e.attrs:
+            value = float(e.attrs["data-measure"])
+            assert low <= value <= high
+            assert _x(e) == pytest.approx(100 * (value - low) / (high - low), abs=1e-3)
+    titles = [e.text for e in _svg(elements) if e.attrs.get("class") == "axis-title"]
+    details = [e.text for e in _svg(elements) if e.attrs.get("class") == "axis-detail"]
+    measure, kind = shown.aggregates.measure, shown.aggregates.estimand.kind
+    iv = shown.aggregates.estimand.interval
+    assert iv is not None
+    assert titles == [measure, f"{kind} of {measure}"]
+    assert all(f"{iv.level:.0%} {iv.method} interval" in d for d in details)
+    assert "each valid run" in details[0]
+    _assert_nice(axis_ticks(elements, "estimand"))
+
+
+def _assert_nice(ticks: list[tuple[float, str]]) -> None:
+    """At least two ticks, evenly spaced by 1, 2 or 5 times a power of ten, each labelled with
+    its value and no more decimals than the step needs."""
+    assert 2 <= len(ticks) <= 7
+    values = [v for v, _ in ticks]
+    step = (values[-1] - values[0]) / (len(values) - 1)
+    assert all(b - a == pytest.approx(step, rel=1e-9) for a, b in itertools.pairwise(values))
+    mantissa = step / 10 ** math.floor(math.log10(step))
+    assert any(mantissa == pytest.approx(m, rel=1e-9) for m in (1, 2, 5))
+    decimals = max(0, -math.floor(math.log10(step) + 1e-9))
+    for value, label in ticks:
+        assert float(label) == pytest.approx(value, abs=10**-decimals / 2)
+        assert len(label.partition(".")[2]) == decimals, (label, step)
+
+
+def test_the_published_legend_and_marks_only_where_published(published: Shown) -> None:
+    """With published figures the legend names them and each published value has its mark;
+    without any, neither the legend entry nor a published mark is drawn."""
+    elements = parse(_render(published))
+    assert legend(elements) == ["runs", "observed", "published"]
+    assert any(e.attrs.get("data-field") == "published" for e in _svg(elements))
+    fp = published.protocol
+    bare = attrs.evolve(
+        published,
+        protocol=attrs.evolve(fp, protocol=attrs.evolve(fp.protocol, published=None)),
+        tiers=attrs.evolve(
+            published.tiers,
+            reproduction=attrs.evolve(published.tiers.reproduction, figures=()),
+        ),
+    )
+    elements = parse(_render(bare))
+    assert legend(elements) == ["runs", "observed"]
+    drawn = _svg(elements)
+    assert not [e for e in drawn if e.attrs.get("class") in ("pub", "pub-mark")]
+    assert "published" not in " ".join(e.text for e in elements if e.tag == "figcaption")
+
+
+def test_the_estimand_has_its_own_axis(published: Shown) -> None:
+    """The estimand (a sum of condition means, far from any condition's) is drawn on its own
+    axis, whose ticks frame its interval, not on the conditions' axis."""
+    elements = parse(_render(published))
+    e = published.aggregates.estimand
+    assert e.interval is not None and e.value is not None
+    low, high = axis_range(elements, "estimand")
+    assert low <= e.interval.low < e.interval.high <= high
+    # Its interval takes a good share of its axis.
+    assert (e.interval.high - e.interval.low) / (high - low) > 0.1
+    marks = {
+        m.attrs["data-field"]: m for m in _svg(elements) if m.attrs.get("data-estimand") == e.kind
+    }
+    assert marks["value"].attrs["cx"].endswith("%")
+    assert _x(marks["value"]) == pytest.approx(100 * (e.value - low) / (high - low), abs=1e-3)
+    # The sum of the condition means is outside the conditions' axis: it could not be drawn on it.
+    conditions = axis_range(elements, "conditions")
+    assert not conditions[0] <= e.value <= conditions[1]
 
 
 def _condition(name: str, mean: float | None, low: float, high: float) -> ConditionAggregate:
@@ -247,18 +531,12 @@ def _condition(name: str, mean: float | None, low: float, high: float) -> Condit
     )
 
 
-@pytest.mark.parametrize(
-    ("spread", "share"),
-    [(1000.0, "each row on its own scale"), (1.0, "conditions on one scale")],
-)
-def test_intervals_too_narrow_to_see_get_a_scale_each(
-    published: Shown, spread: float, share: str
-) -> None:
-    """Means far apart next to narrow intervals (CAGE-2's) get a scale each, so that each
-    interval stays visible; means close together share one."""
+def test_far_apart_conditions_still_share_one_axis(published: Shown) -> None:
+    """Means a thousand apart with narrow intervals (CAGE-2's) share one axis all the same,
+    so that conditions are compared by eye; their runs show each one's spread."""
     conditions = (
         _condition("a", 0.0, -0.5, 0.5),
-        _condition("b", spread, spread - 0.5, spread + 0.5),
+        _condition("b", 1000.0, 999.5, 1000.5),
     )
     agg = attrs.evolve(published.aggregates, conditions=conditions)
     tiers = attrs.evolve(
@@ -266,7 +544,29 @@ def test_intervals_too_narrow_to_see_get_a_scale_each(
         reproduction=attrs.evolve(published.tiers.reproduction, figures=()),
     )
     elements = parse(render(published.protocol, agg, tiers, published.ledger))
-    assert any(e.tag == "text" and e.text.startswith(share) for e in elements)
+    assert [v for v, _ in axis_ticks(elements, "conditions")] == [0, 200, 400, 600, 800, 1000]
+    a, b = _x(_marks(elements, "a")["mean"]), _x(_marks(elements, "b")["mean"])
+    assert 0 < a < 5 and 95 < b < 100
+
+
+def test_big_bundles_are_binned_and_say_so(tmp_path: Path) -> None:
+    """Past :data:`POINTS_LIMIT` valid runs in all, each condition's runs are counted in bins
+    (every run in one, the counts adding up to its valid runs), the caption says so and names
+    the limit, and the page stays small."""
+    per = POINTS_LIMIT // 2 + 1
+    bundle = synthetic_bundle(tmp_path / "big", 2, per, 3)
+    shown = load(bundle)
+    page = shown.html()
+    elements = parse(page)
+    check_figures(elements, bundle)
+    assert check_runs(elements, bundle) == "bins"
+    points, bins = plot_runs(elements)
+    assert not points and set(bins) == {"c00", "c01"}
+    assert legend(elements) == ["bins", "observed"]
+    caption = " ".join(e.text for e in elements if e.tag == "figcaption")
+    assert f"{2 * per:,} valid runs, more than the {POINTS_LIMIT:,} drawn one by one" in caption
+    assert len(page) < 200_000
+    assert sum(len(v) for v in expected_runs(bundle).values()) == 2 * per
 
 
 _FINITE = st.floats(allow_nan=False, allow_infinity=False)
@@ -290,7 +590,8 @@ def test_any_finite_figures_plot_inside_the_frame(
     half: float,
 ) -> None:
     """Whatever finite figures a bundle holds (up to the largest floats, a mean left undefined),
-    every mark has finite coordinates inside the plot, and an undefined mean shows as n/a."""
+    every mark stands inside the plot (0 to 100% across, finite down), and an undefined mean
+    shows as n/a."""
     conditions = tuple(_condition(f"c{i:02d}", m, lo, hi) for i, (m, lo, hi) in enumerate(values))
     agg = attrs.evolve(published.aggregates, conditions=conditions)
     fp = published.protocol
@@ -315,15 +616,13 @@ def test_any_finite_figures_plot_inside_the_frame(
         published.tiers, reproduction=attrs.evolve(published.tiers.reproduction, figures=(figure,))
     )
     elements = parse(render(fp, agg, tiers, published.ledger))
-    svg = next(e for e in elements if e.tag == "svg")
-    # html.parser lowers attribute names.
-    width = float(svg.attrs["viewbox"].split()[2])
     for mark in _svg(elements):
-        for name in ("cx", "x1", "x2", "d"):
-            # A path is "M x y L x y ...": every token between its commands is a number.
-            for number in re.split(r"[ML ]", mark.attrs.get(name, "")):
-                if number:
-                    assert math.isfinite(float(number)) and 0 <= float(number) <= width, mark
+        for name in ("cx", "x1", "x2", "x", "width"):
+            if name in mark.attrs and mark.attrs[name].endswith("%"):
+                assert 0 <= _pc(mark.attrs[name]) <= 100, mark
+        for name in ("cy", "y1", "y2", "y"):
+            if name in mark.attrs and not mark.attrs[name].endswith("%"):
+                assert math.isfinite(float(mark.attrs[name])), mark
     for i, (mean, _, _) in enumerate(values):
         cells = [
             e for e in elements if e.tag == "td" and e.attrs.get("data-condition") == f"c{i:02d}"

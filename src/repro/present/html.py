@@ -5,9 +5,11 @@ it depends on nothing outside itself: the style is inline, there is no script, a
 an inline SVG drawn here (no matplotlib). A Content-Security-Policy of ``default-src 'none'``
 makes a browser refuse any fetch the page might still attempt.
 
-The conditions table and the plot read the figures model (:mod:`repro.derive.figures`), the one
-the PNG of :mod:`repro.present.plot` draws too, so that the page and the PNG show the same
-figures.
+The conditions table and the plot read the figures model (:mod:`repro.derive.figures`), and the
+plot draws its plot model (:func:`repro.derive.figures.plot_model`), the one the PNG of
+:mod:`repro.present.plot` draws too, so that the page and the PNG show the same thing. The SVG
+is as wide as the page's content column (every x a percentage of its width, its text the
+page's size); every condition shares one axis with its ticks, the estimand has its own.
 
 Every figure carries machine-readable attributes, so that a program (the tests, or a reviewer's
 script) can read back from the rendered page exactly what it shows:
@@ -22,10 +24,20 @@ script) can read back from the rendered page exactly what it shows:
   ``high``, ``halfwidth`` from its interval, or ``published`` and ``published_halfwidth``
   (tiers.json's figures ``estimand value`` and ``estimand half-width``);
 - ``data-figure`` with ``data-field``: one of tiers.json's reproduction figures;
-- ``data-slot`` with ``data-field`` ``attempts``: a loss of source-ledger.json;
+- ``data-outcome`` and ``data-cause`` with ``data-field`` ``slots`` or ``attempts``: how many of
+  source-ledger.json's losses have that outcome and cause, and their attempts in all;
 - ``data-cell`` with ``data-field`` (``valid_runs``, ``superseded_runs``, ``median_measure``),
   with ``data-check`` (``passed``, ``runs``, ``rate``, ``low``, ``high``) or with
   ``data-category``: a cell of scores.json.
+
+The plot's runs and axes are named too, outside ``data-value``: each valid run's point has
+``data-run`` (its condition) and ``data-measure`` (its measure as a float's ``repr``); past
+:data:`repro.derive.figures.POINTS_LIMIT` runs, each bin has ``data-bin`` (its condition),
+``data-low``, ``data-high`` and ``data-count``; each axis is a group with ``data-axis``
+(``conditions``, ``estimand``), ``data-low`` and ``data-high``, its tick labels ``data-tick``;
+the legend's entries ``data-legend`` (``runs`` or ``bins``, ``observed``, ``published``). A
+contract fact has ``data-contract`` (its condition, ``*`` when every condition has it) and
+``data-fact``.
 
 The text beside each value is rounded for people. All text from the bundle (titles, factor
 levels, reasons, evidence, causes) is user data and is escaped.
@@ -34,33 +46,45 @@ levels, reasons, evidence, causes) is user data and is escaped.
 from __future__ import annotations
 
 import html
-from collections.abc import Sequence
+import importlib.metadata
+import re
+from collections.abc import Mapping, Sequence
 
-from repro.derive.figures import FigureRow, Figures, condition_label, figures
+import repro
+from repro.derive.figures import (
+    Axis,
+    FigureRow,
+    Figures,
+    Plot,
+    PlotPanel,
+    PlotRow,
+    condition_label,
+    figures,
+    plot_model,
+)
 from repro.models import (
     Aggregates,
     CellScore,
+    Environment,
     FigureComparison,
     FrozenProtocol,
     Ledger,
+    Loss,
     Scores,
+    Tier,
     Tiers,
 )
 
-__all__ = ["render"]
+__all__ = ["MAX_SLOTS_LISTED", "contract_evidence", "render", "repro_version"]
 
 Number = float | int | bool | None
 
-# The plot's geometry, in SVG user units: labels left of the plot area, notes right of it.
-_WIDTH = 1160
-_PLOT_X = 420
-_PLOT_WIDTH = 360
-_NOTE_X = _PLOT_X + _PLOT_WIDTH + 16
-_ROW = 34
-_TOP = 40
-#: Labels longer than this are cut in the plot (the whole label is in the row's tooltip and in
-#: the conditions table).
-_LABEL_CHARS = 60
+#: A cause of losses lists at most this many of its slots (a range of consecutive runs of one
+#: condition counting as one; up to three more rather than "and 2 more"), then says how many
+#: more there are.
+MAX_SLOTS_LISTED = 16
+#: A contract fact longer than this shows its start, and the whole of it when opened.
+_FACT_CHARS = 120
 
 _STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 72rem;
@@ -80,12 +104,33 @@ td ul { margin: 0; padding-left: 1.1rem; }
 .fail, .fails, .differs { color: #a51d2d; }
 .weakened { color: #8a5a00; }
 .class { font-size: 1.1rem; }
-svg { max-width: 100%; height: auto; }
+figure { margin: 0.5rem 0; }
+figcaption { font-size: 0.9rem; color: #444; }
+.plot { overflow: hidden; }
+.plot svg { display: block; width: 100%; box-sizing: border-box; padding: 0 1.6rem;
+  overflow: visible; }
 svg text { font-family: system-ui, sans-serif; font-size: 12px; fill: #1a1a1a; }
-svg .note { font-size: 11px; fill: #444; }
-svg .axis { stroke: #ddd; }
-svg .obs { stroke: #1f5fa8; fill: #1f5fa8; stroke-width: 2; }
+svg .note { font-size: 11px; fill: #555; }
+svg .axis { stroke: #888; }
+svg .tick { stroke: #888; }
+svg .grid { stroke: #e8e8e8; }
+svg .tick-label { font-size: 11px; fill: #333; }
+svg .axis-title { font-size: 13px; font-weight: 600; }
+svg .axis-detail { font-size: 11px; fill: #444; }
+svg .run { fill: #4f7fb8; fill-opacity: 0.5; stroke: none; }
+svg .bin { fill: #7a9cc6; fill-opacity: 0.7; stroke: none; }
+svg .obs { stroke: #1f4f8a; fill: #1f4f8a; stroke-width: 2.5; }
 svg .pub { stroke: #b8321e; fill: none; stroke-width: 2; }
+svg .pub-mark { fill: #b8321e; font-size: 17px; font-weight: 700; }
+dl.facts { display: grid; grid-template-columns: max-content 1fr; gap: 0.1rem 1rem;
+  font-size: 0.9rem; margin: 0.5rem 0; }
+dl.facts dt { font-weight: 600; }
+dl.facts dd { margin: 0; }
+td.fact { min-width: 6rem; max-width: 28rem; }
+td.fact code, dl.facts code { word-break: normal; overflow-wrap: anywhere; }
+details > summary { cursor: pointer; }
+td.slots { max-width: 36rem; }
+td.slots .slot { white-space: nowrap; }
 """
 
 
@@ -236,48 +281,25 @@ def _conditions(model: Figures) -> str:
 
 # --------------------------------------------------------------------------- plot
 
-
-#: Conditions share one scale unless the widest of them would then take less than this share
-#: of the axis: intervals a few pixels wide (CAGE-2's, next to means a thousand apart) show
-#: nothing, and each row then gets its own scale.
-_SHARED_MIN_SHARE = 1 / 20
-
-
-class _Scale:
-    """A plot scale that spans every ``(centre, half-width)`` given, padded a tenth each side.
-
-    It works on an eighth of every value (exact, but for subnormals): a centre plus a half-width
-    and the padded spread of the largest finite floats then stay finite, where they would
-    overflow to infinity and put every mark at NaN."""
-
-    def __init__(self, spans: Sequence[tuple[float, float]]) -> None:
-        low = min(c / 8 - h / 8 for c, h in spans)
-        high = max(c / 8 + h / 8 for c, h in spans)
-        #: An eighth of the spread of the spans.
-        self.extent = high - low
-        pad = self.extent / 10 if high > low else max(abs(high) / 100, 0.5)
-        self._low, self._high = low - pad, high + pad
-
-    def __call__(self, value: float, offset: float = 0.0) -> float:
-        """The x coordinate of ``value + offset``."""
-        share = (value / 8 + offset / 8 - self._low) / (self._high - self._low)
-        return _PLOT_X + share * _PLOT_WIDTH
+# The plot's vertical geometry, in pixels. Across, every position is a percentage of the SVG's
+# width, which is the content column's (the padding of ``.plot svg`` keeps the outermost tick
+# labels inside the page): the plot is as wide as the page it is on, its text as large.
+_ROW = 50
+_ROW_PUBLISHED = 60
+_AXIS = 58
+_GAP = 18
+#: Labels longer than this are cut in the plot (the whole label is in the row's tooltip and in
+#: the conditions table).
+_LABEL_CHARS = 60
 
 
-def _values(row: FigureRow) -> list[float]:
-    """The figures of a row drawn as points: mean, interval bounds, published value."""
-    found = [row.mean, row.published]
-    if row.interval is not None:
-        found += [row.interval.low, row.interval.high]
-    return [v for v in found if v is not None]
+def _pc(share: float) -> str:
+    """An x coordinate: ``share`` of the plot's width, as a percentage."""
+    return f"{share * 100:.3f}%"
 
 
-def _spans(row: FigureRow) -> list[tuple[float, float]]:
-    """What a row's scale must span, as (centre, half-width)."""
-    found = [(v, 0.0) for v in _values(row)]
-    if row.published is not None and row.published_halfwidth is not None:
-        found.append((row.published, row.published_halfwidth))
-    return found
+def _at(axis: Axis, value: float) -> str:
+    return _pc(axis.share(value))
 
 
 def _names(row: FigureRow) -> dict[str, str]:
@@ -285,134 +307,172 @@ def _names(row: FigureRow) -> dict[str, str]:
     return {"estimand": row.key} if row.is_estimand else {"condition": row.key}
 
 
-def _cross(x: float, y: float) -> str:
-    """The path of the x that marks a published value."""
-    a, b, c, d = (f"{v:.2f}" for v in (x - 4, x + 4, y - 4, y + 4))
-    return f"M{a} {c}L{b} {d}M{a} {d}L{b} {c}"
-
-
-def _tick(x: float, y: float, field: str, value: float, names: dict[str, str], css: str) -> str:
-    return (
-        f'<line class="{css}" x1="{x:.2f}" x2="{x:.2f}" y1="{y - 5:.2f}" y2="{y + 5:.2f}"'
-        f'{_data(field=field, **names)} data-value="{_json(value)}"/>'
-    )
-
-
-def _marks(row: FigureRow, x: _Scale, y: float) -> list[str]:
-    names, iv, out = _names(row), row.interval, []
-    if iv is not None:
-        yo = y - 6
+def _runs(row: PlotRow, axis: Axis, centre: float) -> list[str]:
+    """A row's valid runs: a small dot per run, or a bar per bin (heights relative to the
+    row's fullest bin)."""
+    key = {"run": row.row.key}
+    out = [
+        f'<circle class="run" cx="{_at(axis, p.value)}" cy="{centre + 7 * p.offset:.2f}" '
+        f'r="2.6"{_data(**key)} data-measure="{_json(p.value)}"/>'
+        for p in row.points
+    ]
+    fullest = max((b.count for b in row.bins), default=0)
+    for b in row.bins:
+        height = 16 * b.count / fullest
+        left, right = axis.share(b.low), axis.share(b.high)
         out.append(
-            f'<line class="obs" x1="{x(iv.low):.2f}" x2="{x(iv.high):.2f}" '
-            f'y1="{yo:.2f}" y2="{yo:.2f}"/>'
-        )
-        out.append(_tick(x(iv.low), yo, "low", iv.low, names, "obs"))
-        out.append(_tick(x(iv.high), yo, "high", iv.high, names, "obs"))
-    if row.mean is not None:
-        # aggregates.json calls the estimand's observed figure its value, a condition's its mean.
-        mean_field = "value" if row.is_estimand else "mean"
-        out.append(
-            f'<circle class="obs" cx="{x(row.mean):.2f}" cy="{y - 6:.2f}" r="4"'
-            f'{_data(field=mean_field, **names)} data-value="{_json(row.mean)}"/>'
-        )
-    if row.published is not None:
-        yp, half = y + 7, row.published_halfwidth
-        if half is not None:
-            out.append(
-                f'<line class="pub" x1="{x(row.published, -half):.2f}" '
-                f'x2="{x(row.published, half):.2f}" y1="{yp:.2f}" y2="{yp:.2f}"'
-                f'{_data(field="published_halfwidth", **names)} data-value="{_json(half)}"/>'
-            )
-        out.append(
-            f'<path class="pub" d="{_cross(x(row.published), yp)}"'
-            f'{_data(field="published", **names)} data-value="{_json(row.published)}"/>'
+            f'<rect class="bin" x="{_pc(left)}" width="{_pc(right - left)}" '
+            f'y="{centre + 8 - height:.2f}" height="{height:.2f}"{_data(bin=row.row.key)} '
+            f'data-low="{_json(b.low)}" data-high="{_json(b.high)}" data-count="{b.count}"/>'
         )
     return out
 
 
-def _plot_row(index: int, row: FigureRow, scale: _Scale | None) -> str:
-    """The row's label (a condition's ID and label), its axis, its marks on ``scale`` (its own
-    scale if None) and a note of its figures."""
-    y = _TOP + index * _ROW + _ROW / 2
-    label = row.label if row.is_estimand else f"{row.key} {row.label}"
+def _bar_end(x: str, y: float, field: str, value: float, names: dict[str, str], css: str) -> str:
+    return (
+        f'<line class="{css}" x1="{x}" x2="{x}" y1="{y - 5:.2f}" y2="{y + 5:.2f}"'
+        f'{_data(field=field, **names)} data-value="{_json(value)}"/>'
+    )
+
+
+def _marks(row: FigureRow, axis: Axis, y: float, y_published: float) -> list[str]:
+    """A row's mean with its interval at ``y``, its published value with its half-width at
+    ``y_published``."""
+    names, iv, out = _names(row), row.interval, []
+    if iv is not None:
+        low, high = _at(axis, iv.low), _at(axis, iv.high)
+        out.append(f'<line class="obs" x1="{low}" x2="{high}" y1="{y:.2f}" y2="{y:.2f}"/>')
+        out.append(_bar_end(low, y, "low", iv.low, names, "obs"))
+        out.append(_bar_end(high, y, "high", iv.high, names, "obs"))
+    if row.mean is not None:
+        # aggregates.json calls the estimand's observed figure its value, a condition's its mean.
+        mean_field = "value" if row.is_estimand else "mean"
+        out.append(
+            f'<circle class="obs" cx="{_at(axis, row.mean)}" cy="{y:.2f}" r="4.5"'
+            f'{_data(field=mean_field, **names)} data-value="{_json(row.mean)}"/>'
+        )
+    if row.published is not None:
+        half = row.published_halfwidth
+        if half is not None:
+            out.append(
+                f'<line class="pub" x1="{_at(axis, row.published - half)}" '
+                f'x2="{_at(axis, row.published + half)}" y1="{y_published:.2f}" '
+                f'y2="{y_published:.2f}"'
+                f'{_data(field="published_halfwidth", **names)} data-value="{_json(half)}"/>'
+            )
+        out.append(
+            f'<text class="pub-mark" x="{_at(axis, row.published)}" y="{y_published:.2f}" '
+            f'text-anchor="middle" dominant-baseline="central"'
+            f'{_data(field="published", **names)} data-value="{_json(row.published)}">'
+            "\u00d7</text>"
+        )
+    return out
+
+
+def _plot_row(row: PlotRow, axis: Axis, top: float, height: int) -> str:
+    """One row at ``top``: its label and note, its runs, its mean and interval, its published
+    value."""
+    label = row.label
     short = label if len(label) <= _LABEL_CHARS else label[: _LABEL_CHARS - 1] + "\u2026"
     out = [
-        f"<g><title>{_text(label)}</title>",
-        f'<text x="{_PLOT_X - 12}" y="{y + 4:.2f}" text-anchor="end">{_text(short)}</text>',
-        f'<line class="axis" x1="{_PLOT_X}" x2="{_PLOT_X + _PLOT_WIDTH}" '
-        f'y1="{y:.2f}" y2="{y:.2f}"/>',
+        f"<g{_data(row=row.row.key)}><title>{_text(label)}</title>",
+        f'<text x="0" y="{top + 13:.2f}"><tspan class="label">{_text(short)}</tspan>'
+        f'<tspan class="note" dx="10">{_text(row.note)}</tspan></text>',
     ]
-    if _spans(row):
-        out += _marks(row, scale or _Scale(_spans(row)), y)
-    if row.mean is None:
-        note = "observed mean n/a (fewer than two valid runs)"
-    else:
-        note = f"observed {_num(row.mean)}"
-        if row.interval is not None:
-            note += f" [{_num(row.interval.low)}, {_num(row.interval.high)}]"
-    if row.published is not None:
-        note += f"; published {row.published}"
-        if row.published_halfwidth is not None:
-            note += f" \u00b1 {row.published_halfwidth}"
-    out.append(f'<text class="note" x="{_NOTE_X}" y="{y + 4:.2f}">{_text(note)}</text></g>')
+    out += _runs(row, axis, top + 27)
+    out += _marks(row.row, axis, top + 42, top + 53)
+    out.append("</g>")
     return "".join(out)
 
 
-def _shared_scale(rows: Sequence[FigureRow]) -> _Scale | None:
-    """One scale for every condition, when it leaves the widest of them a visible share of the
-    axis; None when each row is better on its own."""
-    spans = [s for row in rows for s in _spans(row)]
-    if not spans:
-        return None
-    whole = _Scale(spans)
-    widest = max(_Scale(_spans(row)).extent for row in rows if _spans(row))
-    return whole if widest >= whole.extent * _SHARED_MIN_SHARE else None
-
-
-def _scale_note(rows: Sequence[FigureRow], shared: _Scale | None) -> str:
-    """Whether the conditions share one scale and, if so, where their lowest and highest
-    figures stand on it."""
-    if shared is None:
-        return '<text x="12" y="20">each row on its own scale</text>'
-    values = [v for row in rows for v in _values(row)]
-    low, high = min(values), max(values)
-    y = _TOP + _ROW * len(rows)
-    return (
-        '<text x="12" y="20">conditions on one scale; the estimand on its own</text>'
-        f'<line class="axis" x1="{shared(low):.2f}" x2="{shared(low):.2f}" y1="{_TOP}" '
-        f'y2="{y}"/><line class="axis" x1="{shared(high):.2f}" x2="{shared(high):.2f}" '
-        f'y1="{_TOP}" y2="{y}"/>'
-        f'<text class="note" x="{shared(low):.2f}" y="{_TOP - 2}" text-anchor="middle">'
-        f"{_text(_num(low))}</text>"
-        f'<text class="note" x="{shared(high):.2f}" y="{_TOP - 2}" text-anchor="middle">'
-        f"{_text(_num(high))}</text>"
+def _axis(axis: Axis, name: str, top: float, bottom: float) -> str:
+    """The axis under rows from ``top`` to ``bottom``: a grid line per tick, the axis line, the
+    ticks with their labels, and the title."""
+    out = [f'<g{_data(axis=name)} data-low="{_json(axis.low)}" data-high="{_json(axis.high)}">']
+    for tick, label in zip(axis.ticks, axis.labels, strict=True):
+        x = _at(axis, tick)
+        out.append(
+            f'<line class="grid" x1="{x}" x2="{x}" y1="{top:.2f}" y2="{bottom:.2f}"/>'
+            f'<line class="tick" x1="{x}" x2="{x}" y1="{bottom:.2f}" y2="{bottom + 5:.2f}"/>'
+            f'<text class="tick-label" x="{x}" y="{bottom + 18:.2f}" text-anchor="middle"'
+            f' data-tick="{_json(tick)}">{_text(label)}</text>'
+        )
+    out.append(
+        f'<line class="axis" x1="0%" x2="100%" y1="{bottom:.2f}" y2="{bottom:.2f}"/>'
+        f'<text class="axis-title" x="50%" y="{bottom + 34:.2f}" text-anchor="middle">'
+        f"{_text(axis.title)}</text>"
+        f'<text class="axis-detail" x="50%" y="{bottom + 49:.2f}" text-anchor="middle">'
+        f"{_text(axis.detail)}</text></g>"
     )
+    return "".join(out)
+
+
+def _panel(panel: PlotPanel, name: str, top: float, height: int) -> tuple[str, float]:
+    """A panel's rows and axis from ``top``, and where it ends."""
+    bottom = top + height * len(panel.rows)
+    rows = [_plot_row(r, panel.axis, top + i * height, height) for i, r in enumerate(panel.rows)]
+    return _axis(panel.axis, name, top, bottom) + "".join(rows), bottom + _AXIS
+
+
+def _legend_items(model: Plot) -> int:
+    """How many lines the legend has."""
+    return 1 + model.has_runs + model.has_published
+
+
+def _legend(model: Plot) -> str:
+    """What the marks mean: the runs (when drawn), the mean with its interval, and the
+    published value only when some row has one."""
+    interval = f"{model.level:.0%} {model.method} interval" if model.method else "interval"
+    items: list[tuple[str, str, str]] = []
+    if model.has_runs and model.binned:
+        mark = '<rect class="bin" x="0" y="-8" width="10" height="10"/>'
+        items.append(("bins", mark, "valid runs, counted in bins"))
+    elif model.has_runs:
+        items.append(("runs", '<circle class="run" cx="5" cy="-3" r="2.2"/>', "a valid run"))
+    items.append(
+        (
+            "observed",
+            '<line class="obs" x1="0" x2="22" y1="-4" y2="-4"/>'
+            '<circle class="obs" cx="11" cy="-4" r="4.5"/>',
+            f"mean, {interval}",
+        )
+    )
+    if model.has_published:
+        items.append(
+            (
+                "published",
+                '<line class="pub" x1="0" x2="22" y1="-4" y2="-4"/>'
+                '<text class="pub-mark" x="11" y="-4" text-anchor="middle" '
+                'dominant-baseline="central">\u00d7</text>',
+                "published value \u00b1 published half-width",
+            )
+        )
+    out = [
+        f'<g{_data(legend=key)} transform="translate(0 {16 + 18 * i})">{mark}'
+        f'<text x="30" y="0">{_text(text)}</text></g>'
+        for i, (key, mark, text) in enumerate(items)
+    ]
+    return '<g class="legend">' + "".join(out) + "</g>"
 
 
 def _plot(model: Figures) -> str:
-    """The plot of the figures model, the one the PNG draws (:mod:`repro.present.plot`): a row
-    per condition, on one scale when they are comparable, and the estimand's row."""
-    rows = model.conditions
-    shared = _shared_scale(rows)
-    drawn = [_plot_row(i, row, shared) for i, row in enumerate(rows)]
-    # The estimand (a sum, perhaps) is no condition's peer: always on its own scale.
-    drawn.append(_plot_row(len(rows), model.estimand, None))
-    height = _TOP + _ROW * len(drawn) + 8
-    legend = (
-        f'<circle class="obs" cx="{_PLOT_X}" cy="16" r="4"/>'
-        f'<text x="{_PLOT_X + 10}" y="20">observed mean, {model.level:.0%} interval</text>'
-        f'<path class="pub" d="{_cross(_NOTE_X, 16)}"/>'
-        f'<text x="{_NOTE_X + 10}" y="20">published value (and interval, where published)</text>'
-    )
+    """The plot of the plot model (:func:`repro.derive.figures.plot_model`), the one the PNG
+    draws (:mod:`repro.present.plot`): every condition on one axis with its runs, and the
+    estimand on its own."""
+    drawn = plot_model(model)
+    height = _ROW_PUBLISHED if drawn.has_published else _ROW
+    top = 18 * _legend_items(drawn) + 14
+    conditions, bottom = _panel(drawn.conditions, "conditions", top, height)
+    estimand, bottom = _panel(drawn.estimand, "estimand", bottom + _GAP, height)
+    caption = " ".join(_text(line) for line in drawn.caption)
     return (
-        "<section id=plot><h2>Plot</h2>"
-        f'<svg viewBox="0 0 {_WIDTH} {height}" '
-        f'width="{_WIDTH}" height="{height}" role="img" '
+        "<section id=plot><h2>Plot</h2><figure>"
+        f'<div class="plot"><svg width="100%" height="{bottom:.0f}" role="img" '
         f'aria-label="{_text(model.measure)}: observed and published figures by condition">'
-        + legend
-        + _scale_note(rows, shared)
-        + "".join(drawn)
-        + "</svg></section>"
+        + _legend(drawn)
+        + conditions
+        + estimand
+        + f"</svg></div><figcaption>{caption}</figcaption></figure></section>"
     )
 
 
@@ -488,45 +548,231 @@ def _scores(scores: Scores, order: Sequence[str]) -> str:
     )
 
 
-# --------------------------------------------------------------------------- tiers, losses
+# --------------------------------------------------------------------------- tiers, contracts
 
 
-def _tiers(tiers: Tiers) -> str:
+def contract_evidence(ledger: Ledger) -> tuple[str, ...]:
+    """The contract tier's evidence as :func:`repro.derive.tiers.contract` writes it from the
+    ledger's contract facts: the page shows those facts as a table instead."""
+    return tuple(
+        f"{c}: " + ", ".join(f"{k}={v}" for k, v in sorted(f.items()))
+        for c, f in sorted(ledger.contracts.items())
+    )
+
+
+def _evidence(t: Tier, ledger: Ledger) -> str:
+    if t.name == "contract" and t.evidence and t.evidence == contract_evidence(ledger):
+        return (
+            f"The contract facts of {len(ledger.contracts)} condition(s): see "
+            "<em>Contract facts</em> below."
+        )
+    return f"<ul>{''.join(f'<li>{_text(item)}</li>' for item in t.evidence)}</ul>"
+
+
+def _tiers(tiers: Tiers, ledger: Ledger) -> str:
+    """A row per tier: its verdict, its reason (a column only when some tier has one) and its
+    evidence."""
+    reasons = any(t.reason for t in tiers.tiers)
     rows = [
         f"<tr{_data(tier=t.name)}><td>{_text(t.name)}</td>"
         f'<td class="{_text(t.verdict)}"{_data(verdict=t.verdict)}>{_text(t.verdict)}</td>'
-        f"<td>{_text(t.reason or '')}</td>"
-        f"<td><ul>{''.join(f'<li>{_text(item)}</li>' for item in t.evidence)}</ul></td></tr>"
+        + (f"<td>{_text(t.reason or '')}</td>" if reasons else "")
+        + f"<td>{_evidence(t, ledger)}</td></tr>"
         for t in tiers.tiers
     ]
+    head = ["tier", "verdict", *(["reason"] if reasons else []), "evidence"]
+    return "<section id=tiers><h2>Tiers</h2>" + _table(head, rows) + "</section>"
+
+
+def _fact(value: object) -> str:
+    """A contract fact as text (as the tier's evidence writes it, each run of white space one
+    space, as a browser shows it anyway), its start alone when it is long, the whole of it a
+    click away."""
+    text = " ".join(str(value).split())
+    if len(text) <= _FACT_CHARS:
+        return f"<code>{_text(text)}</code>"
     return (
-        "<section id=tiers><h2>Tiers</h2>"
-        + _table(["tier", "verdict", "reason", "evidence"], rows)
-        + "</section>"
+        f"<details><summary><code>{_text(text[: _FACT_CHARS - 20])}</code>\u2026 "
+        f"({len(text):,} characters)</summary><code>{_text(text)}</code></details>"
+    )
+
+
+def _contracts(ledger: Ledger) -> str:
+    """Each condition's contract facts: those the same for every condition once, the others
+    as a table of condition by fact."""
+    contracts = dict(sorted(ledger.contracts.items()))
+    if not contracts:
+        return ""
+    keys = sorted({k for facts in contracts.values() for k in facts})
+    missing = object()
+    shared = [
+        k
+        for k in keys
+        if len({repr(f.get(k, missing)) for f in contracts.values()}) == 1
+        and all(k in f for f in contracts.values())
+    ]
+    varying = [k for k in keys if k not in shared]
+    first = next(iter(contracts.values()))
+    parts = [
+        "<section id=contracts><h2>Contract facts</h2><p>What the adapter recorded that every "
+        "run of a condition sees; the contract tier holds each run to its condition's facts.</p>"
+    ]
+    if shared:
+        parts.append(
+            f'<p>The same for all {len(contracts)} condition(s):</p><dl class="facts">'
+            + "".join(
+                f"<dt>{_text(k)}</dt><dd{_data(contract='*', fact=k)}>{_fact(first[k])}</dd>"
+                for k in shared
+            )
+            + "</dl>"
+            + ("<p>By condition:</p>" if varying else "")
+        )
+    if varying:
+        rows = [
+            f"<tr><td>{_text(c)}</td>"
+            + "".join(
+                f'<td class="fact"{_data(contract=c, fact=k)}>'
+                + (_fact(facts[k]) if k in facts else "")
+                + "</td>"
+                for k in varying
+            )
+            + "</tr>"
+            for c, facts in contracts.items()
+        ]
+        parts.append(_table(["condition", *varying], rows))
+    parts.append("</section>")
+    return "".join(parts)
+
+
+# --------------------------------------------------------------------------- losses
+
+_SLOT = re.compile(r"(.*-r)([0-9]+)")
+
+
+def _slot_items(slots: Sequence[str]) -> list[tuple[str, int]]:
+    """Slots in order as items to list, each with how many slots it stands for: a run of
+    consecutive slots of one condition (``c03-r0001`` to ``c03-r0004``) is one item,
+    ``c03-r0001\u2013r0004``."""
+    items: list[tuple[str, int]] = []
+    run: tuple[str, str, str, int] | None = None  # prefix, first digits, last digits, count
+
+    def close() -> None:
+        if run is not None:
+            prefix, first, last, count = run
+            text = f"{prefix}{first}" + (f"\u2013r{last}" if count > 1 else "")
+            items.append((text, count))
+
+    for slot in slots:
+        m = _SLOT.fullmatch(slot)
+        if m is None:
+            close()
+            run = None
+            items.append((slot, 1))
+            continue
+        prefix, digits = m.group(1), m.group(2)
+        if (
+            run is not None
+            and run[0] == prefix
+            and len(digits) == len(run[2])
+            and int(digits) == int(run[2]) + 1
+        ):
+            run = (prefix, run[1], digits, run[3] + 1)
+        else:
+            close()
+            run = (prefix, digits, digits, 1)
+    close()
+    return items
+
+
+def _listed(slots: Sequence[str]) -> tuple[list[str], int]:
+    """The slots' items to list (:func:`_slot_items`): at most :data:`MAX_SLOTS_LISTED` (or up
+    to three more, rather than "and 2 more"), and how many slots the rest stand for."""
+    items = _slot_items(slots)
+    shown = items if len(items) <= MAX_SLOTS_LISTED + 3 else items[:MAX_SLOTS_LISTED]
+    return [item for item, _ in shown], len(slots) - sum(count for _, count in shown)
+
+
+def _slot_list(slots: Sequence[str]) -> str:
+    """The slots compacted and cut, as the page lists them."""
+    items, rest = _listed(slots)
+    return ", ".join(items) + (f", and {rest:,} more slot(s)" if rest else "")
+
+
+def _slot_cell(slots: Sequence[str]) -> str:
+    """:func:`_slot_list` as a cell, each item kept on one line."""
+    items, rest = _listed(slots)
+    listed = ", ".join(f'<span class="slot">{_text(item)}</span>' for item in items)
+    return (
+        f'<td class="slots">{listed}' + (f", and {rest:,} more slot(s)" if rest else "") + "</td>"
     )
 
 
 def _losses(ledger: Ledger) -> str:
+    """The losses grouped by outcome and cause, the most frequent first: how many slots, their
+    attempts, and which slots."""
     if not ledger.losses:
         return (
             "<section id=losses><h2>Losses</h2><p>None: every admitted slot ended valid.</p>"
             "</section>"
         )
-    rows = [
-        f"<tr><td>{_text(loss.slot)}</td><td>{_text(loss.outcome)}</td>"
-        f"<td>{_text(loss.cause)}</td>"
-        + _figure("td", loss.attempts, str(loss.attempts), "num", field="attempts", slot=loss.slot)
-        + "</tr>"
-        for loss in ledger.losses
-    ]
+    groups: dict[tuple[str, str], list[Loss]] = {}
+    for loss in ledger.losses:
+        groups.setdefault((loss.outcome, loss.cause), []).append(loss)
+    ordered = sorted(groups.items(), key=lambda item: -len(item[1]))
+    rows = []
+    for (outcome, cause), losses in ordered:
+        names = {"outcome": outcome, "cause": cause}
+        attempts = sum(loss.attempts for loss in losses)
+        each = sorted({loss.attempts for loss in losses})
+        per = f"{each[0]} each" if len(each) == 1 else f"{each[0]}\u2013{each[-1]} each"
+        per_text = f" ({per})" if len(losses) > 1 else ""
+        rows.append(
+            f"<tr><td>{_text(outcome)}</td><td>{_text(cause)}</td>"
+            + _figure("td", len(losses), f"{len(losses):,}", "num", field="slots", **names)
+            + '<td class="num">'
+            + _figure("span", attempts, f"{attempts:,}", field="attempts", **names)
+            + f"{_text(per_text)}</td>"
+            + _slot_cell([loss.slot for loss in losses])
+            + "</tr>"
+        )
     return (
         "<section id=losses><h2>Losses</h2>"
-        f"<p>{len(ledger.losses)} slot(s) did not end valid and are not in the means; nothing "
-        "was imputed.</p>" + _table(["slot", "outcome", "cause", "attempts"], rows) + "</section>"
+        f"<p>{len(ledger.losses):,} slot(s) did not end valid and are not in the means; nothing "
+        f"was imputed. By cause:</p>"
+        + _table(["outcome", "cause", "slots", "attempts", "which"], rows)
+        + "</section>"
     )
 
 
 # --------------------------------------------------------------------------- the page
+
+
+def repro_version() -> str:
+    """The version of repro making the page (importlib.metadata; the package's own
+    ``__version__`` when it runs from a source tree that is not installed)."""
+    try:
+        return importlib.metadata.version("repro")
+    except importlib.metadata.PackageNotFoundError:
+        return repro.__version__
+
+
+def _when(environment: Environment | None, version: str) -> str:
+    """When the study ran and with which repro (environment.json, as the study recorded it),
+    and which repro made the page."""
+    made = f"This page was made by repro {_text(version)} from the verified bundle."
+    if environment is None:
+        return f"<p>{made}</p>"
+    e = environment
+
+    def utc(stamp: str) -> str:
+        return f'<time datetime="{_text(stamp)}">{_text(stamp.replace("T", " ")[:-1])} UTC</time>'
+
+    return (
+        f"<p{_data(started=e.started_utc, finished=e.finished_utc)}>Study ran from "
+        f"{utc(e.started_utc)} to {utc(e.finished_utc)} with repro "
+        f"<span{_data(repro_version=e.repro_version)}>{_text(e.repro_version)}</span> on "
+        f"{_text(e.implementation)} {_text(e.python)} (as its environment.json records). {made}</p>"
+    )
 
 
 def render(
@@ -536,13 +782,20 @@ def render(
     ledger: Ledger,
     scores: Scores | None = None,
     bundle_sha256: str | None = None,
+    *,
+    environment: Environment | None = None,
+    values: Mapping[str, Sequence[float]] | None = None,
+    version: str | None = None,
 ) -> str:
     """The page for a bundle's parsed files (the caller verified the bundle). A pure function:
     the same bundle gives the same bytes. ``bundle_sha256`` is the bundle's identity (the
-    digest of its tag manifest) when known."""
+    digest of its tag manifest) when known; ``environment`` says when the study ran;
+    ``values`` are each condition's valid measures (:func:`repro.derive.figures.run_measures`),
+    which the plot draws run by run; ``version`` is repro's (:func:`repro_version` by
+    default)."""
     p = fp.protocol
     order = [f.name for f in p.matrix]
-    model = figures(fp, agg, tiers)
+    model = figures(fp, agg, tiers, values)
     identity = (
         ""
         if bundle_sha256 is None
@@ -554,11 +807,13 @@ def render(
         f"<code{_data(protocol_sha256=fp.sha256)}>{_text(fp.sha256)}</code>; adapter "
         f"<code>{_text(ledger.adapter.name)}</code> {_text(ledger.adapter.version)}.</p>",
         identity,
+        _when(environment, version or repro_version()),
         _claim(agg, tiers, ledger),
         _conditions(model),
         _plot(model),
         _scores(scores, order) if scores is not None else "",
-        _tiers(tiers),
+        _tiers(tiers, ledger),
+        _contracts(ledger),
         _losses(ledger),
         "<section id=recheck><h2>Re-check</h2><p>Offline, with no simulator installed, from a "
         "copy of the bundle: <code>repro verify BUNDLE_DIR</code></p></section>",

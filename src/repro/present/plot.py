@@ -1,105 +1,189 @@
-"""``repro show --plot``: the comparison plot of a verified bundle as a PNG (needs the ``plot``
-extra, matplotlib).
+"""``repro show --plot``: the plot of a verified bundle as a PNG (needs the ``plot`` extra,
+matplotlib).
 
-It draws the figures model (:mod:`repro.derive.figures`) that the HTML page's plot draws too, so
-both show the same figures: each condition's observed mean and interval, and its published value
-with its published half-width where there is one. :func:`panels` says what each panel holds;
-:func:`plot` only draws that."""
+It draws the plot model (:func:`repro.derive.figures.plot_model`) that the HTML page's SVG draws
+too, so both show the same thing: every condition on one axis with the same ticks, each
+condition's valid runs (points, or bins past :data:`repro.derive.figures.POINTS_LIMIT`) with its
+mean and interval, the estimand on an axis of its own, and published values with their
+half-widths only where there are some. :func:`repro.derive.figures.plot_model` decides what is
+drawn and where; this module only draws it."""
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 from typing import Any
 
-from attrs import frozen
+from repro.derive.figures import Figures, Plot, PlotPanel, PlotRow, plot_model
 
-from repro.derive.figures import FigureRow, Figures
+__all__ = ["OBSERVED", "PUBLISHED", "RUNS", "plot"]
 
-__all__ = ["Panel", "panels", "plot"]
+#: The colours of the marks: the runs, the observed mean and interval, the published value.
+RUNS = "#4f7fb8"
+OBSERVED = "#1f4f8a"
+PUBLISHED = "tab:red"
 
-
-@frozen
-class Panel:
-    """What one panel draws: the observed mean with its interval's reach below and above it,
-    the published value with its half-width, the x range that holds them all, and the note
-    beside the panel. Any of them is None when there is nothing to draw."""
-
-    label: str
-    observed: float | None
-    observed_reach: tuple[float, float] | None
-    published: float | None
-    published_halfwidth: float | None
-    xlim: tuple[float, float] | None
-    note: str
+#: Where a row's marks stand, up from its centre (rows are one unit apart, the first at 0):
+#: the runs' band and its half-height, the mean with its interval, the published value.
+_RUNS_Y, _RUNS_HALF = 0.2, 0.14
+_OBSERVED_Y = -0.12
+_PUBLISHED_Y = -0.32
+#: The height a row's fullest bin reaches.
+_BIN_HEIGHT = 0.34
 
 
-def _panel(row: FigureRow) -> Panel:
-    """The panel of one row of the figures."""
-    mean, interval, published, half = row.mean, row.interval, row.published, row.published_halfwidth
-    points = []
-    reach = None
-    if mean is not None:
-        if interval is not None:
-            reach = (mean - interval.low, interval.high - mean)
-            points += [interval.low, interval.high]
-        points.append(mean)
-    if published is not None:
-        points += [published - (half or 0), published + (half or 0)]
-    xlim = None
-    if points:
-        low, high = min(points), max(points)
-        # Padded so that the marks stay clear of the frame, and never a zero-width range.
-        pad = max((high - low) * 0.6, abs(high) * 1e-3, 0.05)
-        xlim = (low - pad, high + pad)
-    note = "observed " + ("n/a" if mean is None else f"{mean:.2f}")
-    if published is not None:
-        note += f"; published {published}" + (f" ± {half}" if half is not None else "")
-    return Panel(row.label, mean, reach, published, half, xlim, note)
+def _draw_runs(ax: Any, row: PlotRow, y: float) -> None:
+    """A row's valid runs: a dot each at its offset, or a bar per bin."""
+    if row.points:
+        ax.scatter(
+            [p.value for p in row.points],
+            [y + _RUNS_Y + _RUNS_HALF * p.offset for p in row.points],
+            s=7,
+            color=RUNS,
+            alpha=0.5,
+            linewidths=0,
+            clip_on=False,
+            zorder=2,
+            gid=f"runs {row.row.key}",
+        )
+    fullest = max((b.count for b in row.bins), default=0)
+    if row.bins:
+        ax.bar(
+            [b.low for b in row.bins],
+            [_BIN_HEIGHT * b.count / fullest for b in row.bins],
+            width=[b.high - b.low for b in row.bins],
+            bottom=y + _RUNS_Y - _RUNS_HALF,
+            align="edge",
+            color=RUNS,
+            alpha=0.7,
+            linewidth=0,
+            zorder=2,
+            gid=f"bins {row.row.key}",
+        )
 
 
-def panels(model: Figures) -> list[Panel]:
-    """One panel per condition, each on its own scale, and a last one for the estimand."""
-    return [_panel(row) for row in model.rows]
-
-
-def _draw(ax: Any, panel: Panel) -> None:
-    """Draw ``panel`` on the matplotlib axes ``ax``: observed in blue above, published in red
-    below."""
-    if panel.observed is not None:
-        reach = panel.observed_reach
-        err = None if reach is None else [[reach[0]], [reach[1]]]
-        ax.errorbar([panel.observed], [0.15], xerr=err, fmt="o", color="tab:blue", capsize=5)
-    if panel.published is not None:
-        half = panel.published_halfwidth
+def _draw_row(ax: Any, row: PlotRow, y: float) -> None:
+    """A row at ``y``: its runs, its mean with its interval, its published value with its
+    half-width."""
+    _draw_runs(ax, row, y)
+    r = row.row
+    if r.mean is not None:
+        iv = r.interval
+        err = None if iv is None else [[r.mean - iv.low], [iv.high - r.mean]]
+        ax.errorbar(
+            [r.mean],
+            [y + _OBSERVED_Y],
+            xerr=err,
+            fmt="o",
+            color=OBSERVED,
+            ms=5,
+            capsize=4,
+            lw=2,
+            clip_on=False,
+            zorder=3,
+        )
+    if r.published is not None:
+        half = r.published_halfwidth
         err = None if half is None else [[half], [half]]
-        ax.errorbar([panel.published], [-0.15], xerr=err, fmt="x", color="tab:red", capsize=5, ms=9)
-    if panel.xlim is not None:
-        ax.set_xlim(*panel.xlim)
-    ax.text(1.01, 0.5, panel.note, transform=ax.transAxes, va="center", fontsize=7)
-    ax.set_ylim(-0.6, 0.6)
-    ax.set_yticks([])
-    ax.set_ylabel(panel.label, rotation=0, ha="right", va="center", fontsize=8)
-    ax.tick_params(axis="x", labelsize=7)
-    ax.grid(axis="x", alpha=0.3)
+        ax.errorbar(
+            [r.published],
+            [y + _PUBLISHED_Y],
+            xerr=err,
+            fmt="x",
+            color=PUBLISHED,
+            ms=7,
+            mew=2,
+            capsize=4,
+            clip_on=False,
+            zorder=3,
+        )
+
+
+def _draw_panel(ax: Any, panel: PlotPanel) -> None:
+    """A panel's rows top to bottom on its axis, with its ticks, labels and title."""
+    axis = panel.axis
+    for i, row in enumerate(panel.rows):
+        _draw_row(ax, row, -i)
+    ax.set_xlim(axis.low, axis.high)
+    ax.set_xticks(list(axis.ticks), list(axis.labels))
+    ax.set_xlabel(f"{axis.title}\n{axis.detail}", fontsize=9)
+    ax.set_ylim(-len(panel.rows) + 0.5, 0.5)
+    ax.set_yticks(
+        [-i for i in range(len(panel.rows))],
+        [f"{row.label}\n{row.note}" for row in panel.rows],
+    )
+    ax.tick_params(axis="y", labelsize=7.5, length=0)
+    ax.tick_params(axis="x", labelsize=8)
+    ax.grid(axis="x", color="#e4e4e4")
+    ax.set_axisbelow(True)
+    for side in ("top", "right", "left"):
+        ax.spines[side].set_visible(False)
+
+
+def _legend(ax: Any, model: Plot) -> None:
+    """What the marks mean, above the first panel: the runs where drawn, the mean with its
+    interval, the published value only when some row has one."""
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    interval = f"{model.level:.0%} {model.method} interval" if model.method else "interval"
+    handles: list[Any] = []
+    if model.has_runs and model.binned:
+        handles.append(Patch(color=RUNS, alpha=0.7, label="valid runs, counted in bins"))
+    elif model.has_runs:
+        handles.append(
+            Line2D([], [], ls="", marker="o", ms=3, color=RUNS, alpha=0.6, label="a valid run")
+        )
+    handles.append(
+        Line2D([], [], marker="o", ms=5, lw=2, color=OBSERVED, label=f"mean, {interval}")
+    )
+    if model.has_published:
+        handles.append(
+            Line2D(
+                [],
+                [],
+                marker="x",
+                ms=7,
+                mew=2,
+                color=PUBLISHED,
+                label="published value \u00b1 published half-width",
+            )
+        )
+    ax.legend(
+        handles=handles,
+        loc="lower left",
+        bbox_to_anchor=(0, 1.0),
+        ncol=len(handles),
+        frameon=False,
+        fontsize=8,
+    )
 
 
 def plot(model: Figures, out: Path) -> None:
-    """The panels of ``model`` stacked, written to ``out`` as a PNG."""
+    """The plot model of ``model`` (:func:`repro.derive.figures.plot_model`) drawn, written to
+    ``out`` as a PNG: the conditions' panel above, the estimand's below, the caption under
+    both."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    drawn = panels(model)
-    fig, axes = plt.subplots(len(drawn), 1, figsize=(9, 0.9 * len(drawn) + 1.2), squeeze=False)
-    for ax, panel in zip(axes[:, 0], drawn, strict=True):
-        _draw(ax, panel)
-    fig.suptitle(
-        f"{model.measure}: observed mean with {model.level:.0%} interval (blue dot), "
-        "published value and interval where given (red x)\n"
-        f"reproduction: {model.verdict}",
-        fontsize=9,
+    drawn = plot_model(model)
+    rows = len(drawn.conditions.rows)
+    caption = textwrap.fill(" ".join(drawn.caption), 150)
+    lines = caption.count("\n") + 1
+    fig, (top, bottom) = plt.subplots(
+        2,
+        1,
+        figsize=(11, 0.62 * rows + 3.4 + 0.16 * lines),
+        height_ratios=[rows + 0.4, 1.4],
+        layout="constrained",
     )
-    fig.tight_layout()
+    fig.get_layout_engine().set(w_pad=0.15)
+    _draw_panel(top, drawn.conditions)
+    _draw_panel(bottom, drawn.estimand)
+    _legend(top, drawn)
+    fig.suptitle(f"{drawn.measure}: reproduction {drawn.verdict}", fontsize=10)
+    fig.supxlabel(caption, fontsize=7.5, ha="left", x=0.01, color="#444")
     fig.savefig(out, dpi=120)
     plt.close(fig)

@@ -12,12 +12,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from attrs import frozen
+from attrs import field, frozen
 
-from repro.derive.figures import Figures, figures
+from repro.derive.figures import Figures, figures, run_measures
 from repro.json.serde import unstructure
-from repro.models import Aggregates, FrozenProtocol, Ledger, Scores, Tiers
-from repro.verify import open_verified
+from repro.models import Aggregates, Environment, FrozenProtocol, Ledger, Scores, Tiers
+from repro.verify import VerifiedBundle, open_verified
 
 __all__ = ["Shown", "load"]
 
@@ -32,6 +32,22 @@ class Shown:
     tiers: Tiers
     ledger: Ledger
     scores: Scores | None
+    #: When and how the study ran (environment.json), and the verified bundle whose run records
+    #: the plots read (:meth:`values`); None where the files were not read from a bundle.
+    environment: Environment | None = None
+    verified: VerifiedBundle | None = field(default=None, eq=False, repr=False)
+    _values: dict[str, tuple[float, ...]] = field(factory=dict, eq=False, repr=False)
+
+    def values(self) -> dict[str, tuple[float, ...]] | None:
+        """Each condition's valid measures (:func:`repro.derive.figures.run_measures`), read
+        from the verified bundle's run records once; None without a bundle to read."""
+        v = self.verified
+        if v is None:
+            return None
+        if not self._values:
+            parts = ((part, v.records(part.id)) for part in v.partitions())
+            self._values.update(run_measures(v.protocol, v.ledger, parts))
+        return self._values
 
     def as_dict(self) -> dict[str, Any]:
         """``repro show --json``: the shape of ``repro verify --json``'s success (``ok``,
@@ -48,9 +64,9 @@ class Shown:
         }
 
     def figures(self) -> Figures:
-        """The figures model (:mod:`repro.derive.figures`) of these files: what the terminal's
-        table, the PNG and the HTML page show."""
-        return figures(self.protocol, self.aggregates, self.tiers)
+        """The figures model (:mod:`repro.derive.figures`) of these files and the runs: what the
+        terminal's table, the PNG and the HTML page show."""
+        return figures(self.protocol, self.aggregates, self.tiers, self.values())
 
     def html(self) -> str:
         """``repro show --html``: the page :func:`repro.present.html.render` makes of these
@@ -58,7 +74,14 @@ class Shown:
         from repro.present.html import render
 
         return render(
-            self.protocol, self.aggregates, self.tiers, self.ledger, self.scores, self.bundle_sha256
+            self.protocol,
+            self.aggregates,
+            self.tiers,
+            self.ledger,
+            self.scores,
+            self.bundle_sha256,
+            environment=self.environment,
+            values=self.values(),
         )
 
 
@@ -67,4 +90,13 @@ def load(bundle: Path) -> Shown:
     Raises :class:`NotVerified` with the findings when it does not verify, and
     :class:`repro.errors.BadInput` when it is not a bundle directory at all."""
     v = open_verified(bundle)
-    return Shown(v.bundle_sha256, v.protocol, v.aggregates, v.tiers, v.ledger, v.scores)
+    return Shown(
+        v.bundle_sha256,
+        v.protocol,
+        v.aggregates,
+        v.tiers,
+        v.ledger,
+        v.scores,
+        environment=v.environment,
+        verified=v,
+    )

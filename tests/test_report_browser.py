@@ -1,0 +1,187 @@
+"""The HTML report as headless Chromium renders it: the DOM it builds holds the plot's every
+valid run, nice ticks, axis titles that name the measure, and a published legend only where
+something is published; and the plot is drawn at the width of the page's content column, at a
+wide and at a narrow window, as the DOM's layout and a screenshot's pixels both say, not at a
+fixed 360 px.
+
+Like tests/test_show.py's, these tests are skipped when /usr/bin/chromium is missing, unless CI
+is set, in which case its absence fails them. Nothing here depends on how long Chromium takes:
+each run has a generous timeout, and nothing is timed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from itertools import count
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from htmlpage import axis_ticks, check_figures, check_runs, legend, parse
+from repro.cli.app import app
+
+runner = CliRunner()
+CHROMIUM = Path("/usr/bin/chromium")
+#: A run of Chromium may take this long on a busy machine before the test gives up on it.
+TIMEOUT = 300
+#: The window widths rendered: a desktop's and a narrow one (headless windows are at least
+#: 500 px wide).
+WIDE, NARROW = 1280, 600
+_runs = count()
+
+
+@pytest.fixture
+def chromium() -> Path:
+    """The Chromium binary; skipped without it, failed without it when CI is set."""
+    if CHROMIUM.is_file() and os.access(CHROMIUM, os.X_OK):
+        return CHROMIUM
+    if os.environ.get("CI"):
+        pytest.fail(f"CI is set but {CHROMIUM} is missing (.ci/run installs it with apt-get)")
+    pytest.skip(f"{CHROMIUM} not installed (apt-get install chromium); CI never skips this")
+
+
+def _chromium(chromium: Path, tmp_path: Path, width: int, *args: str) -> str:
+    """Run headless Chromium on a ``width`` px wide window with ``args``, and return its
+    stdout. The flags keep it off the network (without them it hangs on a closed one), let it
+    run as root, and hide the scrollbars so that the layout's width is the window's."""
+    profile = tmp_path / f"chromium-profile-{next(_runs)}"
+    done = subprocess.run(
+        [
+            str(chromium),
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--hide-scrollbars",
+            f"--user-data-dir={profile}",
+            f"--window-size={width},2400",
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        env={**os.environ, "HOME": str(tmp_path)},
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    shutil.rmtree(profile, ignore_errors=True)
+    return done.stdout
+
+
+def _page(bundle: Path, tmp_path: Path) -> Path:
+    page = tmp_path / "report.html"
+    result = runner.invoke(app, ["show", str(bundle), "--html", str(page)])
+    assert result.exit_code == 0, result.output
+    return page
+
+
+def _json(bundle: Path, name: str) -> Any:
+    return json.loads((bundle / "data" / name).read_text("utf-8"))
+
+
+@pytest.mark.parametrize("which", ["published_bundle", "scored_bundle"])
+def test_chromium_shows_every_run_the_ticks_and_the_legend(
+    which: str, request: pytest.FixtureRequest, chromium: Path, tmp_path: Path
+) -> None:
+    """In the DOM Chromium builds from the page: every figure is the bundle's, each condition
+    has a point per valid run with that run's measure, both axes have ticks a step of 1, 2 or
+    5 times a power of ten apart, the conditions' axis is titled with the measure, and the
+    legend names published values exactly when the bundle has some."""
+    bundle: Path = request.getfixturevalue(which)
+    page = _page(bundle, tmp_path)
+    elements = parse(_chromium(chromium, tmp_path, WIDE, "--dump-dom", page.as_uri()))
+    check_figures(elements, bundle)
+    assert check_runs(elements, bundle) == "points"
+    for name in ("conditions", "estimand"):
+        ticks = axis_ticks(elements, name)
+        assert len(ticks) >= 2
+        assert all(float(label) == pytest.approx(value) for value, label in ticks)
+    measure = _json(bundle, "aggregates.json")["measure"]
+    titles = [e.text for e in elements if e.attrs.get("class") == "axis-title"]
+    assert titles[0] == measure
+    published = bool(_json(bundle, "tiers.json")["reproduction"]["figures"])
+    assert ("published" in legend(elements)) == published
+    assert published == (which == "published_bundle")
+
+
+#: Measures the laid-out page and writes the rectangles into the DOM, for --dump-dom: the plot
+#: section (the content column's width), the SVG, and the conditions' axis line.
+_MEASURE = """<script>
+(() => {
+  const x = e => { const b = e.getBoundingClientRect(); return [b.left, b.right]; };
+  const svg = document.querySelector('#plot svg');
+  document.body.setAttribute('data-rects', JSON.stringify({
+    viewport: innerWidth,
+    page: document.documentElement.scrollWidth,
+    column: x(document.getElementById('conditions')),
+    svg: x(svg),
+    axis: x(svg.querySelector('[data-axis=conditions] line.axis')),
+  }));
+})();
+</script>"""
+#: The conditions' axis line, drawn thick in a colour nothing else on the page has.
+_MARK = "<style>svg [data-axis=conditions] line.axis { stroke: #ff00ff; stroke-width: 4; }</style>"
+
+
+def _measuring_copy(page: Path, tmp_path: Path) -> Path:
+    """A copy of ``page`` that may run one inline script (the measuring one, appended) and
+    draws its conditions' axis in magenta: the page itself runs none."""
+    text = page.read_text("utf-8")
+    policy = "default-src 'none'; style-src 'unsafe-inline'"
+    assert text.count(policy) == 1 and "<script" not in text
+    text = text.replace(policy, policy + "; script-src 'unsafe-inline'")
+    text = text.replace("</head>", _MARK + "</head>").replace("</body>", _MEASURE + "</body>")
+    copy = tmp_path / "measured.html"
+    copy.write_text(text, "utf-8")
+    return copy
+
+
+def _magenta_extent(png: Path) -> tuple[int, int]:
+    """The leftmost and rightmost columns of the screenshot with magenta pixels."""
+    image = pytest.importorskip("PIL.Image").open(png).convert("RGB")
+    width, height = image.size
+    pixels = image.load()
+    columns = [
+        x
+        for x in range(width)
+        if any(r > 200 and b > 200 and g < 80 for r, g, b in (pixels[x, y] for y in range(height)))
+    ]
+    assert columns, "no magenta axis in the screenshot"
+    return columns[0], columns[-1]
+
+
+@pytest.mark.parametrize("width", [WIDE, NARROW])
+def test_the_plot_is_as_wide_as_the_content_column(
+    width: int, published_bundle: Path, chromium: Path, tmp_path: Path
+) -> None:
+    """At a wide and at a narrow window, the plot's SVG is exactly as wide as the content column
+    (the conditions table's section), its axis spans nearly all of it (less only the padding
+    that keeps the outer tick labels on the page), the page does not overflow the window, and
+    the screenshot's pixels show the axis drawn from the same left to the same right."""
+    page = _measuring_copy(_page(published_bundle, tmp_path), tmp_path)
+    dom = parse(_chromium(chromium, tmp_path, width, "--dump-dom", page.as_uri()))
+    rects = json.loads(next(e for e in dom if "data-rects" in e.attrs).attrs["data-rects"])
+    column, svg, axis = rects["column"], rects["svg"], rects["axis"]
+    column_width = column[1] - column[0]
+    assert rects["viewport"] == width and rects["page"] <= width
+    assert svg == pytest.approx(column, abs=1)
+    assert axis[1] - axis[0] >= 0.9 * column_width
+    assert column[0] <= axis[0] < axis[1] <= column[1]
+    if width == WIDE:
+        # The page's width class: its 72rem column, not a plot of 360 px.
+        assert column_width == pytest.approx(72 * 16, abs=1)
+        assert axis[1] - axis[0] > 2.5 * 360
+    else:
+        assert column_width <= width - 16
+    shot = tmp_path / "shot.png"
+    _chromium(chromium, tmp_path, width, f"--screenshot={shot}", page.as_uri())
+    left, right = _magenta_extent(shot)
+    assert left == pytest.approx(axis[0], abs=3) and right == pytest.approx(axis[1], abs=3)
