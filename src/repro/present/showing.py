@@ -63,10 +63,12 @@ class Shown:
             "scores": None if self.scores is None else unstructure(self.scores),
         }
 
-    def figures(self) -> Figures:
-        """The figures model (:mod:`repro.derive.figures`) of these files and the runs: what the
-        terminal's table, the PNG and the HTML page show."""
-        return figures(self.protocol, self.aggregates, self.tiers, self.values())
+    def figures(self, runs: bool = True) -> Figures:
+        """The figures model (:mod:`repro.derive.figures`) of these files and, with ``runs``,
+        of every valid run's measure: what the PNG and the HTML page show. The terminal's
+        tables need no run (``runs=False``), so plain ``repro show`` reads no run record after
+        verify has."""
+        return figures(self.protocol, self.aggregates, self.tiers, self.values() if runs else None)
 
     def html(self) -> str:
         """``repro show --html``: the page :func:`repro.present.html.render` makes of these
