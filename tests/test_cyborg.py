@@ -449,7 +449,7 @@ class TestUpstreamBackend:
         out = tmp_path / "upstream"
         env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(site), str(ROOT / "tests")]))
         done = subprocess.run(
-            [sys.executable, "-m", "repro.cli.app", "study", str(protocol), "--out", str(out)],
+            [sys.executable, "-m", "repro", "study", str(protocol), "--out", str(out)],
             capture_output=True,
             text=True,
             env=env,

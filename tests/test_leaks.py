@@ -98,11 +98,13 @@ def probe(tmp_path_factory: pytest.TempPathFactory) -> Probe:
         "REPRO_PROBE_SEEN": str(seen),
     }
     out = f"out-{SENTINEL}/bundle"
-    study = [sys.executable, "-m", "repro.cli.app", "study", "protocol.json", "--out", out]
+    # The sentinel in a directory name above the root too: repro creates the root alone.
+    (work / f"out-{SENTINEL}").mkdir()
+    study = [sys.executable, "-m", "repro", "study", "protocol.json", "--out", out]
     command, skipped = _uts_namespace(study, seen)
     done = subprocess.run(command, cwd=work, env=env, capture_output=True, text=True, check=False)
     verify = subprocess.run(
-        [sys.executable, "-m", "repro.cli.app", "verify", "--json", out],
+        [sys.executable, "-m", "repro", "verify", "--json", out],
         cwd=work,
         env=env,
         capture_output=True,
