@@ -14,12 +14,22 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from tools.schemas import generate
 
-from conftest import ROOT
+from conftest import ROOT, SMALL
 from repro import models
 from repro.errors import BadInput
 from repro.json import schemas
 from repro.json.serde import structure, unstructure
-from repro.models import CellScore, CheckResult, CheckSummary, GateResult, RunScore, Scores
+from repro.models import (
+    CellScore,
+    CheckResult,
+    CheckSummary,
+    ContrastResult,
+    ContrastsFile,
+    GateResult,
+    IntervalValue,
+    RunScore,
+    Scores,
+)
 from repro.models.constraints import Constraint, OptionalValidator
 from repro.plan.streams import checkpoint_of
 
@@ -205,6 +215,56 @@ _SCORES = Scores(
 )
 
 
+_CONTRASTS = ContrastsFile(
+    schema="repro.contrasts/1",
+    protocol_sha256="0" * 64,
+    multiplicity="holm",
+    contrasts=(
+        ContrastResult(
+            id="a-better",
+            direction="superiority",
+            pairing="paired",
+            better="higher",
+            margin=0.0,
+            level=0.95,
+            primary=True,
+            a=("c00",),
+            b=("c01",),
+            n_a=8,
+            n_b=7,
+            pairs=7,
+            incomplete_pairs=1,
+            estimate=1.5,
+            se=0.5,
+            df=6.0,
+            interval=IntervalValue("t", 0.95, 0.27, 2.73, 1.23),
+            statistic=3.0,
+            p_value=0.012,
+            p_adjusted=0.024,
+            verdict="holds",
+            reason="adjusted p-value 0.024 is below 0.05",
+        ),
+    ),
+)
+
+#: A protocol that declares contrasts, for the protocol schema's samples.
+_CONTRASTED = {
+    **SMALL,
+    "contrasts": {
+        "family": [
+            {
+                "id": "a-better",
+                "a": {"participant": "random"},
+                "b": {"participant": "push-left"},
+                "direction": "non-inferiority",
+                "margin": 1.0,
+                "better": "lower",
+            }
+        ]
+    },
+}
+
+
 def _samples(bundle: Path) -> dict[str, list[Any]]:
     """Real JSON values of each schema's kind."""
     data = bundle / "data"
@@ -216,8 +276,9 @@ def _samples(bundle: Path) -> dict[str, list[Any]]:
     samples["protocol"] = [
         json.loads((ROOT / "protocols" / name).read_text())
         for name in ("cage2-ccs-sleeper.json", "agent-gate-eval.json")
-    ]
+    ] + [_CONTRASTED]
     samples["scores"] = [unstructure(_SCORES)]
+    samples["contrasts"] = [unstructure(_CONTRASTS)]
     return samples
 
 

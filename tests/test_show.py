@@ -48,8 +48,8 @@ def _tamper(bundle: Path) -> None:
 @pytest.mark.parametrize("which", ["published_bundle", "scored_bundle"])
 def test_json_holds_the_bundles_derived_files(which: str, request: pytest.FixtureRequest) -> None:
     """stdout is one JSON object: ok, the bundle's identity as verify gives it, the protocol's
-    id and sha256, and aggregates.json, tiers.json and scores.json (null without scoring) as
-    stored."""
+    id and sha256, and aggregates.json, tiers.json, scores.json (null without scoring) and
+    contrasts.json (null without contrasts) as stored."""
     bundle: Path = request.getfixturevalue(which)
     result = runner.invoke(app, ["show", str(bundle), "--json"])
     assert result.exit_code == 0, result.output
@@ -67,6 +67,7 @@ def test_json_holds_the_bundles_derived_files(which: str, request: pytest.Fixtur
         "aggregates": _json(bundle, "aggregates.json"),
         "tiers": _json(bundle, "tiers.json"),
         "scores": scores,
+        "contrasts": None,
     }
     assert shown["tiers"]["reproduction"]["verdict"] in ("failed", "unavailable")
 

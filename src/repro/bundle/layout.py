@@ -17,6 +17,7 @@ __all__ = [
     "AGGREGATES",
     "BAGIT",
     "BAG_INFO",
+    "CONTRASTS",
     "CRATE",
     "DATA",
     "ENVIRONMENT",
@@ -58,6 +59,8 @@ ENVIRONMENT = "data/environment.json"
 REPORT = "data/validation-report.md"
 #: scores.json: in a bundle of a protocol with scoring, and only there.
 SCORES = "data/scores.json"
+#: contrasts.json: in a bundle of a protocol that declares contrasts, and only there.
+CONTRASTS = "data/contrasts.json"
 SEAL = "data/plans/seal.json"
 CRATE = "data/ro-crate-metadata.json"
 #: The payload files every bundle has besides the crate, the seal and those of the partitions.
@@ -99,6 +102,7 @@ def payload_files(frozen_protocol: FrozenProtocol, partitions: Iterable[str]) ->
     added to a bundle is named as such and does not change the crate's re-derivation."""
     p = frozen_protocol.protocol
     names = [*FIXED_PAYLOAD, SEAL, *([SCORES] if p.scoring is not None else [])]
+    names += [CONTRASTS] if p.contrasts is not None else []
     for partition in partitions:
         names += partition_files(partition, p.seeding.mode == "stream")
     return sorted(names)

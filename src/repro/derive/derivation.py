@@ -1,5 +1,6 @@
 """All derivations together: :func:`derive` runs each one (aggregates, the ledger's losses, tiers,
-the report, and for a scored protocol its scores and publish gates) on the tally of the runs.
+the report, for a scored protocol its scores and publish gates, and for a protocol with contrasts
+their verdicts) on the tally of the runs.
 
 ``repro study`` and ``repro verify`` both call :func:`derive` on a
 :class:`~repro.derive.tally.RunTally` of the runs: the study tallies the records it wrote, the
@@ -15,6 +16,7 @@ from attrs import frozen
 
 from repro.derive import report, scoring
 from repro.derive.aggregates import aggregates
+from repro.derive.contrasts import contrasts
 from repro.derive.disclosure import FileHits
 from repro.derive.ledger import source_ledger
 from repro.derive.scenarios import by_condition
@@ -22,6 +24,7 @@ from repro.derive.tally import Attempt, ConditionTally, RunTally, tally
 from repro.derive.tiers import contract_digests, tiers
 from repro.models import (
     Aggregates,
+    ContrastsFile,
     FrozenProtocol,
     Ledger,
     Partition,
@@ -62,6 +65,8 @@ class Derived:
     report: str
     #: scores.json, for a protocol with scoring.
     scores: Scores | None = None
+    #: contrasts.json, for a protocol that declares contrasts.
+    contrasts: ContrastsFile | None = None
 
 
 def derive(
@@ -80,8 +85,16 @@ def derive(
     full_ledger = source_ledger(frozen_protocol, runs, ledger)
     judged = tiers(frozen_protocol, seal, runs, full_ledger, agg, disclosures)
     scored = scores(frozen_protocol, seal, runs)
-    text = report.validation_report(frozen_protocol, agg, judged, full_ledger, scored)
-    return Derived(aggregates=agg, tiers=judged, ledger=full_ledger, report=text, scores=scored)
+    compared = contrasts(frozen_protocol, seal, runs)
+    text = report.validation_report(frozen_protocol, agg, judged, full_ledger, scored, compared)
+    return Derived(
+        aggregates=agg,
+        tiers=judged,
+        ledger=full_ledger,
+        report=text,
+        scores=scored,
+        contrasts=compared,
+    )
 
 
 def scores(frozen_protocol: FrozenProtocol, seal: Seal, runs: RunTally) -> Scores | None:

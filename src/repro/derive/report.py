@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from repro.derive.figures import FigureRow, figures
 from repro.models import (
     Aggregates,
+    ContrastsFile,
     FigureComparison,
     FrozenProtocol,
     Ledger,
@@ -170,18 +171,50 @@ _RECHECK = [
 ]
 
 
+def _contrasts(compared: ContrastsFile) -> list[str]:
+    """Each pre-registered contrast's verdict, with the figures that decided it."""
+    control = "Holm" if compared.multiplicity == "holm" else "no"
+    lines = [
+        "",
+        f"Pre-registered contrasts ({len(compared.contrasts)}, {control} multiplicity "
+        "control; difference a - b, positive favours a):",
+        "",
+        "| contrast | claim | verdict | n | difference | interval | p | p adjusted |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for c in compared.contrasts:
+        claim = f"{c.direction}" + (f" (margin {c.margin:g})" if c.margin else "")
+        n = f"{c.pairs} pairs" if c.pairs is not None else f"{c.n_a} vs {c.n_b}"
+        if c.incomplete_pairs:
+            n += f" ({c.incomplete_pairs} incomplete)"
+        interval = (
+            "n/a"
+            if c.interval is None
+            else f"[{c.interval.low:.6f}, {c.interval.high:.6f}] ({c.interval.level:.0%})"
+        )
+        p = "n/a" if c.p_value is None else f"{c.p_value:.6g}"
+        adjusted = "n/a" if c.p_adjusted is None else f"{c.p_adjusted:.6g}"
+        lines.append(
+            f"| {c.id}{' (primary)' if c.primary else ''} | {claim} | **{c.verdict}** "
+            f"({c.reason}) | {n} | {_num(c.estimate, 6)} | {interval} | {p} | {adjusted} |"
+        )
+    return lines
+
+
 def validation_report(
     fp: FrozenProtocol,
     agg: Aggregates,
     tiers: Tiers,
     ledger: Ledger,
     scores: Scores | None = None,
+    contrasts: ContrastsFile | None = None,
 ) -> str:
     """What was claimed, what was not, and the one command that re-checks it."""
     rows = figures(fp, agg, tiers).conditions
     lines = [
         *_head(fp, ledger),
         *_claim(agg, tiers, rows),
+        *(_contrasts(contrasts) if contrasts is not None else []),
         *_conditions(rows),
         *(_scores(scores) if scores is not None else []),
         *_tiers(tiers),

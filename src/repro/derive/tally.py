@@ -433,6 +433,8 @@ class ConditionTally:
     #: The slots that ended valid with an outcome, in sealed order: the terminal attempt's ID,
     #: outcome and measure (what scores are derived from).
     scored: tuple[tuple[str, dict[str, Any], float | None], ...] = ()
+    #: The replicate of each of ``measures``, in the same order (what contrasts pair by).
+    replicates: tuple[int, ...] = ()
 
 
 @frozen
@@ -498,6 +500,11 @@ def _condition_tally(slots: Sequence[SlotOutcome]) -> ConditionTally:
     """One condition's counts, valid measures and scored outcomes, from its slots in sealed
     order."""
     ended = [(o.outcome, o.terminal) for o in slots]
+    measured = [
+        o.entry.replicate
+        for o in slots
+        if o.outcome == "valid" and o.terminal is not None and o.terminal.measure is not None
+    ]
     return ConditionTally(
         scheduled=len(slots),
         valid=sum(outcome == "valid" for outcome, _ in ended),
@@ -517,6 +524,7 @@ def _condition_tally(slots: Sequence[SlotOutcome]) -> ConditionTally:
             for outcome, last in ended
             if outcome == "valid" and last is not None and last.outcome is not None
         ),
+        replicates=tuple(measured),
     )
 
 
@@ -610,6 +618,7 @@ def merge(tallies: Sequence[RunTally]) -> RunTally:
                 measures=tuple(m for c in parts for m in c.measures),
                 superseded=sum(c.superseded for c in parts),
                 scored=tuple(x for c in parts for x in c.scored),
+                replicates=tuple(r for c in parts for r in c.replicates),
             )
             for condition, parts in per_condition.items()
         },

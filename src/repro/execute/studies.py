@@ -405,6 +405,8 @@ def _study(
     writer.model(layout.TIERS, derived.tiers)
     if derived.scores is not None:
         writer.model(layout.SCORES, derived.scores)
+    if derived.contrasts is not None:
+        writer.model(layout.CONTRASTS, derived.contrasts)
     writer.write(layout.REPORT, derived.report.encode())
     writer.write(layout.CRATE, _crate(prepared, plan.partitions, results, ledger, environment))
     writer.finish(

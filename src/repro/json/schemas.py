@@ -31,6 +31,7 @@ SCHEMAS: dict[str, type] = {
     "source-ledger": models.Ledger,
     "environment": models.Environment,
     "scores": models.Scores,
+    "contrasts": models.ContrastsFile,
 }
 
 

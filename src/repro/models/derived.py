@@ -22,6 +22,9 @@ __all__ = [
     "CheckResult",
     "CheckSummary",
     "ConditionAggregate",
+    "ContrastResult",
+    "ContrastVerdict",
+    "ContrastsFile",
     "EstimandValue",
     "FigureComparison",
     "GateResult",
@@ -219,6 +222,57 @@ class Scores:
     runs: tuple[RunScore, ...]
     cells: tuple[CellScore, ...]
     gates: tuple[GateResult, ...]
+
+
+ContrastVerdict = Literal["holds", "does-not-hold", "inconclusive"]
+"""What the runs say of a contrast's claim (:class:`ContrastResult`)."""
+
+
+@frozen
+class ContrastResult:
+    """One pre-registered contrast as the runs decide it (:mod:`repro.derive.contrasts` states
+    every rule): the conditions on each side, the runs or pairs used and those that could not
+    be (a slot of a pair that did not end valid: counted, never imputed), the difference
+    (positive: ``a`` does better), its standard error, degrees of freedom and two-sided interval
+    at the contrast's level, the test statistic, the p-value (one-sided for superiority and
+    non-inferiority, two-sided for two-sided) and the one after the family's multiplicity
+    control, and the verdict with the reason that decided it. Figures are null when
+    undefined (fewer than two runs or pairs)."""
+
+    id: str
+    direction: str
+    pairing: str
+    better: str
+    margin: float
+    level: float
+    primary: bool
+    a: tuple[str, ...]
+    b: tuple[str, ...]
+    n_a: int
+    n_b: int
+    pairs: int | None
+    incomplete_pairs: int | None
+    estimate: float | None
+    se: float | None
+    df: float | None
+    interval: IntervalValue | None
+    statistic: float | None
+    p_value: float | None
+    p_adjusted: float | None
+    verdict: ContrastVerdict
+    reason: str
+
+
+@frozen
+class ContrastsFile:
+    """contrasts.json (protocols that declare contrasts only): every contrast of the family
+    decided from the protocol and the runs, in the order the protocol declares them, and how
+    the family's error rate was controlled."""
+
+    schema: Literal["repro.contrasts/1"]
+    protocol_sha256: str
+    multiplicity: str
+    contrasts: tuple[ContrastResult, ...]
 
 
 @frozen

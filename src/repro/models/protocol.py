@@ -30,6 +30,9 @@ __all__ = [
     "BreadthGate",
     "Check",
     "Citation",
+    "Contrast",
+    "ContrastDirection",
+    "Contrasts",
     "ControlFloorGate",
     "Criteria",
     "Disagreement",
@@ -38,6 +41,7 @@ __all__ = [
     "Factor",
     "FrozenProtocol",
     "Gates",
+    "Group",
     "Interval",
     "IntervalMethod",
     "Level",
@@ -329,6 +333,58 @@ class Gates:
     completeness: bool = True
 
 
+ContrastDirection = Literal["superiority", "non-inferiority", "two-sided"]
+"""What a contrast claims of group ``a`` against group ``b`` (:class:`Contrast`)."""
+
+
+@frozen
+class Group:
+    """The conditions one side of a contrast compares: every condition whose factors have the
+    levels named here (all of them) and, when ``participant`` is given, whose participant it
+    is."""
+
+    factors: dict[str, Level] = field(factory=dict)
+    participant: str | None = None
+
+
+@frozen
+class Contrast:
+    """One pre-registered comparison of group ``a`` with group ``b`` on the protocol's measure,
+    frozen and sealed before any run. The difference is ``a - b`` (``b - a`` when ``better`` is
+    ``lower``), so that a positive difference is always ``a`` doing better.
+
+    ``direction``: ``superiority`` claims ``a`` better than ``b``; ``non-inferiority`` claims
+    ``a`` at most ``margin`` worse than ``b`` (``margin`` above 0, in the measure's units);
+    ``two-sided`` claims that they differ. ``pairing``: ``paired`` matches each run of ``a``
+    with the run of ``b`` of the same replicate in the condition with the same levels of every
+    factor (and participant) the groups do not name, and compares the differences with a
+    paired t; ``unpaired`` compares the two groups' pooled runs with Welch's t. ``level`` is the
+    confidence level of the interval and of the test (error rate ``1 - level``, controlled
+    over the family as :class:`Contrasts` says)."""
+
+    id: str = field(validator=IDENT)
+    a: Group
+    b: Group
+    direction: ContrastDirection = "superiority"
+    margin: float = field(default=0.0, validator=within(ge(0.0)))
+    better: Literal["higher", "lower"] = "higher"
+    pairing: Literal["paired", "unpaired"] = "paired"
+    level: float = field(default=0.95, validator=PROBABILITY)
+    primary: bool = False
+    description: str = ""
+
+
+@frozen
+class Contrasts:
+    """The comparisons a study will claim, as one family: ``multiplicity`` is how its
+    family-wise error rate is controlled: ``holm`` (Holm's step-down adjustment of the
+    contrasts' p-values), or ``none``, allowed only for a family of one contrast declared
+    ``primary``."""
+
+    family: tuple[Contrast, ...] = field(validator=NON_EMPTY)
+    multiplicity: Literal["holm", "none"] = "holm"
+
+
 @frozen
 class Protocol:
     """An experiment protocol as authored: everything that shapes the results."""
@@ -354,6 +410,7 @@ class Protocol:
     scenarios: tuple[Scenario, ...] = field(default=(), metadata=OMIT_IF_DEFAULT)
     scoring: Scoring | None = field(default=None, metadata=OMIT_IF_DEFAULT)
     gates: Gates | None = field(default=None, metadata=OMIT_IF_DEFAULT)
+    contrasts: Contrasts | None = field(default=None, metadata=OMIT_IF_DEFAULT)
 
 
 @frozen

@@ -16,7 +16,15 @@ from attrs import field, frozen
 
 from repro.derive.figures import Figures, figures, run_measures
 from repro.json.serde import unstructure
-from repro.models import Aggregates, Environment, FrozenProtocol, Ledger, Scores, Tiers
+from repro.models import (
+    Aggregates,
+    ContrastsFile,
+    Environment,
+    FrozenProtocol,
+    Ledger,
+    Scores,
+    Tiers,
+)
 from repro.verify import VerifiedBundle, open_verified
 
 __all__ = ["Shown", "load"]
@@ -37,6 +45,8 @@ class Shown:
     environment: Environment | None = None
     verified: VerifiedBundle | None = field(default=None, eq=False, repr=False)
     _values: dict[str, tuple[float, ...]] = field(factory=dict, eq=False, repr=False)
+    #: contrasts.json; None for a protocol that declares no contrasts.
+    contrasts: ContrastsFile | None = None
 
     def values(self) -> dict[str, tuple[float, ...]] | None:
         """Each condition's valid measures (:func:`repro.derive.figures.run_measures`), read
@@ -52,7 +62,8 @@ class Shown:
     def as_dict(self) -> dict[str, Any]:
         """``repro show --json``: the shape of ``repro verify --json``'s success (``ok``,
         ``bundle_sha256``) plus the protocol's identity and the derived files as they are stored.
-        ``scores`` is null for a protocol without scoring, so every key is always present."""
+        ``scores`` is null for a protocol without scoring and ``contrasts`` for one without
+        contrasts, so every key is always present."""
         p = self.protocol
         return {
             "ok": True,
@@ -61,6 +72,7 @@ class Shown:
             "aggregates": unstructure(self.aggregates),
             "tiers": unstructure(self.tiers),
             "scores": None if self.scores is None else unstructure(self.scores),
+            "contrasts": None if self.contrasts is None else unstructure(self.contrasts),
         }
 
     def figures(self, runs: bool = True) -> Figures:
@@ -101,4 +113,5 @@ def load(bundle: Path) -> Shown:
         v.scores,
         environment=v.environment,
         verified=v,
+        contrasts=v.contrasts,
     )

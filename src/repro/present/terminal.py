@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 from repro.derive.figures import FigureRow, Figures
-from repro.models import FrozenProtocol, Tiers
+from repro.models import ContrastsFile, FrozenProtocol, Tiers
 
 __all__ = ["UNWRAPPED_WIDTH", "console", "print_identity", "print_tables"]
 
@@ -91,9 +91,39 @@ def print_identity(
     out.print(f"verified: {bundle} (bundle sha256 {bundle_sha256})", markup=False, highlight=False)
 
 
-def print_tables(model: Figures, tiers: Tiers, out: Console | None = None) -> None:
-    """Print the conditions, the estimand, the reproduction class and the tiers on ``out``
-    (stdout by default, as :func:`console` makes it)."""
+def _contrasts(compared: ContrastsFile) -> Table:
+    """Each pre-registered contrast: its claim, verdict, n, difference, interval and p-values."""
+    control = "Holm" if compared.multiplicity == "holm" else "no multiplicity control"
+    table = Table(title=f"contrasts (a - b, positive favours a; {control})")
+    for name in ("contrast", "claim", "verdict", "n", "difference", "interval", "p", "p adj."):
+        table.add_column(name, justify="right" if name in ("n", "p", "p adj.") else "left")
+    for c in compared.contrasts:
+        n = f"{c.pairs} pairs" if c.pairs is not None else f"{c.n_a} vs {c.n_b}"
+        if c.incomplete_pairs:
+            n += f" (+{c.incomplete_pairs} incomplete)"
+        table.add_row(
+            c.id + (" *" if c.primary else ""),
+            c.direction + (f" (margin {c.margin:g})" if c.margin else ""),
+            c.verdict,
+            n,
+            "n/a" if c.estimate is None else f"{c.estimate:.4f}",
+            "n/a"
+            if c.interval is None
+            else f"[{c.interval.low:.4f}, {c.interval.high:.4f}] {c.interval.level:.0%}",
+            "n/a" if c.p_value is None else f"{c.p_value:.3g}",
+            "n/a" if c.p_adjusted is None else f"{c.p_adjusted:.3g}",
+        )
+    return table
+
+
+def print_tables(
+    model: Figures,
+    tiers: Tiers,
+    out: Console | None = None,
+    contrasts: ContrastsFile | None = None,
+) -> None:
+    """Print the conditions, the estimand, the reproduction class, the contrasts (if any) and
+    the tiers on ``out`` (stdout by default, as :func:`console` makes it)."""
     out = out or console()
     # A table is laid out as a table (its title centred over it) even where text is not
     # wrapped: its width is the console's, which off a terminal fits every cell whole.
@@ -107,4 +137,6 @@ def print_tables(model: Figures, tiers: Tiers, out: Console | None = None) -> No
         )
     rep = tiers.reproduction
     out.print(f"reproduction: [bold]{rep.verdict}[/bold] ({rep.reason})", highlight=False)
+    if contrasts is not None:
+        out.print(_contrasts(contrasts), soft_wrap=False)
     out.print(_tiers(tiers), soft_wrap=False)

@@ -1,7 +1,7 @@
 """The protocol's consistency rules: every check across its fields (matrix size, participants,
-seeding, published figures, scoring's rules) that no single field's constraint can state. ``repro
-study`` applies them before it freezes; ``repro verify`` applies them again to the bundle's
-protocol."""
+seeding, published figures, scoring's rules, contrasts) that no single field's constraint can
+state. ``repro study`` applies them before it freezes; ``repro verify`` applies them again to the
+bundle's protocol."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import math
 from repro.errors import BadInput
 from repro.models import Protocol
 from repro.plan.sealing import conditions_of, slot_ids
+from repro.protocol.contrasts import contrast_problems
 from repro.protocol.scoring_rules import scoring_problems
 
 __all__ = ["MAX_SLOTS", "check_consistency"]
@@ -87,5 +88,7 @@ def check_consistency(p: Protocol) -> None:
         if not p.published.conditions and p.published.estimand is None:
             problems.append("published figures declared but none given @ $.published")
     problems += scoring_problems(p)
+    if p.contrasts is not None:
+        problems += contrast_problems(p, conditions_of(p))
     if problems:
         raise BadInput("protocol: " + "; ".join(problems))

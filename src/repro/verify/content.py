@@ -29,6 +29,7 @@ from repro.models import (
     Aggregates,
     AttemptTimes,
     Checkpoint,
+    ContrastsFile,
     Environment,
     FrozenProtocol,
     Ledger,
@@ -532,10 +533,19 @@ class Stored:
     environment: Environment | None
     scores: Scores | None
     report: bytes | None
+    #: None too for a protocol that declares no contrasts.
+    contrasts: ContrastsFile | None = None
+
+
+def _undeclared(read: BundleReader, name: str, code: str, what: str) -> None:
+    """Name ``name`` when the bundle holds it though its protocol declares nothing it derives."""
+    if name in read.files:
+        read.findings.append(Finding(code, name, what, "absent", "present"))
 
 
 def _stored(read: BundleReader) -> Stored:
-    """Parse every fixed payload file (and scores.json, which only a scored protocol has)."""
+    """Parse every fixed payload file (and scores.json and contrasts.json, which only a scored
+    protocol and one that declares contrasts have)."""
     fp = read.json(layout.PROTOCOL, "frozen-protocol", FrozenProtocol)
     scored = fp is not None and fp.protocol.scoring is not None
     seal = read.json(layout.SEAL, "seal", Seal)
@@ -544,18 +554,24 @@ def _stored(read: BundleReader) -> Stored:
     tiers = read.json(layout.TIERS, "tiers", Tiers)
     environment = read.json(layout.ENVIRONMENT, "environment", Environment)
     scores = read.json(layout.SCORES, "scores", Scores) if scored else None
-    if not scored and layout.SCORES in read.files:
-        read.findings.append(
-            Finding(
-                "scores-without-scoring",
-                layout.SCORES,
-                "scores of a protocol that declares no scoring",
-                "absent",
-                "present",
-            )
+    if not scored:
+        _undeclared(
+            read,
+            layout.SCORES,
+            "scores-without-scoring",
+            "scores of a protocol that declares no scoring",
+        )
+    compared = fp is not None and fp.protocol.contrasts is not None
+    contrasts = read.json(layout.CONTRASTS, "contrasts", ContrastsFile) if compared else None
+    if not compared:
+        _undeclared(
+            read,
+            layout.CONTRASTS,
+            "contrasts-without-contrasts",
+            "contrasts of a protocol that declares none",
         )
     report = read.raw(layout.REPORT)
-    return Stored(fp, seal, ledger, aggregates, tiers, environment, scores, report)
+    return Stored(fp, seal, ledger, aggregates, tiers, environment, scores, report, contrasts)
 
 
 def _check_digests(fp: FrozenProtocol, seal: Seal, findings: list[Finding]) -> None:
@@ -699,6 +715,7 @@ def _compare_derived(read: BundleReader, stored: Stored, derived: Derived) -> No
         (layout.AGGREGATES, derived.aggregates, stored.aggregates),
         (layout.TIERS, derived.tiers, stored.tiers),
         (layout.SCORES, derived.scores, stored.scores),
+        (layout.CONTRASTS, derived.contrasts, stored.contrasts),
     ]
     for name, expected, found in pairs:
         if expected is not None and found is not None:

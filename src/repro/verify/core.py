@@ -41,6 +41,7 @@ from repro.json import schemas
 from repro.models import (
     Aggregates,
     Checkpoint,
+    ContrastsFile,
     Environment,
     FrozenProtocol,
     Ledger,
@@ -146,6 +147,8 @@ class VerifiedBundle:
     #: None for a protocol without scoring.
     scores: Scores | None
     _read: BundleReader
+    #: None for a protocol that declares no contrasts.
+    contrasts: ContrastsFile | None = None
 
     def _failed(self, since: int) -> NotVerified:
         return NotVerified(list(self._read.findings[since:]) or [_changed(self.root)])
@@ -214,6 +217,7 @@ def open_verified(root: Path, limits: Limits = Limits()) -> VerifiedBundle:
         or s.environment is None
         or digest is None
         or (s.protocol.protocol.scoring is not None and s.scores is None)
+        or (s.protocol.protocol.contrasts is not None and s.contrasts is None)
     ):
         raise NotVerified([_changed(root)])
     return VerifiedBundle(
@@ -227,4 +231,5 @@ def open_verified(root: Path, limits: Limits = Limits()) -> VerifiedBundle:
         s.environment,
         s.scores,
         done.read,
+        s.contrasts,
     )

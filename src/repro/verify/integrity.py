@@ -18,8 +18,9 @@ from repro.verify.walk import Listing
 _PAYLOAD = frozenset({*FIXED_PAYLOAD, CRATE})
 
 
-#: Payload files only some bundles have: scores.json, in a bundle of a protocol with scoring.
-_OPTIONAL_PAYLOAD = frozenset({layout.SCORES})
+#: Payload files only some bundles have: scores.json, in a bundle of a protocol with scoring;
+#: contrasts.json, in one of a protocol that declares contrasts.
+_OPTIONAL_PAYLOAD = frozenset({layout.SCORES, layout.CONTRASTS})
 
 
 def _unsafe(path: str) -> str | None:
