@@ -166,6 +166,21 @@ def small_bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return study_once(tmp_path_factory, "small", SMALL)
 
 
+#: Common random numbers: CartPole under two participants of one kind, whose runs then differ
+#: only by their seeds, sharing each replicate's seed (``seeding.common``).
+PAIRED: dict[str, Any] = {
+    **SMALL,
+    "id": "paired",
+    "matrix": [{"name": "env_id", "levels": ["CartPole-v1"]}],
+    "participants": [
+        {"id": "random-a", "kind": "random", "params": {}},
+        {"id": "random-b", "kind": "random", "params": {}},
+    ],
+    "runs_per_condition": 4,
+    "seeding": {"mode": "per-run", "seed": 7, "common": ["participant"]},
+}
+
+
 #: The small protocol with published figures (one per-condition half-width, the estimand with
 #: its half-width) and a slot excluded before sealing: every part of a report has something.
 PUBLISHED: dict[str, Any] = {

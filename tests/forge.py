@@ -18,7 +18,7 @@ from repro.derive.derivation import derive, tally_records
 from repro.derive.disclosure import scan_hits
 from repro.derive.ledger import source_ledger
 from repro.json import canonical
-from repro.json.serde import structure, to_bytes
+from repro.json.serde import structure, to_bytes, unstructure
 from repro.models import (
     AttemptTimes,
     Environment,
@@ -28,8 +28,9 @@ from repro.models import (
     RunRecord,
     Seal,
 )
+from repro.plan.sealing import partition_ref
 
-__all__ = ["edit_records", "forge", "rederive", "reseal", "retag", "sha256"]
+__all__ = ["edit_records", "forge", "forge_plan", "rederive", "reseal", "retag", "sha256"]
 
 T = TypeVar("T")
 
@@ -131,4 +132,25 @@ def forge(root: Path, edit: Callable[[list[dict[str, Any]]], None]) -> None:
     """Edit the run records of the bundle at ``root`` with ``edit`` (see :func:`edit_records`),
     then re-derive every derived file and regenerate both manifests (:func:`rederive`)."""
     edit_records(root, edit)
+    rederive(root)
+
+
+def forge_plan(root: Path, edit: Callable[[str, list[dict[str, Any]]], None]) -> None:
+    """Apply ``edit`` to the entries of every sealed partition of the bundle at ``root`` (its
+    ID and a list of plain dicts, changed in place), write each partition back as canonical
+    JSON, list it in the seal by its new digest, then re-derive every derived file and
+    regenerate both manifests (:func:`rederive`): a plan changed as a forger with repro at
+    hand would change it."""
+    seal = _model(root, "data/plans/seal.json", Seal)
+    refs = []
+    for ref in seal.partitions:
+        path = root / "data" / ref.file
+        data = canonical.loads(path.read_bytes(), what=ref.file)
+        edit(ref.id, data["entries"])
+        partition = structure(data, Partition, what=ref.file)
+        path.write_bytes(to_bytes(partition))
+        refs.append(unstructure(partition_ref(partition)))
+    plain = unstructure(seal)
+    plain["partitions"] = refs
+    (root / "data/plans/seal.json").write_bytes(canonical.dumps(plain))
     rederive(root)

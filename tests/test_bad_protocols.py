@@ -458,6 +458,9 @@ WRONG_TYPES = [
          "expected a string, found null", "$.title"),
     Case("null-seeding", "null is not a seeding object.", _set("seeding", value=None),
          "found null", "$.seeding"),
+    Case("string-common", "seeding.common is an array of names, not one name.",
+         _set("seeding", "common", value="participant"), "expected an array, found a string",
+         "$.seeding.common"),
     Case("string-interval-level", "'95%' is not a number.", _set("interval", "level", value="95%"),
          "expected a number, found a string", "$.interval.level"),
     Case("missing-required-key", "A required key left out is named at its path.",
@@ -562,6 +565,10 @@ OUT_OF_RANGE = [
          _set("title", value="x\nPayload-Oxum: 1.1"), "title must be one line", "$.title"),
     Case("title-with-line-separator", "U+2028 and other line or control characters too.",
          _set("title", value="x\u2028y"), "title must be one line", "$.title"),
+    Case("common-in-stream-seeding", "Common random numbers share per-run seeds: stream "
+         "seeding has none to share, so seeding.common is refused with it.",
+         _set("seeding", value={"mode": "stream", "seed": 7, "common": ["participant"]}),
+         "common random numbers need per-run seeding, not stream", "$.seeding.common"),
 ]  # fmt: skip
 
 EMPTY = [
@@ -598,6 +605,15 @@ DUPLICATES = [
          _set("published", value={**_PUBLISHED,
                                   "conditions": _PUBLISHED["conditions"] * 2}),
          "condition published twice", "$.published.conditions[1]"),
+    Case("seeding-common-name", "A name listed twice in seeding.common is refused at the second.",
+         _set("seeding", "common", value=["env_id", "participant", "env_id"]),
+         "duplicate name 'env_id' in seeding.common", "$.seeding.common[2]"),
+    Case("seeding-common-participant-factor", "'participant' in seeding.common is ambiguous "
+         "when a factor has that name too: refused (before the adapter's own factor check).",
+         _both(_append("matrix", value={"name": "participant", "levels": [1, 2]}),
+               _set("seeding", "common", value=["participant"])),
+         "'participant' names both the participant and a factor of the matrix",
+         "$.seeding.common[0]"),
 ]  # fmt: skip
 
 UNKNOWN_NAMES = [
@@ -645,6 +661,10 @@ UNKNOWN_NAMES = [
          _set("published", value={**_PUBLISHED, "conditions": [
              {"factors": {"env_id": "CartPole-v1"}, "mean": 22.0}]}),
          "participant required when there are several", "$.published.conditions[0]"),
+    Case("seeding-common-factor", "seeding.common names factors of the matrix or 'participant'; "
+         "any other name is refused where it is written.",
+         _set("seeding", "common", value=["participant", "env"]), "unknown factor 'env'",
+         "$.seeding.common[1]"),
 ]  # fmt: skip
 
 
@@ -1036,6 +1056,7 @@ _STATED = [
         "minimum-above-maximum",
         "id-with-newline",
         "no-published-figures",
+        "common-in-stream-seeding",
     }
 ]
 

@@ -13,10 +13,11 @@ from typing import Any
 
 import pytest
 
-from conftest import SMALL, run_study, study_once
-from forge import forge, rederive, reseal
+from conftest import PAIRED, SMALL, run_study, study_once
+from forge import forge, forge_plan, rederive, reseal
 from guarantees import record
 from repro.json.canonical import dumps as canonical_bytes
+from repro.plan.sealing import derive_seed
 from repro.verify import Finding, verify
 
 #: CartPole under a random policy, with a maximum the longer episodes pass: some runs are
@@ -46,6 +47,12 @@ def _copy(bundle: Path, tmp_path: Path) -> Path:
     root = tmp_path / "forged"
     shutil.copytree(bundle, root)
     return root
+
+
+def _written(tmp_path: Path, protocol: dict[str, Any]) -> Path:
+    path = tmp_path / "protocol.json"
+    path.write_text(json.dumps(protocol), "utf-8")
+    return path
 
 
 def _codes(findings: list[Finding]) -> set[str]:
@@ -355,6 +362,45 @@ class TestSlotAndPartitionRules:
         checkpoint.write_bytes(canonical_bytes(other))
         rederive(root)
         _caught(root, "checkpoint-seed")
+
+    def test_paired_seeds_unpaired(self, tmp_path: Path) -> None:
+        """A study under common random numbers (``seeding.common: ["participant"]``) whose
+        second participant's sealed seeds were replaced by derive_seed's own seeds of its slots
+        (the seal's digests, the derived files and both manifests regenerated): named, as verify
+        re-derives each slot's seed from the protocol and finds the plan is not its plan."""
+        root = run_study(_written(tmp_path, PAIRED), tmp_path / "paired")
+        assert verify(root) == []
+
+        def edit(partition: str, entries: list[dict[str, Any]]) -> None:
+            if partition == "c01":
+                for entry in entries:
+                    entry["seed"] = derive_seed(7, entry["slot"])
+
+        forge_plan(root, edit)
+        findings = _caught(root, "rederived-differs")
+        assert {f.file for f in findings if f.code == "rederived-differs"} == {
+            "data/plans/c01.json",
+            "data/plans/seal.json",
+        }
+        assert any(".seed" in f.what for f in findings if f.file == "data/plans/c01.json")
+
+    def test_seeds_paired_without_common(self, small_bundle: Path, tmp_path: Path) -> None:
+        """A study without ``seeding.common`` whose second condition was sealed the first
+        condition's seeds (pairing the two participants, undeclared): named by the plan's
+        re-derivation."""
+        root = _copy(small_bundle, tmp_path)
+        seeds: dict[int, int] = {}
+
+        def edit(partition: str, entries: list[dict[str, Any]]) -> None:
+            for entry in entries:
+                if partition == "c00":
+                    seeds[entry["replicate"]] = entry["seed"]
+                elif partition == "c01":
+                    entry["seed"] = seeds[entry["replicate"]]
+
+        forge_plan(root, edit)
+        findings = _caught(root, "rederived-differs")
+        assert any(f.file == "data/plans/c01.json" for f in findings)
 
 
 class TestDerivedFiles:

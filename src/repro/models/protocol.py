@@ -105,11 +105,20 @@ class Participant:
 @frozen
 class Seeding:
     """``stream``: one seed set once, every run consumes the stream in sealed order.
-    ``per-run``: each slot's seed is derived from ``seed`` and the slot ID."""
+    ``per-run``: each slot's seed is derived from ``seed`` and the slot ID.
+
+    ``common`` (``per-run`` only): common random numbers. It names matrix factors, or
+    ``"participant"``, whose levels do not enter the seed: each slot's seed is then derived from
+    ``seed``, the replicate and the condition's other factor levels (and its participant, unless
+    named), so the conditions that differ only in the named factors share each replicate's seed
+    and a paired comparison of them is paired episode by episode. Each name at most once, and
+    a matrix factor named ``participant`` makes the name ambiguous (refused). Empty (the
+    default): every slot has a seed of its own, derived from ``seed`` and the slot ID."""
 
     mode: SeedingMode
     seed: int = field(validator=SEED)
     statement: str | None = None
+    common: tuple[str, ...] = field(default=(), metadata=OMIT_IF_DEFAULT)
 
 
 @frozen

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 
 from repro.bundle import layout
 from repro.json import canonical
@@ -20,6 +20,7 @@ from repro.models import (
 )
 
 __all__ = [
+    "PARTICIPANT",
     "SealedPlan",
     "conditions_of",
     "derive_seed",
@@ -27,6 +28,7 @@ __all__ = [
     "partitions",
     "seal",
     "seal_record",
+    "shared_seed",
     "slot_id",
     "slot_ids",
     "sources_sha256",
@@ -83,6 +85,37 @@ def derive_seed(master: int, slot: str) -> int:
     return int.from_bytes(digest[:8], "big") >> 1
 
 
+#: What :func:`shared_seed` names the condition's participant by in ``seeding.common``.
+PARTICIPANT = "participant"
+
+
+def shared_seed(master: int, condition: Condition, replicate: int, common: Collection[str]) -> int:
+    """Per-run seed of replicate ``replicate`` of ``condition`` under common random numbers
+    (``seeding.common``): the first 8 bytes of the sha256 of the UTF-8 text
+    ``repro.seed/2:<master in decimal>:<key>``, read as a big-endian unsigned integer and
+    shifted right by one bit, so it lies in [0, 2**63). ``<key>`` is the canonical JSON
+    (:func:`repro.json.canonical.dumps`: sorted keys, compact, no final newline) of an object
+    holding ``factors``, the condition's levels of the factors ``common`` does not name,
+    ``participant``, the condition's participant unless ``common`` names ``"participant"``
+    (then the key is left out), and ``replicate``.
+
+    So the conditions that differ only in the factors ``common`` names share each replicate's
+    seed, and each replicate still has its own. Like :func:`derive_seed` it depends on the
+    protocol alone, never on the execution order. (Replicate 3 of the condition
+    ``{"env_id": "CartPole-v1"}`` of participant ``random``, master seed 7, ``common`` =
+    ``["participant"]``, gives the text
+    ``repro.seed/2:7:{"factors":{"env_id":"CartPole-v1"},"replicate":3}``.)"""
+    key: dict[str, object] = {
+        "factors": {k: v for k, v in condition.factors.items() if k not in common},
+        "replicate": replicate,
+    }
+    if PARTICIPANT not in common:
+        key["participant"] = condition.participant
+    text = f"repro.seed/2:{master}:".encode() + canonical.dumps(key, newline=False)
+    digest = hashlib.sha256(text).digest()
+    return int.from_bytes(digest[:8], "big") >> 1
+
+
 def sources_sha256(sources: tuple[Source, ...]) -> str:
     """Digest of the pinned sources, sealed with the plan."""
     return canonical.sha256_hex(canonical.dumps(unstructure(sources)))
@@ -102,21 +135,29 @@ class SealedPlan:
 
 def partitions(protocol: Protocol) -> Iterator[Partition]:
     """The plan's partitions, one per condition in sealed order, each made only when asked for:
-    expanding one partition at a time keeps what is held to one condition's slots."""
+    expanding one partition at a time keeps what is held to one condition's slots. In
+    ``per-run`` seeding each slot's seed is :func:`derive_seed`'s, or :func:`shared_seed`'s
+    when ``seeding.common`` names factors to share seeds across."""
     excluded = {x.slot: x.reason for x in protocol.exclusions}
-    per_run = protocol.seeding.mode == "per-run"
+    seeding = protocol.seeding
+    per_run = seeding.mode == "per-run"
     order = 0
     for condition in conditions_of(protocol):
         entries = []
         for replicate in range(protocol.runs_per_condition):
             slot = _slot_id(condition.id, replicate, protocol)
+            seed = None
+            if per_run and seeding.common:
+                seed = shared_seed(seeding.seed, condition, replicate, seeding.common)
+            elif per_run:
+                seed = derive_seed(seeding.seed, slot)
             entries.append(
                 PlanEntry(
                     slot=slot,
                     condition=condition.id,
                     replicate=replicate,
                     order=order,
-                    seed=derive_seed(protocol.seeding.seed, slot) if per_run else None,
+                    seed=seed,
                     excluded=excluded.get(slot),
                 )
             )

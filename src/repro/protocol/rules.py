@@ -1,7 +1,7 @@
 """The protocol's consistency rules: every check across its fields (matrix size, participants,
-seeding, published figures, scoring's rules, contrasts) that no single field's constraint can
-state. ``repro study`` applies them before it freezes; ``repro verify`` applies them again to the
-bundle's protocol."""
+seeding and its common random numbers, published figures, scoring's rules, contrasts) that no
+single field's constraint can state. ``repro study`` applies them before it freezes; ``repro
+verify`` applies them again to the bundle's protocol."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import math
 
 from repro.errors import BadInput
 from repro.models import Protocol
-from repro.plan.sealing import conditions_of, slot_ids
+from repro.plan.sealing import PARTICIPANT, conditions_of, slot_ids
 from repro.protocol.contrasts import contrast_problems
 from repro.protocol.scoring_rules import scoring_problems
 
@@ -35,10 +35,38 @@ def _check_size(p: Protocol) -> None:
         )
 
 
+def _seeding_problems(p: Protocol) -> list[str]:
+    """``seeding.common``: per-run seeding only, each name once, each a factor of the matrix
+    or ``"participant"`` (and not both: a factor named "participant" would make it ambiguous)."""
+    common = p.seeding.common
+    if not common:
+        return []
+    if p.seeding.mode != "per-run":
+        return [
+            f"common random numbers need per-run seeding, not {p.seeding.mode} @ $.seeding.common"
+        ]
+    problems: list[str] = []
+    factors = {f.name for f in p.matrix}
+    for i, name in enumerate(common):
+        where = f"$.seeding.common[{i}]"
+        if common.index(name) != i:
+            problems.append(f"duplicate name {name!r} in seeding.common @ {where}")
+        elif name == PARTICIPANT and name in factors:
+            problems.append(
+                f"{name!r} names both the participant and a factor of the matrix @ {where}"
+            )
+        elif name != PARTICIPANT and name not in factors:
+            problems.append(
+                f"unknown factor {name!r}: seeding.common names factors of the matrix or "
+                f"'participant' @ {where}"
+            )
+    return problems
+
+
 def check_consistency(p: Protocol) -> None:
     """Refuse what each field allows alone but the protocol as a whole does not: a plan too
-    large to seal, duplicate names, references to slots or conditions that do not exist, and
-    scenarios, checks and gates that do not fit together."""
+    large to seal, duplicate names, references to slots, conditions or factors that do not
+    exist, and scenarios, checks and gates that do not fit together."""
     _check_size(p)
     problems: list[str] = []
     names = [f.name for f in p.matrix]
@@ -51,6 +79,7 @@ def check_consistency(p: Protocol) -> None:
     for i, participant in enumerate(p.participants):
         if ids.index(participant.id) != i:
             problems.append(f"duplicate participant id {participant.id!r} @ $.participants[{i}].id")
+    problems += _seeding_problems(p)
     m = p.measure
     if m.minimum is not None and m.maximum is not None and m.minimum > m.maximum:
         problems.append("minimum is greater than maximum @ $.measure")
