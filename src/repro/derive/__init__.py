@@ -9,7 +9,8 @@ and gates (:mod:`~repro.derive.scoring`), the figures by condition that every vi
 shows (:mod:`~repro.derive.figures`), the report (:mod:`~repro.derive.report`), the RO-Crate
 (:mod:`~repro.derive.crate`), the disclosure scan (:mod:`~repro.derive.disclosure`), scenario
 versions (:mod:`~repro.derive.scenarios`), and all of them together
-(:mod:`~repro.derive.derivation`)."""
+(:mod:`~repro.derive.derivation`). :mod:`~repro.derive.inference` holds the comparisons of two
+groups of runs that pre-registered contrasts build on."""
 
 from repro.derive.aggregates import aggregates
 from repro.derive.derivation import Derived, derive, scores, tally_records
