@@ -23,15 +23,16 @@ from repro.models import (
     CellScore,
     CheckResult,
     CheckSummary,
+    ContrastInterval,
     ContrastResult,
     ContrastsFile,
     GateResult,
-    IntervalValue,
     RunScore,
     Scores,
 )
 from repro.models.constraints import Constraint, OptionalValidator
 from repro.plan.streams import checkpoint_of
+from repro.protocol.load import strip_comments
 
 FILES = {
     "data/protocol.json": "frozen-protocol",
@@ -70,8 +71,10 @@ class TestSchemas:
         "path", sorted((ROOT / "protocols").glob("*.json")), ids=lambda p: p.name
     )
     def test_shipped_protocols_validate(self, path: Path) -> None:
-        """Every protocol in protocols/ validates against the protocol schema."""
-        jsonschema.validate(json.loads(path.read_text()), schemas.load("protocol"))
+        """Every protocol in protocols/ validates against the protocol schema, once its
+        "$comment" keys are removed as the loader removes them."""
+        data = strip_comments(json.loads(path.read_text()))
+        jsonschema.validate(data, schemas.load("protocol"))
 
     def test_wrong_bundle_file_is_rejected(self, small_bundle: Path) -> None:
         """A schema rejects an unknown key: the schemas are strict, like the loader."""
@@ -237,7 +240,7 @@ _CONTRASTS = ContrastsFile(
             estimate=1.5,
             se=0.5,
             df=6.0,
-            interval=IntervalValue("t", 0.95, 0.27, 2.73, 1.23),
+            interval=ContrastInterval("t", 0.95, 0.27, 2.73),
             statistic=3.0,
             p_value=0.012,
             p_adjusted=0.024,

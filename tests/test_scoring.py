@@ -20,6 +20,7 @@ from repro.json.serde import structure
 from repro.models import Check, Loss, Protocol, Rule, Taxonomy
 from repro.plan.sealing import conditions_of
 from repro.protocol import scoring_rules
+from repro.protocol.load import strip_comments
 
 RAW: dict[str, Any] = {
     "schema": "repro.protocol/1",
@@ -999,7 +1000,7 @@ class TestScoringProblems:
         """The test protocol and the shipped example protocol have no problems."""
         assert scoring_rules.scoring_problems(P) == []
         example = Path(__file__).resolve().parents[1] / "protocols" / "agent-gate-eval.json"
-        raw = orjson.loads(example.read_bytes())
+        raw = strip_comments(orjson.loads(example.read_bytes()))
         assert scoring_rules.scoring_problems(structure(raw, Protocol, what="protocol")) == []
 
     def test_unscored_protocol(self) -> None:

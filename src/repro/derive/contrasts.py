@@ -4,44 +4,55 @@ function per rule, shared by ``repro study`` and ``repro verify``.
 The rules, in order:
 
 1. **The sample.** Paired (:func:`paired_sample`): for each pair of matched conditions
-   (:func:`repro.protocol.contrasts.matched_conditions`) and each replicate, the difference of
-   the two runs' measures, when both slots ended valid with a measure; a pair with a side that
-   did not is counted as incomplete and left out, never imputed. Unpaired: the valid measures of
-   every condition of each group, pooled. Differences are ``a - b``, or ``b - a`` when the
-   contrast says lower is better: positive always favours ``a``.
-2. **The estimate** (:func:`paired_t`, :func:`welch_t`): the mean difference (``math.fsum``,
-   two-pass variance, so no figure depends on the order runs are read), its standard error, the
-   degrees of freedom (``n - 1``; Welch-Satterthwaite for unpaired), the two-sided t interval at
-   the contrast's level, the t statistic against the null boundary (0, or ``-margin`` for
-   non-inferiority) and its p-value: one-sided (``a`` better, or not worse by the margin) for
-   superiority and non-inferiority, two-sided for two-sided. With a standard error of 0 (every
-   difference equal) the p-value is 0 when the estimate lies beyond the null boundary in the
-   claimed direction, else 1. Quantiles and tails come from SciPy's t distribution.
-3. **Multiplicity** (:func:`holm`): Holm's step-down adjustment over the family's p-values, or
+   (:func:`repro.protocol.contrasts.matched_conditions`) and each replicate, the two runs'
+   values, when both slots ended valid (with a measure, or scored, for a check or a category);
+   a pair with a side that did not is counted as incomplete and left out, never imputed.
+   Unpaired: the valid values of every condition of each group, pooled. A value is the run's
+   measure, or whether it passed the contrast's check, or fell in its category.
+2. **Which way is better.** Differences are ``a - b``, or ``b - a`` when the contrast says
+   lower is better: a positive difference always favours ``a``, and superiority is the
+   alternative that it is positive.
+3. **The test** (:func:`paired_t`, :func:`welch_t`, and for checks, categories and clusters
+   :mod:`repro.derive.inference`): the measure's mean difference (``math.fsum``, two-pass
+   variance, so no figure depends on the order runs are read) with a paired t (``n - 1``
+   degrees of freedom) or Welch's t (Welch-Satterthwaite), or, with a ``cluster`` factor, a
+   cluster-robust CR1 standard error on ``clusters - 1`` degrees of freedom; a rate's
+   difference with McNemar's exact test and Newcombe's paired score interval (paired) or
+   Fisher's exact test and Newcombe's hybrid score interval (unpaired). The p-value is
+   one-sided (``a`` better, or not worse by the margin) for superiority and non-inferiority,
+   two-sided for two-sided; the interval is two-sided at the contrast's level. With a standard
+   error of 0 (every difference equal) a t test's p-value is 0 when the estimate lies beyond
+   the null boundary (0, or ``-margin``) in the claimed direction, else 1; a clustered one has
+   none. Quantiles and tails come from SciPy.
+4. **Multiplicity** (:func:`holm`): Holm's step-down adjustment over the family's p-values, or
    none (a family of one primary contrast).
-4. **The verdict** (:func:`verdict`): ``holds`` when the adjusted p-value is below
-   ``1 - level``; ``does-not-hold`` when the interval lies wholly on the wrong side of the null
-   boundary (its high end at or below it: the runs show ``a`` not better, or worse by more than
-   the margin; never for a two-sided contrast, which claims a difference and does not test
-   equivalence); ``inconclusive`` otherwise, or when there are fewer than two runs or pairs.
+5. **The verdict** (:func:`verdict`): ``holds`` when the adjusted p-value is below
+   ``1 - level``; ``does-not-hold`` when the interval lies wholly at or below the null boundary
+   (the runs show ``a`` not better, or worse by more than the margin; never for a two-sided
+   contrast, which claims a difference and does not test equivalence); ``inconclusive``
+   otherwise, or when there is no p-value.
 """
 
 from __future__ import annotations
 
+import json
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from attrs import frozen
 
+from repro.derive import inference
 from repro.derive.tally import ConditionTally, RunTally
 from repro.models import (
     Condition,
     Contrast,
+    ContrastInterval,
     ContrastResult,
     ContrastsFile,
     ContrastVerdict,
     FrozenProtocol,
-    IntervalValue,
+    RunScore,
+    Scores,
     Seal,
 )
 from repro.protocol.contrasts import matched_conditions, selected
@@ -58,21 +69,30 @@ __all__ = [
 
 _NONE = ConditionTally(scheduled=0, valid=0, failed=0, excluded=0, measures=())
 
+Value = float | bool
+#: One side's values by replicate, for one condition.
+Values = Callable[[Condition], dict[int, Value]]
+
 
 @frozen
 class Difference:
-    """A difference of means with its standard error, degrees of freedom, two-sided interval,
-    t statistic and p-value; each None when undefined."""
+    """What a contrast's test gives: the difference, its standard error, degrees of freedom,
+    two-sided interval, statistic and p-value (each None when undefined), the test's name, the
+    clusters of a clustered one and the counts of a binary one."""
 
     estimate: float | None
     se: float | None
     df: float | None
-    interval: IntervalValue | None
+    interval: ContrastInterval | None
     statistic: float | None
     p_value: float | None
+    test: str = "paired-t"
+    clusters: int | None = None
+    counts: dict[str, int] | None = None
 
 
-_UNDEFINED = Difference(None, None, None, None, None, None)
+def _undefined(test: str) -> Difference:
+    return Difference(None, None, None, None, None, None, test)
 
 
 def _sign(contrast: Contrast) -> float:
@@ -84,29 +104,25 @@ def _null(contrast: Contrast) -> float:
     return -contrast.margin if contrast.direction == "non-inferiority" else 0.0
 
 
-def _by_replicate(runs: ConditionTally) -> dict[int, float]:
-    return dict(zip(runs.replicates, runs.measures, strict=True))
+def _alternative(contrast: Contrast) -> inference.Alternative:
+    return "two-sided" if contrast.direction == "two-sided" else "greater"
 
 
 def paired_sample(
-    contrast: Contrast,
-    pairs: Sequence[tuple[Condition, Condition]],
-    runs: RunTally,
-    replicates: int,
-) -> tuple[list[float], int]:
-    """The paired differences (positive favours ``a``) and how many pairs were incomplete."""
-    sign = _sign(contrast)
-    differences: list[float] = []
+    pairs: Sequence[tuple[Condition, Condition]], values: Values, replicates: int
+) -> tuple[list[tuple[Condition, Value, Value]], int]:
+    """Each complete pair's condition of ``a`` and both values, and how many pairs were
+    incomplete (rule 1)."""
+    sample: list[tuple[Condition, Value, Value]] = []
     incomplete = 0
     for ca, cb in pairs:
-        a = _by_replicate(runs.conditions.get(ca.id, _NONE))
-        b = _by_replicate(runs.conditions.get(cb.id, _NONE))
+        a, b = values(ca), values(cb)
         for r in range(replicates):
             if r in a and r in b:
-                differences.append(sign * (a[r] - b[r]))
+                sample.append((ca, a[r], b[r]))
             else:
                 incomplete += 1
-    return differences, incomplete
+    return sample, incomplete
 
 
 def _mean_var(values: Sequence[float]) -> tuple[float, float]:
@@ -116,16 +132,14 @@ def _mean_var(values: Sequence[float]) -> tuple[float, float]:
 
 def _test(
     contrast: Contrast, estimate: float, se: float, df: float
-) -> tuple[IntervalValue, float | None, float]:
-    """The interval, t statistic and p-value of ``estimate`` with ``se`` on ``df``."""
+) -> tuple[ContrastInterval, float | None, float]:
+    """The t interval, statistic and p-value of ``estimate`` with ``se`` on ``df``."""
     from scipy import stats as sps
 
     level = contrast.level
     null = _null(contrast)
     half = float(sps.t.ppf(0.5 + level / 2, df)) * se
-    interval = IntervalValue(
-        method="t", level=level, low=estimate - half, high=estimate + half, halfwidth=half
-    )
+    interval = ContrastInterval(method="t", level=level, low=estimate - half, high=estimate + half)
     if se == 0:
         beyond = estimate != null if contrast.direction == "two-sided" else estimate > null
         return interval, None, 0.0 if beyond else 1.0
@@ -138,21 +152,21 @@ def _test(
 
 
 def paired_t(contrast: Contrast, differences: Sequence[float]) -> Difference:
-    """The paired t of the differences (rule 2)."""
+    """The paired t of the differences, already signed by rule 2 (rule 3)."""
     n = len(differences)
     if n < 2:
-        return _UNDEFINED
+        return _undefined("paired-t")
     mean, var = _mean_var(differences)
     se = math.sqrt(var / n)
     interval, statistic, p = _test(contrast, mean, se, n - 1)
-    return Difference(mean, se, float(n - 1), interval, statistic, p)
+    return Difference(mean, se, float(n - 1), interval, statistic, p, "paired-t")
 
 
 def welch_t(contrast: Contrast, a: Sequence[float], b: Sequence[float]) -> Difference:
     """Welch's t of the difference of the groups' means, ``a``'s less ``b``'s (the other way
-    round when lower is better; rule 2)."""
+    round when lower is better; rules 2 and 3)."""
     if len(a) < 2 or len(b) < 2:
-        return _UNDEFINED
+        return _undefined("welch-t")
     (ma, va), (mb, vb) = _mean_var(a), _mean_var(b)
     pa, pb = va / len(a), vb / len(b)
     se = math.sqrt(pa + pb)
@@ -161,7 +175,63 @@ def welch_t(contrast: Contrast, a: Sequence[float], b: Sequence[float]) -> Diffe
     estimate = _sign(contrast) * (ma - mb)
     interval, statistic, p = _test(contrast, estimate, se, df)
     # Both variances 0: the degrees of freedom are unbounded (JSON holds no infinity).
-    return Difference(estimate, se, None if math.isinf(df) else df, interval, statistic, p)
+    df_kept = None if math.isinf(df) else df
+    return Difference(estimate, se, df_kept, interval, statistic, p, "welch-t")
+
+
+def _from_inference(
+    interval: inference.Interval | None, shift: float, level: float
+) -> ContrastInterval | None:
+    if interval is None:
+        return None
+    return ContrastInterval(
+        method=interval.method, level=level, low=interval.low + shift, high=interval.high + shift
+    )
+
+
+def _clustered(
+    contrast: Contrast,
+    paired: list[tuple[str, float, float]] | None,
+    runs: list[tuple[str, inference.Group, float]],
+) -> Difference:
+    """The measure's difference with a cluster-robust standard error (rule 3). For
+    non-inferiority ``b``'s values are shifted down by the margin, so that the test against 0
+    is the test against ``-margin``; the estimate and interval are shifted back."""
+    m = contrast.margin if contrast.direction == "non-inferiority" else 0.0
+    alt, level = _alternative(contrast), contrast.level
+    r: inference.ClusteredPairedDifference | inference.ClusteredDifference
+    if paired is not None:
+        r = inference.clustered_paired_difference([(c, a, b - m) for c, a, b in paired], alt, level)
+        test = "cluster-paired-t"
+    else:
+        r = inference.clustered_difference(
+            [(c, g, v - m if g == "B" else v) for c, g, v in runs], alt, level
+        )
+        test = "cluster-t"
+    estimate = None if r.difference is None else r.difference - m
+    df = None if r.df is None else float(r.df)
+    interval = _from_inference(r.interval, -m, level)
+    return Difference(estimate, r.se, df, interval, r.statistic, r.p_value, test, r.clusters)
+
+
+def _binary(
+    contrast: Contrast, paired: list[tuple[bool, bool]] | None, a: list[bool], b: list[bool]
+) -> Difference:
+    """A rate's difference: McNemar's exact test (paired) or Fisher's (unpaired; rule 3)."""
+    alt, level = _alternative(contrast), contrast.level
+    if paired is not None:
+        r = inference.mcnemar_exact(paired, alt, level)
+        counts = {"both": r.both, "a_only": r.a_only, "b_only": r.b_only, "neither": r.neither}
+        interval = _from_inference(r.interval, 0.0, level)
+        return Difference(
+            r.difference, None, None, interval, None, r.p_value, "mcnemar-exact", None, counts
+        )
+    u = inference.independent_proportions(a, b, alt, level)
+    counts = {"passed_a": u.passed_a, "n_a": u.n_a, "passed_b": u.passed_b, "n_b": u.n_b}
+    interval = _from_inference(u.interval, 0.0, level)
+    return Difference(
+        u.difference, None, None, interval, None, u.p_value, "fisher-exact", None, counts
+    )
 
 
 def holm(p_values: Sequence[float | None]) -> list[float | None]:
@@ -181,10 +251,13 @@ def holm(p_values: Sequence[float | None]) -> list[float | None]:
 def verdict(
     contrast: Contrast, d: Difference, adjusted: float | None
 ) -> tuple[ContrastVerdict, str]:
-    """The verdict on ``contrast`` and the reason that decided it (rule 4)."""
+    """The verdict on ``contrast`` and the reason that decided it (rule 5)."""
     alpha = 1.0 - contrast.level
     if d.estimate is None or d.interval is None or adjusted is None:
-        return "inconclusive", "fewer than two runs or pairs on a side: nothing is estimated"
+        return "inconclusive", (
+            "no test: fewer than two runs or pairs on a side, fewer than two clusters, or no "
+            "spread among clusters"
+        )
     if adjusted < alpha:
         return "holds", f"adjusted p-value {adjusted:.6g} is below {alpha:.6g}"
     null = _null(contrast)
@@ -196,65 +269,164 @@ def verdict(
     return "inconclusive", f"adjusted p-value {adjusted:.6g} is not below {alpha:.6g}"
 
 
-def _pooled(group: Sequence[Condition], runs: RunTally) -> list[float]:
-    return [m for c in group for m in runs.conditions.get(c.id, _NONE).measures]
+def _values(contrast: Contrast, runs: RunTally, scores: Mapping[str, RunScore]) -> Values:
+    """A condition's values by replicate (rule 1): its measures, or whether each scored run
+    passed the check or fell in the category."""
+
+    def measures(c: Condition) -> dict[int, Value]:
+        t = runs.conditions.get(c.id, _NONE)
+        return dict(zip(t.replicates, t.measures, strict=True))
+
+    def binary(c: Condition) -> dict[int, Value]:
+        t = runs.conditions.get(c.id, _NONE)
+        out: dict[int, Value] = {}
+        for (attempt, _, _), r in zip(t.scored, t.scored_replicates, strict=True):
+            score = scores.get(attempt)
+            if score is None:
+                continue
+            if contrast.check is not None:
+                out[r] = any(x.name == contrast.check and x.passed for x in score.checks)
+            else:
+                out[r] = score.category == contrast.category
+        return out
+
+    return measures if _outcome(contrast) == "measure" else binary
+
+
+def _cluster_of(contrast: Contrast, condition: Condition) -> str:
+    assert contrast.cluster is not None
+    return json.dumps(condition.factors[contrast.cluster])
+
+
+def _paired(
+    contrast: Contrast, conditions: Sequence[Condition], values: Values, replicates: int
+) -> tuple[int, int, Difference]:
+    """The pairs used, the pairs left out, and the test of a paired contrast."""
+    matched = matched_conditions(contrast, conditions)
+    assert not isinstance(matched, str), matched  # the protocol's rules refused it
+    sample, incomplete = paired_sample(matched, values, replicates)
+    sign = _sign(contrast)
+    if _outcome(contrast) != "measure":
+        rows = [(bool(a), bool(b)) for _, a, b in sample]
+        # Lower is better: a passing less often is a doing better, so b's rate comes first.
+        rows = rows if sign > 0 else [(b, a) for a, b in rows]
+        return len(sample), incomplete, _binary(contrast, rows, [], [])
+    if contrast.cluster is not None:
+        clustered = [(_cluster_of(contrast, c), sign * a, sign * b) for c, a, b in sample]
+        return len(sample), incomplete, _clustered(contrast, clustered, [])
+    differences = [sign * (float(a) - float(b)) for _, a, b in sample]
+    return len(sample), incomplete, paired_t(contrast, differences)
+
+
+def _unpaired(
+    contrast: Contrast, a: Sequence[Condition], b: Sequence[Condition], values: Values
+) -> Difference:
+    """The test of an unpaired contrast on the pooled runs of each group."""
+
+    def pooled(group: Sequence[Condition]) -> list[tuple[Condition, Value]]:
+        return [(c, v) for c in group for _, v in sorted(values(c).items())]
+
+    side_a, side_b = pooled(a), pooled(b)
+    sign = _sign(contrast)
+    if _outcome(contrast) != "measure":
+        xa, xb = [bool(v) for _, v in side_a], [bool(v) for _, v in side_b]
+        return _binary(contrast, None, *((xa, xb) if sign > 0 else (xb, xa)))
+    if contrast.cluster is not None:
+        runs: list[tuple[str, inference.Group, float]] = [
+            (_cluster_of(contrast, c), "A", sign * v) for c, v in side_a
+        ] + [(_cluster_of(contrast, c), "B", sign * v) for c, v in side_b]
+        return _clustered(contrast, None, runs)
+    return welch_t(contrast, [float(v) for _, v in side_a], [float(v) for _, v in side_b])
+
+
+def _outcome(contrast: Contrast) -> str:
+    """What a contrast compares, as contrasts.json names it."""
+    if contrast.check is not None:
+        return f"check:{contrast.check}"
+    if contrast.category is not None:
+        return f"category:{contrast.category}"
+    return "measure"
+
+
+def _result(
+    contrast: Contrast,
+    sides: tuple[Sequence[Condition], Sequence[Condition]],
+    counts: tuple[int, int, int | None, int | None],
+    d: Difference,
+    adjusted: float | None,
+) -> ContrastResult:
+    (a, b), (n_a, n_b, pairs, incomplete) = sides, counts
+    outcome, reason = verdict(contrast, d, adjusted)
+    return ContrastResult(
+        id=contrast.id,
+        direction=contrast.direction,
+        pairing=contrast.pairing,
+        better=contrast.better,
+        margin=contrast.margin,
+        level=contrast.level,
+        primary=contrast.primary,
+        a=tuple(c.id for c in a),
+        b=tuple(c.id for c in b),
+        n_a=n_a,
+        n_b=n_b,
+        pairs=pairs,
+        incomplete_pairs=incomplete,
+        estimate=d.estimate,
+        se=d.se,
+        df=d.df,
+        interval=d.interval,
+        statistic=d.statistic,
+        p_value=d.p_value,
+        p_adjusted=adjusted,
+        verdict=outcome,
+        reason=reason,
+        outcome=_outcome(contrast),
+        test=d.test,
+        clusters=d.clusters,
+        counts=d.counts,
+    )
 
 
 def _decide(
-    contrast: Contrast, conditions: Sequence[Condition], runs: RunTally, replicates: int
-) -> tuple[list[Condition], list[Condition], int, int, int | None, int | None, Difference]:
+    contrast: Contrast,
+    conditions: Sequence[Condition],
+    values: Values,
+    replicates: int,
+) -> tuple[
+    tuple[list[Condition], list[Condition]], tuple[int, int, int | None, int | None], Difference
+]:
     a, b = selected(contrast.a, conditions), selected(contrast.b, conditions)
-    n_a, n_b = len(_pooled(a, runs)), len(_pooled(b, runs))
+    n_a, n_b = sum(len(values(c)) for c in a), sum(len(values(c)) for c in b)
     if contrast.pairing == "unpaired":
-        return a, b, n_a, n_b, None, None, welch_t(contrast, _pooled(a, runs), _pooled(b, runs))
-    matched = matched_conditions(contrast, conditions)
-    assert not isinstance(matched, str), matched  # the protocol's rules refused it
-    differences, incomplete = paired_sample(contrast, matched, runs, replicates)
-    return a, b, n_a, n_b, len(differences), incomplete, paired_t(contrast, differences)
+        return (a, b), (n_a, n_b, None, None), _unpaired(contrast, a, b, values)
+    pairs, incomplete, d = _paired(contrast, conditions, values, replicates)
+    return (a, b), (n_a, n_b, pairs, incomplete), d
 
 
-def contrasts(fp: FrozenProtocol, seal: Seal, runs: RunTally) -> ContrastsFile | None:
-    """contrasts.json from the tally of the runs (None for a protocol without contrasts)."""
+def contrasts(
+    fp: FrozenProtocol, seal: Seal, runs: RunTally, scores: Scores | None = None
+) -> ContrastsFile | None:
+    """contrasts.json from the tally of the runs and, for checks and categories, the runs'
+    scores (None for a protocol without contrasts)."""
     p = fp.protocol
     if p.contrasts is None:
         return None
-    decided = [_decide(c, seal.conditions, runs, p.runs_per_condition) for c in p.contrasts.family]
+    by_attempt = {} if scores is None else {s.attempt_id: s for s in scores.runs}
+    decided = [
+        _decide(c, seal.conditions, _values(c, runs, by_attempt), p.runs_per_condition)
+        for c in p.contrasts.family
+    ]
     raw = [d.p_value for *_, d in decided]
     adjusted = holm(raw) if p.contrasts.multiplicity == "holm" else raw
-    results = []
-    for contrast, (a, b, n_a, n_b, pairs, incomplete, d), p_adj in zip(
-        p.contrasts.family, decided, adjusted, strict=True
-    ):
-        outcome, reason = verdict(contrast, d, p_adj)
-        results.append(
-            ContrastResult(
-                id=contrast.id,
-                direction=contrast.direction,
-                pairing=contrast.pairing,
-                better=contrast.better,
-                margin=contrast.margin,
-                level=contrast.level,
-                primary=contrast.primary,
-                a=tuple(c.id for c in a),
-                b=tuple(c.id for c in b),
-                n_a=n_a,
-                n_b=n_b,
-                pairs=pairs,
-                incomplete_pairs=incomplete,
-                estimate=d.estimate,
-                se=d.se,
-                df=d.df,
-                interval=d.interval,
-                statistic=d.statistic,
-                p_value=d.p_value,
-                p_adjusted=p_adj,
-                verdict=outcome,
-                reason=reason,
-            )
+    results = tuple(
+        _result(contrast, sides, counts, d, p_adj)
+        for contrast, (sides, counts, d), p_adj in zip(
+            p.contrasts.family, decided, adjusted, strict=True
         )
+    )
     return ContrastsFile(
         schema="repro.contrasts/1",
         protocol_sha256=fp.sha256,
         multiplicity=p.contrasts.multiplicity,
-        contrasts=tuple(results),
+        contrasts=results,
     )

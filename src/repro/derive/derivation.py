@@ -85,7 +85,7 @@ def derive(
     full_ledger = source_ledger(frozen_protocol, runs, ledger)
     judged = tiers(frozen_protocol, seal, runs, full_ledger, agg, disclosures)
     scored = scores(frozen_protocol, seal, runs)
-    compared = contrasts(frozen_protocol, seal, runs)
+    compared = contrasts(frozen_protocol, seal, runs, scored)
     text = report.validation_report(frozen_protocol, agg, judged, full_ledger, scored, compared)
     return Derived(
         aggregates=agg,

@@ -184,6 +184,7 @@ def _contrasts(compared: ContrastsFile) -> list[str]:
     ]
     for c in compared.contrasts:
         claim = f"{c.direction}" + (f" (margin {c.margin:g})" if c.margin else "")
+        claim += f" on {c.outcome}, {c.test}"
         n = f"{c.pairs} pairs" if c.pairs is not None else f"{c.n_a} vs {c.n_b}"
         if c.incomplete_pairs:
             n += f" ({c.incomplete_pairs} incomplete)"

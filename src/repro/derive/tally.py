@@ -435,6 +435,8 @@ class ConditionTally:
     scored: tuple[tuple[str, dict[str, Any], float | None], ...] = ()
     #: The replicate of each of ``measures``, in the same order (what contrasts pair by).
     replicates: tuple[int, ...] = ()
+    #: The replicate of each of ``scored``, in the same order.
+    scored_replicates: tuple[int, ...] = ()
 
 
 @frozen
@@ -525,6 +527,11 @@ def _condition_tally(slots: Sequence[SlotOutcome]) -> ConditionTally:
             if outcome == "valid" and last is not None and last.outcome is not None
         ),
         replicates=tuple(measured),
+        scored_replicates=tuple(
+            o.entry.replicate
+            for o in slots
+            if o.outcome == "valid" and o.terminal is not None and o.terminal.outcome is not None
+        ),
     )
 
 
@@ -619,6 +626,7 @@ def merge(tallies: Sequence[RunTally]) -> RunTally:
                 superseded=sum(c.superseded for c in parts),
                 scored=tuple(x for c in parts for x in c.scored),
                 replicates=tuple(r for c in parts for r in c.replicates),
+                scored_replicates=tuple(r for c in parts for r in c.scored_replicates),
             )
             for condition, parts in per_condition.items()
         },

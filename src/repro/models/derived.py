@@ -22,6 +22,7 @@ __all__ = [
     "CheckResult",
     "CheckSummary",
     "ConditionAggregate",
+    "ContrastInterval",
     "ContrastResult",
     "ContrastVerdict",
     "ContrastsFile",
@@ -229,6 +230,19 @@ ContrastVerdict = Literal["holds", "does-not-hold", "inconclusive"]
 
 
 @frozen
+class ContrastInterval:
+    """A contrast's two-sided interval at ``level`` for the difference: ``t`` (paired or Welch
+    t), ``cluster-t`` (t on a cluster-robust standard error), ``newcombe-paired-score`` or
+    ``newcombe-hybrid-score`` (score intervals for a difference of paired or independent
+    proportions, which need not be symmetric)."""
+
+    method: Literal["t", "cluster-t", "newcombe-paired-score", "newcombe-hybrid-score"]
+    level: float
+    low: float
+    high: float
+
+
+@frozen
 class ContrastResult:
     """One pre-registered contrast as the runs decide it (:mod:`repro.derive.contrasts` states
     every rule): the conditions on each side, the runs or pairs used and those that could not
@@ -255,12 +269,22 @@ class ContrastResult:
     estimate: float | None
     se: float | None
     df: float | None
-    interval: IntervalValue | None
+    interval: ContrastInterval | None
     statistic: float | None
     p_value: float | None
     p_adjusted: float | None
     verdict: ContrastVerdict
     reason: str
+    #: What is compared: ``measure``, ``check:NAME`` or ``category:NAME``.
+    outcome: str = "measure"
+    #: The test that gave the p-value: ``paired-t``, ``welch-t``, ``cluster-paired-t``,
+    #: ``cluster-t``, ``mcnemar-exact`` or ``fisher-exact``.
+    test: str = "paired-t"
+    #: Clusters, for a clustered contrast.
+    clusters: int | None = None
+    #: A binary outcome's counts: pairs where both, only a, only b or neither passed (paired),
+    #: or each group's passes and runs (unpaired).
+    counts: dict[str, int] | None = None
 
 
 @frozen

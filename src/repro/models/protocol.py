@@ -369,7 +369,14 @@ class Contrast:
     factor (and participant) the groups do not name, and compares the differences with a
     paired t; ``unpaired`` compares the two groups' pooled runs with Welch's t. ``level`` is the
     confidence level of the interval and of the test (error rate ``1 - level``, controlled
-    over the family as :class:`Contrasts` says)."""
+    over the family as :class:`Contrasts` says).
+
+    With ``check`` or ``category`` (a scored protocol's check, or a category of its taxonomy)
+    the contrast compares how often runs pass the check or fall in the category: paired by
+    McNemar's exact test with Newcombe's paired score interval, unpaired by Fisher's exact test
+    with Newcombe's hybrid score interval (superiority and two-sided only). With ``cluster``
+    (a factor the groups do not name) the measure's difference gets a cluster-robust (CR1)
+    standard error, the runs or pairs clustered by that factor's level."""
 
     id: str = field(validator=IDENT)
     a: Group
@@ -381,6 +388,13 @@ class Contrast:
     level: float = field(default=0.95, validator=PROBABILITY)
     primary: bool = False
     description: str = ""
+    #: Compare how often runs pass this scoring check instead of the measure.
+    check: str | None = None
+    #: Compare how often runs fall in this category of the scoring taxonomy instead.
+    category: str | None = None
+    #: A factor whose levels cluster the runs (pairs, for a paired contrast): the measure's
+    #: difference then gets a cluster-robust standard error on (clusters - 1) degrees of freedom.
+    cluster: str | None = None
 
 
 @frozen

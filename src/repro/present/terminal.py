@@ -103,7 +103,7 @@ def _contrasts(compared: ContrastsFile) -> Table:
             n += f" (+{c.incomplete_pairs} incomplete)"
         table.add_row(
             c.id + (" *" if c.primary else ""),
-            c.direction + (f" (margin {c.margin:g})" if c.margin else ""),
+            c.direction + (f" (margin {c.margin:g})" if c.margin else "") + f" on {c.outcome}",
             c.verdict,
             n,
             "n/a" if c.estimate is None else f"{c.estimate:.4f}",

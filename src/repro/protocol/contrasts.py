@@ -94,10 +94,45 @@ def _contrast_problems(
         problems.append(f"a non-inferiority contrast needs a margin above 0 @ {where}.margin")
     if contrast.direction != "non-inferiority" and contrast.margin != 0:
         problems.append(f"a margin is for non-inferiority contrasts only @ {where}.margin")
+    problems += _outcome_problems(p, contrast, where)
     if not problems and contrast.pairing == "paired":
         matched = matched_conditions(contrast, conditions)
         if isinstance(matched, str):
             problems.append(f"cannot pair: {matched} @ {where}.pairing")
+    return problems
+
+
+def _outcome_problems(p: Protocol, contrast: Contrast, where: str) -> list[str]:
+    """What is compared must exist, and each test must be one repro has."""
+    problems = []
+    binary = contrast.check is not None or contrast.category is not None
+    if contrast.check is not None and contrast.category is not None:
+        problems.append(f"a contrast compares a check or a category, not both @ {where}")
+    scoring = p.scoring
+    if binary and scoring is None:
+        problems.append(f"checks and categories need the protocol's scoring @ {where}")
+    checks = set() if scoring is None else {c.name for c in scoring.checks}
+    if contrast.check is not None and scoring is not None and contrast.check not in checks:
+        problems.append(f"unknown check {contrast.check!r} @ {where}.check")
+    if contrast.category is not None and scoring is not None:
+        categories = () if scoring.taxonomy is None else scoring.taxonomy.categories
+        if contrast.category not in categories:
+            problems.append(f"unknown category {contrast.category!r} @ {where}.category")
+    if binary and contrast.direction == "non-inferiority":
+        problems.append(
+            f"non-inferiority compares the measure only (a margin on a rate has no exact test "
+            f"here) @ {where}.direction"
+        )
+    if contrast.cluster is not None:
+        named = set(contrast.a.factors) | set(contrast.b.factors)
+        if contrast.cluster not in {f.name for f in p.matrix}:
+            problems.append(f"unknown factor {contrast.cluster!r} @ {where}.cluster")
+        elif contrast.pairing == "paired" and contrast.cluster in named:
+            problems.append(
+                f"a paired contrast clusters by a factor its groups do not name @ {where}.cluster"
+            )
+        if binary:
+            problems.append(f"clusters are for the measure only @ {where}.cluster")
     return problems
 
 
