@@ -211,6 +211,16 @@ def published_bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def contrasted_bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One real bundle of tests/test_contrasts.py's ``CONTRASTED`` protocol (three
+    pre-registered contrasts: a paired superiority, an unpaired two-sided, a paired
+    non-inferiority one), made once; copy it before changing it."""
+    from test_contrasts import CONTRASTED
+
+    return study_once(tmp_path_factory, "contrasted", CONTRASTED)
+
+
+@pytest.fixture(scope="session")
 def scored_bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One real bundle of the scored example (protocols/agent-gate-eval.json, on the fake
     harness), made once; copy it before changing it."""

@@ -21,6 +21,7 @@ __all__ = [
     "axis_ticks",
     "check_figures",
     "check_runs",
+    "expected_contrasts",
     "expected_figures",
     "expected_runs",
     "external_references",
@@ -96,7 +97,7 @@ def figure_key(attrs: dict[str, str]) -> Key:
         return ("check", attrs["data-cell"], attrs["data-check"], f)
     if "data-cell" in attrs and "data-category" in attrs:
         return ("category", attrs["data-cell"], attrs["data-category"])
-    for kind in ("condition", "estimand", "figure", "cell", "slot"):
+    for kind in ("condition", "estimand", "figure", "cell", "slot", "contrast", "family"):
         if f"data-{kind}" in attrs:
             return (kind, attrs[f"data-{kind}"], f)
     raise AssertionError(f"a data-value that names no figure: {attrs}")
@@ -163,19 +164,52 @@ def expected_figures(bundle: Path) -> dict[Key, Any]:
                         want[("check", key, check["name"], name)] = check[name]
             for category, count in cell["categories"].items():
                 want[("category", key, category)] = count
+    if (bundle / "data" / "contrasts.json").is_file():
+        want.update(expected_contrasts(bundle))
     return want
 
 
-def _matches_text(text: str, value: Any) -> bool:
-    """Whether the rounded text people read says ``value``."""
+def expected_contrasts(bundle: Path) -> dict[Key, Any]:
+    """The figures of contrasts.json the report must show, by the key :func:`figure_key`
+    gives: the family's multiplicity, and each contrast's figures (its sample as pairs and
+    incomplete pairs when paired, as each side's runs when not; its margin when it is a
+    non-inferiority contrast). Read by name, so that a field added later changes nothing."""
+    family = _json(bundle, "contrasts.json")
+    want: dict[Key, Any] = {("family", "contrasts", "multiplicity"): family["multiplicity"]}
+    for c in family["contrasts"]:
+        key = c["id"]
+        for name in ("primary", "estimate", "p_value", "p_adjusted", "verdict"):
+            want[("contrast", key, name)] = c[name]
+        interval = c["interval"] or {}
+        want[("contrast", key, "low")] = interval.get("low")
+        want[("contrast", key, "high")] = interval.get("high")
+        sample = ("pairs", "incomplete_pairs") if c["pairs"] is not None else ("n_a", "n_b")
+        for name in sample:
+            want[("contrast", key, name)] = c[name]
+        if c["direction"] == "non-inferiority":
+            want[("contrast", key, "margin")] = c["margin"]
+    return want
+
+
+#: The text that says a flag is true, by the field it is: a flag's text starts with it exactly
+#: when the flag is true.
+_TRUE_TEXT = {"equal_at_precision": "equal", "primary": "primary"}
+
+
+def _matches_text(text: str, value: Any, name: str = "") -> bool:
+    """Whether the rounded text people read says ``value`` (the figure ``name``): a float to
+    the decimals shown (of its mantissa, in scientific notation)."""
     text = text.strip()
     if value is None:
         return text == "n/a"
     if isinstance(value, bool):
-        return text.startswith("equal") == value
+        return text.startswith(_TRUE_TEXT[name]) == value
     if isinstance(value, int):
         return text == str(value)
-    places = len(text.partition(".")[2])
+    if isinstance(value, str):
+        return text == value
+    mantissa, _, exponent = text.lower().partition("e")
+    places = len(mantissa.partition(".")[2]) - int(exponent or 0)
     return math.isclose(float(text), value, rel_tol=1e-12, abs_tol=0.5 * 10**-places + 1e-12)
 
 
@@ -202,7 +236,7 @@ def check_figures(elements: list[Element], bundle: Path) -> set[Key]:
         seen.add(key)
         if element.tag in ("td", "span", "strong"):
             in_text.add(key)
-            assert _matches_text(element.text, expected), (key, element.text, expected)
+            assert _matches_text(element.text, expected, key[-1]), (key, element.text, expected)
     assert seen == set(want), f"figures missing from the page: {sorted(set(want) - seen)}"
     return in_text
 

@@ -3,7 +3,9 @@ carries is the bundle's to the last bit, it needs nothing outside itself, user t
 out of its place, and the plot draws each figure where its value says, every valid run, on one
 axis with nice ticks, the estimand on its own; losses are grouped by cause, the tiers table has
 no empty column, contract facts are a table, and the page says when the study ran and which
-repro made it."""
+repro made it. A bundle with contrasts (and only such a bundle) has a Contrasts section: a
+forest plot of every contrast on one axis of differences, a table of their claims, groups,
+samples, figures and verdicts, and a sentence of the claim per primary contrast."""
 
 from __future__ import annotations
 
@@ -24,14 +26,15 @@ from htmlpage import (
     axis_ticks,
     check_figures,
     check_runs,
+    expected_contrasts,
     expected_runs,
     external_references,
     legend,
     parse,
     plot_runs,
 )
-from repro.derive.figures import POINTS_LIMIT
-from repro.models import ConditionAggregate, IntervalValue
+from repro.derive.figures import POINTS_LIMIT, condition_label, forest_model
+from repro.models import ConditionAggregate, ContrastResult, IntervalValue
 from repro.present.html import MAX_SLOTS_LISTED, _slot_list, render, repro_version
 from repro.present.showing import Shown, load
 from synthetic import synthetic_bundle
@@ -51,6 +54,12 @@ def published(published_bundle: Path) -> Shown:
 def scored(scored_bundle: Path) -> Shown:
     """The parsed files of the scored example bundle."""
     return load(scored_bundle)
+
+
+@pytest.fixture(scope="module")
+def contrasted(contrasted_bundle: Path) -> Shown:
+    """The parsed files of the bundle with three pre-registered contrasts."""
+    return load(contrasted_bundle)
 
 
 def _svg(elements: list[Element]) -> list[Element]:
@@ -92,7 +101,7 @@ def _marks(elements: list[Element], condition: str) -> dict[str, Element]:
 # --------------------------------------------------------------------------- figures
 
 
-@pytest.mark.parametrize("which", ["published_bundle", "scored_bundle"])
+@pytest.mark.parametrize("which", ["published_bundle", "scored_bundle", "contrasted_bundle"])
 def test_every_figure_is_the_bundles(which: str, request: pytest.FixtureRequest) -> None:
     """Each data-value in the page is the figure of aggregates.json, tiers.json, the ledger or
     scores.json it names, with the same JSON type and the same float; each table cell's text
@@ -222,10 +231,12 @@ def test_the_page_needs_nothing_outside_itself(published: Shown) -> None:
     assert "https://example.org/paper" in "".join(e.text for e in elements if e.tag == "code")
 
 
-def test_the_same_bundle_gives_the_same_page(published_bundle: Path) -> None:
+@pytest.mark.parametrize("which", ["published_bundle", "contrasted_bundle"])
+def test_the_same_bundle_gives_the_same_page(which: str, request: pytest.FixtureRequest) -> None:
     """Rendered twice, from two loads of the bundle: the same bytes (no random jitter, no
     clock)."""
-    assert load(published_bundle).html() == load(published_bundle).html()
+    bundle: Path = request.getfixturevalue(which)
+    assert load(bundle).html() == load(bundle).html()
 
 
 # --------------------------------------------------------------------------- tiers, losses
@@ -630,3 +641,281 @@ def test_any_finite_figures_plot_inside_the_frame(
         shown_mean = next(e for e in cells if e.attrs["data-field"] == "mean")
         assert shown_mean.text == ("n/a" if mean is None else f"{mean:.4f}")
         assert shown_mean.attrs["data-value"] == ("null" if mean is None else repr(mean))
+
+
+# --------------------------------------------------------------------------- the contrasts
+
+
+def _section(elements: list[Element], name: str) -> list[Element]:
+    """Every element inside the section ``name``, in document order."""
+    section = next(e for e in elements if e.tag == "section" and e.attrs.get("id") == name)
+    inside: list[Element] = []
+    todo = list(section.children)
+    while todo:
+        element = todo.pop(0)
+        inside.append(element)
+        todo[:0] = element.children
+    return inside
+
+
+def _forest(elements: list[Element]) -> list[Element]:
+    """Every element of the forest plot's SVG."""
+    svg = [e for e in _section(elements, "contrasts") if e.tag == "svg"]
+    assert len(svg) == 1
+    return _descendants(svg[0])
+
+
+def _descendants(element: Element) -> list[Element]:
+    found: list[Element] = []
+    for child in element.children:
+        found += [child, *_descendants(child)]
+    return found
+
+
+def _contrast_marks(elements: list[Element], contrast: str) -> dict[str, Element]:
+    return {
+        e.attrs["data-field"]: e
+        for e in _forest(elements)
+        if e.attrs.get("data-contrast") == contrast and "data-value" in e.attrs
+    }
+
+
+def _with_contrasts(shown: Shown, *changed: ContrastResult, multiplicity: str = "") -> Shown:
+    """``shown`` with the contrasts of the same ids replaced by ``changed``."""
+    assert shown.contrasts is not None
+    by_id = {c.id: c for c in changed}
+    family = attrs.evolve(
+        shown.contrasts,
+        contrasts=tuple(by_id.get(c.id, c) for c in shown.contrasts.contrasts),
+        multiplicity=multiplicity or shown.contrasts.multiplicity,
+    )
+    return attrs.evolve(shown, contrasts=family)
+
+
+def _contrast(shown: Shown, contrast: str) -> ContrastResult:
+    assert shown.contrasts is not None
+    return next(c for c in shown.contrasts.contrasts if c.id == contrast)
+
+
+def test_the_contrasts_section_only_with_contrasts(published: Shown, contrasted: Shown) -> None:
+    """A bundle with contrasts.json has a Contrasts section right after the conditions, with one
+    forest plot and one table; a bundle without has neither the section nor a contrast's figure
+    nor a sentence of the claim about one. The page still needs nothing outside itself."""
+    assert published.contrasts is None and contrasted.contrasts is not None
+    plain = parse(_render(published))
+    assert "contrasts" not in [e.attrs.get("id") for e in plain if e.tag == "section"]
+    assert not [e for e in plain if "data-contrast" in e.attrs or "data-family" in e.attrs]
+    assert "Pre-registered" not in "".join(e.text for e in plain if e.tag == "body")
+    assert len([e for e in plain if e.tag == "svg"]) == 1
+    elements = parse(_render(contrasted))
+    sections = [e.attrs["id"] for e in elements if e.tag == "section"]
+    assert sections[:4] == ["claim", "conditions", "contrasts", "plot"]
+    inside = _section(elements, "contrasts")
+    assert [e.text for e in inside if e.tag == "h2"] == ["Contrasts"]
+    assert [e.tag for e in inside].count("svg") == 1
+    assert [e.tag for e in inside].count("table") == 1
+    assert external_references(elements, "") == []
+    assert not [e for e in elements if {"src", "href"} & set(e.attrs) or e.tag == "script"]
+
+
+def test_every_contrast_figure_is_in_the_table(contrasted_bundle: Path) -> None:
+    """Each contrast's figures of contrasts.json (and the family's multiplicity) are in the
+    section's text, each rounding to its exact value in data-value."""
+    elements = parse(load(contrasted_bundle).html())
+    in_text = check_figures(elements, contrasted_bundle)
+    want = expected_contrasts(contrasted_bundle)
+    assert set(want) <= in_text
+    ids = {k[1] for k in want if k[0] == "contrast"}
+    assert ids == {"random-better", "random-differs-on-cartpole", "push-left-not-worse"}
+
+
+def test_a_row_per_contrast(contrasted: Shown) -> None:
+    """The table has a row per contrast in the family's order: its id (primary or secondary),
+    its claim (direction, margin for non-inferiority, which way is better, pairing), each
+    group's condition ids with their labels, its sample (pairs and incomplete pairs, or each
+    side's runs), difference, interval, p-values, verdict and reason; the adjusted p's column
+    names the family's multiplicity."""
+    assert contrasted.contrasts is not None
+    elements = parse(_render(contrasted))
+    inside = _section(elements, "contrasts")
+    rows = [e for e in inside if e.tag == "tr" and "data-contrast-row" in e.attrs]
+    decided = contrasted.contrasts.contrasts
+    assert [r.attrs["data-contrast-row"] for r in rows] == [c.id for c in decided]
+    head = [e.text for e in inside if e.tag == "th"]
+    assert head[-2:] == ["p adjusted (holm)", "verdict and reason"]
+    order = [f.name for f in contrasted.protocol.protocol.matrix]
+    labels = {
+        c.condition: condition_label(c.factors, c.participant, order)
+        for c in contrasted.aggregates.conditions
+    }
+    for row, c in zip(rows, decided, strict=True):
+        cells = [e.text.strip() for e in row.children if e.tag == "td"]
+        assert len(cells) == len(head)
+        assert cells[0] == f"{c.id}{'primary' if c.primary else 'secondary'}"
+        assert cells[1].startswith(c.direction) and c.pairing in cells[1]
+        assert ("margin 0.5" in cells[1]) == (c.direction == "non-inferiority")
+        for cell, group in ((cells[2], c.a), (cells[3], c.b)):
+            assert cell == "".join(f"{g} {labels[g]}" for g in group)
+        if c.pairs is None:
+            assert cells[4] == f"{c.n_a} vs {c.n_b}runs"
+        else:
+            assert cells[4] == f"{c.pairs} pairs{c.incomplete_pairs} incomplete"
+        assert cells[-1] == c.verdict + c.reason
+        verdict = next(e for e in row.children[-1].children if e.tag == "strong")
+        assert verdict.attrs["class"] == c.verdict
+    assert [c.verdict for c in decided] == ["holds", "holds", "does-not-hold"]
+    assert [c.pairs is None for c in decided] == [False, True, False]
+
+
+def test_the_claim_names_each_primary_contrast(contrasted: Shown) -> None:
+    """The claim gains a sentence per primary contrast, none for the others: its verdict,
+    difference, interval and adjusted p-value, named by the family's multiplicity."""
+    assert contrasted.contrasts is not None
+    axis = forest_model(contrasted.contrasts, contrasted.aggregates.measure).axis
+
+    def sentences(shown: Shown) -> list[str]:
+        claim = _section(parse(_render(shown)), "claim")
+        return [e.text for e in claim if e.tag == "p" and e.text.startswith("Pre-registered")]
+
+    def said(c: ContrastResult, adjusted: str) -> str:
+        assert c.estimate is not None and c.interval is not None and c.p_adjusted is not None
+        iv = c.interval
+        return (
+            f"Pre-registered primary contrast {c.id}: {c.verdict} (difference "
+            f"{axis.text(c.estimate)}, 95% interval [{axis.text(iv.low)}, {axis.text(iv.high)}], "
+            f"{adjusted} {c.p_adjusted:.3g})."
+        )
+
+    primary = _contrast(contrasted, "random-better")
+    assert sentences(contrasted) == [said(primary, "Holm-adjusted p")]
+    assert sentences(contrasted)[0].startswith(
+        "Pre-registered primary contrast random-better: holds (difference 5.04, 95% interval "
+        "[1.35, 8.74], Holm-adjusted p 0.00971)"
+    )
+    other = attrs.evolve(_contrast(contrasted, "push-left-not-worse"), primary=True)
+    both = _with_contrasts(contrasted, other)
+    assert sentences(both) == [said(primary, "Holm-adjusted p"), said(other, "Holm-adjusted p")]
+    alone = _with_contrasts(contrasted, multiplicity="none")
+    assert sentences(alone) == [said(primary, "p (no multiplicity control)")]
+
+
+def test_the_forest_plot_draws_each_contrast_where_its_values_say(contrasted: Shown) -> None:
+    """One axis of differences with nice ticks that holds 0 and every interval, titled with
+    the measure and "difference a - b (positive favours a)"; per contrast, in order, a row
+    naming its verdict in words (and in the mark's shape and colour), its difference's mark
+    between its interval's ends, each where its value is on the axis; a line at 0; and a mark
+    at -margin for the non-inferiority contrast only."""
+    assert contrasted.contrasts is not None
+    elements = parse(_render(contrasted))
+    forest = _forest(elements)
+    ticks = axis_ticks(elements, "contrasts")
+    _assert_nice(ticks)
+    low, high = axis_range(elements, "contrasts")
+    assert low <= ticks[0][0] < ticks[-1][0] <= high and low < 0 < high
+
+    def at(value: float) -> float:
+        return 100 * (value - low) / (high - low)
+
+    titles = [e.text for e in forest if e.attrs.get("class") == "axis-title"]
+    measure = contrasted.aggregates.measure
+    assert titles == [f"{measure}: difference a - b (positive favours a)"]
+    zero = [e for e in forest if "data-zero" in e.attrs]
+    assert len(zero) == 1 and _x(zero[0]) == pytest.approx(at(0.0), abs=1e-3)
+    rows = [e for e in forest if "data-forest-row" in e.attrs]
+    assert [r.attrs["data-forest-row"] for r in rows] == [
+        c.id for c in contrasted.contrasts.contrasts
+    ]
+    for c in contrasted.contrasts.contrasts:
+        assert c.estimate is not None and c.interval is not None
+        marks = _contrast_marks(elements, c.id)
+        assert _x(marks["low"]) < _x(marks["estimate"]) < _x(marks["high"])
+        for name, value in (
+            ("estimate", c.estimate),
+            ("low", c.interval.low),
+            ("high", c.interval.high),
+        ):
+            assert _x(marks[name]) == pytest.approx(at(value), abs=1e-3)
+            assert marks[name].attrs["data-value"] == repr(value)
+        assert marks["verdict"].text == c.verdict
+        assert c.verdict in marks["verdict"].attrs["class"].split()
+        shape = {"holds": "circle", "does-not-hold": "rect"}[c.verdict]
+        assert marks["estimate"].tag == shape
+        if c.direction == "non-inferiority":
+            assert marks["margin"].attrs["data-value"] == repr(c.margin)
+            assert marks["margin"].attrs["data-at"] == repr(-c.margin)
+            assert _x(marks["margin"]) == pytest.approx(at(-c.margin), abs=1e-3)
+        else:
+            assert "margin" not in marks
+    caption = "".join(e.text for e in _section(elements, "contrasts") if e.tag == "figcaption")
+    assert "positive favours a" in caption and "-margin" in caption
+
+
+def test_an_undecided_contrast_shows_as_inconclusive(contrasted: Shown) -> None:
+    """A contrast with nothing estimated shows n/a and no mark in its row (its verdict and
+    reason in words, in the table and the claim); an inconclusive one with an estimate is an
+    open dot."""
+    empty = attrs.evolve(
+        _contrast(contrasted, "random-better"),
+        estimate=None,
+        se=None,
+        df=None,
+        interval=None,
+        statistic=None,
+        p_value=None,
+        p_adjusted=None,
+        verdict="inconclusive",
+        reason="fewer than two runs or pairs on a side: nothing is estimated",
+    )
+    open_dot = attrs.evolve(
+        _contrast(contrasted, "random-differs-on-cartpole"),
+        verdict="inconclusive",
+        reason="adjusted p-value 0.2 is not below 0.05",
+    )
+    shown = _with_contrasts(contrasted, empty, open_dot)
+    elements = parse(_render(shown))
+    marks = _contrast_marks(elements, empty.id)
+    assert set(marks) == {"verdict"} and marks["verdict"].text == "inconclusive"
+    row = next(e for e in elements if e.attrs.get("data-contrast-row") == empty.id)
+    cells = {
+        e.attrs["data-field"]: e
+        for e in _descendants(row)
+        if "data-field" in e.attrs and e.attrs.get("data-contrast") == empty.id
+    }
+    for name in ("estimate", "low", "high", "p_value", "p_adjusted"):
+        assert (cells[name].text, cells[name].attrs["data-value"]) == ("n/a", "null")
+    assert cells["verdict"].attrs["data-value"] == '"inconclusive"'
+    claim = [e.text for e in _section(elements, "claim") if e.tag == "p"]
+    assert f"Pre-registered primary contrast {empty.id}: inconclusive ({empty.reason})." in claim
+    dot = _contrast_marks(elements, open_dot.id)["estimate"]
+    assert dot.tag == "circle" and dot.attrs["class"] == "est inconclusive"
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    figures=st.lists(st.tuples(_FINITE, _FINITE, _FINITE, _FINITE.map(abs)), min_size=1, max_size=4)
+)
+def test_any_finite_contrasts_plot_inside_the_frame(
+    contrasted: Shown, figures: list[tuple[float, float, float, float]]
+) -> None:
+    """Whatever finite differences, intervals and margins contrasts.json holds (up to the
+    largest floats), every mark of the forest plot stands inside it (0 to 100% across)."""
+    base = _contrast(contrasted, "push-left-not-worse")
+    family = tuple(
+        attrs.evolve(
+            base,
+            id=f"k{i}",
+            estimate=e,
+            margin=m,
+            interval=IntervalValue("t", 0.95, min(lo, hi), max(lo, hi), 0.0),
+        )
+        for i, (e, lo, hi, m) in enumerate(figures)
+    )
+    assert contrasted.contrasts is not None
+    shown = attrs.evolve(contrasted, contrasts=attrs.evolve(contrasted.contrasts, contrasts=family))
+    elements = parse(_render(shown))
+    forest = _forest(elements)
+    for mark in forest:
+        for name in ("cx", "x1", "x2", "x"):
+            if name in mark.attrs and mark.attrs[name].endswith("%"):
+                assert 0 <= _pc(mark.attrs[name]) <= 100, mark
+    assert len([e for e in forest if "data-forest-row" in e.attrs]) == len(figures)

@@ -1,8 +1,9 @@
 """The HTML report as headless Chromium renders it: the DOM it builds holds the plot's every
 valid run, nice ticks, axis titles that name the measure, and a published legend only where
-something is published; and the plot is drawn at the width of the page's content column, at a
-wide and at a narrow window, as the DOM's layout and a screenshot's pixels both say, not at a
-fixed 360 px.
+something is published, and, for a bundle with contrasts, every contrast's figures as
+contrasts.json holds them; and the plot (and the forest plot of the contrasts) is drawn at the
+width of the page's content column, at a wide and at a narrow window, as the DOM's layout and a
+screenshot's pixels both say, not at a fixed 360 px.
 
 Like tests/test_show.py's, these tests are skipped when /usr/bin/chromium is missing, unless CI
 is set, in which case its absence fails them. Nothing here depends on how long Chromium takes:
@@ -22,7 +23,16 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from htmlpage import axis_ticks, check_figures, check_runs, legend, parse
+from htmlpage import (
+    axis_range,
+    axis_ticks,
+    check_figures,
+    check_runs,
+    expected_contrasts,
+    external_references,
+    legend,
+    parse,
+)
 from repro.cli.app import app
 
 runner = CliRunner()
@@ -112,33 +122,73 @@ def test_chromium_shows_every_run_the_ticks_and_the_legend(
     assert published == (which == "published_bundle")
 
 
-#: Measures the laid-out page and writes the rectangles into the DOM, for --dump-dom: the plot
-#: section (the content column's width), the SVG, and the conditions' axis line.
+def test_chromium_shows_the_contrasts(
+    contrasted_bundle: Path, chromium: Path, tmp_path: Path
+) -> None:
+    """In the DOM Chromium builds from the page of a bundle with contrasts: every figure is the
+    bundle's, each contrast's (by ``data-contrast`` and ``data-field``) equal to contrasts.json
+    to the last bit, in the table's text and in the forest plot's marks; the forest plot has a
+    row per contrast in the family's order on an axis of differences with nice ticks that
+    holds 0, titled with the measure; and nothing refers outside the page."""
+    page = _page(contrasted_bundle, tmp_path)
+    elements = parse(_chromium(chromium, tmp_path, WIDE, "--dump-dom", page.as_uri()))
+    in_text = check_figures(elements, contrasted_bundle)
+    want = expected_contrasts(contrasted_bundle)
+    assert set(want) <= in_text
+    stored = _json(contrasted_bundle, "contrasts.json")["contrasts"]
+    drawn = {
+        (e.attrs["data-contrast"], e.attrs["data-field"]): json.loads(e.attrs["data-value"])
+        for e in elements
+        if "data-contrast" in e.attrs and e.tag in ("circle", "rect", "line", "tspan")
+    }
+    for c in stored:
+        assert drawn[(c["id"], "estimate")] == c["estimate"]
+        assert drawn[(c["id"], "low")] == c["interval"]["low"]
+        assert drawn[(c["id"], "high")] == c["interval"]["high"]
+        assert drawn[(c["id"], "verdict")] == c["verdict"]
+    rows = [e.attrs["data-forest-row"] for e in elements if "data-forest-row" in e.attrs]
+    assert rows == [c["id"] for c in stored]
+    ticks = axis_ticks(elements, "contrasts")
+    assert len(ticks) >= 2
+    assert all(float(label) == pytest.approx(value) for value, label in ticks)
+    low, high = axis_range(elements, "contrasts")
+    assert low < 0 < high
+    measure = _json(contrasted_bundle, "aggregates.json")["measure"]
+    titles = [e.text for e in elements if e.attrs.get("class") == "axis-title"]
+    assert titles[0] == f"{measure}: difference a - b (positive favours a)"
+    assert check_runs(elements, contrasted_bundle) == "points"
+    assert external_references(elements, page.as_uri()) == []
+
+
+#: Measures the laid-out page and writes the rectangles into the DOM, for --dump-dom: the
+#: content column (the conditions table's section), the SVG the axis ``AXIS`` (``conditions``,
+#: the plot's; ``contrasts``, the forest plot's) is in, and that axis' line.
 _MEASURE = """<script>
 (() => {
   const x = e => { const b = e.getBoundingClientRect(); return [b.left, b.right]; };
-  const svg = document.querySelector('#plot svg');
+  const axis = document.querySelector('[data-axis=AXIS] line.axis');
   document.body.setAttribute('data-rects', JSON.stringify({
     viewport: innerWidth,
     page: document.documentElement.scrollWidth,
     column: x(document.getElementById('conditions')),
-    svg: x(svg),
-    axis: x(svg.querySelector('[data-axis=conditions] line.axis')),
+    svg: x(axis.closest('svg')),
+    axis: x(axis),
   }));
 })();
 </script>"""
-#: The conditions' axis line, drawn thick in a colour nothing else on the page has.
-_MARK = "<style>svg [data-axis=conditions] line.axis { stroke: #ff00ff; stroke-width: 4; }</style>"
+#: The axis ``AXIS``'s line, drawn thick in a colour nothing else on the page has.
+_MARK = "<style>svg [data-axis=AXIS] line.axis { stroke: #ff00ff; stroke-width: 4; }</style>"
 
 
-def _measuring_copy(page: Path, tmp_path: Path) -> Path:
+def _measuring_copy(page: Path, tmp_path: Path, axis: str) -> Path:
     """A copy of ``page`` that may run one inline script (the measuring one, appended) and
-    draws its conditions' axis in magenta: the page itself runs none."""
+    draws the axis ``axis`` in magenta: the page itself runs none."""
     text = page.read_text("utf-8")
     policy = "default-src 'none'; style-src 'unsafe-inline'"
     assert text.count(policy) == 1 and "<script" not in text
     text = text.replace(policy, policy + "; script-src 'unsafe-inline'")
-    text = text.replace("</head>", _MARK + "</head>").replace("</body>", _MEASURE + "</body>")
+    mark, measure = _MARK.replace("AXIS", axis), _MEASURE.replace("AXIS", axis)
+    text = text.replace("</head>", mark + "</head>").replace("</body>", measure + "</body>")
     copy = tmp_path / "measured.html"
     copy.write_text(text, "utf-8")
     return copy
@@ -158,30 +208,40 @@ def _magenta_extent(png: Path) -> tuple[int, int]:
     return columns[0], columns[-1]
 
 
+@pytest.mark.parametrize(
+    ("which", "axis"), [("published_bundle", "conditions"), ("contrasted_bundle", "contrasts")]
+)
 @pytest.mark.parametrize("width", [WIDE, NARROW])
 def test_the_plot_is_as_wide_as_the_content_column(
-    width: int, published_bundle: Path, chromium: Path, tmp_path: Path
+    width: int,
+    which: str,
+    axis: str,
+    request: pytest.FixtureRequest,
+    chromium: Path,
+    tmp_path: Path,
 ) -> None:
-    """At a wide and at a narrow window, the plot's SVG is exactly as wide as the content column
-    (the conditions table's section), its axis spans nearly all of it (less only the padding
-    that keeps the outer tick labels on the page), the page does not overflow the window, and
-    the screenshot's pixels show the axis drawn from the same left to the same right."""
-    page = _measuring_copy(_page(published_bundle, tmp_path), tmp_path)
+    """At a wide and at a narrow window, the plot's SVG (and the forest plot's, of a bundle
+    with contrasts) is exactly as wide as the content column (the conditions table's section),
+    its axis spans nearly all of it (less only the padding that keeps the outer tick labels on
+    the page), the page does not overflow the window, and the screenshot's pixels show the
+    axis drawn from the same left to the same right."""
+    bundle: Path = request.getfixturevalue(which)
+    page = _measuring_copy(_page(bundle, tmp_path), tmp_path, axis)
     dom = parse(_chromium(chromium, tmp_path, width, "--dump-dom", page.as_uri()))
     rects = json.loads(next(e for e in dom if "data-rects" in e.attrs).attrs["data-rects"])
-    column, svg, axis = rects["column"], rects["svg"], rects["axis"]
+    column, svg, line = rects["column"], rects["svg"], rects["axis"]
     column_width = column[1] - column[0]
     assert rects["viewport"] == width and rects["page"] <= width
     assert svg == pytest.approx(column, abs=1)
-    assert axis[1] - axis[0] >= 0.9 * column_width
-    assert column[0] <= axis[0] < axis[1] <= column[1]
+    assert line[1] - line[0] >= 0.9 * column_width
+    assert column[0] <= line[0] < line[1] <= column[1]
     if width == WIDE:
         # The page's width class: its 72rem column, not a plot of 360 px.
         assert column_width == pytest.approx(72 * 16, abs=1)
-        assert axis[1] - axis[0] > 2.5 * 360
+        assert line[1] - line[0] > 2.5 * 360
     else:
         assert column_width <= width - 16
     shot = tmp_path / "shot.png"
     _chromium(chromium, tmp_path, width, f"--screenshot={shot}", page.as_uri())
     left, right = _magenta_extent(shot)
-    assert left == pytest.approx(axis[0], abs=3) and right == pytest.approx(axis[1], abs=3)
+    assert left == pytest.approx(line[0], abs=3) and right == pytest.approx(line[1], abs=3)

@@ -11,7 +11,12 @@ them).
 :func:`plot_model` makes of it what both plots draw, the HTML page's SVG and the PNG: one axis
 with "nice" ticks shared by every condition, the estimand on an axis of its own, each
 condition's valid runs as points (or, past :data:`POINTS_LIMIT` runs in all, counted in
-:data:`BINS` bins), and published values only where there are some."""
+:data:`BINS` bins), and published values only where there are some.
+
+:func:`forest_model` makes of contrasts.json what the HTML page's forest plot draws: every
+pre-registered contrast's difference with its interval on one axis of differences (the same
+nice ticks, :func:`nice_axis`), which always holds 0 and each non-inferiority contrast's
+``-margin``."""
 
 from __future__ import annotations
 
@@ -27,6 +32,8 @@ from repro.derive.tally import Attempt, tally
 from repro.derive.tiers import contract_digests
 from repro.models import (
     Aggregates,
+    ContrastResult,
+    ContrastsFile,
     FigureComparison,
     FrozenProtocol,
     IntervalValue,
@@ -47,13 +54,18 @@ __all__ = [
     "Bin",
     "FigureRow",
     "Figures",
+    "Forest",
+    "ForestRow",
     "Plot",
     "PlotPanel",
     "PlotRow",
     "Point",
+    "adjusted_name",
     "condition_label",
     "figures",
+    "forest_model",
     "nice_axis",
+    "p_text",
     "plot_model",
     "run_measures",
 ]
@@ -529,3 +541,106 @@ def plot_model(model: Figures, points_limit: int = POINTS_LIMIT, bins: int = BIN
         binned=binned,
         caption=tuple(_caption(model, (runs, binned, points_limit, bins), axis)),
     )
+
+
+# --------------------------------------------------------------------------- the forest plot
+
+
+@frozen
+class ForestRow:
+    """One contrast of a forest plot: contrasts.json's figures, the row's ``label`` (its id,
+    and whether it is primary), the ``null`` boundary its claim is tested against (0, or
+    ``-margin`` for non-inferiority) and the ``note`` of its figures."""
+
+    contrast: ContrastResult
+    label: str
+    null: float
+    note: str
+
+
+@frozen
+class Forest:
+    """What the forest plot draws: every contrast of the family in the order contrasts.json
+    holds them, on one ``axis`` of differences of ``measure`` (positive favours ``a``), the
+    family's ``multiplicity`` control, and the ``caption`` that says what the marks are."""
+
+    measure: str
+    multiplicity: str
+    axis: Axis
+    rows: tuple[ForestRow, ...]
+    caption: tuple[str, ...]
+
+
+def _null_of(c: ContrastResult) -> float:
+    """The boundary a contrast's claim is tested against: ``-margin`` for non-inferiority, 0
+    otherwise (as :func:`repro.derive.contrasts.verdict` tests it)."""
+    return -c.margin if c.direction == "non-inferiority" else 0.0
+
+
+def adjusted_name(multiplicity: str) -> str:
+    """What the family's adjusted p-value is called: ``Holm-adjusted p``, or ``p (no
+    multiplicity control)``."""
+    return "Holm-adjusted p" if multiplicity == "holm" else "p (no multiplicity control)"
+
+
+def p_text(p: float | None) -> str:
+    """A p-value for people: three significant digits."""
+    return "n/a" if p is None else f"{p:.3g}"
+
+
+def _forest_note(c: ContrastResult, axis: Axis, multiplicity: str) -> str:
+    if c.estimate is None or c.interval is None:
+        return "nothing estimated"
+    iv = c.interval
+    return (
+        f"difference {axis.text(c.estimate)} [{axis.text(iv.low)}, {axis.text(iv.high)}], "
+        f"{adjusted_name(multiplicity)} {p_text(c.p_adjusted)}"
+    )
+
+
+def forest_model(compared: ContrastsFile, measure: str) -> Forest:
+    """The forest plot of contrasts.json: a row per contrast, on one axis of differences of
+    ``measure`` (a - b, or b - a for a contrast where lower is better: positive always favours
+    ``a``) that holds every estimate and interval, 0, and each non-inferiority contrast's
+    ``-margin``, with nice ticks (:func:`nice_axis`)."""
+    rows = compared.contrasts
+    reach = [0.0] + [_null_of(c) for c in rows]
+    reach += [c.estimate for c in rows if c.estimate is not None]
+    reach += [v for c in rows if c.interval is not None for v in (c.interval.low, c.interval.high)]
+    levels = sorted({c.interval.level if c.interval else c.level for c in rows})
+    methods = sorted({c.interval.method for c in rows if c.interval is not None})
+    level = "/".join(f"{v:.0%}" for v in levels)
+    interval = f"{level} {'/'.join(methods)} interval" if methods else f"{level} interval"
+    lower = any(c.better == "lower" for c in rows)
+    detail = f"each contrast's difference with its {interval}" + (
+        "; b - a where lower is better" if lower else ""
+    )
+    axis = nice_axis(
+        min(reach), max(reach), f"{measure}: difference a - b (positive favours a)", detail
+    )
+    forest_rows = tuple(
+        ForestRow(
+            c,
+            c.id + (" (primary)" if c.primary else ""),
+            _null_of(c),
+            _forest_note(c, axis, compared.multiplicity),
+        )
+        for c in rows
+    )
+    caption = [
+        f"Every pre-registered contrast on one shared axis of differences in {measure} "
+        "(a - b; positive favours a"
+        + ("; for a contrast where lower is better, b - a" if lower else "")
+        + f"). Each row's mark is its difference, its bar the difference's {interval}; the "
+        "solid vertical line is 0, no difference.",
+    ]
+    if any(c.direction == "non-inferiority" for c in rows):
+        caption.append(
+            "A dashed mark is -margin of a non-inferiority contrast: a may be worse than b by "
+            "less than the margin."
+        )
+    caption.append(
+        "Each row names its verdict: holds (filled dot), does-not-hold (filled square) or "
+        "inconclusive (open dot)."
+    )
+    return Forest(measure, compared.multiplicity, axis, forest_rows, tuple(caption))

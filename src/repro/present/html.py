@@ -28,16 +28,25 @@ script) can read back from the rendered page exactly what it shows:
   source-ledger.json's losses have that outcome and cause, and their attempts in all;
 - ``data-cell`` with ``data-field`` (``valid_runs``, ``superseded_runs``, ``median_measure``),
   with ``data-check`` (``passed``, ``runs``, ``rate``, ``low``, ``high``) or with
-  ``data-category``: a cell of scores.json.
+  ``data-category``: a cell of scores.json;
+- ``data-contrast`` (a contrast's id) with ``data-field``: a contrast of contrasts.json, by its
+  key there (``primary``, ``estimate``, ``p_value``, ``p_adjusted``, ``verdict``; ``pairs`` and
+  ``incomplete_pairs`` for a paired contrast, ``n_a`` and ``n_b`` for an unpaired one;
+  ``margin`` for a non-inferiority one; ``low``, ``high`` from its interval); and
+  ``data-family="contrasts"`` with ``data-field="multiplicity"``: the family's control. A
+  verdict or the multiplicity is a JSON string in ``data-value``.
 
 The plot's runs and axes are named too, outside ``data-value``: each valid run's point has
 ``data-run`` (its condition) and ``data-measure`` (its measure as a float's ``repr``); past
 :data:`repro.derive.figures.POINTS_LIMIT` runs, each bin has ``data-bin`` (its condition),
 ``data-low``, ``data-high`` and ``data-count``; each axis is a group with ``data-axis``
 (``conditions``, ``estimand``), ``data-low`` and ``data-high``, its tick labels ``data-tick``;
-the legend's entries ``data-legend`` (``runs`` or ``bins``, ``observed``, ``published``). A
-contract fact has ``data-contract`` (its condition, ``*`` when every condition has it) and
-``data-fact``.
+the legend's entries ``data-legend`` (``runs`` or ``bins``, ``observed``, ``published``). The
+forest plot of the contrasts (:func:`repro.derive.figures.forest_model`) has its axis as
+``data-axis="contrasts"``, its line at 0 ``data-zero``, each row a group with
+``data-forest-row`` (the contrast's id), and each non-inferiority margin's mark, which stands at
+``-margin``, ``data-at`` besides its ``data-value`` (the margin). A contract fact has
+``data-contract`` (its condition, ``*`` when every condition has it) and ``data-fact``.
 
 The text beside each value is rounded for people. All text from the bundle (titles, factor
 levels, reasons, evidence, causes) is user data and is escaped.
@@ -47,6 +56,7 @@ from __future__ import annotations
 
 import html
 import importlib.metadata
+import json
 import re
 from collections.abc import Mapping, Sequence
 
@@ -55,16 +65,23 @@ from repro.derive.figures import (
     Axis,
     FigureRow,
     Figures,
+    Forest,
+    ForestRow,
     Plot,
     PlotPanel,
     PlotRow,
+    adjusted_name,
     condition_label,
     figures,
+    forest_model,
+    p_text,
     plot_model,
 )
 from repro.models import (
     Aggregates,
     CellScore,
+    ContrastResult,
+    ContrastsFile,
     Environment,
     FigureComparison,
     FrozenProtocol,
@@ -77,7 +94,7 @@ from repro.models import (
 
 __all__ = ["MAX_SLOTS_LISTED", "contract_evidence", "render", "repro_version"]
 
-Number = float | int | bool | None
+Number = float | int | bool | str | None
 
 #: A cause of losses lists at most this many of its slots (a range of consecutive runs of one
 #: condition counting as one; up to three more rather than "and 2 more"), then says how many
@@ -103,6 +120,10 @@ td ul { margin: 0; padding-left: 1.1rem; }
 .pass, .holds, .equal { color: #17643a; }
 .fail, .fails, .differs { color: #a51d2d; }
 .weakened { color: #8a5a00; }
+.does-not-hold { color: #a51d2d; }
+.inconclusive { color: #6b5a00; }
+.primary { font-weight: 600; }
+.secondary { color: #555; }
 .class { font-size: 1.1rem; }
 figure { margin: 0.5rem 0; }
 figcaption { font-size: 0.9rem; color: #444; }
@@ -122,6 +143,17 @@ svg .bin { fill: #7a9cc6; fill-opacity: 0.7; stroke: none; }
 svg .obs { stroke: #1f4f8a; fill: #1f4f8a; stroke-width: 2.5; }
 svg .pub { stroke: #b8321e; fill: none; stroke-width: 2; }
 svg .pub-mark { fill: #b8321e; font-size: 17px; font-weight: 700; }
+svg .zero { stroke: #333; stroke-width: 1.5; }
+svg .margin { stroke: #8a5a00; stroke-width: 2; stroke-dasharray: 4 3; }
+svg .ci { stroke-width: 2.5; }
+svg .est { stroke-width: 2; }
+svg .holds { stroke: #17643a; fill: #17643a; }
+svg .does-not-hold { stroke: #a51d2d; fill: #a51d2d; }
+svg .inconclusive { stroke: #6b5a00; fill: #fff; }
+svg text.forest-label { paint-order: stroke; stroke: #fff; stroke-width: 4px;
+  stroke-linejoin: round; }
+svg tspan.verdict { font-weight: 600; stroke: #fff; }
+svg tspan.inconclusive { fill: #6b5a00; }
 dl.facts { display: grid; grid-template-columns: max-content 1fr; gap: 0.1rem 1rem;
   font-size: 0.9rem; margin: 0.5rem 0; }
 dl.facts dt { font-weight: 600; }
@@ -131,6 +163,12 @@ td.fact code, dl.facts code { word-break: normal; overflow-wrap: anywhere; }
 details > summary { cursor: pointer; }
 td.slots { max-width: 36rem; }
 td.slots .slot { white-space: nowrap; }
+table.contrasts { font-size: 0.85rem; }
+table.contrasts th, table.contrasts td { padding: 0.2rem 0.35rem; }
+table.contrasts code { word-break: normal; }
+table.contrasts td.group ul { list-style: none; padding: 0; }
+table.contrasts td.reason { min-width: 10rem; }
+table.contrasts td.reason strong { white-space: nowrap; }
 """
 
 
@@ -144,6 +182,8 @@ def _json(value: Number) -> str:
         return "null"
     if isinstance(value, bool):
         return "true" if value else "false"
+    if isinstance(value, str):
+        return json.dumps(value)
     return repr(value)
 
 
@@ -154,7 +194,7 @@ def _data(**names: str) -> str:
 def _figure(tag: str, value: Number, text: str, css: str = "", **names: str) -> str:
     """An element showing ``text`` for ``value``, with the attributes that name the figure."""
     cls = f' class="{css}"' if css else ""
-    return f'<{tag}{cls}{_data(**names)} data-value="{_json(value)}">{_text(text)}</{tag}>'
+    return f'<{tag}{cls}{_data(**names)} data-value="{_text(_json(value))}">{_text(text)}</{tag}>'
 
 
 def _num(value: float | None, places: int = 4) -> str:
@@ -166,11 +206,12 @@ def _cell(value: float | int | None, field: str, **names: str) -> str:
     return _figure("td", value, text, "num", field=field, **names)
 
 
-def _table(head: Sequence[str], rows: Sequence[str]) -> str:
+def _table(head: Sequence[str], rows: Sequence[str], css: str = "") -> str:
     header = "".join(f"<th>{_text(h)}</th>" for h in head)
+    cls = f' class="{css}"' if css else ""
     # Wrapped so that a wide table (many checks) scrolls instead of overflowing the page.
     return (
-        f'<div class="wide"><table><thead><tr>{header}</tr></thead>'
+        f'<div class="wide"><table{cls}><thead><tr>{header}</tr></thead>'
         f"<tbody>{''.join(rows)}</tbody></table></div>"
     )
 
@@ -178,7 +219,7 @@ def _table(head: Sequence[str], rows: Sequence[str]) -> str:
 # --------------------------------------------------------------------------- sections
 
 
-def _claim(agg: Aggregates, tiers: Tiers, ledger: Ledger) -> str:
+def _claim(agg: Aggregates, tiers: Tiers, ledger: Ledger, forest: Forest | None) -> str:
     e = agg.estimand
     kind = {"estimand": e.kind}
     total = sum(c.scheduled for c in agg.conditions)
@@ -206,6 +247,7 @@ def _claim(agg: Aggregates, tiers: Tiers, ledger: Ledger) -> str:
     parts = [
         "<section id=claim><h2>Claim</h2>",
         claim,
+        "" if forest is None else _primary_sentences(forest),
         f'<p class="class">Reproduction class: <strong class="{_text(rep.verdict)}"'
         f"{_data(reproduction=rep.verdict)}>{_text(rep.verdict)}</strong> "
         f"({_text(rep.reason)})</p>",
@@ -279,6 +321,218 @@ def _conditions(model: Figures) -> str:
     )
 
 
+# --------------------------------------------------------------------------- contrasts
+
+#: The forest plot's vertical geometry, in pixels: a row (its text line, then its marks), and
+#: where the first row starts.
+_FOREST_ROW = 46
+_FOREST_TOP = 6
+
+
+def _primary_sentences(forest: Forest) -> str:
+    """A sentence of the claim per primary contrast."""
+    return "".join(_primary_sentence(r, forest) for r in forest.rows if r.contrast.primary)
+
+
+def _primary_sentence(row: ForestRow, forest: Forest) -> str:
+    """A primary contrast's verdict in one sentence of the claim, with its difference, interval
+    and adjusted p-value."""
+    c, axis = row.contrast, forest.axis
+    names = {"contrast": c.id}
+    head = f"<p>Pre-registered primary contrast <code>{_text(c.id)}</code>: " + _figure(
+        "strong", c.verdict, c.verdict, c.verdict, field="verdict", **names
+    )
+    iv = c.interval
+    if c.estimate is None or iv is None:
+        return head + f" ({_text(c.reason)}).</p>"
+    return (
+        head
+        + " (difference "
+        + _figure("span", c.estimate, axis.text(c.estimate), field="estimate", **names)
+        + f", {iv.level:.0%} interval ["
+        + _figure("span", iv.low, axis.text(iv.low), field="low", **names)
+        + ", "
+        + _figure("span", iv.high, axis.text(iv.high), field="high", **names)
+        + f"], {_text(adjusted_name(forest.multiplicity))} "
+        + _figure("span", c.p_adjusted, p_text(c.p_adjusted), field="p_adjusted", **names)
+        + ").</p>"
+    )
+
+
+def _estimate_mark(c: ContrastResult, x: str, y: float) -> str:
+    """The difference's mark, its shape saying the verdict as its text and colour do: a filled
+    dot (holds), a filled square (does-not-hold), an open dot (inconclusive)."""
+    names = _data(contrast=c.id, field="estimate") + f' data-value="{_json(c.estimate)}"'
+    css = f"est {_text(c.verdict)}"
+    if c.verdict == "does-not-hold":
+        return (
+            f'<rect class="{css}" x="{x}" y="{y - 4.5:.2f}" width="9" height="9" '
+            f'transform="translate(-4.5 0)"{names}/>'
+        )
+    return f'<circle class="{css}" cx="{x}" cy="{y:.2f}" r="5"{names}/>'
+
+
+def _forest_row(row: ForestRow, axis: Axis, top: float) -> str:
+    """One contrast at ``top``: its id, verdict and figures in words, then its margin's mark
+    (non-inferiority), its interval and its difference."""
+    c = row.contrast
+    names = {"contrast": c.id}
+    y = top + 32
+    out = [
+        f"<g{_data(forest_row=c.id)}><title>{_text(row.label)}: {_text(c.verdict)} "
+        f"({_text(c.reason)})</title>",
+        f'<text class="forest-label" x="0" y="{top + 14:.2f}">'
+        f'<tspan class="label">{_text(row.label)}</tspan>'
+        f'<tspan class="verdict {_text(c.verdict)}" dx="10"{_data(field="verdict", **names)} '
+        f'data-value="{_text(_json(c.verdict))}">{_text(c.verdict)}</tspan>'
+        f'<tspan class="note" dx="10">{_text(row.note)}</tspan></text>',
+    ]
+    if c.direction == "non-inferiority":
+        x = _at(axis, row.null)
+        out.append(
+            f'<line class="margin" x1="{x}" x2="{x}" y1="{y - 11:.2f}" y2="{y + 11:.2f}"'
+            f'{_data(field="margin", **names)} data-value="{_json(c.margin)}" '
+            f'data-at="{_json(row.null)}"/>'
+        )
+    iv = c.interval
+    css = f"ci {_text(c.verdict)}"
+    if iv is not None:
+        low, high = _at(axis, iv.low), _at(axis, iv.high)
+        out.append(f'<line class="{css}" x1="{low}" x2="{high}" y1="{y:.2f}" y2="{y:.2f}"/>')
+        out.append(_bar_end(low, y, "low", iv.low, names, css))
+        out.append(_bar_end(high, y, "high", iv.high, names, css))
+    if c.estimate is not None:
+        out.append(_estimate_mark(c, _at(axis, c.estimate), y))
+    out.append("</g>")
+    return "".join(out)
+
+
+def _forest(forest: Forest) -> str:
+    """The forest plot: every contrast on one axis of differences, with a line at 0."""
+    axis, top = forest.axis, _FOREST_TOP
+    bottom = top + _FOREST_ROW * len(forest.rows)
+    zero = _at(axis, 0.0)
+    rows = [_forest_row(r, axis, top + i * _FOREST_ROW) for i, r in enumerate(forest.rows)]
+    caption = " ".join(_text(line) for line in forest.caption)
+    return (
+        f'<figure><div class="plot"><svg width="100%" height="{bottom + _AXIS:.0f}" role="img" '
+        f'aria-label="{_text(forest.measure)}: the difference of each pre-registered contrast">'
+        + _axis(axis, "contrasts", top, bottom)
+        + f'<line class="zero" x1="{zero}" x2="{zero}" y1="{top:.2f}" y2="{bottom:.2f}" '
+        'data-zero="0"/>'
+        + "".join(rows)
+        + f"</svg></div><figcaption>{caption}</figcaption></figure>"
+    )
+
+
+def _group(conditions: Sequence[str], labels: Mapping[str, str]) -> str:
+    items = "".join(
+        f"<li><code>{_text(c)}</code> {_text(labels.get(c, ''))}</li>" for c in conditions
+    )
+    return f'<td class="group"><ul>{items}</ul></td>'
+
+
+def _claim_of(c: ContrastResult) -> str:
+    """A contrast's claim: its direction (and margin), which way is better, its pairing."""
+    names = {"contrast": c.id}
+    margin = ""
+    if c.direction == "non-inferiority":
+        margin = ", margin " + _figure("span", c.margin, f"{c.margin:g}", field="margin", **names)
+    return f"<td>{_text(c.direction)}{margin}; {_text(c.better)} is better; {_text(c.pairing)}</td>"
+
+
+def _n_of(c: ContrastResult) -> str:
+    """A contrast's sample: its pairs and incomplete pairs, or each side's runs."""
+    names = {"contrast": c.id}
+    if c.pairs is not None:
+        incomplete = c.incomplete_pairs
+        return (
+            '<td class="num">'
+            + _figure("span", c.pairs, str(c.pairs), field="pairs", **names)
+            + " pairs<br>"
+            + _figure(
+                "span",
+                incomplete,
+                "n/a" if incomplete is None else str(incomplete),
+                field="incomplete_pairs",
+                **names,
+            )
+            + " incomplete</td>"
+        )
+    return (
+        '<td class="num">'
+        + _figure("span", c.n_a, str(c.n_a), field="n_a", **names)
+        + " vs "
+        + _figure("span", c.n_b, str(c.n_b), field="n_b", **names)
+        + "<br>runs</td>"
+    )
+
+
+def _contrast_row(row: ForestRow, axis: Axis, labels: Mapping[str, str]) -> str:
+    c = row.contrast
+    names = {"contrast": c.id}
+    iv = c.interval
+    rank = "primary" if c.primary else "secondary"
+    if iv is None:
+        interval = (
+            '<td class="num">'
+            + _figure("span", None, "n/a", field="low", **names)
+            + " to "
+            + _figure("span", None, "n/a", field="high", **names)
+            + "</td>"
+        )
+    else:
+        interval = (
+            '<td class="num">['
+            + _figure("span", iv.low, axis.text(iv.low), field="low", **names)
+            + ", "
+            + _figure("span", iv.high, axis.text(iv.high), field="high", **names)
+            + f"]<br>{iv.level:.0%} {_text(iv.method)}</td>"
+        )
+    return (
+        f"<tr{_data(contrast_row=c.id)}><td><code>{_text(c.id)}</code><br>"
+        + _figure("span", c.primary, rank, rank, field="primary", **names)
+        + "</td>"
+        + _claim_of(c)
+        + _group(c.a, labels)
+        + _group(c.b, labels)
+        + _n_of(c)
+        + _figure("td", c.estimate, axis.text(c.estimate), "num", field="estimate", **names)
+        + interval
+        + _figure("td", c.p_value, p_text(c.p_value), "num", field="p_value", **names)
+        + _figure("td", c.p_adjusted, p_text(c.p_adjusted), "num", field="p_adjusted", **names)
+        + '<td class="reason">'
+        + _figure("strong", c.verdict, c.verdict, c.verdict, field="verdict", **names)
+        + f"<br>{_text(c.reason)}</td></tr>"
+    )
+
+
+def _contrasts(forest: Forest, agg: Aggregates, order: Sequence[str]) -> str:
+    """The pre-registered contrasts: a forest plot of their differences, then a table of each
+    one's claim, groups, sample, figures and verdict."""
+    labels = {c.condition: condition_label(c.factors, c.participant, order) for c in agg.conditions}
+    control = (
+        "Holm's step-down adjustment"
+        if forest.multiplicity == "holm"
+        else "no adjustment (a family of one primary contrast)"
+    )
+    family = _figure(
+        "span", forest.multiplicity, forest.multiplicity, field="multiplicity", family="contrasts"
+    )
+    head = ["contrast", "claim", "a", "b", "n", "difference", "interval", "p"]
+    head += [f"p adjusted ({forest.multiplicity})", "verdict and reason"]
+    rows = [_contrast_row(r, forest.axis, labels) for r in forest.rows]
+    return (
+        "<section id=contrasts><h2>Contrasts</h2>"
+        f"<p>The protocol pre-registered {len(forest.rows)} contrast(s) of "
+        f"<code>{_text(forest.measure)}</code>, each a difference a - b (positive favours a) "
+        "with its two-sided interval at the contrast's level and its p-value (one-sided for "
+        "superiority and non-inferiority). The family's error rate is controlled by "
+        f"{control} (multiplicity {family}); a verdict holds when the adjusted p-value is below "
+        "1 - level.</p>" + _forest(forest) + _table(head, rows, "contrasts") + "</section>"
+    )
+
+
 # --------------------------------------------------------------------------- plot
 
 # The plot's vertical geometry, in pixels. Across, every position is a percentage of the SVG's
@@ -331,7 +585,7 @@ def _runs(row: PlotRow, axis: Axis, centre: float) -> list[str]:
 def _bar_end(x: str, y: float, field: str, value: float, names: dict[str, str], css: str) -> str:
     return (
         f'<line class="{css}" x1="{x}" x2="{x}" y1="{y - 5:.2f}" y2="{y + 5:.2f}"'
-        f'{_data(field=field, **names)} data-value="{_json(value)}"/>'
+        f'{_data(field=field, **names)} data-value="{_text(_json(value))}"/>'
     )
 
 
@@ -786,16 +1040,19 @@ def render(
     environment: Environment | None = None,
     values: Mapping[str, Sequence[float]] | None = None,
     version: str | None = None,
+    contrasts: ContrastsFile | None = None,
 ) -> str:
     """The page for a bundle's parsed files (the caller verified the bundle). A pure function:
     the same bundle gives the same bytes. ``bundle_sha256`` is the bundle's identity (the
     digest of its tag manifest) when known; ``environment`` says when the study ran;
     ``values`` are each condition's valid measures (:func:`repro.derive.figures.run_measures`),
     which the plot draws run by run; ``version`` is repro's (:func:`repro_version` by
-    default)."""
+    default); ``contrasts`` is contrasts.json, whose section (a forest plot and a table) and
+    primary contrasts' sentences in the claim are only on the page of a bundle that has it."""
     p = fp.protocol
     order = [f.name for f in p.matrix]
     model = figures(fp, agg, tiers, values)
+    forest = None if contrasts is None else forest_model(contrasts, agg.measure)
     identity = (
         ""
         if bundle_sha256 is None
@@ -808,8 +1065,9 @@ def render(
         f"<code>{_text(ledger.adapter.name)}</code> {_text(ledger.adapter.version)}.</p>",
         identity,
         _when(environment, version or repro_version()),
-        _claim(agg, tiers, ledger),
+        _claim(agg, tiers, ledger, forest),
         _conditions(model),
+        "" if forest is None else _contrasts(forest, agg, order),
         _plot(model),
         _scores(scores, order) if scores is not None else "",
         _tiers(tiers, ledger),

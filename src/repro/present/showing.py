@@ -96,6 +96,7 @@ class Shown:
             self.bundle_sha256,
             environment=self.environment,
             values=self.values(),
+            contrasts=self.contrasts,
         )
 
 
