@@ -29,6 +29,7 @@ __all__ = [
     "legend",
     "parse",
     "plot_runs",
+    "without_section",
 ]
 
 #: Elements that never have content or an end tag.
@@ -344,3 +345,15 @@ def external_references(elements: list[Element], page_url: str) -> list[str]:
         if element.tag == "style" and "url(" in element.text.lower():
             found.append("<style> with url(")
     return found
+
+
+def without_section(elements: list[Element], name: str) -> list[Element]:
+    """``elements`` but the section ``name`` and everything inside it (the contrasts' forest
+    plot, say, when a test reads the conditions' plot)."""
+    inside: set[int] = set()
+    todo = [e for e in elements if e.tag == "section" and e.attrs.get("id") == name]
+    while todo:
+        element = todo.pop()
+        inside.add(id(element))
+        todo.extend(element.children)
+    return [e for e in elements if id(e) not in inside]

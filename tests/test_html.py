@@ -32,6 +32,7 @@ from htmlpage import (
     legend,
     parse,
     plot_runs,
+    without_section,
 )
 from repro.derive.figures import POINTS_LIMIT, condition_label, forest_model
 from repro.models import ConditionAggregate, ContrastResult, IntervalValue
@@ -63,7 +64,8 @@ def contrasted(contrasted_bundle: Path) -> Shown:
 
 
 def _svg(elements: list[Element]) -> list[Element]:
-    svgs = [e for e in elements if e.tag == "svg"]
+    """Everything inside the conditions' plot (the one SVG outside the contrasts' section)."""
+    svgs = [e for e in without_section(elements, "contrasts") if e.tag == "svg"]
     assert len(svgs) == 1
     inside: list[Element] = []
     todo = list(svgs[0].children)

@@ -32,6 +32,7 @@ from htmlpage import (
     external_references,
     legend,
     parse,
+    without_section,
 )
 from repro.cli.app import app
 
@@ -115,7 +116,11 @@ def test_chromium_shows_every_run_the_ticks_and_the_legend(
         assert len(ticks) >= 2
         assert all(float(label) == pytest.approx(value) for value, label in ticks)
     measure = _json(bundle, "aggregates.json")["measure"]
-    titles = [e.text for e in elements if e.attrs.get("class") == "axis-title"]
+    titles = [
+        e.text
+        for e in without_section(elements, "contrasts")
+        if e.attrs.get("class") == "axis-title"
+    ]
     assert titles[0] == measure
     published = bool(_json(bundle, "tiers.json")["reproduction"]["figures"])
     assert ("published" in legend(elements)) == published

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from htmlpage import check_figures, external_references, parse
+from htmlpage import check_figures, external_references, parse, without_section
 from repro.cli.app import app
 from repro.verify import bundle_sha256
 
@@ -67,7 +67,7 @@ def test_json_holds_the_bundles_derived_files(which: str, request: pytest.Fixtur
         "aggregates": _json(bundle, "aggregates.json"),
         "tiers": _json(bundle, "tiers.json"),
         "scores": scores,
-        "contrasts": None,
+        "contrasts": _json(bundle, "contrasts.json") if which == "scored_bundle" else None,
     }
     assert shown["tiers"]["reproduction"]["verdict"] in ("failed", "unavailable")
 
@@ -272,9 +272,10 @@ def test_chromium_shows_exactly_the_bundles_figures(
     for c in conditions:
         for field in ("valid", "mean", "low", "high"):
             assert ("condition", c["condition"], field) in in_text
-    svg = [e for e in elements if e.tag == "svg"]
+    plain = without_section(elements, "contrasts")
+    svg = [e for e in plain if e.tag == "svg"]
     assert len(svg) == 1
-    circles = [e for e in elements if e.tag == "circle" and "data-value" in e.attrs]
+    circles = [e for e in plain if e.tag == "circle" and "data-value" in e.attrs]
     assert len(circles) == len(conditions) + 1
     assert external_references(elements, page.as_uri()) == []
     title = _json(bundle, "protocol.json")["protocol"]["title"]
