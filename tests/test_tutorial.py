@@ -72,6 +72,12 @@ def test_every_block_of_the_tutorial_runs_in_order(tmp_path: Path) -> None:
         json.loads(line)["measure"] for line in (work / "my-bundle/data/runs/c00.jsonl").open()
     ]
     assert 500 in returns and min(returns) < 500
+    # Step 10: the comparison verifies, and its contrast says what the tutorial says.
+    assert verify(work / "my-comparison") == []
+    compared = json.loads((work / "my-comparison/data/contrasts.json").read_bytes())
+    contrast = compared["contrasts"][0]
+    assert (contrast["verdict"], contrast["pairs"]) == ("holds", 50)
+    assert f"{contrast['estimate']:.2f}" in TUTORIAL.read_text("utf-8")
 
 
 def _comments(value: Any, path: str = "$") -> dict[str, str]:
