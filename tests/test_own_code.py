@@ -16,8 +16,9 @@ import pytest
 
 from conftest import ROOT, run_study
 from repro.adapters.base import import_target, targets_in
+from repro.derive.ledger import source_differences
 from repro.errors import BadInput
-from repro.execute.replay import replay, source_differences
+from repro.execute.replay import replay
 from repro.models import Source
 from repro.verify import open_verified
 

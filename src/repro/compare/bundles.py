@@ -8,7 +8,12 @@ backends of one protocol (two simulator implementations, say) with per-run seeds
 slot by slot, and the comparison says in which respects they do.
 
 One family: the same protocol ``id`` and the same conditions (factor levels and participants).
-The protocols may differ elsewhere (an adapter, a release option), which is what is compared.
+The protocols may differ elsewhere (an adapter, a release option), which is what is compared:
+every pinned source whose pin differs between the two ledgers is named (a policy's sha256, a
+release's tree), and when the two sealed plans are the same (same slots, seeds and order, so
+that each slot's runs face the same episode) each condition's paired difference of the measure,
+candidate less baseline, with its t interval at the protocol's level
+(:func:`paired_differences`).
 """
 
 from __future__ import annotations
@@ -26,14 +31,16 @@ from repro.compare.scores import (
     compare_runs,
     compare_scores,
 )
+from repro.derive.contrasts import paired_t
+from repro.derive.ledger import source_differences
 from repro.errors import BadInput, NotVerified, Refused
 from repro.json.serde import unstructure
-from repro.models import FrozenProtocol, RunRecord
+from repro.models import Contrast, FrozenProtocol, Group, RunRecord
 from repro.plan.sealing import conditions_of
 from repro.present.publishing import load_verified
 from repro.verify import VerifiedBundle
 
-__all__ = ["TIER_ASPECTS", "CompareResult", "compare"]
+__all__ = ["TIER_ASPECTS", "CompareResult", "ConditionDifference", "compare", "paired_differences"]
 
 #: The equivalence tier each compared aspect of the runs bears on: which runs ended how, what
 #: was observed of the simulator's states, and what the runs measured.
@@ -45,14 +52,32 @@ TIER_ASPECTS: dict[str, tuple[str, ...]] = {
 
 
 @frozen
+class ConditionDifference:
+    """One condition's paired difference of the measure between two bundles whose slots pair:
+    candidate less baseline over the slots valid in both, with its two-sided t interval and
+    p-value (None with fewer than two pairs)."""
+
+    condition: str
+    pairs: int
+    difference: float | None
+    low: float | None
+    high: float | None
+    p_value: float | None
+
+
+@frozen
 class CompareResult:
-    """What ``repro compare`` found: the score comparison (scored protocols) and the run-by-run
-    comparison."""
+    """What ``repro compare`` found: the score comparison (scored protocols), the run-by-run
+    comparison, the pinned sources that differ, and, when the sealed plans are the same, each
+    condition's paired difference (else why there is none)."""
 
     baseline: str
     candidate: str
     scores: Comparison | None
     runs: RunComparison
+    sources: tuple[str, ...] = ()
+    differences: tuple[ConditionDifference, ...] = ()
+    unpaired_because: str | None = None
 
     @property
     def regression(self) -> bool:
@@ -64,7 +89,21 @@ class CompareResult:
         lines = [f"baseline:  {self.baseline}", f"candidate: {self.candidate}"]
         if self.scores is not None:
             lines += ["", self.scores.text()]
-        lines += ["", self.runs.text(), *self.tier_lines()]
+        lines += ["", self.runs.text(), *self.tier_lines(), ""]
+        lines += [f"source differs: {line}" for line in self.sources] or [
+            "sources: every pinned source is the same in both"
+        ]
+        if self.unpaired_because is not None:
+            lines.append(f"paired differences: none ({self.unpaired_because})")
+        for d in self.differences:
+            if d.difference is None or d.low is None or d.high is None:
+                lines.append(f"paired difference {d.condition}: undefined ({d.pairs} pair(s))")
+            else:
+                p = "n/a" if d.p_value is None else f"{d.p_value:.3g}"
+                lines.append(
+                    f"paired difference {d.condition}: candidate - baseline = "
+                    f"{d.difference:.6g} [{d.low:.6g}, {d.high:.6g}] over {d.pairs} pairs (p {p})"
+                )
         return "\n".join(lines)
 
     def tier_lines(self) -> list[str]:
@@ -96,6 +135,9 @@ class CompareResult:
             "scores": unstructure(self.scores) if self.scores is not None else None,
             "runs": unstructure(self.runs),
             "tiers": self.tier_lines(),
+            "sources": list(self.sources),
+            "paired_differences": [unstructure(d) for d in self.differences],
+            "unpaired_because": self.unpaired_because,
         }
 
 
@@ -107,14 +149,55 @@ def _family(baseline: FrozenProtocol, candidate: FrozenProtocol) -> None:
         raise BadInput(f"not one protocol family: the conditions of {a.id!r} differ")
 
 
-def _measured(bundle: VerifiedBundle, measures: dict[str, list[float]]) -> Iterator[RunRecord]:
+def _measured(
+    bundle: VerifiedBundle, measures: dict[str, list[float]], by_slot: dict[str, float]
+) -> Iterator[RunRecord]:
     """The run records of ``bundle``, as verify's reader reads them again, adding each valid
-    run's measure to ``measures`` (by condition) as it passes, so that one reading serves both
-    comparisons."""
+    run's measure to ``measures`` (by condition) and ``by_slot`` as it passes, so that one
+    reading serves every comparison. A slot's valid attempt is its last (retries end at the
+    first valid one)."""
     for r in bundle.all_records():
         if r.status == "valid" and r.measure is not None:
             measures.setdefault(r.condition, []).append(r.measure)
+            by_slot[r.slot] = r.measure
         yield r
+
+
+def _unpaired_because(base: VerifiedBundle, cand: VerifiedBundle) -> str | None:
+    """Why the two bundles' slots do not pair, or None when their sealed plans are the same."""
+    a, b = base.seal.partitions, cand.seal.partitions
+    if [(r.id, r.sha256) for r in a] != [(r.id, r.sha256) for r in b]:
+        return "the sealed plans differ (other seeds, slots or order), so slots do not pair"
+    return None
+
+
+def paired_differences(
+    conditions: list[str],
+    slots: dict[str, list[str]],
+    base: dict[str, float],
+    cand: dict[str, float],
+    level: float,
+) -> list[ConditionDifference]:
+    """Each condition's paired difference, candidate less baseline, over its slots (in sealed
+    order) valid in both bundles: the paired t of :func:`repro.derive.contrasts.paired_t`,
+    two-sided at ``level``."""
+    two_sided = Contrast(id="c", a=Group(), b=Group(), direction="two-sided", level=level)
+    out = []
+    for condition in conditions:
+        both = [s for s in slots.get(condition, []) if s in base and s in cand]
+        d = paired_t(two_sided, [cand[s] - base[s] for s in both])
+        interval = d.interval
+        out.append(
+            ConditionDifference(
+                condition=condition,
+                pairs=len(both),
+                difference=d.estimate,
+                low=None if interval is None else interval.low,
+                high=None if interval is None else interval.high,
+                p_value=d.p_value,
+            )
+        )
+    return out
 
 
 def compare(baseline: Path, candidate: Path) -> CompareResult:
@@ -124,14 +207,36 @@ def compare(baseline: Path, candidate: Path) -> CompareResult:
     _family(base.protocol, cand.protocol)
     base_measures: dict[str, list[float]] = {}
     cand_measures: dict[str, list[float]] = {}
+    base_slots: dict[str, float] = {}
+    cand_slots: dict[str, float] = {}
     # Reads every record of both bundles once, and gathers their measures on the way.
     try:
-        runs = compare_runs(_measured(base, base_measures), _measured(cand, cand_measures))
-    except NotVerified as exc:  # a runs file changed after its bundle verified
+        runs = compare_runs(
+            _measured(base, base_measures, base_slots), _measured(cand, cand_measures, cand_slots)
+        )
+        unpaired = _unpaired_because(base, cand)
+        differences: list[ConditionDifference] = []
+        if unpaired is None:
+            slots = {p.condition: [e.slot for e in p.entries] for p in base.partitions()}
+            level = base.protocol.protocol.interval.level
+            conditions = [c.id for c in base.seal.conditions]
+            differences = paired_differences(conditions, slots, base_slots, cand_slots, level)
+    except NotVerified as exc:  # a file changed after its bundle verified
         raise Refused([f"{f.file}: {f.what}" for f in exc.findings]) from None
     scores = None
     if base.scores is not None and cand.scores is not None:
         scores = compare_scores(
             base.scores, cand.scores, base.protocol.protocol, base_measures, cand_measures
         )
-    return CompareResult(str(baseline), str(candidate), scores, runs)
+    sources = source_differences(
+        base.ledger.sources, cand.ledger.sources, ("in the baseline", "in the candidate")
+    )
+    return CompareResult(
+        str(baseline),
+        str(candidate),
+        scores,
+        runs,
+        tuple(sources),
+        tuple(differences),
+        unpaired,
+    )

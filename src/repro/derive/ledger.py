@@ -3,13 +3,16 @@ the tally gives."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from repro.derive.tally import RunTally
 from repro.models import (
     FrozenProtocol,
     Ledger,
+    Source,
 )
 
-__all__ = ["source_ledger"]
+__all__ = ["source_differences", "source_ledger"]
 
 
 def source_ledger(frozen_protocol: FrozenProtocol, runs: RunTally, facts: Ledger) -> Ledger:
@@ -27,3 +30,29 @@ def source_ledger(frozen_protocol: FrozenProtocol, runs: RunTally, facts: Ledger
         disagreements=p.disagreements,
         losses=runs.losses,
     )
+
+
+def _describe(source: Source) -> str:
+    pin = f"version {source.version}" if source.sha256 is None else f"sha256 {source.sha256}"
+    return f"{source.kind} {source.name} {pin}"
+
+
+def source_differences(
+    pinned: Sequence[Source],
+    other: Sequence[Source],
+    sides: tuple[str, str] = ("in the bundle", "here"),
+) -> list[str]:
+    """Each source whose pin differs between two sets of pins (a bundle's ledger and this
+    machine's, or two bundles'), by its role (``policy energy``, ``environment CartPole-v1``,
+    ``harness``, ...), with both pins, each side named by ``sides``."""
+    old = {source.role: source for source in pinned}
+    new = {source.role: source for source in other}
+    out = []
+    for role in [*old, *(role for role in new if role not in old)]:
+        a, b = old.get(role), new.get(role)
+        if a == b:
+            continue
+        was = "not pinned" if a is None else _describe(a)
+        now = "not pinned" if b is None else _describe(b)
+        out.append(f"{role}: {was} {sides[0]}, {now} {sides[1]}")
+    return out

@@ -17,18 +17,19 @@ from typing import Any, TypeVar
 from attrs import frozen
 
 from repro.adapters.base import get_adapter, target_root, targets_in
+from repro.derive.ledger import source_differences
 from repro.derive.scenarios import scenario_of
 from repro.errors import BadInput, NotVerified
 from repro.execute.attempts import _ConditionSession, run_slot
 from repro.execute.worker import Job, Worker, adapter_target
 from repro.json import canonical
 from repro.json.serde import to_bytes, unstructure
-from repro.models import Condition, RunRecord, Source
+from repro.models import Condition, RunRecord
 from repro.plan.sealing import slot_id
 from repro.plan.streams import stream_of
 from repro.verify import open_verified
 
-__all__ = ["Replay", "replay", "source_differences"]
+__all__ = ["Replay", "replay"]
 
 T = TypeVar("T")
 
@@ -84,27 +85,6 @@ def _no_such_slot(root: Path, slot: str, conditions: Sequence[Condition], runs: 
         f"({len(conditions)} condition(s), {first} .. {last}, of {runs} run(s) each, "
         f"{slot_id('', 0, runs)[1:]} .. {slot_id('', runs - 1, runs)[1:]})"
     )
-
-
-def _describe(source: Source) -> str:
-    pin = f"version {source.version}" if source.sha256 is None else f"sha256 {source.sha256}"
-    return f"{source.kind} {source.name} {pin}"
-
-
-def source_differences(pinned: Sequence[Source], installed: Sequence[Source]) -> list[str]:
-    """Each source whose pin differs between the bundle's ledger and this machine, by its role
-    (``policy energy``, ``environment CartPole-v1``, ``harness``, ...), with both pins."""
-    old = {source.role: source for source in pinned}
-    new = {source.role: source for source in installed}
-    out = []
-    for role in [*old, *(role for role in new if role not in old)]:
-        a, b = old.get(role), new.get(role)
-        if a == b:
-            continue
-        was = "not pinned" if a is None else _describe(a)
-        now = "not pinned" if b is None else _describe(b)
-        out.append(f"{role}: {was} in the bundle, {now} here")
-    return out
 
 
 def replay(
