@@ -51,6 +51,7 @@ would claim that any difference is detected.
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Literal
 
@@ -147,14 +148,19 @@ def welch_design(sd_a: float, sd_b: float, n_a: int, n_b: int) -> Design:
 def t_power(noncentrality: float, df: float, alpha: float, sided: Sidedness) -> float:
     """The power of a t test on ``df`` degrees of freedom whose statistic is noncentral t with
     ``noncentrality`` (rule 5): one-sided, the chance it exceeds ``t_{1-alpha}``; two-sided, the
-    chance it lies beyond ``±t_{1-alpha/2}``, both tails counted."""
+    chance it lies beyond ``±t_{1-alpha/2}``, both tails counted. The lower tail is taken by
+    symmetry, ``P(T < -c; nc) = P(T > c; -nc)``, from the survival function: SciPy's noncentral
+    t cdf is NaN in parts of its far lower tail, where its survival function is not."""
     from scipy import stats as sps
 
-    if sided == "one-sided":
-        return float(sps.nct.sf(sps.t.isf(alpha, df), df, noncentrality))
-    critical = float(sps.t.isf(alpha / 2, df))
-    upper = float(sps.nct.sf(critical, df, noncentrality))
-    return upper + float(sps.nct.cdf(-critical, df, noncentrality))
+    tail = alpha if sided == "one-sided" else alpha / 2
+    critical = float(sps.t.isf(tail, df))
+    power = float(sps.nct.sf(critical, df, noncentrality))
+    if sided == "two-sided":
+        power += float(sps.nct.sf(critical, df, -noncentrality))
+    if not math.isfinite(power):
+        raise ValueError(f"no power computed for noncentrality {noncentrality} on {df} df")
+    return power
 
 
 def _check_target(alpha: float, power: float) -> None:
@@ -182,7 +188,7 @@ def noncentrality_needed(df: float, alpha: float, power: float, sided: Sidedness
         high *= 2
     else:
         raise ValueError(f"no noncentrality up to {high} reaches power {power}")
-    root = float(brentq(short, 0.0, high, xtol=1e-300, rtol=4 * 2.220446049250313e-16))
+    root = float(brentq(short, 0.0, high, xtol=1e-300, rtol=4 * sys.float_info.epsilon))
     return _raised(root, lambda nc: short(nc) >= 0)
 
 
