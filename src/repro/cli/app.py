@@ -804,7 +804,7 @@ def protocol_power(
 
     out = console()
     for line in lines(plan):
-        out.print(line, markup=False, highlight=False)
+        out.print(line, markup=False, highlight=False, emoji=False)
 
 
 def _templates() -> dict[str, str]:

@@ -658,7 +658,7 @@ def _at_level(
 
 
 def _assumptions(
-    plan_pairings: set[str], effect: float | None, max_runs: int, pilot_sha: str
+    plan_pairings: set[str], holm: bool, effect: float | None, max_runs: int, pilot_sha: str
 ) -> tuple[str, ...]:
     out = [
         f"the pilot's variances are taken as the true ones: every sd and correlation is the "
@@ -685,9 +685,12 @@ def _assumptions(
         "margin); one-sided tests at alpha = 1 - level, two-sided at alpha / 2 in each tail",
         "every planned slot ends valid: a slot lost at run time makes n smaller and the MDE "
         "larger; the protocol's declared exclusions are counted",
-        "under Holm's adjustment the MDE at the unadjusted alpha is the optimistic bound and at "
-        "Bonferroni's alpha / m the conservative one: Holm's lies between",
     ]
+    if holm:
+        out.append(
+            "under Holm's adjustment the MDE at the unadjusted alpha is the optimistic bound and "
+            "at Bonferroni's alpha / m the conservative one: Holm's lies between"
+        )
     if effect is not None:
         out.append(
             "runs needed: the fewest runs per condition whose power reaches the target, the "
@@ -810,7 +813,7 @@ def power_plan(
         max_runs=max_runs,
         contrasts=tuple(planned_contrasts),
         assumptions=_assumptions(
-            {c.pairing for c in family}, effect, max_runs, pilot_bundle_sha256
+            {c.pairing for c in family}, holm, effect, max_runs, pilot_bundle_sha256
         ),
     )
 
@@ -873,20 +876,28 @@ def _contrast_lines(plan: PowerPlan, c: ContrastPower) -> list[str]:
         f"{c.id} test: {tails} {test} against {_g(c.null)} at alpha {_g(u.alpha)} "
         f"(1 - level), df {_g(u.df)}, se {_g(u.se)}"
     )
-    adjusted = "unadjusted" if c.bonferroni is not None else "no adjustment"
-    if plan.multiplicity == "holm" and c.bonferroni is None:
-        adjusted = "Holm over a family of one: no adjustment"
+    if c.bonferroni is not None:
+        level = f"the unadjusted alpha {_g(u.alpha)}"
+    elif plan.multiplicity == "holm":
+        level = f"alpha {_g(u.alpha)} (Holm over one contrast adjusts nothing)"
+    else:
+        level = f"alpha {_g(u.alpha)} (multiplicity none)"
+    # The difference is a - b, or b - a when lower is better: positive favours a.
+    diff = "a - b" if c.better == "higher" else "b - a (lower is better)"
+
+    def either(x: float) -> str:  # a two-sided test detects -x as it does x
+        return f"{_g(x)} or {_g(-x)}" if c.sided == "two-sided" else _g(x)
+
     out.append(
-        f"{c.id} mde: {_g(u.mde)} beyond {_g(c.null)} at power {_g(plan.power)} "
-        f"(noncentrality {_g(u.noncentrality)}, {adjusted}): a true difference a - b of "
-        f"{_g(u.difference)}"
+        f"{c.id} mde: {_g(u.mde)} beyond {_g(c.null)} at power {_g(plan.power)} and {level}, "
+        f"noncentrality {_g(u.noncentrality)}: a true difference {diff} of {either(u.difference)}"
     )
     b = c.bonferroni
     if b is not None:
         out.append(
             f"{c.id} mde at Bonferroni alpha {_g(u.alpha)} / {plan.family_size} = {_g(b.alpha)}: "
-            f"{_g(b.mde)} (a true difference of {_g(b.difference)}, noncentrality "
-            f"{_g(b.noncentrality)}): the conservative bound; Holm's MDE lies between"
+            f"{_g(b.mde)}, noncentrality {_g(b.noncentrality)}: a true difference {diff} of "
+            f"{either(b.difference)}; the conservative bound, Holm's MDE lies between"
         )
     if plan.effect is not None and u.power_at_effect is not None:
         line = (
