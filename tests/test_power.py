@@ -695,7 +695,10 @@ class TestRefusals:
             "measure": {"name": "outcome_value", "key": "score", "description": "a score"},
         }
         said = self._refused(_protocol(tmp_path, other), "--pilot", pilot)
-        assert "the pilot's measure is episode_return, not outcome_value @ $.measure" in said
+        assert (
+            "the pilot's measure is episode_return, not outcome_value at 'score' @ $.measure"
+            in said
+        )
 
     def test_too_few_pilot_pairs_or_runs(self, tmp_path_factory: pytest.TempPathFactory) -> None:
         """A pilot of one run a condition: one pair, one run a group."""

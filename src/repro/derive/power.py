@@ -71,6 +71,7 @@ from repro.models import (
     FrozenProtocol,
     Group,
     Ledger,
+    Measure,
     Partition,
     Protocol,
     RunRecord,
@@ -446,6 +447,10 @@ def _named(content: tuple[tuple[tuple[str, str | int], ...], str]) -> str:
     return condition_label(dict(factors), participant)
 
 
+def _measure(m: Measure) -> str:
+    return m.name + (f" at {m.key!r}" if m.key is not None else "")
+
+
 def family_problems(
     protocol: Protocol, pilot: Protocol, pilot_conditions: Sequence[Condition]
 ) -> list[str]:
@@ -457,8 +462,9 @@ def family_problems(
         problems.append(f"the pilot is of protocol {pilot.id!r}, not {protocol.id!r} @ $.id")
     mine, theirs = protocol.measure, pilot.measure
     if (mine.name, mine.key) != (theirs.name, theirs.key):
-        what = f"{theirs.name}" + (f" at {theirs.key!r}" if theirs.key else "")
-        problems.append(f"the pilot's measure is {what}, not {mine.name} @ $.measure")
+        problems.append(
+            f"the pilot's measure is {_measure(theirs)}, not {_measure(mine)} @ $.measure"
+        )
     if protocol.contrasts is None:
         return problems
     conditions = conditions_of(protocol)
