@@ -327,8 +327,10 @@ class PilotEstimate:
     """What a pilot's runs say of one contrast's variances (rule 2). Paired: ``pairs``
     complete pairs (``incomplete_pairs`` left out), the sd of their differences, the sd of each
     side over the same pairs (``n_a = n_b = pairs``) and the correlation between the sides (None
-    when a side is constant). Unpaired: each group's pooled valid runs and their sd. An sd is
-    None with fewer than two values."""
+    when a side is constant), all pooled across the matched conditions (whose own spread shows in
+    each side's sd and the correlation; the test reads the sd of the differences alone).
+    Unpaired: each group's pooled valid runs and their sd. An sd is None with fewer than two
+    values."""
 
     a: tuple[str, ...]
     b: tuple[str, ...]
@@ -858,7 +860,8 @@ def _contrast_lines(plan: PowerPlan, c: ContrastPower) -> list[str]:
         out.append(
             f"{c.id} pilot: {e.pairs} complete pairs ({e.incomplete_pairs} incomplete): "
             f"sd of the differences {_sd(e.sd_difference)}, sd of a {_sd(e.sd_a)}, "
-            f"sd of b {_sd(e.sd_b)}, pairing correlation {corr}"
+            f"sd of b {_sd(e.sd_b)}, pairing correlation {corr} (over the same pairs, across "
+            f"{len(e.a)} matched condition pair(s))"
         )
         out.append(
             f"{c.id} planned: {s.runs_per_condition} runs per condition x {s.per_run_a} "
