@@ -107,6 +107,15 @@ EXITS: dict[str, tuple[tuple[int | str, str], ...]] = {
         (EXIT_OK, "written"),
         (EXIT_BAD_INPUT, "no such template, or --out exists or cannot be written"),
     ),
+    "protocol power": (
+        (EXIT_OK, "planned"),
+        (
+            EXIT_BAD_INPUT,
+            "bad input: a protocol without contrasts, a pilot that does not verify or is of "
+            "another family, too few pilot pairs or runs, an sd of 0 (each named with its JSON "
+            "path)",
+        ),
+    ),
     "show": (
         (EXIT_OK, "shown (and written)"),
         (EXIT_VERIFY_FAILED, "does not verify (findings named, nothing written)"),
@@ -678,7 +687,8 @@ def _said(simulator: dict[str, Any] | None) -> str:
 protocol_app = typer.Typer(
     no_args_is_help=True,
     context_settings=_CONTEXT,
-    help="Check a protocol without running it, or start a new one.\n\n" + _exit_codes("protocol"),
+    help="Check a protocol without running it, plan its contrasts' power, or start a new one.\n\n"
+    + _exit_codes("protocol"),
 )
 app.add_typer(protocol_app, name="protocol")
 
@@ -731,6 +741,70 @@ def protocol_check(
     for source in prepared.frozen.sources:
         pin = source.version if source.sha256 is None else f"sha256 {source.sha256}"
         print(f"  {source.role}: {source.kind} {source.name} {pin}")
+
+
+@_command(protocol_app, "power")
+def protocol_power(
+    protocol: Annotated[Path, typer.Argument(help="Protocol JSON file (it declares contrasts).")],
+    pilot: Annotated[
+        Path,
+        typer.Option(
+            "--pilot",
+            help="A pilot bundle of the protocol's family (it must verify): same protocol id, "
+            "measure, and conditions of each contrast's groups.",
+            show_default=False,
+        ),
+    ],
+    effect: Annotated[
+        float | None,
+        typer.Option(
+            "--effect",
+            help="Also the runs per condition needed to detect this effect beyond the null "
+            "boundary (0, or -margin for non-inferiority), in the measure's units.",
+            show_default=False,
+        ),
+    ] = None,
+    power: Annotated[float, typer.Option("--power", help="The power to reach.")] = 0.8,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the plan as JSON.")] = False,
+) -> None:
+    """Before any run: each contrast's minimum detectable effect at the protocol's runs per
+    condition, from a pilot bundle's variances.
+
+    Paired contrasts plan from the sd of the pilot's paired differences, unpaired ones from
+    each group's sd (Welch); power from the noncentral t. With --effect, also the runs per
+    condition needed. Every figure says what it assumed: a pilot's variance is itself
+    uncertain."""
+    from repro.derive.power import lines, pilot_tally, power_plan
+    from repro.json.serde import unstructure
+    from repro.protocol import freeze, load_protocol
+    from repro.verify import open_verified
+
+    try:
+        frozen = freeze(load_protocol(protocol))
+        if frozen.protocol.contrasts is None:
+            raise BadInput(f"protocol {protocol}: declares no contrasts to plan @ $.contrasts")
+        bundle = open_verified(pilot)
+        runs = pilot_tally(
+            bundle.protocol,
+            bundle.ledger,
+            ((part, bundle.records(part.id)) for part in bundle.partitions()),
+        )
+        plan = power_plan(
+            frozen, bundle.protocol, bundle.seal, bundle.bundle_sha256, runs, power, effect
+        )
+    except BadInput as exc:
+        raise _fail(exc) from None
+    except NotVerified as exc:  # a pilot plans nothing unless it verifies: bad input here
+        _print_findings(pilot, exc.findings)
+        raise _fail(f"--pilot {pilot}: the pilot does not verify") from None
+    if as_json:
+        print(json.dumps(unstructure(plan), indent=2))
+        return
+    from repro.present.terminal import console
+
+    out = console()
+    for line in lines(plan):
+        out.print(line, markup=False, highlight=False, emoji=False)
 
 
 def _templates() -> dict[str, str]:

@@ -10,7 +10,8 @@ shows (:mod:`~repro.derive.figures`), the report (:mod:`~repro.derive.report`), 
 (:mod:`~repro.derive.crate`), the disclosure scan (:mod:`~repro.derive.disclosure`), scenario
 versions (:mod:`~repro.derive.scenarios`), and all of them together
 (:mod:`~repro.derive.derivation`). :mod:`~repro.derive.inference` holds the comparisons of two
-groups of runs that pre-registered contrasts build on."""
+groups of runs that pre-registered contrasts build on, and :mod:`~repro.derive.power` plans their
+power from a pilot bundle before a study runs (``repro protocol power``; no bundle file)."""
 
 from repro.derive.aggregates import aggregates
 from repro.derive.derivation import Derived, derive, scores, tally_records

@@ -61,6 +61,7 @@ __all__ = [
     "Difference",
     "contrasts",
     "holm",
+    "measure_values",
     "paired_sample",
     "paired_t",
     "verdict",
@@ -269,13 +270,20 @@ def verdict(
     return "inconclusive", f"adjusted p-value {adjusted:.6g} is not below {alpha:.6g}"
 
 
-def _values(contrast: Contrast, runs: RunTally, scores: Mapping[str, RunScore]) -> Values:
-    """A condition's values by replicate (rule 1): its measures, or whether each scored run
-    passed the check or fell in the category."""
+def measure_values(runs: RunTally) -> Values:
+    """Each condition's valid measures by replicate (rule 1, for the measure)."""
 
     def measures(c: Condition) -> dict[int, Value]:
         t = runs.conditions.get(c.id, _NONE)
         return dict(zip(t.replicates, t.measures, strict=True))
+
+    return measures
+
+
+def _values(contrast: Contrast, runs: RunTally, scores: Mapping[str, RunScore]) -> Values:
+    """A condition's values by replicate (rule 1): its measures, or whether each scored run
+    passed the check or fell in the category."""
+    measures = measure_values(runs)
 
     def binary(c: Condition) -> dict[int, Value]:
         t = runs.conditions.get(c.id, _NONE)
