@@ -1,14 +1,16 @@
 """Byte identity across a refactor: each shipped protocol's study made by two versions of repro.
 
-For each protocol in ``protocols/`` (the full 9,000-episode CAGE-2 row only with ``--full``), the
+For each protocol in the baseline's ``protocols/``, as the baseline has it (the full 9,000-episode
+CAGE-2 row only with ``--full``; a protocol the candidate added is a new study, not compared), the
 script runs ``repro study`` once with the baseline's source tree (``git archive`` of ``--baseline``,
 a commit) and once with the candidate's (``--candidate``, a commit; the working tree by default),
 both in this interpreter's environment with ``PYTHONPATH`` set to the tree's ``src``, alternating
 which goes first. With no arguments it compares HEAD with the working tree. It then compares, byte
 for byte, every file a study's outcome consists of: ``protocol.json``, ``plans/``, ``runs/``,
 ``aggregates.json``, ``tiers.json``, ``source-ledger.json``, ``scores.json`` (where the protocol
-scores) and ``validation-report.md``. Left out: ``times/`` (wall-clock times), ``environment.json``
-and the RO-Crate (host, dates, versions) and the BagIt tag files (dates, digests of those).
+scores), ``contrasts.json`` (where it declares contrasts) and ``validation-report.md``. Left
+out: ``times/`` (wall-clock times), ``environment.json`` and the RO-Crate (host, dates,
+versions) and the BagIt tag files (dates, digests of those).
 
 It prints one line per protocol: the files compared, the files that differ (named), and both
 wall times. It exits 1 if any file differs, or if a side's study fails.
@@ -39,6 +41,7 @@ COMPARED = (
     "tiers.json",
     "source-ledger.json",
     "scores.json",
+    "contrasts.json",
     "validation-report.md",
 )
 FULL = "cage2-ccs-sleeper.json"
@@ -46,11 +49,12 @@ FULL = "cage2-ccs-sleeper.json"
 
 def tree(ref: str | None, into: Path) -> Path:
     """The ``src`` directory of repro at commit ``ref`` (the working tree for None), extracted
-    with the ``schemas`` beside it, where a source tree's repro reads them."""
+    with the ``schemas`` beside it, where a source tree's repro reads them, and the
+    ``protocols`` of that commit."""
     if ref is None:
         return ROOT / "src"
     archive = subprocess.run(
-        ["git", "-C", str(ROOT), "archive", "--format=tar", ref, "src", "schemas"],
+        ["git", "-C", str(ROOT), "archive", "--format=tar", ref, "src", "schemas", "protocols"],
         check=True,
         capture_output=True,
     ).stdout
@@ -98,9 +102,6 @@ def main() -> int:
     parser.add_argument("--candidate", default=None, help="a commit (default: the working tree)")
     parser.add_argument("--full", action="store_true", help=f"also run {FULL} (minutes)")
     args = parser.parse_args()
-    protocols = sorted(
-        p for p in (ROOT / "protocols").glob("*.json") if args.full or p.name != FULL
-    )
     differing = 0
     with tempfile.TemporaryDirectory() as scratch:
         base = Path(scratch)
@@ -108,6 +109,13 @@ def main() -> int:
             "baseline": tree(args.baseline, base / "baseline"),
             "candidate": tree(args.candidate, base / "candidate"),
         }
+        # The baseline's protocols, as that commit had them: a protocol the candidate changed
+        # or added is a new study, not one whose bundle must stay the same.
+        protocols = sorted(
+            p
+            for p in (sides["baseline"].parent / "protocols").glob("*.json")
+            if args.full or p.name != FULL
+        )
         for index, protocol in enumerate(protocols):
             order = list(sides) if index % 2 == 0 else list(reversed(sides))
             walls, files = {}, {}
