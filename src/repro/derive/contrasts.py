@@ -59,11 +59,14 @@ from repro.protocol.contrasts import matched_conditions, selected
 
 __all__ = [
     "Difference",
+    "better_sign",
     "contrasts",
     "holm",
     "measure_values",
+    "null_boundary",
     "paired_sample",
     "paired_t",
+    "pooled",
     "verdict",
     "welch_t",
 ]
@@ -96,11 +99,13 @@ def _undefined(test: str) -> Difference:
     return Difference(None, None, None, None, None, None, test)
 
 
-def _sign(contrast: Contrast) -> float:
+def better_sign(contrast: Contrast) -> float:
+    """1 when higher is better, -1 when lower is: what ``a - b`` is multiplied by so that a
+    positive difference favours ``a`` (rule 2)."""
     return 1.0 if contrast.better == "higher" else -1.0
 
 
-def _null(contrast: Contrast) -> float:
+def null_boundary(contrast: Contrast) -> float:
     """The null boundary of the difference: 0, or ``-margin`` for non-inferiority."""
     return -contrast.margin if contrast.direction == "non-inferiority" else 0.0
 
@@ -138,7 +143,7 @@ def _test(
     from scipy import stats as sps
 
     level = contrast.level
-    null = _null(contrast)
+    null = null_boundary(contrast)
     half = float(sps.t.ppf(0.5 + level / 2, df)) * se
     interval = ContrastInterval(method="t", level=level, low=estimate - half, high=estimate + half)
     if se == 0:
@@ -173,7 +178,7 @@ def welch_t(contrast: Contrast, a: Sequence[float], b: Sequence[float]) -> Diffe
     se = math.sqrt(pa + pb)
     denominator = pa * pa / (len(a) - 1) + pb * pb / (len(b) - 1)
     df = (pa + pb) ** 2 / denominator if denominator > 0 else math.inf
-    estimate = _sign(contrast) * (ma - mb)
+    estimate = better_sign(contrast) * (ma - mb)
     interval, statistic, p = _test(contrast, estimate, se, df)
     # Both variances 0: the degrees of freedom are unbounded (JSON holds no infinity).
     df_kept = None if math.isinf(df) else df
@@ -261,7 +266,7 @@ def verdict(
         )
     if adjusted < alpha:
         return "holds", f"adjusted p-value {adjusted:.6g} is below {alpha:.6g}"
-    null = _null(contrast)
+    null = null_boundary(contrast)
     if contrast.direction != "two-sided" and d.interval.high <= null:
         return (
             "does-not-hold",
@@ -301,6 +306,19 @@ def _values(contrast: Contrast, runs: RunTally, scores: Mapping[str, RunScore]) 
     return measures if _outcome(contrast) == "measure" else binary
 
 
+def _once(values: Values) -> Values:
+    """``values``, each condition's computed once: a contrast reads a side for its counts and
+    again for its test."""
+    seen: dict[str, dict[int, Value]] = {}
+
+    def cached(c: Condition) -> dict[int, Value]:
+        if c.id not in seen:
+            seen[c.id] = values(c)
+        return seen[c.id]
+
+    return cached
+
+
 def _cluster_of(contrast: Contrast, condition: Condition) -> str:
     assert contrast.cluster is not None
     return json.dumps(condition.factors[contrast.cluster])
@@ -313,7 +331,7 @@ def _paired(
     matched = matched_conditions(contrast, conditions)
     assert not isinstance(matched, str), matched  # the protocol's rules refused it
     sample, incomplete = paired_sample(matched, values, replicates)
-    sign = _sign(contrast)
+    sign = better_sign(contrast)
     if _outcome(contrast) != "measure":
         rows = [(bool(a), bool(b)) for _, a, b in sample]
         # Lower is better: a passing less often is a doing better, so b's rate comes first.
@@ -326,16 +344,18 @@ def _paired(
     return len(sample), incomplete, paired_t(contrast, differences)
 
 
+def pooled(group: Sequence[Condition], values: Values) -> list[tuple[Condition, Value]]:
+    """The valid values of every condition of ``group``, in sealed order (conditions, then
+    replicates), each with its condition: an unpaired side (rule 1)."""
+    return [(c, v) for c in group for _, v in sorted(values(c).items())]
+
+
 def _unpaired(
     contrast: Contrast, a: Sequence[Condition], b: Sequence[Condition], values: Values
 ) -> Difference:
     """The test of an unpaired contrast on the pooled runs of each group."""
-
-    def pooled(group: Sequence[Condition]) -> list[tuple[Condition, Value]]:
-        return [(c, v) for c in group for _, v in sorted(values(c).items())]
-
-    side_a, side_b = pooled(a), pooled(b)
-    sign = _sign(contrast)
+    side_a, side_b = pooled(a, values), pooled(b, values)
+    sign = better_sign(contrast)
     if _outcome(contrast) != "measure":
         xa, xb = [bool(v) for _, v in side_a], [bool(v) for _, v in side_b]
         return _binary(contrast, None, *((xa, xb) if sign > 0 else (xb, xa)))
@@ -404,7 +424,7 @@ def _decide(
     tuple[list[Condition], list[Condition]], tuple[int, int, int | None, int | None], Difference
 ]:
     a, b = selected(contrast.a, conditions), selected(contrast.b, conditions)
-    n_a, n_b = sum(len(values(c)) for c in a), sum(len(values(c)) for c in b)
+    n_a, n_b = len(pooled(a, values)), len(pooled(b, values))
     if contrast.pairing == "unpaired":
         return (a, b), (n_a, n_b, None, None), _unpaired(contrast, a, b, values)
     pairs, incomplete, d = _paired(contrast, conditions, values, replicates)
@@ -421,7 +441,7 @@ def contrasts(
         return None
     by_attempt = {} if scores is None else {s.attempt_id: s for s in scores.runs}
     decided = [
-        _decide(c, seal.conditions, _values(c, runs, by_attempt), p.runs_per_condition)
+        _decide(c, seal.conditions, _once(_values(c, runs, by_attempt)), p.runs_per_condition)
         for c in p.contrasts.family
     ]
     raw = [d.p_value for *_, d in decided]

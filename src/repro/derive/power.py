@@ -57,7 +57,13 @@ from typing import Literal
 
 from attrs import frozen
 
-from repro.derive.contrasts import measure_values, paired_sample
+from repro.derive.contrasts import (
+    better_sign,
+    measure_values,
+    null_boundary,
+    paired_sample,
+    pooled,
+)
 from repro.derive.figures import condition_label
 from repro.derive.scenarios import by_condition
 from repro.derive.stats import summarize
@@ -304,9 +310,8 @@ def planned_tally(protocol: Protocol) -> RunTally:
 
 
 def _pooled(conditions: Sequence[Condition], runs_: RunTally) -> list[float]:
-    return [
-        m for c in conditions if c.id in runs_.conditions for m in runs_.conditions[c.id].measures
-    ]
+    """An unpaired side's measures, as the contrasts pool them."""
+    return [float(v) for _, v in pooled(conditions, measure_values(runs_))]
 
 
 @frozen
@@ -361,7 +366,7 @@ def pilot_estimate(
     if isinstance(matched, str):
         raise ValueError(f"the pilot's conditions cannot pair: {matched}")
     sample, incomplete = paired_sample(matched, measure_values(runs_), replicates)
-    sign = 1.0 if contrast.better == "higher" else -1.0
+    sign = better_sign(contrast)
     side_a = [sign * float(x) for _, x, _ in sample]
     side_b = [sign * float(y) for _, _, y in sample]
     differences = [x - y for x, y in zip(side_a, side_b, strict=True)]
@@ -647,7 +652,7 @@ def _at_level(
         df=design.df,
         noncentrality=nc,
         mde=detectable,
-        difference=detectable - contrast.margin,
+        difference=null_boundary(contrast) + detectable,
         power_at_effect=power_here,
         runs_needed=needed,
     )
@@ -789,7 +794,7 @@ def power_plan(
                 level=contrast.level,
                 primary=contrast.primary,
                 sided=_sided(contrast),
-                null=0.0 - contrast.margin,
+                null=null_boundary(contrast),
                 a=refs(contrast.a),
                 b=refs(contrast.b),
                 pilot=estimate,
