@@ -426,11 +426,15 @@ def _t_inference(
 
 
 def _follow(
-    estimate: float, se: float | None, clusters: int, alternative: Alternative, level: float
+    estimate: float | None,
+    se: float | None,
+    clusters: int,
+    alternative: Alternative,
+    level: float,
 ) -> tuple[int | None, float | None, float | None, Interval | None]:
-    """Degrees of freedom, statistic, p-value and interval; all None without a standard
-    error."""
-    if se is None:
+    """Degrees of freedom, statistic, p-value and interval; all None without an estimate or a
+    standard error."""
+    if estimate is None or se is None:
         return None, None, None, None
     df = clusters - 1
     statistic, p_value, interval = _t_inference(estimate, se, df, alternative, level)
@@ -488,28 +492,16 @@ def clustered_difference(
     n_a, n_b = len(values["A"]), len(values["B"])
     mean_a = math.fsum(values["A"]) / n_a if n_a else None
     mean_b = math.fsum(values["B"]) / n_b if n_b else None
-    if mean_a is None or mean_b is None:
-        return ClusteredDifference(
-            n_a=n_a,
-            n_b=n_b,
-            clusters=clusters,
-            alternative=alternative,
-            mean_a=mean_a,
-            mean_b=mean_b,
-            difference=None,
-            se=None,
-            df=None,
-            statistic=None,
-            p_value=None,
-            interval=None,
-        )
-    difference = mean_a - mean_b
-    scores: dict[str, list[float]] = {}
-    for cluster, group, value in runs:
-        v = float(value)
-        score = (v - mean_a) / n_a if group == "A" else -((v - mean_b) / n_b)
-        scores.setdefault(str(cluster), []).append(score)
-    se = _cr1_se(scores, n_a + n_b, 2)
+    difference: float | None = None
+    se: float | None = None
+    if mean_a is not None and mean_b is not None:
+        difference = mean_a - mean_b
+        scores: dict[str, list[float]] = {}
+        for cluster, group, value in runs:
+            v = float(value)
+            score = (v - mean_a) / n_a if group == "A" else -((v - mean_b) / n_b)
+            scores.setdefault(str(cluster), []).append(score)
+        se = _cr1_se(scores, n_a + n_b, 2)
     df, statistic, p_value, interval = _follow(difference, se, clusters, alternative, level)
     return ClusteredDifference(
         n_a=n_a,
@@ -551,23 +543,14 @@ def clustered_paired_difference(
     diffs = [(str(cluster), _value(_value(a) - _value(b))) for cluster, a, b in pairs]
     n = len(diffs)
     clusters = len({cluster for cluster, _ in diffs})
-    if n == 0:
-        return ClusteredPairedDifference(
-            n=0,
-            clusters=0,
-            alternative=alternative,
-            difference=None,
-            se=None,
-            df=None,
-            statistic=None,
-            p_value=None,
-            interval=None,
-        )
-    mean = math.fsum(d for _, d in diffs) / n
-    scores: dict[str, list[float]] = {}
-    for cluster, d in diffs:
-        scores.setdefault(cluster, []).append((d - mean) / n)
-    se = _cr1_se(scores, n, 1)
+    mean: float | None = None
+    se: float | None = None
+    if n:
+        mean = math.fsum(d for _, d in diffs) / n
+        scores: dict[str, list[float]] = {}
+        for cluster, d in diffs:
+            scores.setdefault(cluster, []).append((d - mean) / n)
+        se = _cr1_se(scores, n, 1)
     df, statistic, p_value, interval = _follow(mean, se, clusters, alternative, level)
     return ClusteredPairedDifference(
         n=n,
