@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from browser import chromium_or_skip
 from guarantees import FIGURES
 from repro.execute.studies import Backend, LocalWorkers, prepare, study
 
@@ -287,3 +288,10 @@ def busy_cores(count: int) -> Iterator[None]:
         for burner in burners:
             burner.kill()
             burner.wait()
+
+
+@pytest.fixture
+def chromium() -> Path:
+    """The Chromium binary for the tests that render the HTML report: skipped without it,
+    failed without it when CI is set (:func:`browser.chromium_or_skip`)."""
+    return chromium_or_skip()

@@ -13,16 +13,13 @@ each run has a generous timeout, and nothing is timed.
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
-from itertools import count
 from pathlib import Path
 from typing import Any
 
 import pytest
 from typer.testing import CliRunner
 
+from browser import run_chromium
 from htmlpage import (
     axis_range,
     axis_ticks,
@@ -37,54 +34,18 @@ from htmlpage import (
 from repro.cli.app import app
 
 runner = CliRunner()
-CHROMIUM = Path("/usr/bin/chromium")
 #: A run of Chromium may take this long on a busy machine before the test gives up on it.
 TIMEOUT = 300
 #: The window widths rendered: a desktop's and a narrow one (headless windows are at least
 #: 500 px wide).
 WIDE, NARROW = 1280, 600
-_runs = count()
-
-
-@pytest.fixture
-def chromium() -> Path:
-    """The Chromium binary; skipped without it, failed without it when CI is set."""
-    if CHROMIUM.is_file() and os.access(CHROMIUM, os.X_OK):
-        return CHROMIUM
-    if os.environ.get("CI"):
-        pytest.fail(f"CI is set but {CHROMIUM} is missing (.ci/run installs it with apt-get)")
-    pytest.skip(f"{CHROMIUM} not installed (apt-get install chromium); CI never skips this")
 
 
 def _chromium(chromium: Path, tmp_path: Path, width: int, *args: str) -> str:
-    """Run headless Chromium on a ``width`` px wide window with ``args``, and return its
-    stdout. The flags keep it off the network (without them it hangs on a closed one), let it
-    run as root, and hide the scrollbars so that the layout's width is the window's."""
-    profile = tmp_path / f"chromium-profile-{next(_runs)}"
-    done = subprocess.run(
-        [
-            str(chromium),
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-quic",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--hide-scrollbars",
-            f"--user-data-dir={profile}",
-            f"--window-size={width},2400",
-            *args,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT,
-        env={**os.environ, "HOME": str(tmp_path)},
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    shutil.rmtree(profile, ignore_errors=True)
-    return done.stdout
+    """Run headless Chromium on a ``width`` px wide window with ``args``, its scrollbars hidden
+    so that the layout's width is the window's, and return its stdout."""
+    window = ("--hide-scrollbars", f"--window-size={width},2400")
+    return run_chromium(chromium, tmp_path, *window, *args, timeout=TIMEOUT)
 
 
 def _page(bundle: Path, tmp_path: Path) -> Path:

@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
 import resource
-import shutil
 import signal
 import subprocess
 import sys
@@ -22,12 +20,12 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from browser import run_chromium
 from htmlpage import check_figures, external_references, parse, without_section
 from repro.cli.app import app
 from repro.verify import bundle_sha256
 
 runner = CliRunner()
-CHROMIUM = Path("/usr/bin/chromium")
 
 
 def _json(bundle: Path, name: str) -> Any:
@@ -215,43 +213,9 @@ def test_plot_without_matplotlib_writes_no_page(
 # --------------------------------------------------------------------------- in a browser
 
 
-@pytest.fixture
-def chromium() -> Path:
-    """The Chromium binary; skipped without it, failed without it when CI is set."""
-    if CHROMIUM.is_file() and os.access(CHROMIUM, os.X_OK):
-        return CHROMIUM
-    if os.environ.get("CI"):
-        pytest.fail(f"CI is set but {CHROMIUM} is missing (.ci/run installs it with apt-get)")
-    pytest.skip(f"{CHROMIUM} not installed (apt-get install chromium); CI never skips this")
-
-
 def _dump_dom(chromium: Path, page: Path, tmp_path: Path) -> str:
-    """The DOM headless Chromium builds from ``page``. The flags keep it from reaching for the
-    network (without them it hangs on a closed one) and let it run as root."""
-    profile = tmp_path / "chromium-profile"
-    done = subprocess.run(
-        [
-            str(chromium),
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-quic",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            f"--user-data-dir={profile}",
-            "--dump-dom",
-            page.as_uri(),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, "HOME": str(tmp_path)},
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    shutil.rmtree(profile, ignore_errors=True)
-    return done.stdout
+    """The DOM headless Chromium builds from ``page``."""
+    return run_chromium(chromium, tmp_path, "--dump-dom", page.as_uri(), timeout=120)
 
 
 @pytest.mark.parametrize("which", ["published_bundle", "scored_bundle"])
