@@ -574,3 +574,25 @@ def test_a_rate_needs_scoring() -> None:
     assert "checks and categories need the protocol's scoring @ $.contrasts.family[0]" in str(
         caught.value
     )
+
+
+def test_an_inconsistent_contrast_put_in_a_bundle_is_named(
+    contrasted: Path, tmp_path: Path
+) -> None:
+    """A bundle's protocol edited so that a contrast's groups overlap, both manifests
+    regenerated: verify applies the contrasts' consistency rules to the bundle's protocol
+    again, names it, and derives nothing from it."""
+    from repro.json import canonical
+
+    root = tmp_path / "forged"
+    shutil.copytree(contrasted, root)
+    target = root / "data" / "protocol.json"
+    data = json.loads(target.read_bytes())
+    family = data["protocol"]["contrasts"]["family"]
+    family[0]["b"] = family[0]["a"]
+    target.write_bytes(canonical.dumps(data))
+    reseal(root)
+    findings = verify(root)
+    inconsistent = [f for f in findings if f.code == "protocol-inconsistent"]
+    assert inconsistent and "@ $.contrasts.family[0]" in inconsistent[0].found
+    assert not any(f.file == "data/contrasts.json" for f in findings)
