@@ -470,3 +470,223 @@ class TestUpstreamBackend:
                 for x in (fork / "data/runs" / name).read_text().splitlines()
             ]
             assert ours == theirs
+
+
+REACT = ROOT / "protocols" / "cage2-sleeper-vs-react-reduced.json"
+REACT_FULL = ROOT / "protocols" / "cage2-sleeper-vs-react.json"
+#: The reactive agent's every episode against SleepAgent, fed the initial true state: one
+#: Monitor then twelve Restores (each -1) in a 13-step cycle, whatever the seed.
+SLEEP_CELLS = {30: -27.0, 50: -46.0, 100: -92.0}
+
+
+@pytest.fixture(scope="module")
+def react_bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The reduced sleeper-versus-React-Restore protocol in protocols/, through the CLI."""
+    out = tmp_path_factory.mktemp("cage2-react") / "bundle"
+    result = runner.invoke(
+        app, ["study", str(REACT), "--out", str(out), "--option", f"scenario_dir={SCENARIO}"]
+    )
+    assert result.exit_code == 0, result.output
+    return out
+
+
+def _react(
+    feed: str, red: str = "SleepAgent", lengths: tuple[int, ...] = (30,), runs: int = 2
+) -> dict[str, Any]:
+    """A small protocol of the shipped reactive agent alone, fed ``feed``."""
+    data = json.loads(REACT.read_text())
+    data["matrix"] = [
+        {"name": "trial_length", "levels": list(lengths)},
+        {"name": "red_agent", "levels": [red]},
+    ]
+    data["participants"] = [
+        {
+            "id": "react",
+            "kind": "shipped",
+            "params": {"agent": "BlueReactRestoreAgent", "observation": feed},
+        }
+    ]
+    data["seeding"] = {"mode": "per-run", "seed": 7}
+    data["runs_per_condition"] = runs
+    del data["contrasts"]
+    return data
+
+
+def _conditions(bundle: Path) -> dict[str, dict[str, Any]]:
+    """Each condition's factors and participant, by ID (from aggregates.json)."""
+    return {c["condition"]: c for c in _json(bundle, "aggregates.json")["conditions"]}
+
+
+def _measures(bundle: Path, condition: str) -> list[float]:
+    text = (bundle / "data/runs" / f"{condition}.jsonl").read_text()
+    return [json.loads(line)["measure"] for line in text.splitlines()]
+
+
+class TestSleeperVersusReact:
+    """The shipped BlueReactRestoreAgent against the Sleeping Agent, per condition, paired by
+    common random numbers: the reactive agent fed as the CCS Heuristic row's harness fed it."""
+
+    def test_verifies_offline(self, react_bundle: Path) -> None:
+        """The bundle verifies, contrasts.json included, and bagit-python validates it."""
+        assert verify(react_bundle) == []
+        bagit.Bag(str(react_bundle)).validate()
+
+    def test_sleep_cells_are_the_rows_exactly(self, react_bundle: Path) -> None:
+        """Against SleepAgent the reactive agent scores the published row's -27, -46 and -92 in
+        every episode (a Restore cycle that does not depend on the seed) and the sleeper 0."""
+        for cid, condition in _conditions(react_bundle).items():
+            factors = condition["factors"]
+            if factors["red_agent"] != "SleepAgent":
+                continue
+            expected = SLEEP_CELLS[factors["trial_length"]]
+            if condition["participant"] == "sleeper":
+                expected = 0.0
+            assert _measures(react_bundle, cid) == [expected] * 6
+
+    def test_pairs_share_their_seeds(self, react_bundle: Path) -> None:
+        """Under seeding.common on the participant, the two participants' slots of one
+        condition and replicate have the same seed, and other conditions' differ."""
+        seeds: dict[tuple[Any, ...], set[int]] = {}
+        conditions = _conditions(react_bundle)
+        for plan in sorted((react_bundle / "data/plans").glob("c*.json")):
+            for entry in json.loads(plan.read_text())["entries"]:
+                factors = conditions[entry["condition"]]["factors"]
+                key = (factors["trial_length"], factors["red_agent"], entry["replicate"])
+                seeds.setdefault(key, set()).add(entry["seed"])
+        assert all(len(s) == 1 for s in seeds.values())
+        assert len({next(iter(s)) for s in seeds.values()}) == len(seeds)
+
+    def test_contrast_verdicts(self, react_bundle: Path) -> None:
+        """Each condition's contrast is paired over its six replicates. The SleepAgent ones do
+        not hold, their difference exactly the agent's cost with a zero-width interval; against
+        B_lineAgent the reactive agent's gain holds after Holm's adjustment."""
+        found = {c["id"]: c for c in _json(react_bundle, "contrasts.json")["contrasts"]}
+        assert len(found) == 9 and _json(react_bundle, "contrasts.json")["multiplicity"] == "holm"
+        for length, cost in SLEEP_CELLS.items():
+            c = found[f"react-gain-{length}-sleep"]
+            assert c["verdict"] == "does-not-hold"
+            assert c["estimate"] == cost
+            assert (c["interval"]["low"], c["interval"]["high"]) == (cost, cost)
+        for length in SLEEP_CELLS:
+            c = found[f"react-gain-{length}-bline"]
+            assert c["verdict"] == "holds" and c["estimate"] > 0
+        assert {c["pairs"] for c in found.values()} == {6}
+
+    def test_ledger_pins_the_shipped_agent(self, react_bundle: Path) -> None:
+        """The shipped agent's module is pinned by the sha256 of the installed file, and each
+        reactive condition's contract names the agent and what it is fed."""
+        import csle_cyborg.agents.simple_agents.blue_react_agent as shipped
+
+        ledger = _json(react_bundle, "source-ledger.json")
+        source = next(s for s in ledger["sources"] if s["role"] == "simulator blue agents")
+        assert source["sha256"] == hashlib.sha256(Path(shipped.__file__).read_bytes()).hexdigest()
+        feeds = {
+            (c["participant"], c.get("agent"), c.get("observation"))
+            for c in ledger["contracts"].values()
+        }
+        assert feeds == {
+            ("sleeper", None, None),
+            ("react-restore", "BlueReactRestoreAgent", "reset-true-state"),
+        }
+
+    def test_a_reactive_slot_replays_alone(self, react_bundle: Path) -> None:
+        """A slot of the reactive agent replays alone from its seed, byte for byte."""
+        reactive = sorted(
+            cid for cid, c in _conditions(react_bundle).items() if c["participant"] != "sleeper"
+        )
+        slot = f"{reactive[1]}-r0004"
+        result = runner.invoke(
+            app, ["replay", str(react_bundle), slot, "--option", f"scenario_dir={SCENARIO}"]
+        )
+        assert result.exit_code == 0, result.output
+        assert "byte-identical" in result.stdout
+
+    def test_full_protocol_is_the_same_design(self) -> None:
+        """The full protocol differs from the reduced one only in its runs, names and the
+        seeding disagreement's count; it freezes as it stands."""
+        full, reduced = json.loads(REACT_FULL.read_text()), json.loads(REACT.read_text())
+        same = {"adapter", "matrix", "participants", "seeding", "measure", "contrasts"}
+        assert {k: full[k] for k in same} == {k: reduced[k] for k in same}
+        assert (full["runs_per_condition"], reduced["runs_per_condition"]) == (100, 6)
+        result = runner.invoke(
+            app,
+            ["protocol", "check", str(REACT_FULL), "--option", f"scenario_dir={SCENARIO}"],
+        )
+        assert result.exit_code == 0, result.output
+
+    def test_the_feed_decides_the_episode(self, tmp_path: Path) -> None:
+        """Fed its own raw step observations (blue-steps), the reactive agent against SleepAgent
+        monitors, finds nothing and never restores: 0 per episode, not the true-state feed's
+        -27."""
+        out = _study(_react("blue-steps"), tmp_path, "steps")
+        assert verify(out) == []
+        (cid,) = _conditions(out)
+        assert _measures(out, cid) == [0.0, 0.0]
+        out = _study(_react("reset-true-state"), tmp_path, "true-state")
+        (cid,) = _conditions(out)
+        assert _measures(out, cid) == [-27.0, -27.0]
+
+    def test_blue_steps_reacts_to_an_attack(self, tmp_path: Path) -> None:
+        """Against B_lineAgent, fed its raw step observations, the reactive agent's episodes
+        verify and differ from the Sleeping Agent's on the same seeds (it acts)."""
+        data = _react("blue-steps", red="B_lineAgent", runs=3)
+        data["participants"].append({"id": "sleeper", "kind": "sleep", "params": {}})
+        data["seeding"]["common"] = ["participant"]
+        out = _study(data, tmp_path)
+        assert verify(out) == []
+        by = {c["participant"]: cid for cid, c in _conditions(out).items()}
+        assert _measures(out, by["react"]) != _measures(out, by["sleeper"])
+
+    @pytest.mark.parametrize(
+        ("params", "path"),
+        [
+            ({"agent": "BlueReactRestoreAgent"}, "$.participants[0].params.observation"),
+            (
+                {"agent": "BlueReactRestoreAgent", "observation": "challenge-wrapper"},
+                "$.participants[0].params.observation",
+            ),
+            (
+                {"agent": "BlueLoadAgent", "observation": "blue-steps"},
+                "$.participants[0].params.agent",
+            ),
+            (
+                {"agent": "BlueReactRestoreAgent", "observation": "true-state"},
+                "$.participants[0].params.observation",
+            ),
+            (
+                {"agent": "BlueReactRestoreAgent", "observation": "blue-steps", "target": "x:Y"},
+                "$.participants[0].params",
+            ),
+        ],
+    )
+    def test_refused_participants(self, params: dict[str, Any], path: str, tmp_path: Path) -> None:
+        """A shipped participant fed ChallengeWrapper's vector (by default or by name), an agent
+        not shipped with both distributions, an unknown feed and an unknown key are refused
+        before anything runs, exit 2, naming the JSON path."""
+        data = _react("blue-steps")
+        data["participants"][0]["params"] = params
+        protocol = tmp_path / "p.json"
+        protocol.write_text(json.dumps(data))
+        result = runner.invoke(
+            app, ["protocol", "check", str(protocol), "--option", f"scenario_dir={SCENARIO}"]
+        )
+        assert result.exit_code == 2, result.output
+        assert f"@ {path}" in result.output
+
+
+def test_canonical_observation() -> None:
+    """A raw observation's digest bytes name enum members by type and name, addresses by type
+    and text, keep the simulator's key order, and are the same for equal observations."""
+    import enum
+    import ipaddress
+
+    from repro.adapters.cyborg import canonical_observation
+
+    class Kind(enum.Enum):
+        A = 1
+
+    obs = {"success": Kind.A, "h": {"IP": ipaddress.IPv4Address("10.0.0.1"), "n": [1, "x"]}}
+    assert canonical_observation(obs) == (
+        b'{"success":"Kind.A","h":{"IP":"IPv4Address:10.0.0.1","n":[1,"x"]}}'
+    )
+    assert canonical_observation(dict(reversed(list(obs.items())))) != canonical_observation(obs)

@@ -2,9 +2,33 @@
 
 Factors: ``trial_length`` (blue steps per episode) and ``red_agent`` (``B_lineAgent``,
 ``RedMeanderAgent``, ``SleepAgent``). Participants (``kind``): ``sleep`` (ChallengeWrapper action 0
-at every step: the "Sleeping Agent") and ``agent_class`` (``params.target = "module:Class"``, an
+at every step: the "Sleeping Agent"), ``agent_class`` (``params.target = "module:Class"``, an
 object with ``get_action(observation, action_space)`` and ``end_episode()``, instantiated once per
-condition and pinned by the sha256 of its module's source file).
+condition and pinned by the sha256 of its module's source file) and ``shipped`` (``params.agent``:
+a blue agent shipped with the simulator, ``BlueReactRestoreAgent`` or ``BlueReactRemoveAgent``,
+taken from the backend's own package and pinned by its source file's sha256).
+
+What an agent is fed (``params.observation`` of ``agent_class`` and ``shipped``):
+
+``challenge-wrapper`` (the default)
+    ChallengeWrapper's observation vector and its integer action space; the agent's action goes
+    through the wrapper's ``step``. The shipped evaluator's harness.
+``blue-steps``
+    The raw CybORG observation dictionary for Blue (``reset('Blue')``, then each step's
+    ``step('Blue', action).observation``) and the raw action space
+    (``get_action_space('Blue')``); the agent returns a CybORG action object.
+``reset-true-state``
+    The evaluator's commented-out raw lines switched on: ``observation = reset().observation``
+    (with no agent named, CybORG returns the initial *true state*) before the episodes and after
+    each, never updated from a step, so the agent sees that one observation at every step; the
+    raw action space; ``step('Blue', action)`` and its reward. The harness under which the
+    shipped ``BlueReactRestoreAgent`` restores the twelve hosts other than User0 in a 13-step
+    cycle (one Monitor, twelve Restores).
+
+The two raw feeds exist because the shipped reactive agents read the raw dictionary
+(``observation.items()``, ``action_space['session']``) and cannot run under ChallengeWrapper.
+Whatever the feed, the ChallengeWrapper is built and reset as the evaluator does, so every feed
+draws the same random numbers before an episode's first step.
 
 Options: ``backend`` (protocol ``adapter.options`` or ``--option``: ``auto``, ``cyborg`` for
 upstream, ``csle-cyborg``), ``scenario_dir`` (``--option`` only: a directory on this host,
@@ -29,6 +53,7 @@ episode is a function of its slot's seed alone, whichever episodes ran before it
 from __future__ import annotations
 
 import copy
+import enum
 import importlib
 import importlib.metadata
 import importlib.util
@@ -43,6 +68,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import orjson
 
 from repro.adapters.base import (
     MAX_EPISODE_STEPS,
@@ -60,9 +86,22 @@ from repro.errors import BadInput, RunFailed, install_hint
 from repro.json.canonical import json_path
 from repro.models import SHA256_HEX, AdapterFacts, Condition, PlanEntry, Protocol, Source
 
-__all__ = ["RED_AGENTS", "CybORGAdapter", "load_backend", "resolve_scenario"]
+__all__ = [
+    "FEEDS",
+    "RED_AGENTS",
+    "SHIPPED_BLUE_AGENTS",
+    "CybORGAdapter",
+    "canonical_observation",
+    "load_backend",
+    "resolve_scenario",
+]
 
 RED_AGENTS = ("B_lineAgent", "RedMeanderAgent", "SleepAgent")
+#: Blue agents shipped with both distributions that a ``shipped`` participant may name.
+SHIPPED_BLUE_AGENTS = ("BlueReactRestoreAgent", "BlueReactRemoveAgent")
+#: What an agent is fed (``params.observation``): see the module's docstring.
+FEEDS = ("challenge-wrapper", "blue-steps", "reset-true-state")
+_WRAPPER = "challenge-wrapper"
 _OPTIONS = {"backend", "scenario_sha256"}
 _CLI_OPTIONS = {"backend", "scenario_dir"}
 _PINS = "$.adapter.options.scenario_sha256"
@@ -111,9 +150,12 @@ class Backend:
                     "SleepAgent": "csle_cyborg.agents.simple_agents.sleep_agent",
                     "ChallengeWrapper": "csle_cyborg.agents.wrappers.challenge_wrapper",
                     "Main": "csle_cyborg.main",
+                    "BlueReactAgent": "csle_cyborg.agents.simple_agents.blue_react_agent",
                 }
                 self.classes = {
-                    k: getattr(importlib.import_module(m), k) for k, m in self.modules.items()
+                    k: getattr(importlib.import_module(m), k)
+                    for k, m in self.modules.items()
+                    if k != "BlueReactAgent"
                 }
             self.distribution = "csle-cyborg"
             self.package_dir = Path(str(main.__file__)).resolve().parent
@@ -129,6 +171,7 @@ class Backend:
                 "Main": cyborg.CybORG,
             }
             self.modules = {k: c.__module__ for k, c in self.classes.items()}
+            self.modules["BlueReactAgent"] = "CybORG.Agents.SimpleAgents.BlueReactAgent"
             self.distribution = "CybORG"
             self.package_dir = Path(str(cyborg.__file__)).resolve().parent
 
@@ -156,6 +199,11 @@ class Backend:
         """One blue step: observation and reward (4 values upstream, 5 in the fork)."""
         out = wrapped.step(action)
         return out[0], out[1]
+
+    def shipped_agent(self, name: str) -> type[Any]:
+        """A blue agent class shipped with this distribution (:data:`SHIPPED_BLUE_AGENTS`)."""
+        module = importlib.import_module(self.modules["BlueReactAgent"])
+        return getattr(module, name)  # type: ignore[no-any-return]
 
 
 def load_backend(name: str) -> Backend:
@@ -328,14 +376,34 @@ class CybORGAdapter:
                     raise BadInput(
                         f"protocol: the sleep participant takes no params @ {where}.params"
                     )
-            elif participant.kind == "agent_class":
-                extra = sorted(set(participant.params) - {"target", "sha256"})
+            elif participant.kind in ("agent_class", "shipped"):
+                allowed = {"target", "sha256"} if participant.kind == "agent_class" else {"agent"}
+                extra = sorted(set(participant.params) - allowed - {"observation"})
                 if extra:
                     raise BadInput(f"protocol: unknown key(s) {', '.join(extra)} @ {where}.params")
+                feed = participant.params.get("observation", _WRAPPER)
+                if feed not in FEEDS:
+                    raise BadInput(
+                        f"protocol: unknown observation {feed!r} ({', '.join(FEEDS)}) "
+                        f"@ {where}.params.observation"
+                    )
+                if participant.kind == "shipped":
+                    name = participant.params.get("agent")
+                    if name not in SHIPPED_BLUE_AGENTS:
+                        raise BadInput(
+                            f"protocol: the shipped participant names agent {name!r}, not one "
+                            f"of {', '.join(SHIPPED_BLUE_AGENTS)} @ {where}.params.agent"
+                        )
+                    if feed == _WRAPPER:
+                        raise BadInput(
+                            f"protocol: {name} reads the raw observation dictionary and cannot "
+                            "run under ChallengeWrapper: name the raw feed it is given "
+                            f"(blue-steps, reset-true-state) @ {where}.params.observation"
+                        )
             else:
                 raise BadInput(
                     f"protocol: unknown participant kind {participant.kind!r} for cyborg "
-                    f"(sleep, agent_class) @ {where}.kind"
+                    f"(sleep, agent_class, shipped) @ {where}.kind"
                 )
 
         backend = load_backend(settings.backend)
@@ -374,6 +442,10 @@ class CybORGAdapter:
         sources.append(package_source("simulator", backend.distribution))
         for key in ("Main", "ChallengeWrapper", *RED_AGENTS):
             sources.append(module_file_source(f"simulator {key}", backend.modules[key]))
+        if any(p.kind == "shipped" for p in protocol.participants):
+            sources.append(
+                module_file_source("simulator blue agents", backend.modules["BlueReactAgent"])
+            )
         for i, participant in enumerate(protocol.participants):
             if participant.kind == "agent_class":
                 where = f"$.participants[{i}].params"
@@ -410,6 +482,11 @@ class CybORGAdapter:
             observation_note=(
                 "each step's blue ChallengeWrapper observation, the blue and red actions and the "
                 "reward are digested; the simulator's true state is not observed"
+                if all(_feed(p) == _WRAPPER for p in protocol.participants)
+                else "each step's blue and red actions, the reward and what the blue agent is "
+                "fed are digested (a raw observation as canonical JSON; reset-true-state's once "
+                "per episode, as it never changes); the simulator's state after a step is not "
+                "observed"
             ),
             measure_inputs="step-rewards",
         )
@@ -428,6 +505,32 @@ class CybORGAdapter:
             participant,
             protocol.seeding.mode == "per-run",
         )
+
+
+def _feed(participant: Any) -> str:
+    """What the participant is fed (``params.observation``; the sleeper: ChallengeWrapper's)."""
+    if participant.kind == "sleep":
+        return _WRAPPER
+    return str(participant.params.get("observation", _WRAPPER))
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(_plain(k)): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, enum.Enum):
+        return f"{type(value).__name__}.{value.name}"
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return f"{type(value).__name__}:{value}"
+
+
+def canonical_observation(observation: Any) -> bytes:
+    """A raw CybORG observation dictionary as JSON bytes for the trace digest: keys in the
+    simulator's insertion order, enum members as ``Type.NAME``, addresses and networks (and any
+    other object) as ``Type:str(value)``."""
+    return orjson.dumps(_plain(observation))
 
 
 class _PolicyError(Exception):
@@ -457,15 +560,22 @@ class _CybORGSession:
     ) -> None:
         self._backend = backend
         self._per_run = per_run
+        self._feed = _feed(participant)
         self._steps = int(condition.factors["trial_length"])
         red = str(condition.factors["red_agent"])
         self._env, self._wrapped = backend.make(scenario, scenario_file, red)
-        self._observation = backend.reset(self._wrapped)
-        self._action_space = self._wrapped.get_action_space("Blue")
-        if participant.kind == "sleep":
-            self._agent: Any = _SleepingAgent()
+        self._observation = self._reset()
+        if self._feed == _WRAPPER:
+            self._action_space = self._wrapped.get_action_space("Blue")
         else:
-            self._agent = import_target(participant.params["target"], "$")()
+            self._action_space = self._env.get_action_space("Blue")
+        if participant.kind == "sleep":
+            self._make_agent: Any = _SleepingAgent
+        elif participant.kind == "shipped":
+            self._make_agent = backend.shipped_agent(str(participant.params["agent"]))
+        else:
+            self._make_agent = import_target(participant.params["target"], "$")
+        self._agent: Any = self._make_agent()
         self.contract: dict[str, Any] = {
             "scenario": "Scenario2",
             "red_agent": red,
@@ -478,6 +588,32 @@ class _CybORGSession:
             "policy": participant.kind,
             "backend": backend.distribution,
         }
+        if self._feed != _WRAPPER:  # a raw feed: no vector, and what the agent sees is named
+            self.contract["blue_actions"] = "raw"
+            self.contract["observation_shape"] = None
+            self.contract["observation"] = self._feed
+        if participant.kind == "shipped":
+            self.contract["agent"] = str(participant.params["agent"])
+
+    def _reset(self) -> Any:
+        """Reset the environment, and return the observation the agent is fed first."""
+        if self._feed == _WRAPPER:
+            return self._backend.reset(self._wrapped)
+        if self._feed == "blue-steps":
+            return self._env.reset("Blue").observation
+        return self._env.reset().observation
+
+    def _step(self, action: Any, observation: Any) -> tuple[Any, float]:
+        """One blue step: the observation the agent is fed next, and the reward."""
+        if self._feed == _WRAPPER:
+            return self._backend.step(self._wrapped, action)
+        result = self._env.step("Blue", action)
+        return (result.observation if self._feed == "blue-steps" else observation), result.reward
+
+    def _digest(self, observation: Any) -> bytes:
+        if self._feed == _WRAPPER:
+            return np.asarray(observation).tobytes()
+        return canonical_observation(observation)
 
     def run(self, entry: PlanEntry) -> Evidence:
         trace = TraceDigest()
@@ -486,37 +622,42 @@ class _CybORGSession:
             if self._per_run:
                 # The worker has just seeded the global generators from the slot's seed: the
                 # reset draws the episode's whole state from them.
-                self._observation = self._backend.reset(self._wrapped)
+                self._observation = self._reset()
             observation = self._observation
-            trace.add(b"O", np.asarray(observation).tobytes())
+            trace.add(b"O", self._digest(observation))
+            fixed = self._feed == "reset-true-state"  # fed the same observation at every step
             for _ in range(self._steps):
                 try:
                     action = self._agent.get_action(observation, self._action_space)
                 except Exception as exc:
                     raise _PolicyError(exc) from exc
-                observation, reward = self._backend.step(self._wrapped, action)
+                observation, reward = self._step(action, observation)
                 r = float(reward)
                 rewards.append(r)
                 trace.add(b"A", str(action).encode())
                 trace.add(b"B", str(self._env.get_last_action("Blue")).encode())
                 trace.add(b"E", str(self._env.get_last_action("Red")).encode())
-                trace.add(b"O", np.asarray(observation).tobytes())
+                if not fixed:
+                    trace.add(b"O", self._digest(observation))
                 trace.add(b"R", struct.pack(">d", r))
             try:
                 self._agent.end_episode()
             except Exception as exc:
                 raise _PolicyError(exc) from exc
             if not self._per_run:  # the evaluator resets after each episode, on the stream
-                self._observation = self._backend.reset(self._wrapped)
+                self._observation = self._reset()
         except Exception as exc:
             # Who failed is told apart: the agent's exceptions are its own cause family.
             error = exc.__cause__ if isinstance(exc, _PolicyError) else exc
             family = "policy-error" if isinstance(exc, _PolicyError) else "simulator-error"
             cause = f"{family}:{type(error).__name__}"
+            # A failed episode may leave the agent mid-episode (end_episode never ran): the
+            # next run gets a fresh one, so no run inherits another's state.
+            self._agent = self._make_agent()
             if self._per_run:  # the next run resets first
                 raise RunFailed(cause) from error
             try:
-                self._observation = self._backend.reset(self._wrapped)
+                self._observation = self._reset()
             except Exception:
                 raise RunFailed(f"{cause}; reset failed") from error
             raise RunFailed(cause) from error
