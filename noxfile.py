@@ -24,6 +24,73 @@ def _sync(session: nox.Session, *groups: str, extras: tuple[str, ...] = ()) -> N
     session.run_install(*args, env={"UV_PROJECT_ENVIRONMENT": session.virtualenv.location})
 
 
+#: Upstream CybORG's package at the CAGE-2 leaderboard's commit (see ../shared/cage2/README.md).
+UPSTREAM_CYBORG = Path(__file__).parent.parent / "shared" / "cage2" / "upstream"
+UPSTREAM_TARBALL = UPSTREAM_CYBORG / "CybORG-606813b.tar.gz"
+
+
+def _upstream_cyborg(session: nox.Session) -> str | None:
+    """A second environment, beside the session's, with upstream CybORG 2.1 at 606813b and the
+    project: its Python, or None without ../shared/cage2/upstream.
+
+    Upstream is installed as its README says, editable (``pip install -e``: its setup.py
+    declares no package data, so a plain install leaves its version.txt and scenario files
+    behind), from the tarball extracted once. It is a separate environment because the tests'
+    environment has the csle-cyborg fork, and backend ``auto`` would prefer upstream there. Its
+    dependencies (gym 0.26, paramiko, prettytable, docutils) come from PyPI, unpinned as
+    upstream leaves them; the project's own are held to uv.lock's versions."""
+    if not UPSTREAM_TARBALL.is_file():
+        return None
+    import tarfile
+
+    root = Path(session.virtualenv.location).parent / "upstream-cyborg"
+    source = root / "CybORG-606813b"
+    if not (source / "setup.py").is_file():
+        root.mkdir(parents=True, exist_ok=True)
+        with tarfile.open(UPSTREAM_TARBALL) as archive:
+            archive.extractall(root, filter="data")
+    venv = root / "venv"
+    python = venv / "bin" / "python"
+    session.run_install(
+        "uv",
+        "venv",
+        "--quiet",
+        "--allow-existing",
+        "--python",
+        str(Path(session.virtualenv.location) / "bin" / "python"),
+        str(venv),
+    )
+    constraints = root / "constraints.txt"
+    session.run_install(
+        "uv",
+        "export",
+        "--quiet",
+        "--locked",
+        "--no-default-groups",
+        "--no-emit-project",
+        "--no-hashes",
+        "--extra=cyborg",
+        "--output-file",
+        str(constraints),
+    )
+    session.run_install(
+        "uv",
+        "pip",
+        "install",
+        "--quiet",
+        "--python",
+        str(python),
+        "--constraint",
+        str(constraints),
+        "--editable",
+        ".",
+        "pyyaml",
+        "--editable",
+        str(source),
+    )
+    return str(python)
+
+
 @nox.session
 def tests(session: nox.Session) -> None:
     """The whole test suite: unit, property, CLI, end-to-end, tamper corpus, interop."""
@@ -31,6 +98,9 @@ def tests(session: nox.Session) -> None:
     _sync(session, "test", extras=("plot", "cyborg", "dask"))
     # In CI the CAGE-2 tests must run, never skip quietly for want of csle-cyborg or shared/.
     env = {"REPRO_REQUIRE_CYBORG": "1"} if os.environ.get("CI") else {}
+    upstream = _upstream_cyborg(session)
+    if upstream is not None:  # tests/test_cyborg.py runs studies on upstream with it
+        env["REPRO_UPSTREAM_PYTHON"] = upstream
     session.run("pytest", *session.posargs, env=env)
 
 

@@ -387,89 +387,86 @@ class TestPinsAndGuards:
         assert verify(out) == []
 
 
-FAKE_UPSTREAM = {
-    "CybORG/__init__.py": '''
-"""Stand-in with upstream CybORG 2.1's API, driving the csle-cyborg fork underneath."""
-import pathlib
-
-from repro.adapters.cyborg import load_backend, resolve_scenario
-
-_fork = load_backend("csle-cyborg")
-
-
-def CybORG(path, mode, agents):
-    """Upstream takes the scenario path and resolves the images itself."""
-    return _fork.classes["Main"](resolve_scenario(pathlib.Path(path).parent), mode, agents=agents)
-''',
-    "CybORG/Agents/__init__.py": """
-from CybORG import _fork
-
-B_lineAgent = _fork.classes["B_lineAgent"]
-RedMeanderAgent = _fork.classes["RedMeanderAgent"]
-SleepAgent = _fork.classes["SleepAgent"]
-""",
-    "CybORG/Agents/Wrappers/__init__.py": '''
-from CybORG import _fork
+#: The environment with upstream CybORG 2.1 at 606813b that the nox tests session makes
+#: (noxfile.py, ``_upstream_cyborg``), or None.
+UPSTREAM_PYTHON = os.environ.get("REPRO_UPSTREAM_PYTHON")
+if UPSTREAM_PYTHON is None and os.environ.get("REPRO_REQUIRE_CYBORG"):
+    raise RuntimeError("REPRO_REQUIRE_CYBORG is set but REPRO_UPSTREAM_PYTHON is not")
+needs_upstream = pytest.mark.skipif(
+    UPSTREAM_PYTHON is None, reason="no environment with upstream CybORG (REPRO_UPSTREAM_PYTHON)"
+)
 
 
-class ChallengeWrapper:
-    """Upstream's wrapper: reset() returns the observation, step() four values."""
-
-    def __init__(self, env, agent_name):
-        self._inner = _fork.classes["ChallengeWrapper"](env=env, agent_name=agent_name)
-
-    def reset(self):
-        return self._inner.reset()[0]
-
-    def step(self, action):
-        return self._inner.step(action)[:4]
-
-    def get_action_space(self, agent):
-        return self._inner.get_action_space(agent)
-''',
-    "CybORG-2.1.dist-info/METADATA": "Metadata-Version: 2.1\nName: CybORG\nVersion: 2.1\n",
-}
+def _upstream_study(protocol: Path, out: Path, *options: str) -> subprocess.CompletedProcess[str]:
+    """``repro study`` in the upstream environment, with backend ``cyborg``: no scenario
+    directory, as upstream finds its scenario files inside its package."""
+    assert UPSTREAM_PYTHON is not None
+    args = [UPSTREAM_PYTHON, "-m", "repro", "study", str(protocol), "--out", str(out)]
+    args += ["--option", "backend=cyborg", *options]
+    return subprocess.run(args, capture_output=True, text=True, cwd=ROOT)
 
 
+def _run_files(bundle: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted((bundle / "data/runs").glob("*.jsonl"))}
+
+
+@pytest.fixture(scope="module")
+def upstream_reduced(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The reduced CCS Sleeper protocol, run on upstream CybORG at 606813b."""
+    out = tmp_path_factory.mktemp("upstream") / "bundle"
+    done = _upstream_study(REDUCED, out)
+    assert done.returncode == 0, done.stderr
+    return out
+
+
+@needs_upstream
 class TestUpstreamBackend:
-    """The upstream code path (module CybORG, scenario files inside the package, 4-value step)."""
+    """Upstream CybORG for real: the package at the leaderboard's commit, module ``CybORG``,
+    its scenario files inside the package, its 4-value ``step``."""
 
-    def test_upstream_api_gives_the_same_episodes(self, tmp_path: Path) -> None:
-        """Through a stand-in package with upstream's API over the same simulator, backend
-        'cyborg' finds Scenario2 inside the package and yields the same episodes as the fork."""
-        site = tmp_path / "site"
-        for name, text in FAKE_UPSTREAM.items():
-            (site / name).parent.mkdir(parents=True, exist_ok=True)
-            (site / name).write_text(text)
-        shutil.copytree(SCENARIO, site / "CybORG/Shared/Scenarios")
-        data = _small(2)
-        data["adapter"]["options"]["backend"] = "cyborg"
-        protocol = tmp_path / "upstream.json"
-        protocol.write_text(json.dumps(data))
-        out = tmp_path / "upstream"
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(site), str(ROOT / "tests")]))
-        done = subprocess.run(
-            [sys.executable, "-m", "repro", "study", str(protocol), "--out", str(out)],
-            capture_output=True,
-            text=True,
-            env=env,
-        )
-        assert done.returncode == 0, done.stderr
-        assert verify(out) == []
-        ledger = _json(out, "source-ledger.json")
+    def test_finds_its_own_scenario_files(self, upstream_reduced: Path) -> None:
+        """With no scenario directory given, upstream's own Scenario2 files are read, and they
+        match every pin of the protocol (the same files as ../shared/cage2/scenario)."""
+        assert verify(upstream_reduced) == []
+        ledger = _json(upstream_reduced, "source-ledger.json")
         assert ledger["adapter"]["version"] == "CybORG 2.1"
-        assert {c["backend"] for c in ledger["contracts"].values()} == {"CybORG"}
-        fork = _study(_small(2), tmp_path, "fork")
-        for name in ("c00.jsonl", "c04.jsonl", "c07.jsonl"):
-            ours = [
-                json.loads(x)["measure"]
-                for x in (out / "data/runs" / name).read_text().splitlines()
-            ]
-            theirs = [
-                json.loads(x)["measure"]
-                for x in (fork / "data/runs" / name).read_text().splitlines()
-            ]
-            assert ours == theirs
+        pins = json.loads(REDUCED.read_text())["adapter"]["options"]["scenario_sha256"]
+        scenario = {s["name"]: s["sha256"] for s in ledger["sources"] if s["role"] == "scenario"}
+        assert scenario == pins
+        simulator = {s["role"]: s["name"] for s in ledger["sources"]}
+        assert simulator["simulator Main"] == "CybORG/CybORG.py"
+
+    def test_same_runs_byte_for_byte_as_the_fork(
+        self, upstream_reduced: Path, reduced_bundle: Path
+    ) -> None:
+        """The reduced CCS Sleeper protocol gives the same run records, byte for byte, on
+        upstream and on csle-cyborg (nine files, 180 episodes on one random.seed(153) stream),
+        and so the same aggregates and tier verdicts (their evidence names other sources)."""
+        assert _run_files(upstream_reduced) == _run_files(reduced_bundle)
+        assert len(_run_files(reduced_bundle)) == 9
+        assert _json(upstream_reduced, "aggregates.json") == _json(
+            reduced_bundle, "aggregates.json"
+        )
+        verdicts = [
+            {t["name"]: t["verdict"] for t in _json(b, "tiers.json")["tiers"]}
+            for b in (upstream_reduced, reduced_bundle)
+        ]
+        assert verdicts[0] == verdicts[1]
+
+    def test_compare_says_so_per_tier(self, upstream_reduced: Path, reduced_bundle: Path) -> None:
+        """``repro compare`` finds every run equal in every tier and names the simulator's
+        sources that differ (the distribution and each pinned simulator file)."""
+        result = runner.invoke(app, ["compare", str(reduced_bundle), str(upstream_reduced)])
+        assert result.exit_code == 0, result.output
+        out = result.stdout
+        assert "equal: status 180/180, measure 180/180" in out and "; identical" in out
+        for tier in ("execution-control", "state-observation", "outcome-evaluation"):
+            assert f"tier {tier}: equal" in out
+        assert (
+            "source differs: simulator: package csle-cyborg version 0.0.3 in the baseline, "
+            "package CybORG version 2.1 in the candidate"
+        ) in out
+        assert "source differs: simulator Main: file csle_cyborg/main.py" in out
 
 
 REACT = ROOT / "protocols" / "cage2-sleeper-vs-react-reduced.json"

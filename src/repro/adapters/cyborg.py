@@ -42,6 +42,11 @@ Per condition, as the leaderboard's evaluator does: build a fresh environment wi
 wrap it in ChallengeWrapper for Blue, reset; per episode take ``trial_length`` blue steps, sum
 the step rewards, reset.
 
+A condition's contract names the interface (scenario, red agent, trial length, action space,
+observation, participant), not the distribution: the ledger names that (the adapter's version and
+the simulator's pinned source files), so the two distributions' run records can be compared byte
+for byte.
+
 Seeding: CybORG draws from Python's global :mod:`random` (the IP addresses and process IDs a
 reset assigns, the red agents' and actions' choices). In ``stream`` mode the episodes run in the
 evaluator's loop above on the one stream set at study start. In ``per-run`` mode the worker
@@ -586,7 +591,6 @@ class _CybORGSession:
             "observation_shape": list(np.asarray(self._observation).shape),
             "participant": participant.id,
             "policy": participant.kind,
-            "backend": backend.distribution,
         }
         if self._feed != _WRAPPER:  # a raw feed: no vector, and what the agent sees is named
             self.contract["blue_actions"] = "raw"
