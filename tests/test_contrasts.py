@@ -16,12 +16,20 @@ from hypothesis import strategies as st
 
 from conftest import SMALL, study_once
 from forge import reseal
-from repro.derive.contrasts import contrasts, holm, paired_t, welch_t
+from repro.derive.contrasts import (
+    bootstrap_p_value,
+    contrasts,
+    holm,
+    paired_bootstrap,
+    paired_t,
+    unpaired_bootstrap,
+    welch_t,
+)
 from repro.derive.tally import Attempt, tally
 from repro.derive.tiers import contract_digests
 from repro.errors import BadInput
 from repro.json.serde import structure, to_bytes
-from repro.models import Contrast, Group, Protocol
+from repro.models import Contrast, ContrastIntervalSpec, Group, Protocol
 from repro.protocol.rules import check_consistency
 from repro.verify import open_verified, verify
 
@@ -64,6 +72,19 @@ CONTRASTED: dict[str, Any] = {
 def contrasted(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A real bundle of :data:`CONTRASTED`, made once; copy it before changing it."""
     return study_once(tmp_path_factory, "contrasted", CONTRASTED)
+
+
+#: A small CartPole study whose contrasts take the seeded bootstrap (paired, unpaired,
+#: non-inferiority), with the paired t of the same pairs beside them.
+BOOTSTRAPPED = Path(__file__).resolve().parent / "data" / "bootstrap-contrasts.json"
+
+
+@pytest.fixture(scope="module")
+def bootstrapped(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A real bundle of :data:`BOOTSTRAPPED`, made once; copy it before changing it."""
+    from conftest import run_study
+
+    return run_study(BOOTSTRAPPED, tmp_path_factory.mktemp("bootstrapped") / "bundle")
 
 
 def _contrast(**fields: Any) -> Contrast:
@@ -202,12 +223,16 @@ class TestTheBundle:
         assert "| random-better (primary) | superiority on measure, paired-t | **holds**" in report
 
     @settings(max_examples=10, deadline=None)
-    @given(seed=st.integers(0, 2**32 - 1), which=st.sampled_from(["contrasted", "scored_bundle"]))
+    @given(
+        seed=st.integers(0, 2**32 - 1),
+        which=st.sampled_from(["contrasted", "scored_bundle", "bootstrapped"]),
+    )
     def test_every_figure_is_independent_of_the_order_runs_are_read(
         self, request: pytest.FixtureRequest, seed: int, which: str
     ) -> None:
         """The contrasts derived from the runs' records read in any order (measures, paired
-        and unpaired, and the gate example's rates) are the same bytes as the bundle's
+        and unpaired, the gate example's rates, and bootstrap intervals, whose resamples are
+        drawn from the sample in its canonical order) are the same bytes as the bundle's
         contrasts.json."""
         from repro.derive.derivation import scores
         from repro.derive.scenarios import by_condition
@@ -596,3 +621,417 @@ def test_an_inconsistent_contrast_put_in_a_bundle_is_named(
     inconsistent = [f for f in findings if f.code == "protocol-inconsistent"]
     assert inconsistent and "@ $.contrasts.family[0]" in inconsistent[0].found
     assert not any(f.file == "data/contrasts.json" for f in findings)
+
+
+def _bootstrap(resamples: int = 999, seed: int = 0, **fields: Any) -> Contrast:
+    spec = ContrastIntervalSpec(method="bootstrap", resamples=resamples, seed=seed)
+    return _contrast(interval=spec, **fields)
+
+
+def _scipy_bootstrap(
+    samples: list[list[float]], resamples: int, seed: int, level: float = 0.95
+) -> Any:
+    """SciPy's own percentile bootstrap of the mean (one sample) or of the difference of means
+    (two), unbatched."""
+    import numpy as np
+    from scipy import stats as sps
+
+    def statistic(*xs: Any, axis: int = -1) -> Any:
+        means = [np.mean(x, axis=axis) for x in xs]
+        return means[0] if len(means) == 1 else means[0] - means[1]
+
+    return sps.bootstrap(
+        [np.asarray(x, dtype=np.float64) for x in samples],
+        statistic,
+        n_resamples=resamples,
+        confidence_level=level,
+        method="percentile",
+        rng=np.random.default_rng(seed),
+    )
+
+
+def _counted_p(replicates: list[float], null: float, two_sided: bool) -> float:
+    """The bootstrap p-value by its definition, counted in plain Python."""
+    below = 1 + sum(1 for x in replicates if x <= null)
+    above = 1 + sum(1 for x in replicates if x >= null)
+    b = len(replicates)
+    return min(1.0, 2 * min(below, above) / (b + 1)) if two_sided else below / (b + 1)
+
+
+_VALUES = st.floats(-1e3, 1e3, allow_nan=False)
+
+
+class TestBootstrap:
+    """A contrast's seeded bootstrap interval: SciPy's, with the p-value its rule states."""
+
+    @settings(max_examples=40, deadline=None)
+    @given(
+        st.lists(_VALUES, min_size=2, max_size=40),
+        st.integers(0, 2**63 - 1),
+        st.sampled_from(["superiority", "two-sided", "non-inferiority"]),
+        st.sampled_from([0.9, 0.95]),
+    )
+    def test_paired_is_scipys_bootstrap_of_the_differences(
+        self, differences: list[float], seed: int, direction: str, level: float
+    ) -> None:
+        """The paired bootstrap's interval and standard error are exactly
+        scipy.stats.bootstrap's percentile interval of the mean of the same differences with
+        the same seed, its estimate is their fsum mean, and its p-value is the rule counted on
+        SciPy's replicates."""
+        import math
+
+        margin = 2.0 if direction == "non-inferiority" else 0.0
+        contrast = _bootstrap(1999, seed, direction=direction, margin=margin, level=level)
+        d = paired_bootstrap(contrast, differences)
+        reference = _scipy_bootstrap([differences], 1999, seed, level)
+        assert d.interval is not None
+        assert (d.interval.method, d.interval.level) == ("percentile-bootstrap", level)
+        assert d.interval.low == float(reference.confidence_interval.low)
+        assert d.interval.high == float(reference.confidence_interval.high)
+        assert d.se == float(reference.standard_error)
+        assert d.estimate == math.fsum(differences) / len(differences)
+        replicates = [float(x) for x in reference.bootstrap_distribution]
+        assert d.p_value == _counted_p(replicates, -margin, direction == "two-sided")
+        assert (d.test, d.df, d.statistic) == ("paired-bootstrap", None, None)
+
+    @settings(max_examples=40, deadline=None)
+    @given(
+        st.lists(_VALUES, min_size=2, max_size=30),
+        st.lists(_VALUES, min_size=2, max_size=30),
+        st.integers(0, 2**63 - 1),
+        st.sampled_from(["higher", "lower"]),
+    )
+    def test_unpaired_is_scipys_bootstrap_of_each_group(
+        self, a: list[float], b: list[float], seed: int, better: str
+    ) -> None:
+        """The unpaired bootstrap resamples each group on its own: its interval and standard
+        error are exactly scipy.stats.bootstrap's of the difference of the means of the signed
+        groups (negated where lower is better) with the same seed, and its estimate is Welch's
+        t's, bit for bit."""
+        contrast = _bootstrap(999, seed, direction="two-sided", pairing="unpaired", better=better)
+        d = unpaired_bootstrap(contrast, a, b)
+        sign = 1.0 if better == "higher" else -1.0
+        reference = _scipy_bootstrap([[sign * x for x in a], [sign * x for x in b]], 999, seed)
+        assert d.interval is not None
+        assert d.interval.low == float(reference.confidence_interval.low)
+        assert d.interval.high == float(reference.confidence_interval.high)
+        assert d.se == float(reference.standard_error)
+        replicates = [float(x) for x in reference.bootstrap_distribution]
+        assert d.p_value == _counted_p(replicates, 0.0, True)
+        t = welch_t(_contrast(direction="two-sided", pairing="unpaired", better=better), a, b)
+        assert d.estimate == t.estimate
+        assert d.test == "unpaired-bootstrap"
+
+    def test_batches_change_nothing(self) -> None:
+        """A sample large enough that the resamples are drawn in two batches (6000 values:
+        699 resamples a batch, memory bounded) gives exactly SciPy's unbatched bootstrap."""
+        import random as stdlib_random
+
+        rnd = stdlib_random.Random(5)
+        differences = [rnd.gauss(1.0, 3.0) for _ in range(6000)]
+        d = paired_bootstrap(_bootstrap(999, 42), differences)
+        reference = _scipy_bootstrap([differences], 999, 42)
+        assert d.interval is not None
+        assert (d.interval.low, d.interval.high, d.se) == (
+            float(reference.confidence_interval.low),
+            float(reference.confidence_interval.high),
+            float(reference.standard_error),
+        )
+
+    @pytest.mark.parametrize(
+        ("replicates", "fields", "expected"),
+        [
+            # superiority: 2 of 4 at or below 0 -> (1 + 2) / 5
+            ([-1.0, 0.0, 1.0, 2.0], {}, 0.6),
+            # every replicate above 0: the smallest p-value, 1 / (B + 1)
+            ([1.0, 1.0, 1.0], {}, 0.25),
+            # every replicate at 0: at the boundary counts as the null's side
+            ([0.0, 0.0, 0.0], {}, 1.0),
+            # non-inferiority, margin 1: the boundary is -1, two of four at or below it
+            ([-2.0, -1.0, 0.0, 3.0], {"direction": "non-inferiority", "margin": 1.0}, 0.6),
+            ([-0.5, 0.0, 3.0, 4.0], {"direction": "non-inferiority", "margin": 1.0}, 0.2),
+            # two-sided: twice the smaller side, (1 + 0) and (1 + 4) of 5 -> 0.4
+            ([1.0, 2.0, 3.0, 4.0], {"direction": "two-sided"}, 0.4),
+            ([-4.0, -3.0, -2.0, -1.0], {"direction": "two-sided"}, 0.4),
+            # two-sided, capped: 2 * (1 + 2) / 5 = 1.2 -> 1
+            ([-1.0, 0.0, 1.0, 2.0], {"direction": "two-sided"}, 1.0),
+        ],
+    )
+    def test_the_p_value_rule_on_hand_cases(
+        self, replicates: list[float], fields: dict[str, Any], expected: float
+    ) -> None:
+        """(1 + replicates at or beyond the null boundary on the null's side) / (B + 1),
+        one-sided as the direction says; two-sided twice the smaller side, at most 1."""
+        assert bootstrap_p_value(_contrast(**fields), replicates) == pytest.approx(
+            expected, rel=1e-15
+        )
+
+    @settings(max_examples=40, deadline=None)
+    @given(
+        st.lists(st.floats(-5.0, 5.0, allow_nan=False), min_size=2, max_size=25),
+        st.integers(0, 2**32 - 1),
+        st.sampled_from(["superiority", "two-sided"]),
+    )
+    def test_a_small_p_value_puts_the_interval_past_the_boundary(
+        self, differences: list[float], seed: int, direction: str
+    ) -> None:
+        """As the module's rule 3 states: a two-sided p-value below 1 - level, or a one-sided
+        one below (1 - level) / 2, comes with an interval strictly past 0."""
+        d = paired_bootstrap(_bootstrap(999, seed, direction=direction), differences)
+        assert d.p_value is not None and d.interval is not None
+        alpha = 1 - 0.95
+        if direction == "two-sided" and d.p_value < alpha:
+            assert d.interval.low > 0 or d.interval.high < 0
+        if direction == "superiority" and d.p_value < alpha / 2:
+            assert d.interval.low > 0
+
+    def test_fewer_than_two_is_undefined(self) -> None:
+        """One pair, or one run on a side, estimates nothing: every figure is None, and the
+        test is still named."""
+        d = paired_bootstrap(_bootstrap(), [1.0])
+        assert (d.estimate, d.se, d.interval, d.p_value, d.test) == (
+            None,
+            None,
+            None,
+            None,
+            "paired-bootstrap",
+        )
+        u = unpaired_bootstrap(_bootstrap(pairing="unpaired"), [1.0, 2.0], [3.0])
+        assert (u.estimate, u.interval, u.test) == (None, None, "unpaired-bootstrap")
+
+    def test_the_bundle(self, bootstrapped: Path) -> None:
+        """The bundle verifies; each bootstrap contrast names its test and interval method,
+        its estimate is the paired t's of the same pairs, its interval is exactly SciPy's
+        bootstrap of the pairs' differences in sealed order (replicates 0.., the excluded
+        slot's pair left out) with the declared seed, and the verdicts are as the runs say."""
+        assert verify(bootstrapped) == []
+        verified = open_verified(bootstrapped)
+        assert verified.contrasts is not None
+        decided = {c.id: c for c in verified.contrasts.contrasts}
+        boot, t = decided["random-better-bootstrap"], decided["random-better-t"]
+        assert (boot.test, t.test) == ("paired-bootstrap", "paired-t")
+        assert (boot.pairs, boot.incomplete_pairs) == (t.pairs, t.incomplete_pairs) == (11, 1)
+        assert boot.estimate == t.estimate
+        records = {r.slot: r for r in verified.all_records() if r.status == "valid"}
+        differences = []
+        for r in range(12):
+            a, b = records.get(f"c00-r{r:04d}"), records.get(f"c01-r{r:04d}")
+            if a is not None and b is not None:
+                assert a.measure is not None and b.measure is not None
+                differences.append(a.measure - b.measure)
+        reference = _scipy_bootstrap([differences], 9999, 7)
+        assert boot.interval is not None and boot.interval.method == "percentile-bootstrap"
+        assert boot.interval.low == float(reference.confidence_interval.low)
+        assert boot.interval.high == float(reference.confidence_interval.high)
+        assert boot.p_value == _counted_p(
+            [float(x) for x in reference.bootstrap_distribution], 0.0, False
+        )
+        assert boot.verdict == "holds"
+        unpaired = decided["random-differs-unpaired-bootstrap"]
+        assert (unpaired.test, unpaired.verdict, unpaired.n_a, unpaired.n_b) == (
+            "unpaired-bootstrap",
+            "holds",
+            12,
+            11,
+        )
+        assert decided["push-left-not-worse-bootstrap"].verdict == "does-not-hold"
+        report = (bootstrapped / "data" / "validation-report.md").read_text("utf-8")
+        assert "| random-better-bootstrap (primary) | superiority on measure, paired-bootstrap" in (
+            report
+        )
+
+    @pytest.mark.parametrize(
+        ("index", "key", "value"),
+        [
+            (0, ("interval", "low"), 0.0),
+            (0, ("interval", "high"), 1000.0),
+            (0, ("interval", "method"), "t"),
+            (1, ("p_value",), 0.5),
+            (0, ("se",), 1.0),
+            (0, ("test",), "paired-t"),
+        ],
+    )
+    def test_a_forged_bootstrap_figure_is_named(
+        self, bootstrapped: Path, tmp_path: Path, index: int, key: tuple[str, ...], value: Any
+    ) -> None:
+        """A bootstrap contrast's interval, method, p-value, standard error or test edited in
+        contrasts.json, both manifests regenerated, is named by verify as a re-derived value
+        that differs."""
+        from repro.json import canonical
+
+        root = tmp_path / "forged"
+        shutil.copytree(bootstrapped, root)
+        target = root / "data" / "contrasts.json"
+        data = json.loads(target.read_bytes())
+        node = data["contrasts"][index]
+        for k in key[:-1]:
+            node = node[k]
+        node[key[-1]] = value
+        target.write_bytes(canonical.dumps(data))
+        reseal(root)
+        findings = verify(root)
+        assert any(
+            f.code == "rederived-differs" and f.file == "data/contrasts.json" for f in findings
+        ), [f.as_dict() for f in findings]
+
+    def test_resamples_past_verify_s_limit_are_named(self, bootstrapped: Path) -> None:
+        """A contrast asking for more bootstrap resamples than verify's max_resamples is named
+        with its JSON path and nothing is re-derived; within the limit the bundle verifies."""
+        from repro.verify import Limits
+
+        findings = verify(bootstrapped, Limits(max_resamples=5000))
+        assert [(f.code, f.expected, f.found) for f in findings] == [
+            ("resamples-limit", "<= 5000", "9999")
+        ]
+        assert "$.protocol.contrasts.family[0].interval.resamples" in findings[0].what
+        assert verify(bootstrapped, Limits(max_resamples=9999)) == []
+
+
+def test_a_contrast_without_interval_freezes_as_before() -> None:
+    """A contrast that declares no interval holds no interval key when frozen, so protocols
+    from before the option keep their bytes and digest."""
+    from repro.protocol.freeze import freeze
+
+    fp = freeze(structure(CONTRASTED, Protocol, what="protocol"))
+    family = json.loads(to_bytes(fp))["protocol"]["contrasts"]["family"]
+    assert all("interval" not in c for c in family)
+
+
+_BOOT = {"method": "bootstrap", "resamples": 9999, "seed": 7}
+
+
+@pytest.mark.parametrize(
+    ("interval", "fields", "expected", "path"),
+    [
+        ({"method": "bootstrap", "seed": 7}, {}, "needs its resamples", "interval.resamples"),
+        ({"method": "bootstrap", "resamples": 9999}, {}, "needs its seed", "interval.seed"),
+        (
+            {"method": "bootstrap", "resamples": 998, "seed": 7},
+            {},
+            "resamples must be between 999 and 100000, not 998",
+            "interval.resamples",
+        ),
+        (
+            {"method": "bootstrap", "resamples": 100_001, "seed": 7},
+            {},
+            "resamples must be between 999 and 100000",
+            "interval.resamples",
+        ),
+        (
+            {"method": "bootstrap", "resamples": 9999, "seed": -1},
+            {},
+            "seed must be in [0, 2**63)",
+            "interval.seed",
+        ),
+        (
+            {"method": "bootstrap", "resamples": 9999, "seed": 1.5},
+            {},
+            "expected an integer",
+            "interval.seed",
+        ),
+        (
+            {"method": "bootstrap", "resamples": 9999, "seed": True},
+            {},
+            "expected an integer",
+            "interval.seed",
+        ),
+        ({"method": "t", "seed": 7}, {}, "seed is for a bootstrap interval only", "interval.seed"),
+        (
+            {"method": "t", "resamples": 9999},
+            {},
+            "resamples is for a bootstrap interval only",
+            "interval.resamples",
+        ),
+        ({"method": "jackknife"}, {}, 'expected one of "t", "bootstrap"', "interval.method"),
+        (_BOOT, {"cluster": "env_id"}, "its cluster-robust t", "interval.method"),
+        (
+            {"method": "bootstrap", "resamples": 999, "seed": 7},
+            {"level": 0.999, "direction": "two-sided"},
+            "the smallest p-value of 999 resamples, 0.002, times 1 contrast(s) is not below",
+            "interval.resamples",
+        ),
+    ],
+)
+def test_inconsistent_bootstrap_intervals_are_refused(
+    interval: dict[str, Any], fields: dict[str, Any], expected: str, path: str
+) -> None:
+    """A bootstrap without its resamples or seed, too few or too many resamples, a seed that is
+    no non-negative integer, a t given a seed or resamples, an unknown method, a bootstrap of
+    a clustered contrast, and one whose smallest p-value cannot be below 1 - level are refused,
+    each with its JSON path."""
+    contrast = {"id": "x", "a": _A, "b": _B, "interval": interval, **fields}
+    with pytest.raises(BadInput) as caught:
+        check_consistency(_protocol({"family": [contrast]}))
+    problems = str(caught.value).removeprefix("protocol: ").split("; ")
+    where = f"@ $.contrasts.family[0].{path}"
+    assert any(expected in p and p.endswith(where) for p in problems), problems
+
+
+def test_a_family_too_large_for_its_bootstrap_is_refused() -> None:
+    """Holm multiplies the smallest p-value by the family's size: 999 resamples (two-sided p
+    at least 0.002) in a family of 26 two-sided contrasts can never hold (0.052 is not below
+    0.05) and are refused; in a family of 24 (0.048) they can and are accepted."""
+
+    def family(size: int) -> dict[str, Any]:
+        spec = {"method": "bootstrap", "resamples": 999, "seed": 7}
+        return {
+            "family": [
+                {"id": f"c{i}", "a": _A, "b": _B, "direction": "two-sided", "interval": spec}
+                for i in range(size)
+            ]
+        }
+
+    check_consistency(_protocol(family(24)))
+    with pytest.raises(BadInput) as caught:
+        check_consistency(_protocol(family(26)))
+    assert "times 26 contrast(s) is not below 1 - level (0.05)" in str(caught.value)
+    assert "@ $.contrasts.family[25].interval.resamples" in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("interval", "expected"),
+    [
+        (_BOOT, "a bootstrap interval is for the measure only"),
+        ({"method": "t"}, "a rate's interval is Newcombe's score interval"),
+    ],
+)
+def test_an_interval_on_a_rate_is_refused(interval: dict[str, Any], expected: str) -> None:
+    """A check's or a category's rate takes its exact test and score interval: a bootstrap or
+    a t declared for it is refused with its JSON path."""
+    from repro.protocol.load import strip_comments
+
+    raw = strip_comments(_SCORED)
+    raw["contrasts"] = {
+        "family": [
+            {
+                "id": "x",
+                "a": {"factors": {"arm": "gated"}},
+                "b": {"factors": {"arm": "raw"}},
+                "category": "catch",
+                "interval": interval,
+            }
+        ]
+    }
+    with pytest.raises(BadInput) as caught:
+        check_consistency(structure(raw, Protocol, what="protocol"))
+    problems = str(caught.value).removeprefix("protocol: ").split("; ")
+    where = "@ $.contrasts.family[0].interval.method"
+    assert any(expected in p and p.endswith(where) for p in problems), problems
+
+
+def test_a_refused_bootstrap_exits_2_and_writes_nothing(tmp_path: Path) -> None:
+    """repro study of a protocol whose bootstrap contrast has too few resamples exits 2 with
+    the JSON path, and writes no bundle."""
+    from typer.testing import CliRunner
+
+    from repro.cli.app import app
+
+    data = json.loads(BOOTSTRAPPED.read_text("utf-8"))
+    data["contrasts"]["family"][0]["interval"]["resamples"] = 100
+    path = tmp_path / "protocol.json"
+    path.write_text(json.dumps(data), "utf-8")
+    out = tmp_path / "bundle"
+    result = CliRunner().invoke(app, ["study", str(path), "--out", str(out)])
+    assert result.exit_code == 2, result.output
+    assert "@ $.contrasts.family[0].interval.resamples" in result.stderr
+    assert not out.exists()

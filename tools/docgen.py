@@ -202,7 +202,17 @@ Besides each field's own constraint, a protocol is refused when:
   type; the taxonomy's rules name undeclared categories or checks, or a rule other than the
   last has no conditions, or the last has some; gates come without scoring, the breadth bounds
   are out of order, or the control floor names a factor, level or check that does not exist;
-- an `outcome_value` measure has no `key`, or an `episode_return` measure has one.
+- an `outcome_value` measure has no `key`, or an `episode_return` measure has one;
+- contrasts do not fit the matrix (a group names an unknown factor, level or participant,
+  matches no condition, or overlaps the other; a paired contrast cannot pair), repeat an `id`,
+  give a `margin` to other than non-inferiority or none to it, name an unknown check, category
+  or cluster, compare a check and a category at once, ask non-inferiority or a cluster of a
+  rate, cluster a paired contrast by a factor its groups name, or take levels Holm cannot
+  control together, or `multiplicity` is `none` beyond one primary contrast;
+- a contrast's `interval` is a `bootstrap` without its `resamples` or `seed`, of a rate or of
+  a clustered contrast, or with too few resamples for its smallest p-value
+  (`1 / (resamples + 1)`, twice that two-sided) times the family's size under Holm to be
+  below `1 - level`; or it is a `t` given resamples or a seed, or declared for a rate.
 
 Slot IDs, used by `exclusions`, look like `c03-r0042`: the condition (matrix cells crossed with
 participants, the first factor outermost and participants innermost, numbered from `c00`) and

@@ -8,7 +8,10 @@ The rules, in order:
    values, when both slots ended valid (with a measure, or scored, for a check or a category);
    a pair with a side that did not is counted as incomplete and left out, never imputed.
    Unpaired: the valid values of every condition of each group, pooled. A value is the run's
-   measure, or whether it passed the contrast's check, or fell in its category.
+   measure, or whether it passed the contrast's check, or fell in its category. Either sample
+   is in sealed order (pairs of conditions in ``a``'s order, then replicates; conditions, then
+   replicates), a function of the seal and the runs' replicates, never of the order the runs
+   are read: a bootstrap resamples it in that order.
 2. **Which way is better.** Differences are ``a - b``, or ``b - a`` when the contrast says
    lower is better: a positive difference always favours ``a``, and superiority is the
    alternative that it is positive.
@@ -23,7 +26,26 @@ The rules, in order:
    two-sided for two-sided; the interval is two-sided at the contrast's level. With a standard
    error of 0 (every difference equal) a t test's p-value is 0 when the estimate lies beyond
    the null boundary (0, or ``-margin``) in the claimed direction, else 1; a clustered one has
-   none. Quantiles and tails come from SciPy.
+   none. Quantiles and tails come from SciPy. With the contrast's ``interval`` a ``bootstrap``
+   (:func:`paired_bootstrap`, :func:`unpaired_bootstrap`; measure contrasts, not clustered),
+   the estimate is the same exact mean difference, and the interval is
+   ``scipy.stats.bootstrap``'s percentile interval at the contrast's level over the declared
+   resamples, drawn by ``numpy.random.default_rng(seed)``: of the differences (paired), or of
+   each group's runs on their own (unpaired). The p-value is read from the same replicates
+   (:func:`bootstrap_p_value`): ``(1 + k) / (resamples + 1)`` with ``k`` replicates at or
+   beyond the null boundary on the null's side, one-sided as the direction says, two-sided
+   twice the smaller side's, at most 1; the standard error is the replicates' sd, and the
+   statistic and degrees of freedom are null. Percentile, not BCa: the p-value counted from
+   the replicates agrees with the percentile interval's ends, which are plain quantiles of the
+   same replicates (BCa's ends are other, bias-corrected quantiles that the count would not
+   match); and it stays defined when every replicate is equal, where BCa's is NaN. The
+   bootstrap's figures are bit-exact where the sample, the seed, NumPy (PCG64's stream,
+   ``Generator.integers``, each resample's mean) and SciPy (``bootstrap``'s resampling, its
+   quantiles) are the same. NumPy keeps PCG64's raw stream across versions but not the
+   streams of ``Generator`` methods (NEP 19), and SciPy does not promise ``bootstrap``'s
+   draws: a bundle re-derives byte for byte under the NumPy and SciPy that made it
+   (environment.json names their versions), and under others a bootstrap's interval,
+   standard error and p-value may move, which verify names as re-derived values that differ.
 4. **Multiplicity** (:func:`holm`): Holm's step-down adjustment over the family's p-values, or
    none (a family of one primary contrast).
 5. **The verdict** (:func:`verdict`): ``holds`` when the adjusted p-value is below
@@ -38,6 +60,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from attrs import frozen
 
@@ -60,13 +83,16 @@ from repro.protocol.contrasts import matched_conditions, selected
 __all__ = [
     "Difference",
     "better_sign",
+    "bootstrap_p_value",
     "contrasts",
     "holm",
     "measure_values",
     "null_boundary",
+    "paired_bootstrap",
     "paired_sample",
     "paired_t",
     "pooled",
+    "unpaired_bootstrap",
     "verdict",
     "welch_t",
 ]
@@ -183,6 +209,109 @@ def welch_t(contrast: Contrast, a: Sequence[float], b: Sequence[float]) -> Diffe
     # Both variances 0: the degrees of freedom are unbounded (JSON holds no infinity).
     df_kept = None if math.isinf(df) else df
     return Difference(estimate, se, df_kept, interval, statistic, p, "welch-t")
+
+
+#: Values one batch of a bootstrap's resamples holds at most (resamples x runs): the batch
+#: bounds the memory a bootstrap takes, and changes none of its figures, since SciPy draws
+#: every batch from the one Generator in turn (a test holds it to SciPy's unbatched call).
+_BATCH_VALUES = 1 << 22
+
+
+def _mean(x: Any, axis: int = -1) -> Any:
+    import numpy as np
+
+    return np.mean(x, axis=axis)
+
+
+def _difference_of_means(a: Any, b: Any, axis: int = -1) -> Any:
+    import numpy as np
+
+    return np.mean(a, axis=axis) - np.mean(b, axis=axis)
+
+
+def bootstrap_p_value(contrast: Contrast, replicates: Sequence[float]) -> float:
+    """The bootstrap p-value of the null boundary from the resampled differences (rule 3):
+    ``(1 + k) / (B + 1)`` of ``B`` replicates, ``k`` of them at or below the boundary for
+    superiority and non-inferiority; two-sided, twice the smaller of that and its mirror
+    (``k`` at or above the boundary), at most 1. As a t's p-value does, one below
+    ``1 - level`` (two-sided) or ``(1 - level) / 2`` (one-sided) puts the percentile interval
+    strictly past the boundary: fewer than ``(1 - level) / 2 * (B + 1) - 1`` replicates lie on
+    the null's side, and the interval's end is read at position ``(1 - level) / 2 * (B - 1)``
+    of the sorted replicates."""
+    import numpy as np
+
+    theta = np.asarray(replicates, dtype=np.float64)
+    null = null_boundary(contrast)
+    below = 1 + int(np.count_nonzero(theta <= null))
+    if contrast.direction != "two-sided":
+        return below / (theta.size + 1)
+    above = 1 + int(np.count_nonzero(theta >= null))
+    return min(1.0, 2 * min(below, above) / (theta.size + 1))
+
+
+def _bootstrap(
+    contrast: Contrast,
+    samples: Sequence[Sequence[float]],
+    statistic: Callable[..., Any],
+    estimate: float,
+    test: str,
+) -> Difference:
+    """SciPy's percentile bootstrap of ``statistic`` over ``samples`` (each resampled on its
+    own, in the order given), seeded as the contrast declares, with its p-value; ``estimate``
+    is the difference computed exactly, which the bootstrap does not replace."""
+    import numpy as np
+    from scipy import stats as sps
+
+    spec = contrast.interval
+    assert spec is not None and spec.resamples is not None and spec.seed is not None
+    arrays = [np.asarray(sample, dtype=np.float64) for sample in samples]
+    result = sps.bootstrap(
+        arrays,
+        statistic,
+        n_resamples=spec.resamples,
+        batch=max(1, _BATCH_VALUES // sum(len(x) for x in arrays)),
+        vectorized=True,
+        paired=False,
+        confidence_level=contrast.level,
+        alternative="two-sided",
+        method="percentile",
+        rng=np.random.default_rng(spec.seed),
+    )
+    interval = ContrastInterval(
+        method="percentile-bootstrap",
+        level=contrast.level,
+        low=float(result.confidence_interval.low),
+        high=float(result.confidence_interval.high),
+    )
+    p = bootstrap_p_value(contrast, result.bootstrap_distribution)
+    return Difference(estimate, float(result.standard_error), None, interval, None, p, test)
+
+
+def paired_bootstrap(contrast: Contrast, differences: Sequence[float]) -> Difference:
+    """The seeded percentile bootstrap of the mean of the differences, already signed by rule
+    2 and in the paired sample's order (rule 3)."""
+    n = len(differences)
+    if n < 2:
+        return _undefined("paired-bootstrap")
+    estimate = math.fsum(differences) / n
+    return _bootstrap(contrast, [differences], _mean, estimate, "paired-bootstrap")
+
+
+def unpaired_bootstrap(contrast: Contrast, a: Sequence[float], b: Sequence[float]) -> Difference:
+    """The seeded percentile bootstrap of the difference of the groups' means, each group's
+    runs resampled on their own, ``a``'s less ``b``'s (the other way round when lower is
+    better; rules 2 and 3)."""
+    if len(a) < 2 or len(b) < 2:
+        return _undefined("unpaired-bootstrap")
+    sign = better_sign(contrast)
+    # Negating is exact: the estimate is welch_t's, and the replicates are of the signed runs.
+    xa, xb = [sign * v for v in a], [sign * v for v in b]
+    estimate = math.fsum(xa) / len(xa) - math.fsum(xb) / len(xb)
+    return _bootstrap(contrast, [xa, xb], _difference_of_means, estimate, "unpaired-bootstrap")
+
+
+def _bootstrapped(contrast: Contrast) -> bool:
+    return contrast.interval is not None and contrast.interval.method == "bootstrap"
 
 
 def _from_inference(
@@ -341,7 +470,8 @@ def _paired(
         clustered = [(_cluster_of(contrast, c), sign * a, sign * b) for c, a, b in sample]
         return len(sample), incomplete, _clustered(contrast, clustered, [])
     differences = [sign * (float(a) - float(b)) for _, a, b in sample]
-    return len(sample), incomplete, paired_t(contrast, differences)
+    test = paired_bootstrap if _bootstrapped(contrast) else paired_t
+    return len(sample), incomplete, test(contrast, differences)
 
 
 def pooled(group: Sequence[Condition], values: Values) -> list[tuple[Condition, Value]]:
@@ -364,7 +494,8 @@ def _unpaired(
             (_cluster_of(contrast, c), "A", sign * v) for c, v in side_a
         ] + [(_cluster_of(contrast, c), "B", sign * v) for c, v in side_b]
         return _clustered(contrast, None, runs)
-    return welch_t(contrast, [float(v) for _, v in side_a], [float(v) for _, v in side_b])
+    test = unpaired_bootstrap if _bootstrapped(contrast) else welch_t
+    return test(contrast, [float(v) for _, v in side_a], [float(v) for _, v in side_b])
 
 
 def _outcome(contrast: Contrast) -> str:

@@ -234,9 +234,16 @@ class ContrastInterval:
     """A contrast's two-sided interval at ``level`` for the difference: ``t`` (paired or Welch
     t), ``cluster-t`` (t on a cluster-robust standard error), ``newcombe-paired-score`` or
     ``newcombe-hybrid-score`` (score intervals for a difference of paired or independent
-    proportions, which need not be symmetric)."""
+    proportions, which need not be symmetric), ``percentile-bootstrap`` (the seeded percentile
+    bootstrap of the mean difference, which need not be symmetric either)."""
 
-    method: Literal["t", "cluster-t", "newcombe-paired-score", "newcombe-hybrid-score"]
+    method: Literal[
+        "t",
+        "cluster-t",
+        "newcombe-paired-score",
+        "newcombe-hybrid-score",
+        "percentile-bootstrap",
+    ]
     level: float
     low: float
     high: float
@@ -278,7 +285,9 @@ class ContrastResult:
     #: What is compared: ``measure``, ``check:NAME`` or ``category:NAME``.
     outcome: str = "measure"
     #: The test that gave the p-value: ``paired-t``, ``welch-t``, ``cluster-paired-t``,
-    #: ``cluster-t``, ``mcnemar-exact`` or ``fisher-exact``.
+    #: ``cluster-t``, ``mcnemar-exact``, ``fisher-exact``, or ``paired-bootstrap`` and
+    #: ``unpaired-bootstrap`` (the seeded bootstrap's p-value; ``se`` is then the bootstrap
+    #: standard error and ``df`` and ``statistic`` are null).
     test: str = "paired-t"
     #: Clusters, for a clustered contrast.
     clusters: int | None = None

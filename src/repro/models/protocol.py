@@ -26,12 +26,14 @@ from repro.models.constraints import (
 __all__ = [
     "DEFAULT_OPEN_TIMEOUT_SECONDS",
     "MAX_RESAMPLES",
+    "MIN_CONTRAST_RESAMPLES",
     "AdapterSpec",
     "BreadthGate",
     "Check",
     "Citation",
     "Contrast",
     "ContrastDirection",
+    "ContrastIntervalSpec",
     "Contrasts",
     "ControlFloorGate",
     "Criteria",
@@ -75,6 +77,10 @@ Stratum = Literal["training", "holdout"]
 
 #: A bootstrap holds resamples x runs values at once; ten times the default is plenty.
 MAX_RESAMPLES = 100_000
+#: The fewest resamples a contrast's bootstrap takes: its smallest p-value is
+#: 1 / (resamples + 1), and each end of its interval is read among the replicates of one tail
+#: ((1 - level) / 2 of them), which a few hundred resamples would leave to a handful.
+MIN_CONTRAST_RESAMPLES = 999
 
 
 @frozen
@@ -357,6 +363,29 @@ class Group:
 
 
 @frozen
+class ContrastIntervalSpec:
+    """How a measure contrast's interval and p-value are made. ``t`` (the default): the paired
+    t or Welch's t (with ``cluster``, the cluster-robust t). ``bootstrap``: SciPy's percentile
+    bootstrap interval of the mean difference (``scipy.stats.bootstrap``), over ``resamples``
+    resamples drawn by a NumPy Generator seeded with ``seed`` (paired: the pairs' differences
+    resampled; unpaired: each group's runs resampled on their own), and the bootstrap p-value
+    read from the same resamples: ``(1 + k) / (resamples + 1)``, where ``k`` resampled
+    differences lie at or beyond the null boundary on the null's side (two-sided: twice the
+    smaller side's, at most 1). ``resamples`` and ``seed`` are required for the bootstrap and
+    refused for ``t``; a bootstrap is refused for a check's or a category's rate, for a
+    clustered contrast, and with too few resamples for its smallest p-value,
+    ``1 / (resamples + 1)`` (twice that two-sided), times the family's size under Holm, to be
+    below ``1 - level``."""
+
+    method: Literal["t", "bootstrap"] = "t"
+    resamples: int | None = field(
+        default=None,
+        validator=optional(within(ge(MIN_CONTRAST_RESAMPLES), le(MAX_RESAMPLES))),
+    )
+    seed: int | None = field(default=None, validator=optional(SEED))
+
+
+@frozen
 class Contrast:
     """One pre-registered comparison of group ``a`` with group ``b`` on the protocol's measure,
     frozen and sealed before any run. The difference is ``a - b`` (``b - a`` when ``better`` is
@@ -376,7 +405,9 @@ class Contrast:
     McNemar's exact test with Newcombe's paired score interval, unpaired by Fisher's exact test
     with Newcombe's hybrid score interval (superiority and two-sided only). With ``cluster``
     (a factor the groups do not name) the measure's difference gets a cluster-robust (CR1)
-    standard error, the runs or pairs clustered by that factor's level."""
+    standard error, the runs or pairs clustered by that factor's level. ``interval`` (measure
+    contrasts that are not clustered; :class:`ContrastIntervalSpec`) replaces the t by a
+    seeded bootstrap."""
 
     id: str = field(validator=IDENT)
     a: Group
@@ -395,6 +426,8 @@ class Contrast:
     #: A factor whose levels cluster the runs (pairs, for a paired contrast): the measure's
     #: difference then gets a cluster-robust standard error on (clusters - 1) degrees of freedom.
     cluster: str | None = None
+    #: How the interval and p-value are made (absent: the t of the pairing, or of the cluster).
+    interval: ContrastIntervalSpec | None = field(default=None, metadata=OMIT_IF_DEFAULT)
 
 
 @frozen

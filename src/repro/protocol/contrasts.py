@@ -136,6 +136,48 @@ def _outcome_problems(p: Protocol, contrast: Contrast, where: str) -> list[str]:
     return problems
 
 
+def _interval_problems(contrast: Contrast, family_size: int, where: str) -> list[str]:
+    """A bootstrap needs its resamples and seed, declared before the runs, a measure to
+    resample that no cluster structures, and enough resamples that its smallest p-value,
+    adjusted over the ``family_size`` contrasts the multiplicity control counts, can be below
+    ``1 - level``; a t takes neither."""
+    spec = contrast.interval
+    if spec is None:
+        return []
+    problems = []
+    if spec.method == "t":
+        for name in ("resamples", "seed"):
+            if getattr(spec, name) is not None:
+                problems.append(f"{name} is for a bootstrap interval only @ {where}.{name}")
+        if contrast.check is not None or contrast.category is not None:
+            problems.append(
+                f"a rate's interval is Newcombe's score interval, not a t @ {where}.method"
+            )
+        return problems
+    for name in ("resamples", "seed"):
+        if getattr(spec, name) is None:
+            problems.append(f"a bootstrap interval needs its {name} @ {where}.{name}")
+    if contrast.check is not None or contrast.category is not None:
+        problems.append(f"a bootstrap interval is for the measure only @ {where}.method")
+    if contrast.cluster is not None:
+        problems.append(
+            f"a clustered contrast takes its cluster-robust t, not a bootstrap of runs or pairs "
+            f"@ {where}.method"
+        )
+    if spec.resamples is not None:
+        # The smallest p-value the bootstrap gives, adjusted as Holm's first step would and
+        # compared as the verdict compares (repro.derive.contrasts.bootstrap_p_value, holm,
+        # verdict): never below 1 - level, the contrast could not hold whatever the runs.
+        smallest = (1 if contrast.direction != "two-sided" else 2) / (spec.resamples + 1)
+        if not min(1.0, family_size * smallest) < 1.0 - contrast.level:
+            problems.append(
+                f"the smallest p-value of {spec.resamples} resamples, {smallest:.6g}, times "
+                f"{family_size} contrast(s) is not below 1 - level ({1.0 - contrast.level:.6g}): "
+                f"the contrast could never hold @ {where}.resamples"
+            )
+    return problems
+
+
 def contrast_problems(p: Protocol, conditions: Sequence[Condition]) -> list[str]:
     """Every way the protocol's contrasts do not fit its matrix, each with its JSON path."""
     if p.contrasts is None:
@@ -148,6 +190,8 @@ def contrast_problems(p: Protocol, conditions: Sequence[Condition]) -> list[str]
         if ids.index(contrast.id) != i:
             problems.append(f"duplicate contrast id {contrast.id!r} @ {where}.id")
         problems += _contrast_problems(p, contrast, conditions, where)
+        counted = len(family) if p.contrasts.multiplicity == "holm" else 1
+        problems += _interval_problems(contrast, counted, f"{where}.interval")
     if p.contrasts.multiplicity == "none" and not (len(family) == 1 and family[0].primary):
         problems.append(
             "multiplicity none is only for a family of one contrast declared primary "

@@ -732,6 +732,39 @@ def _compare_derived(read: BundleReader, stored: Stored, derived: Derived) -> No
         )
 
 
+def _resamples_over(protocol: Protocol, limit: int) -> list[Finding]:
+    """Each bootstrap the protocol asks for (its intervals', its contrasts') past ``limit``
+    resamples: then nothing is re-derived."""
+    over = []
+    interval = protocol.interval
+    if interval.method == "bootstrap" and interval.resamples > limit:
+        over.append(
+            Finding(
+                "resamples-limit",
+                layout.PROTOCOL,
+                "bootstrap resamples over the limit max_resamples: aggregates not re-derived",
+                f"<= {limit}",
+                str(interval.resamples),
+            )
+        )
+    family = () if protocol.contrasts is None else protocol.contrasts.family
+    for i, contrast in enumerate(family):
+        spec = contrast.interval
+        if spec is not None and spec.resamples is not None and spec.resamples > limit:
+            over.append(
+                Finding(
+                    "resamples-limit",
+                    layout.PROTOCOL,
+                    "bootstrap resamples over the limit max_resamples @ "
+                    f"$.protocol.contrasts.family[{i}].interval.resamples: contrasts not "
+                    "re-derived",
+                    f"<= {limit}",
+                    str(spec.resamples),
+                )
+            )
+    return over
+
+
 def check_content(read: BundleReader, limits: Limits) -> Stored:
     """Parse every payload file, check the joins and compare each stored derivation with its
     re-derivation, adding findings to ``read.findings``; return what was parsed.
@@ -766,17 +799,9 @@ def check_content(read: BundleReader, limits: Limits) -> Stored:
         return stored
     read.findings.extend(_join_findings(runs))
     read.findings.extend(checks.findings)
-    interval = protocol.interval
-    if interval.method == "bootstrap" and interval.resamples > limits.max_resamples:
-        read.findings.append(
-            Finding(
-                "resamples-limit",
-                layout.PROTOCOL,
-                "bootstrap resamples over the limit max_resamples: aggregates not re-derived",
-                f"<= {limits.max_resamples}",
-                str(interval.resamples),
-            )
-        )
+    over = _resamples_over(protocol, limits.max_resamples)
+    if over:
+        read.findings.extend(over)
         return stored
     inputs = [d for d in disclosures if layout.is_derivation_input(d.file)]
     _compare_derived(read, stored, derive(fp, seal, runs, ledger, inputs))
