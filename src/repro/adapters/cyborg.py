@@ -34,7 +34,11 @@ Options: ``backend`` (protocol ``adapter.options`` or ``--option``: ``auto``, ``
 upstream, ``csle-cyborg``), ``scenario_dir`` (``--option`` only: a directory on this host,
 required for csle-cyborg, whose wheel ships no scenario files; a protocol is frozen into the
 bundle and carries no host paths), ``scenario_sha256`` (protocol only: every scenario file name,
-``Scenario2.yaml`` or ``images/NAME.yaml``, -> its pinned sha256; a mismatch refuses the run).
+``Scenario2.yaml`` or ``images/NAME.yaml``, -> its pinned sha256; a mismatch refuses the run),
+``simulator_tree_sha256`` (protocol only: the digest of the simulator package's Python sources,
+:func:`simulator_tree_source`; when given, the ledger pins that tree too and any other tree
+refuses the run, so a study can require one simulator, e.g. upstream at the leaderboard's
+commit, not a later fix or the fork).
 Every scenario file must lie inside the scenario directory once symlinks are resolved, and the
 images that images/images.yaml names must be among them.
 
@@ -59,6 +63,7 @@ from __future__ import annotations
 
 import copy
 import enum
+import hashlib
 import importlib
 import importlib.metadata
 import importlib.util
@@ -99,6 +104,7 @@ __all__ = [
     "canonical_observation",
     "load_backend",
     "resolve_scenario",
+    "simulator_tree_source",
 ]
 
 RED_AGENTS = ("B_lineAgent", "RedMeanderAgent", "SleepAgent")
@@ -107,9 +113,10 @@ SHIPPED_BLUE_AGENTS = ("BlueReactRestoreAgent", "BlueReactRemoveAgent")
 #: What an agent is fed (``params.observation``): see the module's docstring.
 FEEDS = ("challenge-wrapper", "blue-steps", "reset-true-state")
 _WRAPPER = "challenge-wrapper"
-_OPTIONS = {"backend", "scenario_sha256"}
+_OPTIONS = {"backend", "scenario_sha256", "simulator_tree_sha256"}
 _CLI_OPTIONS = {"backend", "scenario_dir"}
 _PINS = "$.adapter.options.scenario_sha256"
+_TREE = "$.adapter.options.simulator_tree_sha256"
 _IMAGE = re.compile(r"^images/[^/\\]+\.yaml$")
 _SB3 = "stable_baselines3"
 
@@ -307,6 +314,11 @@ class _Settings:
             merged[key] = value
         self.backend: str = merged.get("backend", "auto")
         self.scenario_dir: str | None = merged.get("scenario_dir")
+        self.tree: Any = merged.get("simulator_tree_sha256")
+        if self.tree is not None and not (
+            isinstance(self.tree, str) and SHA256_HEX.fullmatch(self.tree)
+        ):
+            raise BadInput(f"protocol: the tree's pin must be 64 lower-case hex digits @ {_TREE}")
         self.pins: dict[str, str] = merged.get("scenario_sha256", {})
         if not isinstance(self.pins, dict):
             raise BadInput(f"protocol: expected an object of file name -> sha256 @ {_PINS}")
@@ -319,6 +331,27 @@ class _Settings:
             problem = _pin_problem(name, value)
             if problem is not None:
                 raise BadInput(f"protocol: {problem} @ {json_path(_PINS, name)}")
+
+
+def simulator_tree_source(package_dir: Path, name: str) -> Source:
+    """The simulator package's Python sources pinned as one tree: every ``*.py`` file under
+    ``package_dir`` (``__pycache__`` and every other file left out: compiled files differ from
+    host to host, and the scenario files are pinned one by one), one line each of its sha256,
+    size and ``/``-separated path relative to the package, sorted by path, digested with
+    sha256. A symlinked file is refused: what it points to is not part of the package."""
+    lines, total = [], 0
+    for path in sorted(package_dir.rglob("*.py")):
+        relative = path.relative_to(package_dir)
+        if "__pycache__" in relative.parts:
+            continue
+        if path.is_symlink() or not path.is_file():
+            raise BadInput(f"simulator package {package_dir}: {relative} is not a regular file")
+        data = path.read_bytes()
+        lines.append(f"{hashlib.sha256(data).hexdigest()} {len(data)} {relative.as_posix()}\n")
+        total += len(data)
+    lines.sort(key=lambda line: line.split(" ", 2)[2])
+    digest = hashlib.sha256("".join(lines).encode()).hexdigest()
+    return Source(kind="directory", role="simulator tree", name=name, sha256=digest, size=total)
 
 
 def _check_inside(directory: Path, files: Mapping[str, Path], where: str) -> None:
@@ -445,6 +478,15 @@ class CybORGAdapter:
                         f"but is {pinned.get(name, 'missing')} @ {at}"
                     )
         sources.append(package_source("simulator", backend.distribution))
+        if settings.tree is not None:
+            tree = simulator_tree_source(backend.package_dir, backend.package_dir.name)
+            if tree.sha256 != settings.tree:
+                raise BadInput(
+                    f"protocol: the simulator's tree ({backend.distribution}, "
+                    f"{backend.package_dir}) is pinned at {settings.tree} but is {tree.sha256}: "
+                    f"another simulator, or another commit of it @ {_TREE}"
+                )
+            sources.append(tree)
         for key in ("Main", "ChallengeWrapper", *RED_AGENTS):
             sources.append(module_file_source(f"simulator {key}", backend.modules[key]))
         if any(p.kind == "shipped" for p in protocol.participants):
