@@ -611,6 +611,28 @@ class TestSleeperVersusReact:
         )
         assert result.exit_code == 0, result.output
 
+    @needs_upstream
+    def test_upstream_differs_only_where_the_fork_s_fix_acts(
+        self, react_bundle: Path, tmp_path: Path
+    ) -> None:
+        """On upstream at 606813b the same protocol gives the fork's runs byte for byte in
+        every condition but the reactive agent's three RedMeanderAgent ones: there the fork's
+        later fix (3ead7fd: a restored User3 or User4 keeps Haraka's version) lets Meander
+        exploit a restored host again, which 606813b's HarakaRCE cannot."""
+        out = tmp_path / "upstream"
+        done = _upstream_study(REACT, out)
+        assert done.returncode == 0, done.stderr
+        theirs, ours = _run_files(react_bundle), _run_files(out)
+        differing = {name.removesuffix(".jsonl") for name in ours if ours[name] != theirs[name]}
+        conditions = _conditions(react_bundle)
+        meander = {
+            cid
+            for cid, c in conditions.items()
+            if c["participant"] == "react-restore"
+            and c["factors"]["red_agent"] == "RedMeanderAgent"
+        }
+        assert set(ours) == set(theirs) and differing == meander
+
     def test_the_feed_decides_the_episode(self, tmp_path: Path) -> None:
         """Fed its own raw step observations (blue-steps), the reactive agent against SleepAgent
         monitors, finds nothing and never restores: 0 per episode, not the true-state feed's
@@ -687,3 +709,123 @@ def test_canonical_observation() -> None:
         b'{"success":"Kind.A","h":{"IP":"IPv4Address:10.0.0.1","n":[1,"x"]}}'
     )
     assert canonical_observation(dict(reversed(list(obs.items())))) != canonical_observation(obs)
+
+
+HEURISTIC = ROOT / "protocols" / "cage2-ccs-heuristic.json"
+HEURISTIC_REDUCED = ROOT / "protocols" / "cage2-ccs-heuristic-reduced.json"
+PUBLISHED_HEURISTIC = ROOT.parent / "shared" / "cage2" / "published-ccs-heuristic.json"
+
+
+@pytest.fixture(scope="module")
+def heuristic_reduced(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The reduced CCS Heuristic protocol, run on upstream CybORG at 606813b."""
+    out = tmp_path_factory.mktemp("heuristic") / "bundle"
+    done = _upstream_study(HEURISTIC_REDUCED, out)
+    assert done.returncode == 0, done.stderr
+    return out
+
+
+class TestCCSHeuristic:
+    """The leaderboard row 'CCS Heuristic / Blue React Restore': the shipped agent fed the
+    initial true state, on upstream CybORG pinned at the leaderboard's commit."""
+
+    def test_protocol_is_the_published_row(self) -> None:
+        """The full protocol has the row's matrix in leaderboard order, 1000 episodes per
+        condition, random.seed(153) once, and every published figure as transcribed; the
+        reduced one differs only in its episodes, names and the seeding resolution."""
+        full, reduced = json.loads(HEURISTIC.read_text()), json.loads(HEURISTIC_REDUCED.read_text())
+        published = json.loads(PUBLISHED_HEURISTIC.read_text())
+        assert full["runs_per_condition"] == 1000 and reduced["runs_per_condition"] == 10
+        assert full["seeding"] == {"mode": "stream", "seed": 153, "statement": "random.seed(153)"}
+        cells = [
+            ({"trial_length": c["trial_length"], "red_agent": c["red_agent"]}, c["mean"])
+            for c in published["conditions"]
+        ]
+        assert [(c["factors"], c["mean"]) for c in full["published"]["conditions"]] == cells
+        assert full["published"]["estimand"] == {"value": -823.89, "halfwidth": 1.03}
+        same = {"adapter", "matrix", "participants", "seeding", "measure", "estimand"}
+        same |= {"interval", "criteria", "published"}
+        assert {k: full[k] for k in same} == {k: reduced[k] for k in same}
+        assert full["criteria"]["bounded"] == "familywise-interval-containment"
+
+    def test_the_fork_is_refused(self, tmp_path: Path) -> None:
+        """The tree pin refuses csle-cyborg (it carries the later fix 3ead7fd) before
+        anything runs: exit 2, naming the pin's JSON path, nothing written."""
+        data = json.loads(HEURISTIC_REDUCED.read_text())
+        data["adapter"]["options"]["backend"] = "csle-cyborg"
+        protocol = tmp_path / "fork.json"
+        protocol.write_text(json.dumps(data))
+        out = tmp_path / "out"
+        result = runner.invoke(
+            app,
+            ["study", str(protocol), "--out", str(out), "--option", f"scenario_dir={SCENARIO}"],
+        )
+        assert result.exit_code == 2, result.output
+        assert "@ $.adapter.options.simulator_tree_sha256" in result.output
+        assert not out.exists()
+
+    @needs_upstream
+    def test_sleep_cells_exact(self, heuristic_reduced: Path) -> None:
+        """On upstream at 606813b the three SleepAgent cells equal the published -27, -46 and
+        -92 at two decimals (every episode scores them), and the ledger pins the tree."""
+        rep = _json(heuristic_reduced, "tiers.json")["reproduction"]
+        exact = {f["figure"] for f in rep["figures"] if f["equal_at_precision"]}
+        assert {"c02 mean", "c05 mean", "c08 mean"} <= exact
+        for cid in ("c02", "c05", "c08"):
+            assert len(set(_measures(heuristic_reduced, cid))) == 1
+        ledger = _json(heuristic_reduced, "source-ledger.json")
+        tree = next(s for s in ledger["sources"] if s["role"] == "simulator tree")
+        pin = json.loads(HEURISTIC.read_text())["adapter"]["options"]["simulator_tree_sha256"]
+        assert (tree["name"], tree["sha256"]) == ("CybORG", pin)
+
+    @needs_upstream
+    def test_verifies_without_cyborg(self, heuristic_reduced: Path, tmp_path: Path) -> None:
+        """A copy verifies in a process where neither CybORG distribution can be imported;
+        the reduced run's class is honestly failed (ten episodes per condition put its total
+        outside the published total's narrow interval)."""
+        copy_ = tmp_path / "copy"
+        shutil.copytree(heuristic_reduced, copy_)
+        code = (
+            "import sys; sys.modules['csle_cyborg'] = None; sys.modules['CybORG'] = None\n"
+            "from repro.cli.app import main; sys.argv = ['repro', 'verify', sys.argv[1]]; main()"
+        )
+        done = subprocess.run(
+            [sys.executable, "-c", code, str(copy_)], capture_output=True, text=True
+        )
+        assert done.returncode == 0, done.stderr
+        assert _json(copy_, "tiers.json")["reproduction"]["verdict"] == "failed"
+
+    @needs_upstream
+    def test_full_protocol_freezes_on_upstream(self) -> None:
+        """The full protocol passes `repro protocol check` on upstream, its tree pin
+        included."""
+        assert UPSTREAM_PYTHON is not None
+        done = subprocess.run(
+            [UPSTREAM_PYTHON, "-m", "repro", "protocol", "check", str(HEURISTIC)],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+        )
+        assert done.returncode == 0, done.stderr
+
+
+def test_simulator_tree_digest(tmp_path: Path) -> None:
+    """The simulator's tree digest covers every .py file by path, size and sha256, ignores
+    __pycache__ and other files, changes with any source byte, and refuses a symlinked source."""
+    from repro.adapters.cyborg import simulator_tree_source
+    from repro.errors import BadInput
+
+    pkg = tmp_path / "Sim"
+    (pkg / "sub" / "__pycache__").mkdir(parents=True)
+    (pkg / "a.py").write_text("x = 1\n")
+    (pkg / "sub" / "b.py").write_text("y = 2\n")
+    first = simulator_tree_source(pkg, "Sim")
+    (pkg / "sub" / "__pycache__" / "b.cpython-311.pyc").write_bytes(b"\0")
+    (pkg / "version.txt").write_text("2.1\n")
+    assert simulator_tree_source(pkg, "Sim") == first
+    assert (first.role, first.kind, first.size) == ("simulator tree", "directory", 12)
+    (pkg / "sub" / "b.py").write_text("y = 3\n")
+    assert simulator_tree_source(pkg, "Sim").sha256 != first.sha256
+    (pkg / "c.py").symlink_to(pkg / "a.py")
+    with pytest.raises(BadInput):
+        simulator_tree_source(pkg, "Sim")
