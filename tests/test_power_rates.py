@@ -372,6 +372,17 @@ class TestPilot:
             assert u.power_at_mde is not None and u.power_at_mde >= 0.8
             assert (u.se, u.df, u.noncentrality, u.method) == (None, None, None, "exact")
 
+    def test_the_figures_the_readme_gives(self, gate: VerifiedBundle) -> None:
+        """README's measured MDEs of the gate example planned from its own bundle."""
+        plan = _plan(gate, GATE)
+        found = [
+            (round(c.unadjusted.mde or 0, 3), round(c.bonferroni.mde or 0, 3))
+            for c in plan.contrasts
+            if c.bonferroni is not None
+        ]
+        assert found == [(0.319, 0.358), (0.251, 0.279)]
+        assert [c.pilot.discordance for c in plan.contrasts] == [0.75, 22 / 48]
+
     def test_lower_is_better_unpaired_and_checks(self, gate: VerifiedBundle) -> None:
         """With lower better the discordant pairs favouring a are those where a's run does not
         pass and b's does; unpaired, the test's groups are b's and a's, and the mean rate is
