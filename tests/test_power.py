@@ -32,7 +32,6 @@ from repro.derive.power import (
     t_power,
     welch_design,
 )
-from repro.errors import BadInput
 from repro.models import Contrast, Group, Protocol
 from test_contrasts import CONTRASTED
 
@@ -601,7 +600,15 @@ class TestCommand:
             "planned",
             "unadjusted",
             "bonferroni",
+            "outcome",
+            "test",
+            "largest_effect",
         ]
+        assert (first["outcome"], first["test"], first["largest_effect"]) == (
+            "measure",
+            "paired-t",
+            None,
+        )
         assert list(first["unadjusted"]) == [
             "alpha",
             "se",
@@ -611,7 +618,13 @@ class TestCommand:
             "difference",
             "power_at_effect",
             "runs_needed",
+            "method",
+            "power_at_mde",
+            "largest_power",
+            "runs_searched",
         ]
+        assert first["unadjusted"]["method"] == "noncentral-t"
+        assert first["unadjusted"]["power_at_mde"] >= 0.9
         assert [c["id"] for c in data["contrasts"]] == [
             "random-better",
             "random-differs-on-cartpole",
@@ -762,20 +775,3 @@ class TestRefusals:
         assert "push-left-not-worse" in said and "random-differs-on-cartpole" not in said
         said = self._refused(protocol, "--pilot", pilot, "--effect", "nan")
         assert "--effect must be a finite number" in said
-
-
-def test_rates_and_clusters_are_not_planned(scored_bundle: Path) -> None:
-    """A protocol whose contrasts compare a rate (the gate example's catch category) is refused
-    with the contrast's JSON path: power is planned for the measure's t tests only."""
-    from repro.derive.derivation import tally_records
-    from repro.derive.power import power_plan
-    from repro.verify import open_verified
-
-    bundle = open_verified(scored_bundle)
-    runs = tally_records(
-        bundle.protocol, list(bundle.partitions()), list(bundle.all_records()), bundle.ledger
-    )
-    with pytest.raises(BadInput) as caught:
-        power_plan(bundle.protocol, bundle.protocol, bundle.seal, bundle.bundle_sha256, runs)
-    assert "power is planned for the measure's paired and Welch t tests only" in str(caught.value)
-    assert str(caught.value).endswith("@ $.contrasts.family[1]")

@@ -111,9 +111,10 @@ EXITS: dict[str, tuple[tuple[int | str, str], ...]] = {
         (EXIT_OK, "planned"),
         (
             EXIT_BAD_INPUT,
-            "bad input: a protocol without contrasts, a pilot that does not verify or is of "
-            "another family, too few pilot pairs or runs, an sd of 0 (each named with its JSON "
-            "path)",
+            "bad input: a protocol without contrasts or with a clustered one, a pilot that does "
+            "not verify or is of another family, too few pilot pairs or runs, an sd of 0, no "
+            "discordant pair, a planned sample beyond the exact enumeration's limit (each named "
+            "with its JSON path)",
         ),
     ),
     "show": (
@@ -760,7 +761,8 @@ def protocol_power(
         typer.Option(
             "--effect",
             help="Also the runs per condition needed to detect this effect beyond the null "
-            "boundary (0, or -margin for non-inferiority), in the measure's units.",
+            "boundary (0, or -margin for non-inferiority), in the measure's units (for a rate, "
+            "a difference of rates).",
             show_default=False,
         ),
     ] = None,
@@ -771,9 +773,10 @@ def protocol_power(
     condition, from a pilot bundle's variances.
 
     Paired contrasts plan from the sd of the pilot's paired differences, unpaired ones from
-    each group's sd (Welch); power from the noncentral t. With --effect, also the runs per
-    condition needed. Every figure says what it assumed: a pilot's variance is itself
-    uncertain."""
+    each group's sd (Welch); power from the noncentral t. A rate (a check or a category) plans
+    from the pilot's discordance (McNemar) or mean rate (Fisher), held fixed, its power exact.
+    With --effect, also the runs per condition needed. Every figure says what it assumed: a
+    pilot's variance is itself uncertain."""
     from repro.derive.power import lines, pilot_tally, power_plan
     from repro.json.serde import unstructure
     from repro.protocol import freeze, load_protocol
@@ -790,7 +793,14 @@ def protocol_power(
             ((part, bundle.records(part.id)) for part in bundle.partitions()),
         )
         plan = power_plan(
-            frozen, bundle.protocol, bundle.seal, bundle.bundle_sha256, runs, power, effect
+            frozen,
+            bundle.protocol,
+            bundle.seal,
+            bundle.bundle_sha256,
+            runs,
+            power,
+            effect,
+            bundle.scores,
         )
     except BadInput as exc:
         raise _fail(exc) from None
