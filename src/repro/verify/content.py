@@ -36,6 +36,7 @@ from repro.models import (
     Partition,
     PartitionRef,
     Protocol,
+    RLAggregates,
     RunRecord,
     Scenario,
     Scores,
@@ -535,6 +536,8 @@ class Stored:
     report: bytes | None
     #: None too for a protocol that declares no contrasts.
     contrasts: ContrastsFile | None = None
+    #: None too for a protocol without an ``rl`` section.
+    rl: RLAggregates | None = None
 
 
 def _undeclared(read: BundleReader, name: str, code: str, what: str) -> None:
@@ -544,8 +547,9 @@ def _undeclared(read: BundleReader, name: str, code: str, what: str) -> None:
 
 
 def _stored(read: BundleReader) -> Stored:
-    """Parse every fixed payload file (and scores.json and contrasts.json, which only a scored
-    protocol and one that declares contrasts have)."""
+    """Parse every fixed payload file (and scores.json, contrasts.json and rl-aggregates.json,
+    which only a scored protocol, one that declares contrasts and one with an ``rl`` section
+    have)."""
     fp = read.json(layout.PROTOCOL, "frozen-protocol", FrozenProtocol)
     scored = fp is not None and fp.protocol.scoring is not None
     seal = read.json(layout.SEAL, "seal", Seal)
@@ -570,8 +574,17 @@ def _stored(read: BundleReader) -> Stored:
             "contrasts-without-contrasts",
             "contrasts of a protocol that declares none",
         )
+    with_rl = fp is not None and fp.protocol.rl is not None
+    rl = read.json(layout.RL_AGGREGATES, "rl-aggregates", RLAggregates) if with_rl else None
+    if not with_rl:
+        _undeclared(
+            read,
+            layout.RL_AGGREGATES,
+            "rl-aggregates-without-rl",
+            "rliable's aggregates of a protocol without an rl section",
+        )
     report = read.raw(layout.REPORT)
-    return Stored(fp, seal, ledger, aggregates, tiers, environment, scores, report, contrasts)
+    return Stored(fp, seal, ledger, aggregates, tiers, environment, scores, report, contrasts, rl)
 
 
 def _check_digests(fp: FrozenProtocol, seal: Seal, findings: list[Finding]) -> None:
@@ -716,6 +729,7 @@ def _compare_derived(read: BundleReader, stored: Stored, derived: Derived) -> No
         (layout.TIERS, derived.tiers, stored.tiers),
         (layout.SCORES, derived.scores, stored.scores),
         (layout.CONTRASTS, derived.contrasts, stored.contrasts),
+        (layout.RL_AGGREGATES, derived.rl, stored.rl),
     ]
     for name, expected, found in pairs:
         if expected is not None and found is not None:
@@ -730,6 +744,24 @@ def _compare_derived(read: BundleReader, stored: Stored, derived: Derived) -> No
                 "other text",
             )
         )
+
+
+def _resamples_over(protocol: Protocol, limits: Limits) -> Finding | None:
+    """A bootstrap (the intervals', or that of rliable's aggregates) of more resamples than
+    ``limits.max_resamples``: then nothing is re-derived."""
+    interval, rl = protocol.interval, protocol.rl
+    asked = [interval.resamples] if interval.method == "bootstrap" else []
+    asked += [rl.bootstrap.resamples] if rl is not None else []
+    over = [n for n in asked if n > limits.max_resamples]
+    if not over:
+        return None
+    return Finding(
+        "resamples-limit",
+        layout.PROTOCOL,
+        "bootstrap resamples over the limit max_resamples: aggregates not re-derived",
+        f"<= {limits.max_resamples}",
+        str(max(over)),
+    )
 
 
 def check_content(read: BundleReader, limits: Limits) -> Stored:
@@ -766,17 +798,9 @@ def check_content(read: BundleReader, limits: Limits) -> Stored:
         return stored
     read.findings.extend(_join_findings(runs))
     read.findings.extend(checks.findings)
-    interval = protocol.interval
-    if interval.method == "bootstrap" and interval.resamples > limits.max_resamples:
-        read.findings.append(
-            Finding(
-                "resamples-limit",
-                layout.PROTOCOL,
-                "bootstrap resamples over the limit max_resamples: aggregates not re-derived",
-                f"<= {limits.max_resamples}",
-                str(interval.resamples),
-            )
-        )
+    resamples = _resamples_over(protocol, limits)
+    if resamples is not None:
+        read.findings.append(resamples)
         return stored
     inputs = [d for d in disclosures if layout.is_derivation_input(d.file)]
     _compare_derived(read, stored, derive(fp, seal, runs, ledger, inputs))
