@@ -813,9 +813,7 @@ def _scores(scores: Scores, order: Sequence[str]) -> str:
 
 
 def _estimate_cell(value: float | None, low: float | None, high: float | None, **names: str) -> str:
-    """A figure and its interval in one cell, each named."""
-    if value is None or low is None or high is None:
-        return "<td>" + _figure("span", value, "n/a", field="value", **names) + "</td>"
+    """A figure and its interval in one cell, each named (``n/a`` when undefined)."""
     return (
         '<td class="num">'
         + _figure("span", value, _num(value), field="value", **names)
