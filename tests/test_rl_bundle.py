@@ -271,6 +271,63 @@ class TestTheScoreMatrix:
         raw = score_matrix(conditions, lambda c: dict(values[c.id]), 4, [float, float])
         assert raw.rows == ((10.0, -1.0), (40.0, -4.0))
 
+    def test_the_section_s_settings_reach_rliable_s_functions(self, rl_small: Path) -> None:
+        """Derived again under other settings (some statistics in another order, gamma, task
+        mean profiles, the rliable sampler, another seed and level), every figure is what
+        repro.derive.rl gives for those settings on the matrices read back from the bundle."""
+        import attrs
+
+        bundle = open_verified(rl_small)
+        fp = bundle.protocol
+        assert fp.protocol.rl is not None
+        spec = attrs.evolve(
+            fp.protocol.rl,
+            statistics=("optimality-gap", "median"),
+            gamma=0.01,
+            distribution="tasks",
+            bootstrap=attrs.evolve(fp.protocol.rl.bootstrap, sampler="rliable", seed=9, level=0.9),
+        )
+        changed = attrs.evolve(fp, protocol=attrs.evolve(fp.protocol, rl=spec))
+        p = fp.protocol
+        runs = tally(
+            list(bundle.partitions()),
+            (Attempt.of(r) for r in bundle.all_records()),
+            p.retry.max_attempts,
+            contract_digests(bundle.ledger),
+        )
+        derived = rl_aggregates(changed, bundle.seal, runs)
+        assert derived is not None
+        assert (derived.sampler, derived.seed, derived.level, derived.gamma) == (
+            "rliable",
+            9,
+            0.9,
+            0.01,
+        )
+        scores = _matrices(rl_small)
+        common: dict[str, Any] = {"seed": 9, "reps": 200, "level": 0.9, "sampler": "rliable"}
+        found = rl.aggregate_estimates_by_algorithm(scores, gamma=0.01, **common)
+        profiles = rl.profile_estimates_by_algorithm(
+            scores, p.rl.taus if p.rl else (), distribution="tasks", **common
+        )
+        for q in derived.participants:
+            e = found[q.participant]
+            assert [s.statistic for s in q.statistics] == ["optimality-gap", "median"]
+            for s, expected in zip(q.statistics, (e.optimality_gap, e.median), strict=True):
+                assert expected.interval is not None
+                assert (s.value, s.low, s.high) == (
+                    expected.value,
+                    expected.interval.low,
+                    expected.interval.high,
+                )
+            assert [(x.value, x.low, x.high) for x in q.profile] == [
+                (
+                    y.value,
+                    y.interval.low if y.interval else None,
+                    y.interval.high if y.interval else None,
+                )
+                for y in profiles[q.participant]
+            ]
+
     def test_no_complete_replicate_has_no_figure(self, tmp_path: Path) -> None:
         """A participant whose every replicate misses a task has null figures, never NaN or
         an imputed value, and the bundle verifies."""
@@ -545,9 +602,9 @@ _TASKS = {"task_factor": "env_id"}
         ),
         ({**_TASKS, "statistics": []}, {}, "asks for no statistic", "$.rl"),
         (
-            {**_TASKS, "bootstrap": {"resamples": 100000}, "taus": [t / 1000 for t in range(400)]},
-            {},
-            "over the limit of 1000000000",
+            {**_TASKS, "bootstrap": {"resamples": 100000}, "taus": [t / 100 for t in range(100)]},
+            {"runs_per_condition": 100},
+            "the bootstraps would read 4440000000 scores",
             "$.rl.bootstrap.resamples",
         ),
     ],
@@ -566,10 +623,36 @@ def test_a_section_that_does_not_fit_is_refused(
     assert any(expected in p and p.endswith(f"@ {path}") for p in problems), problems
 
 
-def test_a_bootstrap_of_too_few_resamples_is_refused() -> None:
-    """Fewer than 100 resamples is refused by the model itself, with its path."""
-    with pytest.raises(BadInput, match=r"@ \$\.rl\.bootstrap\.resamples"):
-        _protocol({**_TASKS, "bootstrap": {"resamples": 99}})
+@pytest.mark.parametrize(
+    ("section", "path"),
+    [
+        ({**_TASKS, "bootstrap": {"resamples": 99}}, "$.rl.bootstrap.resamples"),
+        ({**_TASKS, "taus": [0.5] * 257}, "$.rl.taus"),
+        ({**_TASKS, "statistics": ["trimmed-mean"]}, "$.rl.statistics[0]"),
+    ],
+)
+def test_the_model_refuses_what_no_section_may_hold(section: dict[str, Any], path: str) -> None:
+    """Fewer than 100 resamples, more than 256 taus and a statistic rliable has no name for
+    are refused when the protocol is read, each with its path."""
+    with pytest.raises(BadInput) as caught:
+        _protocol(section)
+    assert f"@ {path}" in str(caught.value)
+
+
+def test_repro_study_refuses_a_section_that_does_not_fit(tmp_path: Path) -> None:
+    """repro study exits 2 on an rl section that does not fit, names its JSON path, and writes
+    nothing."""
+    from typer.testing import CliRunner
+
+    from repro.cli.app import app
+
+    path = tmp_path / "protocol.json"
+    path.write_text(json.dumps({**SMALL, "rl": {"task_factor": "env"}}), "utf-8")
+    out = tmp_path / "bundle"
+    result = CliRunner().invoke(app, ["study", str(path), "--out", str(out)])
+    assert result.exit_code == 2, result.output
+    assert "unknown factor 'env' @ $.rl.task_factor" in result.output
+    assert not out.exists()
 
 
 def test_the_shipped_example_and_a_plain_section_fit() -> None:

@@ -54,6 +54,7 @@ from repro.models.plan import Condition, Partition, PartitionRef, PlanEntry, Sea
 from repro.models.protocol import (
     DEFAULT_OPEN_TIMEOUT_SECONDS,
     MAX_RESAMPLES,
+    MAX_TAUS,
     RL,
     AdapterSpec,
     BreadthGate,
@@ -116,6 +117,7 @@ __all__ = [
     "MAX_RECORD_VALUES",
     "MAX_RESAMPLES",
     "MAX_STEP_REWARDS",
+    "MAX_TAUS",
     "OMIT_IF_DEFAULT",
     "RL",
     "SHA256_HEX",

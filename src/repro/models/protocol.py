@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from attrs import field, frozen
-from attrs.validators import ge, gt, le, optional
+from attrs.validators import ge, gt, le, max_len, optional
 
 from repro.models.constraints import (
     FINITE,
@@ -20,12 +20,14 @@ from repro.models.constraints import (
     SEED,
     SHA256,
     SPDX,
+    Constraint,
     within,
 )
 
 __all__ = [
     "DEFAULT_OPEN_TIMEOUT_SECONDS",
     "MAX_RESAMPLES",
+    "MAX_TAUS",
     "RL",
     "AdapterSpec",
     "BreadthGate",
@@ -82,6 +84,9 @@ Stratum = Literal["training", "holdout"]
 
 #: A bootstrap holds resamples x runs values at once; ten times the default is plenty.
 MAX_RESAMPLES = 100_000
+#: A performance profile's bootstrap holds resamples x taus values at once (at most 200 MB);
+#: rliable's own figures use some tens to a few hundred.
+MAX_TAUS = 256
 
 
 @frozen
@@ -489,7 +494,7 @@ class RL:
     gamma: float = field(default=1.0, validator=FINITE)
     bootstrap: RLBootstrap = RLBootstrap()
     improvements: tuple[RLImprovement, ...] = ()
-    taus: tuple[float, ...] = ()
+    taus: tuple[float, ...] = field(default=(), validator=Constraint(max_len(MAX_TAUS)))
     distribution: RLDistribution = "runs"
 
 
