@@ -486,7 +486,9 @@ class RL:
     its interval. ``improvements``: the probabilities of improvement to estimate, each with its
     interval. ``taus``: the thresholds of each participant's performance profile, the fraction
     of ``distribution`` (every run's score, or every task's mean score) above each, with its
-    interval. At least one of the three must be asked for."""
+    interval. At least one of the three must be asked for, and the bootstraps may read at most
+    10^9 scores in all, each replicate of each bootstrap counted as 1,000 more
+    (``repro.protocol.rl_rules.rl_work``): a section that asks more is refused."""
 
     task_factor: str = field(validator=IDENT)
     normalization: tuple[RLTaskScale, ...] = ()
