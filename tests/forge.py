@@ -71,9 +71,9 @@ def _lines(root: Path, name: str, cls: type[T]) -> list[T]:
 def rederive(root: Path) -> None:
     """Regenerate, with repro's own derivations, every file of the bundle at ``root`` that is
     derived from the recorded ones (the ledger's losses, aggregates, tiers, scores, contrasts,
-    report and RO-Crate metadata), from its protocol, plan, runs, times, ledger facts and
-    environment as they now are; then :func:`reseal` it. What a forger with repro at hand does
-    after editing the recorded files."""
+    rliable's aggregates, report and RO-Crate metadata), from its protocol, plan, runs, times,
+    ledger facts and environment as they now are; then :func:`reseal` it. What a forger with
+    repro at hand does after editing the recorded files."""
     fp = _model(root, "data/protocol.json", FrozenProtocol)
     seal = _model(root, "data/plans/seal.json", Seal)
     facts = _model(root, "data/source-ledger.json", Ledger)
@@ -96,6 +96,8 @@ def rederive(root: Path) -> None:
         (root / "data/scores.json").write_bytes(to_bytes(derived.scores))
     if derived.contrasts is not None:
         (root / "data/contrasts.json").write_bytes(to_bytes(derived.contrasts))
+    if derived.rl is not None:
+        (root / "data/rl-aggregates.json").write_bytes(to_bytes(derived.rl))
     (root / "data/validation-report.md").write_bytes(derived.report.encode())
     builder = CrateBuilder(fp, ledger, environment, payload_files(fp, [p.id for p in partitions]))
     pieces = [builder.head()]

@@ -23,6 +23,7 @@ __all__ = [
     "check_runs",
     "expected_contrasts",
     "expected_figures",
+    "expected_rl",
     "expected_runs",
     "external_references",
     "figure_key",
@@ -98,6 +99,14 @@ def figure_key(attrs: dict[str, str]) -> Key:
         return ("check", attrs["data-cell"], attrs["data-check"], f)
     if "data-cell" in attrs and "data-category" in attrs:
         return ("category", attrs["data-cell"], attrs["data-category"])
+    if "data-rl-participant" in attrs and "data-statistic" in attrs:
+        return ("rl-statistic", attrs["data-rl-participant"], attrs["data-statistic"], f)
+    if "data-rl-participant" in attrs and "data-tau" in attrs:
+        return ("rl-profile", attrs["data-rl-participant"], attrs["data-tau"], f)
+    if "data-rl-participant" in attrs:
+        return ("rl-participant", attrs["data-rl-participant"], f)
+    if "data-improvement" in attrs:
+        return ("rl-improvement", attrs["data-improvement"], f)
     for kind in ("condition", "estimand", "figure", "cell", "slot", "contrast", "family"):
         if f"data-{kind}" in attrs:
             return (kind, attrs[f"data-{kind}"], f)
@@ -167,6 +176,30 @@ def expected_figures(bundle: Path) -> dict[Key, Any]:
                 want[("category", key, category)] = count
     if (bundle / "data" / "contrasts.json").is_file():
         want.update(expected_contrasts(bundle))
+    if (bundle / "data" / "rl-aggregates.json").is_file():
+        want.update(expected_rl(bundle))
+    return want
+
+
+def expected_rl(bundle: Path) -> dict[Key, Any]:
+    """The figures of rl-aggregates.json the report must show, by the key :func:`figure_key`
+    gives: each participant's runs and incomplete replicates, each statistic and profile point
+    (value, low, high), and each improvement (its runs on either side too)."""
+    rl = _json(bundle, "rl-aggregates.json")
+    want: dict[Key, Any] = {}
+    for q in rl["participants"]:
+        who = q["participant"]
+        for name in ("runs", "incomplete"):
+            want[("rl-participant", who, name)] = q[name]
+        for s in q["statistics"]:
+            for name in ("value", "low", "high"):
+                want[("rl-statistic", who, s["statistic"], name)] = s[name]
+        for point in q["profile"]:
+            for name in ("value", "low", "high"):
+                want[("rl-profile", who, repr(point["tau"]), name)] = point[name]
+    for d in rl["improvements"]:
+        for name in ("value", "low", "high", "runs_x", "runs_y"):
+            want[("rl-improvement", f"{d['x']} > {d['y']}", name)] = d[name]
     return want
 
 

@@ -111,17 +111,21 @@ class TestExistingProtocolsUnchanged:
 
     def test_every_shipped_protocol_is_pinned(self) -> None:
         """No shipped protocol escapes the test above but those made for common random numbers
-        and contrasts, which declare them (their digests are new, not kept)."""
-        made_for_them = {
+        and contrasts, and for rliable's aggregates, which declare them (their digests are new,
+        not kept)."""
+        made_for_contrasts = {
             "gymnasium-paired-crn.json",
             "gymnasium-paired-independent.json",
             "cage2-sleeper-vs-react.json",
             "cage2-sleeper-vs-react-reduced.json",
         }
+        made_for_rl = {"gymnasium-rl-aggregates.json"}
         names = {p.name for p in PROTOCOLS.glob("*.json")}
-        assert names - made_for_them == set(SHIPPED)
-        for name in made_for_them:
+        assert names - made_for_contrasts - made_for_rl == set(SHIPPED)
+        for name in made_for_contrasts:
             assert load_protocol(PROTOCOLS / name).contrasts is not None
+        for name in made_for_rl:
+            assert load_protocol(PROTOCOLS / name).rl is not None
 
     @pytest.mark.parametrize("name", sorted(TEST_PROTOCOLS))
     def test_test_protocols_keep_their_digest_and_plan(self, name: str) -> None:

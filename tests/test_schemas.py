@@ -27,6 +27,11 @@ from repro.models import (
     ContrastResult,
     ContrastsFile,
     GateResult,
+    RLAggregates,
+    RLImprovementEstimate,
+    RLParticipant,
+    RLProfilePoint,
+    RLStatisticEstimate,
     RunScore,
     Scores,
 )
@@ -250,6 +255,36 @@ _CONTRASTS = ContrastsFile(
     ),
 )
 
+_RL = RLAggregates(
+    schema="repro.rl-aggregates/1",
+    protocol_sha256="0" * 64,
+    measure="episode_return",
+    task_factor="env_id",
+    tasks=("CartPole-v1", 3),
+    normalized=True,
+    level=0.95,
+    resamples=2000,
+    seed=2021,
+    sampler="rliable",
+    gamma=1.0,
+    distribution="runs",
+    participants=(
+        RLParticipant(
+            participant="random",
+            conditions=("c00", "c02"),
+            valid=(8, 7),
+            runs=7,
+            incomplete=1,
+            statistics=(
+                RLStatisticEstimate("iqm", 0.25, 0.2, 0.3),
+                RLStatisticEstimate("optimality-gap", None, None, None),
+            ),
+            profile=(RLProfilePoint(0.5, 0.25, 0.0, 0.5),),
+        ),
+    ),
+    improvements=(RLImprovementEstimate("random", "push-left", 7, 0, None, None, None),),
+)
+
 #: A protocol that declares contrasts, for the protocol schema's samples.
 _CONTRASTED = {
     **SMALL,
@@ -268,6 +303,25 @@ _CONTRASTED = {
 }
 
 
+#: A protocol with an rl section, every field of it given.
+_WITH_RL = {
+    **SMALL,
+    "rl": {
+        "task_factor": "env_id",
+        "normalization": [
+            {"task": "CartPole-v1", "low": 0.0, "high": 500.0},
+            {"task": "MountainCar-v0", "low": -200.0, "high": 0.0},
+        ],
+        "statistics": ["iqm", "optimality-gap"],
+        "gamma": 0.9,
+        "bootstrap": {"resamples": 500, "seed": 3, "level": 0.9, "sampler": "rliable"},
+        "improvements": [{"x": "random", "y": "push-left"}],
+        "taus": [0.25, 0.5],
+        "distribution": "tasks",
+    },
+}
+
+
 def _samples(bundle: Path) -> dict[str, list[Any]]:
     """Real JSON values of each schema's kind."""
     data = bundle / "data"
@@ -279,9 +333,10 @@ def _samples(bundle: Path) -> dict[str, list[Any]]:
     samples["protocol"] = [
         json.loads((ROOT / "protocols" / name).read_text())
         for name in ("cage2-ccs-sleeper.json", "agent-gate-eval.json")
-    ] + [_CONTRASTED]
+    ] + [_CONTRASTED, _WITH_RL]
     samples["scores"] = [unstructure(_SCORES)]
     samples["contrasts"] = [unstructure(_CONTRASTS)]
+    samples["rl-aggregates"] = [unstructure(_RL)]
     return samples
 
 

@@ -46,8 +46,9 @@ def _tamper(bundle: Path) -> None:
 @pytest.mark.parametrize("which", ["published_bundle", "scored_bundle"])
 def test_json_holds_the_bundles_derived_files(which: str, request: pytest.FixtureRequest) -> None:
     """stdout is one JSON object: ok, the bundle's identity as verify gives it, the protocol's
-    id and sha256, and aggregates.json, tiers.json, scores.json (null without scoring) and
-    contrasts.json (null without contrasts) as stored."""
+    id and sha256, and aggregates.json, tiers.json, scores.json (null without scoring),
+    contrasts.json (null without contrasts) and rl-aggregates.json (null without an rl section)
+    as stored."""
     bundle: Path = request.getfixturevalue(which)
     result = runner.invoke(app, ["show", str(bundle), "--json"])
     assert result.exit_code == 0, result.output
@@ -66,6 +67,7 @@ def test_json_holds_the_bundles_derived_files(which: str, request: pytest.Fixtur
         "tiers": _json(bundle, "tiers.json"),
         "scores": scores,
         "contrasts": _json(bundle, "contrasts.json") if which == "scored_bundle" else None,
+        "rl_aggregates": None,
     }
     assert shown["tiers"]["reproduction"]["verdict"] in ("failed", "unavailable")
 

@@ -27,6 +27,7 @@ __all__ = [
     "PARTITIONED",
     "PROTOCOL",
     "REPORT",
+    "RL_AGGREGATES",
     "SCORES",
     "SEAL",
     "TAGMANIFEST",
@@ -61,6 +62,8 @@ REPORT = "data/validation-report.md"
 SCORES = "data/scores.json"
 #: contrasts.json: in a bundle of a protocol that declares contrasts, and only there.
 CONTRASTS = "data/contrasts.json"
+#: rl-aggregates.json: in a bundle of a protocol with an ``rl`` section, and only there.
+RL_AGGREGATES = "data/rl-aggregates.json"
 SEAL = "data/plans/seal.json"
 CRATE = "data/ro-crate-metadata.json"
 #: The payload files every bundle has besides the crate, the seal and those of the partitions.
@@ -103,6 +106,7 @@ def payload_files(frozen_protocol: FrozenProtocol, partitions: Iterable[str]) ->
     p = frozen_protocol.protocol
     names = [*FIXED_PAYLOAD, SEAL, *([SCORES] if p.scoring is not None else [])]
     names += [CONTRASTS] if p.contrasts is not None else []
+    names += [RL_AGGREGATES] if p.rl is not None else []
     for partition in partitions:
         names += partition_files(partition, p.seeding.mode == "stream")
     return sorted(names)

@@ -923,7 +923,7 @@ def show(
 
         out = console()
         print_identity(shown.protocol, bundle, shown.bundle_sha256, out)
-        print_tables(shown.figures(runs=False), shown.tiers, out, shown.contrasts)
+        print_tables(shown.figures(runs=False), shown.tiers, out, shown.contrasts, shown.rl)
     # With --json, stdout holds the JSON object alone: notes go to stderr.
     note = sys.stderr if as_json else sys.stdout
     if html is not None:

@@ -2,7 +2,8 @@
 derived files and ``repro verify`` runs again to check them. One module per derived file or
 figure: the tally of the runs and their validity (:mod:`~repro.derive.tally`,
 :mod:`~repro.derive.validity`), statistics (:mod:`~repro.derive.stats`, and rliable's aggregates
-of runs x tasks scores in :mod:`~repro.derive.rl`), aggregates.json
+of runs x tasks scores in :mod:`~repro.derive.rl`), rl-aggregates.json
+(:mod:`~repro.derive.rl_aggregates`), aggregates.json
 (:mod:`~repro.derive.aggregates`), the source ledger (:mod:`~repro.derive.ledger`), tiers
 (:mod:`~repro.derive.tiers`), the reproduction class (:mod:`~repro.derive.reproduction`), scores
 and gates (:mod:`~repro.derive.scoring`), the figures by condition that every view of a bundle

@@ -1,6 +1,7 @@
 """All derivations together: :func:`derive` runs each one (aggregates, the ledger's losses, tiers,
-the report, for a scored protocol its scores and publish gates, and for a protocol with contrasts
-their verdicts) on the tally of the runs.
+the report, for a scored protocol its scores and publish gates, for a protocol with contrasts
+their verdicts, and for one with an ``rl`` section rliable's aggregates) on the tally of the
+runs.
 
 ``repro study`` and ``repro verify`` both call :func:`derive` on a
 :class:`~repro.derive.tally.RunTally` of the runs: the study tallies the records it wrote, the
@@ -19,6 +20,7 @@ from repro.derive.aggregates import aggregates
 from repro.derive.contrasts import contrasts
 from repro.derive.disclosure import FileHits
 from repro.derive.ledger import source_ledger
+from repro.derive.rl_aggregates import rl_aggregates
 from repro.derive.scenarios import by_condition
 from repro.derive.tally import Attempt, ConditionTally, RunTally, tally
 from repro.derive.tiers import contract_digests, tiers
@@ -28,6 +30,7 @@ from repro.models import (
     FrozenProtocol,
     Ledger,
     Partition,
+    RLAggregates,
     RunRecord,
     Scores,
     Seal,
@@ -67,6 +70,8 @@ class Derived:
     scores: Scores | None = None
     #: contrasts.json, for a protocol that declares contrasts.
     contrasts: ContrastsFile | None = None
+    #: rl-aggregates.json, for a protocol with an ``rl`` section.
+    rl: RLAggregates | None = None
 
 
 def derive(
@@ -86,7 +91,8 @@ def derive(
     judged = tiers(frozen_protocol, seal, runs, full_ledger, agg, disclosures)
     scored = scores(frozen_protocol, seal, runs)
     compared = contrasts(frozen_protocol, seal, runs, scored)
-    text = report.validation_report(frozen_protocol, agg, judged, full_ledger, scored, compared)
+    rl = rl_aggregates(frozen_protocol, seal, runs)
+    text = report.validation_report(frozen_protocol, agg, judged, full_ledger, scored, compared, rl)
     return Derived(
         aggregates=agg,
         tiers=judged,
@@ -94,6 +100,7 @@ def derive(
         report=text,
         scores=scored,
         contrasts=compared,
+        rl=rl,
     )
 
 

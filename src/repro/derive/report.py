@@ -13,6 +13,7 @@ from repro.models import (
     FigureComparison,
     FrozenProtocol,
     Ledger,
+    RLAggregates,
     Scores,
     Tiers,
 )
@@ -202,6 +203,42 @@ def _contrasts(compared: ContrastsFile) -> list[str]:
     return lines
 
 
+def _estimate(value: float | None, low: float | None, high: float | None) -> str:
+    if value is None or low is None or high is None:
+        return "n/a"
+    return f"{value:.4f} [{low:.4f}, {high:.4f}]"
+
+
+def _rl(rl: RLAggregates) -> list[str]:
+    """rliable's aggregates: each participant's statistics, and each improvement."""
+    scores = "normalised scores" if rl.normalized else "scores"
+    lines = [
+        "",
+        f"rliable's aggregates of `{rl.measure}` over the tasks of `{rl.task_factor}` "
+        f"({scores}; {rl.level:.0%} stratified bootstrap intervals, {rl.resamples} resamples, "
+        f"sampler {rl.sampler}; rl-aggregates.json):",
+    ]
+    names = [s.statistic for s in rl.participants[0].statistics] if rl.participants else []
+    if names:
+        lines += [
+            "",
+            "| participant | runs | " + " | ".join(names) + " |",
+            "|---|---|" + "---|" * len(names),
+        ]
+        for q in rl.participants:
+            runs = f"{q.runs}" + (f" ({q.incomplete} incomplete)" if q.incomplete else "")
+            cells = [_estimate(s.value, s.low, s.high) for s in q.statistics]
+            lines.append(f"| {q.participant} | {runs} | " + " | ".join(cells) + " |")
+    if rl.improvements:
+        lines.append("")
+        lines += [
+            f"- P({d.x} > {d.y}) = {_estimate(d.value, d.low, d.high)} "
+            f"({d.runs_x} vs {d.runs_y} runs)"
+            for d in rl.improvements
+        ]
+    return lines
+
+
 def validation_report(
     fp: FrozenProtocol,
     agg: Aggregates,
@@ -209,6 +246,7 @@ def validation_report(
     ledger: Ledger,
     scores: Scores | None = None,
     contrasts: ContrastsFile | None = None,
+    rl: RLAggregates | None = None,
 ) -> str:
     """What was claimed, what was not, and the one command that re-checks it."""
     rows = figures(fp, agg, tiers).conditions
@@ -216,6 +254,7 @@ def validation_report(
         *_head(fp, ledger),
         *_claim(agg, tiers, rows),
         *(_contrasts(contrasts) if contrasts is not None else []),
+        *(_rl(rl) if rl is not None else []),
         *_conditions(rows),
         *(_scores(scores) if scores is not None else []),
         *_tiers(tiers),

@@ -407,6 +407,8 @@ def _study(
         writer.model(layout.SCORES, derived.scores)
     if derived.contrasts is not None:
         writer.model(layout.CONTRASTS, derived.contrasts)
+    if derived.rl is not None:
+        writer.model(layout.RL_AGGREGATES, derived.rl)
     writer.write(layout.REPORT, derived.report.encode())
     writer.write(layout.CRATE, _crate(prepared, plan.partitions, results, ledger, environment))
     writer.finish(

@@ -32,6 +32,7 @@ SCHEMAS: dict[str, type] = {
     "environment": models.Environment,
     "scores": models.Scores,
     "contrasts": models.ContrastsFile,
+    "rl-aggregates": models.RLAggregates,
 }
 
 

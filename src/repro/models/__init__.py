@@ -2,12 +2,13 @@
 
 Every bundle file is the canonical JSON of exactly one of the top-level models here
 (:class:`Protocol` wrapped in :class:`FrozenProtocol`, :class:`Seal`, :class:`Partition`,
-:class:`RunRecord`, :class:`Aggregates`, :class:`Tiers`, :class:`Ledger`, :class:`Environment`).
+:class:`RunRecord`, :class:`Aggregates`, :class:`Tiers`, :class:`Scores`, :class:`ContrastsFile`,
+:class:`RLAggregates`, :class:`Ledger`, :class:`Environment`).
 They live in submodules by what they model: :mod:`~repro.models.protocol` (the protocol as
 authored and frozen), :mod:`~repro.models.plan` (the sealed plan), :mod:`~repro.models.run` (run
 records, attempt times, checkpoints), :mod:`~repro.models.derived` (aggregates, tiers, scores,
-the source ledger) and :mod:`~repro.models.environment`; :mod:`~repro.models.constraints` holds
-what their fields must be. Import them from here.
+contrasts, rliable's aggregates, the source ledger) and :mod:`~repro.models.environment`;
+:mod:`~repro.models.constraints` holds what their fields must be. Import them from here.
 """
 
 from __future__ import annotations
@@ -36,6 +37,11 @@ from repro.models.derived import (
     Loss,
     LossOutcome,
     Reproduction,
+    RLAggregates,
+    RLImprovementEstimate,
+    RLParticipant,
+    RLProfilePoint,
+    RLStatisticEstimate,
     RunScore,
     Scores,
     Source,
@@ -48,7 +54,9 @@ from repro.models.plan import Condition, Partition, PartitionRef, PlanEntry, Sea
 from repro.models.protocol import (
     DEFAULT_OPEN_TIMEOUT_SECONDS,
     MAX_RESAMPLES,
+    MAX_TAUS,
     MIN_CONTRAST_RESAMPLES,
+    RL,
     AdapterSpec,
     BreadthGate,
     Check,
@@ -76,6 +84,12 @@ from repro.models.protocol import (
     PublishedCondition,
     PublishedEstimand,
     Retry,
+    RLBootstrap,
+    RLDistribution,
+    RLImprovement,
+    RLSampler,
+    RLStatistic,
+    RLTaskScale,
     Rule,
     Scenario,
     Scoring,
@@ -105,8 +119,10 @@ __all__ = [
     "MAX_RECORD_VALUES",
     "MAX_RESAMPLES",
     "MAX_STEP_REWARDS",
+    "MAX_TAUS",
     "MIN_CONTRAST_RESAMPLES",
     "OMIT_IF_DEFAULT",
+    "RL",
     "SHA256_HEX",
     "TIER_NAMES",
     "AdapterFacts",
@@ -164,6 +180,17 @@ __all__ = [
     "Published",
     "PublishedCondition",
     "PublishedEstimand",
+    "RLAggregates",
+    "RLBootstrap",
+    "RLDistribution",
+    "RLImprovement",
+    "RLImprovementEstimate",
+    "RLParticipant",
+    "RLProfilePoint",
+    "RLSampler",
+    "RLStatistic",
+    "RLStatisticEstimate",
+    "RLTaskScale",
     "Reproduction",
     "Retry",
     "Rule",

@@ -1,6 +1,7 @@
 """What is derived from the protocol and the runs, and written once they have run: the aggregates
 (:class:`Aggregates`), the equivalence tiers (:class:`Tiers`), the scores of a scored study
-(:class:`Scores`) and the source ledger (:class:`Ledger`)."""
+(:class:`Scores`), the contrasts (:class:`ContrastsFile`), rliable's aggregates
+(:class:`RLAggregates`) and the source ledger (:class:`Ledger`)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,17 @@ from attrs import field, frozen
 from attrs.validators import optional
 
 from repro.models.constraints import SHA256
-from repro.models.protocol import Citation, Disagreement, Estimand, IntervalMethod, Level, Stratum
+from repro.models.protocol import (
+    Citation,
+    Disagreement,
+    Estimand,
+    IntervalMethod,
+    Level,
+    RLDistribution,
+    RLSampler,
+    RLStatistic,
+    Stratum,
+)
 
 __all__ = [
     "LOSS_OUTCOMES",
@@ -33,6 +44,11 @@ __all__ = [
     "Ledger",
     "Loss",
     "LossOutcome",
+    "RLAggregates",
+    "RLImprovementEstimate",
+    "RLParticipant",
+    "RLProfilePoint",
+    "RLStatisticEstimate",
     "Reproduction",
     "RunScore",
     "Scores",
@@ -306,6 +322,85 @@ class ContrastsFile:
     protocol_sha256: str
     multiplicity: str
     contrasts: tuple[ContrastResult, ...]
+
+
+@frozen
+class RLStatisticEstimate:
+    """One aggregate of a participant's score matrix: its point estimate and the low and high
+    ends of its stratified-bootstrap percentile interval; all three null when the participant
+    has no complete replicate."""
+
+    statistic: RLStatistic
+    value: float | None
+    low: float | None
+    high: float | None
+
+
+@frozen
+class RLProfilePoint:
+    """A participant's performance profile at ``tau``: the fraction of its scores (or of its
+    task means) above ``tau``, with its interval; null when it has no complete replicate."""
+
+    tau: float
+    value: float | None
+    low: float | None
+    high: float | None
+
+
+@frozen
+class RLParticipant:
+    """One participant (an algorithm) of rl-aggregates.json: its condition on each task, the
+    valid runs with a measure on each task, the complete replicates that are the rows of its
+    score matrix and the replicates left out (a task's slot did not end valid), and its
+    statistics and profile in the order the protocol asks them."""
+
+    participant: str
+    conditions: tuple[str, ...]
+    valid: tuple[int, ...]
+    runs: int
+    incomplete: int
+    statistics: tuple[RLStatisticEstimate, ...]
+    profile: tuple[RLProfilePoint, ...]
+
+
+@frozen
+class RLImprovementEstimate:
+    """P(``x`` > ``y``), averaged over tasks, from the two participants' score matrices (their
+    complete replicates, ``runs_x`` and ``runs_y`` of them), with its interval; null when either
+    has none."""
+
+    x: str
+    y: str
+    runs_x: int
+    runs_y: int
+    value: float | None
+    low: float | None
+    high: float | None
+
+
+@frozen
+class RLAggregates:
+    """rl-aggregates.json (protocols that declare ``rl`` only): rliable's aggregates of every
+    participant's (runs x tasks) score matrix, the probabilities of improvement and the
+    performance profiles, each with its stratified-bootstrap interval at ``level``, and what
+    they were computed from: the task factor and its levels, whether the scores are normalised,
+    the bootstrap's resamples, seed and sampler, the optimality gap's ``gamma`` and what the
+    profiles count (:mod:`repro.derive.rl_aggregates` states every rule)."""
+
+    schema: Literal["repro.rl-aggregates/1"]
+    protocol_sha256: str
+    measure: str
+    task_factor: str
+    tasks: tuple[Level, ...]
+    normalized: bool
+    level: float
+    resamples: int
+    seed: int
+    sampler: RLSampler
+    gamma: float
+    distribution: RLDistribution
+    participants: tuple[RLParticipant, ...]
+    improvements: tuple[RLImprovementEstimate, ...]
 
 
 @frozen

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from attrs import field, frozen
-from attrs.validators import ge, gt, le, optional
+from attrs.validators import ge, gt, le, max_len, optional
 
 from repro.models.constraints import (
     FINITE,
@@ -20,13 +20,16 @@ from repro.models.constraints import (
     SEED,
     SHA256,
     SPDX,
+    Constraint,
     within,
 )
 
 __all__ = [
     "DEFAULT_OPEN_TIMEOUT_SECONDS",
     "MAX_RESAMPLES",
+    "MAX_TAUS",
     "MIN_CONTRAST_RESAMPLES",
+    "RL",
     "AdapterSpec",
     "BreadthGate",
     "Check",
@@ -53,6 +56,12 @@ __all__ = [
     "Published",
     "PublishedCondition",
     "PublishedEstimand",
+    "RLBootstrap",
+    "RLDistribution",
+    "RLImprovement",
+    "RLSampler",
+    "RLStatistic",
+    "RLTaskScale",
     "Retry",
     "Rule",
     "Scenario",
@@ -81,6 +90,9 @@ MAX_RESAMPLES = 100_000
 #: 1 / (resamples + 1), and each end of its interval is read among the replicates of one tail
 #: ((1 - level) / 2 of them), which a few hundred resamples would leave to a handful.
 MIN_CONTRAST_RESAMPLES = 999
+#: A performance profile's bootstrap holds resamples x taus values at once (at most 200 MB);
+#: rliable's own figures use some tens to a few hundred.
+MAX_TAUS = 256
 
 
 @frozen
@@ -441,6 +453,86 @@ class Contrasts:
     multiplicity: Literal["holm", "none"] = "holm"
 
 
+RLStatistic = Literal["median", "iqm", "mean", "optimality-gap"]
+"""One of rliable's aggregates of a score matrix (:class:`RL`)."""
+RLSampler = Literal["default", "rliable"]
+"""How rl-aggregates.json's stratified bootstrap draws its replicates (:class:`RLBootstrap`)."""
+RLDistribution = Literal["runs", "tasks"]
+"""What a performance profile counts: each run's score, or each task's mean score (:class:`RL`)."""
+
+
+@frozen
+class RLTaskScale:
+    """How one task's scores are normalised: a run's measure ``x`` scores ``(x - low) / (high -
+    low)``, so that ``low`` scores 0 and ``high`` scores 1 (rliable's normalised scores, with
+    ``low`` a random policy's score and ``high`` a reference one's, say). Scores beyond either
+    are not clipped. ``low`` must be below ``high``."""
+
+    task: Level
+    low: float = field(validator=FINITE)
+    high: float = field(validator=FINITE)
+
+
+@frozen
+class RLBootstrap:
+    """The stratified bootstrap of every interval in rl-aggregates.json: ``resamples``
+    replicates, each drawing, for each task independently, as many runs with replacement as the
+    score matrix has; the interval at ``level`` is the replicates' percentile interval (as
+    rliable's ``get_interval_estimates``). ``sampler``: ``default`` draws from NumPy's
+    ``default_rng(seed)``, a fresh stream for each participant and each pair; ``rliable`` draws
+    as rliable 1.2.0 does after ``np.random.seed(seed)``, one legacy stream through the
+    participants (or pairs) in the protocol's order, so that its intervals are rliable's own to
+    the float (its seed must be below 2**32). The statistics, the improvements and the profiles
+    each start from the seed afresh."""
+
+    resamples: int = field(default=2000, validator=within(ge(100), le(MAX_RESAMPLES)))
+    seed: int = field(default=0, validator=SEED)
+    level: float = field(default=0.95, validator=PROBABILITY)
+    sampler: RLSampler = "default"
+
+
+@frozen
+class RLImprovement:
+    """A probability of improvement to estimate: P(``x`` > ``y``), participant ``x``'s score
+    above participant ``y``'s on a task drawn at random, ties counting one half (rliable's
+    ``probability_of_improvement``)."""
+
+    x: str = field(validator=IDENT)
+    y: str = field(validator=IDENT)
+
+
+@frozen
+class RL:
+    """rliable's aggregates of the runs (Agarwal et al. 2021, "Deep RL at the Edge of the
+    Statistical Precipice"), written to rl-aggregates.json and re-derived by verify.
+
+    The tasks are the levels of the matrix factor ``task_factor``, in the order the matrix
+    gives them; the algorithms are the participants. Every other factor of the matrix must have
+    one level (its levels would be neither tasks nor algorithms: refused). A participant's
+    score matrix holds, for each replicate in which every task's slot ended valid with a
+    measure, that replicate's score on each task; a replicate with a task that did not end
+    valid is left out and counted, never imputed.
+
+    ``normalization``: one :class:`RLTaskScale` per task, or none (empty: the raw measure is the
+    score). ``statistics``: which of median, IQM, mean and optimality gap (below ``gamma``, in
+    the score's units; for the optimality gap only) to estimate for every participant, each with
+    its interval. ``improvements``: the probabilities of improvement to estimate, each with its
+    interval. ``taus``: the thresholds of each participant's performance profile, the fraction
+    of ``distribution`` (every run's score, or every task's mean score) above each, with its
+    interval. At least one of the three must be asked for, and the bootstraps may read at most
+    10^9 scores in all, each replicate of each bootstrap counted as 1,000 more
+    (``repro.protocol.rl_rules.rl_work``): a section that asks more is refused."""
+
+    task_factor: str = field(validator=IDENT)
+    normalization: tuple[RLTaskScale, ...] = ()
+    statistics: tuple[RLStatistic, ...] = ("median", "iqm", "mean", "optimality-gap")
+    gamma: float = field(default=1.0, validator=FINITE)
+    bootstrap: RLBootstrap = RLBootstrap()
+    improvements: tuple[RLImprovement, ...] = ()
+    taus: tuple[float, ...] = field(default=(), validator=Constraint(max_len(MAX_TAUS)))
+    distribution: RLDistribution = "runs"
+
+
 @frozen
 class Protocol:
     """An experiment protocol as authored: everything that shapes the results."""
@@ -467,6 +559,7 @@ class Protocol:
     scoring: Scoring | None = field(default=None, metadata=OMIT_IF_DEFAULT)
     gates: Gates | None = field(default=None, metadata=OMIT_IF_DEFAULT)
     contrasts: Contrasts | None = field(default=None, metadata=OMIT_IF_DEFAULT)
+    rl: RL | None = field(default=None, metadata=OMIT_IF_DEFAULT)
 
 
 @frozen

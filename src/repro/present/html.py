@@ -34,7 +34,13 @@ script) can read back from the rendered page exactly what it shows:
   ``incomplete_pairs`` for a paired contrast, ``n_a`` and ``n_b`` for an unpaired one;
   ``margin`` for a non-inferiority one; ``low``, ``high`` from its interval); and
   ``data-family="contrasts"`` with ``data-field="multiplicity"``: the family's control. A
-  verdict or the multiplicity is a JSON string in ``data-value``.
+  verdict or the multiplicity is a JSON string in ``data-value``;
+- ``data-rl-participant`` (a participant) with ``data-field``: a participant of
+  rl-aggregates.json, ``runs`` and ``incomplete``, or, with ``data-statistic`` (its name),
+  ``value``, ``low`` and ``high`` of that statistic, or, with ``data-tau`` (the tau as a float's
+  ``repr``), those of its profile at tau; ``data-improvement`` (``X > Y``) with ``data-field``
+  (``value``, ``low``, ``high``, ``runs_x``, ``runs_y``): one of its probabilities of
+  improvement.
 
 The plot's runs and axes are named too, outside ``data-value``: each valid run's point has
 ``data-run`` (its condition) and ``data-measure`` (its measure as a float's ``repr``); past
@@ -87,6 +93,7 @@ from repro.models import (
     FrozenProtocol,
     Ledger,
     Loss,
+    RLAggregates,
     Scores,
     Tier,
     Tiers,
@@ -802,6 +809,67 @@ def _scores(scores: Scores, order: Sequence[str]) -> str:
     )
 
 
+# --------------------------------------------------------------------------- rliable
+
+
+def _estimate_cell(value: float | None, low: float | None, high: float | None, **names: str) -> str:
+    """A figure and its interval in one cell, each named (``n/a`` when undefined)."""
+    return (
+        '<td class="num">'
+        + _figure("span", value, _num(value), field="value", **names)
+        + " ["
+        + _figure("span", low, _num(low), field="low", **names)
+        + ", "
+        + _figure("span", high, _num(high), field="high", **names)
+        + "]</td>"
+    )
+
+
+def _rl(rl: RLAggregates) -> str:
+    """rliable's aggregates: a table of each participant's statistics, its probabilities of
+    improvement, and each participant's performance profile."""
+    names = [s.statistic for s in rl.participants[0].statistics] if rl.participants else []
+    taus = [p.tau for p in rl.participants[0].profile] if rl.participants else []
+    rows = []
+    for q in rl.participants:
+        who = {"rl_participant": q.participant}
+        rows.append(
+            f"<tr><td><code>{_text(q.participant)}</code></td>"
+            + _cell(q.runs, "runs", **who)
+            + _cell(q.incomplete, "incomplete", **who)
+            + "".join(
+                _estimate_cell(s.value, s.low, s.high, statistic=s.statistic, **who)
+                for s in q.statistics
+            )
+            + "".join(
+                _estimate_cell(p.value, p.low, p.high, tau=repr(p.tau), **who) for p in q.profile
+            )
+            + "</tr>"
+        )
+    head = ["participant", "runs", "incomplete", *names, *(f"profile at {t:g}" for t in taus)]
+    duels = [
+        f"<tr><td><code>{_text(d.x)}</code> over <code>{_text(d.y)}</code></td>"
+        + _cell(d.runs_x, "runs_x", improvement=f"{d.x} > {d.y}")
+        + _cell(d.runs_y, "runs_y", improvement=f"{d.x} > {d.y}")
+        + _estimate_cell(d.value, d.low, d.high, improvement=f"{d.x} > {d.y}")
+        + "</tr>"
+        for d in rl.improvements
+    ]
+    scores = "normalised scores" if rl.normalized else "scores"
+    return (
+        "<section id=rl-aggregates><h2>rliable aggregates</h2>"
+        f"<p>Each participant's {scores} of <code>{_text(rl.measure)}</code> over the tasks of "
+        f"<code>{_text(rl.task_factor)}</code>, from its complete replicates (runs; a replicate "
+        f"with a task that did not end valid is left out, counted as incomplete), with "
+        f"{rl.level:.0%} stratified bootstrap percentile intervals ({rl.resamples} resamples, "
+        f"sampler {_text(rl.sampler)}); profiles count the fraction of "
+        f"{_text(rl.distribution)} above each tau.</p>"
+        + _table(head, rows)
+        + (_table(["improvement", "runs x", "runs y", "P(x > y)"], duels) if duels else "")
+        + "</section>"
+    )
+
+
 # --------------------------------------------------------------------------- tiers, contracts
 
 
@@ -1041,6 +1109,7 @@ def render(
     values: Mapping[str, Sequence[float]] | None = None,
     version: str | None = None,
     contrasts: ContrastsFile | None = None,
+    rl: RLAggregates | None = None,
 ) -> str:
     """The page for a bundle's parsed files (the caller verified the bundle). A pure function:
     the same bundle gives the same bytes. ``bundle_sha256`` is the bundle's identity (the
@@ -1048,7 +1117,8 @@ def render(
     ``values`` are each condition's valid measures (:func:`repro.derive.figures.run_measures`),
     which the plot draws run by run; ``version`` is repro's (:func:`repro_version` by
     default); ``contrasts`` is contrasts.json, whose section (a forest plot and a table) and
-    primary contrasts' sentences in the claim are only on the page of a bundle that has it."""
+    primary contrasts' sentences in the claim are only on the page of a bundle that has it, as
+    ``rl``'s section (rl-aggregates.json) is."""
     p = fp.protocol
     order = [f.name for f in p.matrix]
     model = figures(fp, agg, tiers, values)
@@ -1068,6 +1138,7 @@ def render(
         _claim(agg, tiers, ledger, forest),
         _conditions(model),
         "" if forest is None else _contrasts(forest, agg, order),
+        "" if rl is None else _rl(rl),
         _plot(model),
         _scores(scores, order) if scores is not None else "",
         _tiers(tiers, ledger),

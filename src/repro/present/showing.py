@@ -22,6 +22,7 @@ from repro.models import (
     Environment,
     FrozenProtocol,
     Ledger,
+    RLAggregates,
     Scores,
     Tiers,
 )
@@ -47,6 +48,8 @@ class Shown:
     _values: dict[str, tuple[float, ...]] = field(factory=dict, eq=False, repr=False)
     #: contrasts.json; None for a protocol that declares no contrasts.
     contrasts: ContrastsFile | None = None
+    #: rl-aggregates.json; None for a protocol without an ``rl`` section.
+    rl: RLAggregates | None = None
 
     def values(self) -> dict[str, tuple[float, ...]] | None:
         """Each condition's valid measures (:func:`repro.derive.figures.run_measures`), read
@@ -62,8 +65,9 @@ class Shown:
     def as_dict(self) -> dict[str, Any]:
         """``repro show --json``: the shape of ``repro verify --json``'s success (``ok``,
         ``bundle_sha256``) plus the protocol's identity and the derived files as they are stored.
-        ``scores`` is null for a protocol without scoring and ``contrasts`` for one without
-        contrasts, so every key is always present."""
+        ``scores`` is null for a protocol without scoring, ``contrasts`` for one without
+        contrasts and ``rl_aggregates`` for one without an ``rl`` section, so every key is
+        always present."""
         p = self.protocol
         return {
             "ok": True,
@@ -73,6 +77,7 @@ class Shown:
             "tiers": unstructure(self.tiers),
             "scores": None if self.scores is None else unstructure(self.scores),
             "contrasts": None if self.contrasts is None else unstructure(self.contrasts),
+            "rl_aggregates": None if self.rl is None else unstructure(self.rl),
         }
 
     def figures(self, runs: bool = True) -> Figures:
@@ -97,6 +102,7 @@ class Shown:
             environment=self.environment,
             values=self.values(),
             contrasts=self.contrasts,
+            rl=self.rl,
         )
 
 
@@ -115,4 +121,5 @@ def load(bundle: Path) -> Shown:
         environment=v.environment,
         verified=v,
         contrasts=v.contrasts,
+        rl=v.rl,
     )

@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 from repro.derive.figures import FigureRow, Figures
-from repro.models import ContrastsFile, FrozenProtocol, Tiers
+from repro.models import ContrastsFile, FrozenProtocol, RLAggregates, Tiers
 
 __all__ = ["UNWRAPPED_WIDTH", "console", "print_identity", "print_tables"]
 
@@ -116,14 +116,58 @@ def _contrasts(compared: ContrastsFile) -> Table:
     return table
 
 
+def _estimate(value: float | None, low: float | None, high: float | None) -> str:
+    if value is None or low is None or high is None:
+        return "n/a"
+    return f"{value:.4f} [{low:.4f}, {high:.4f}]"
+
+
+def _rl_tables(rl: RLAggregates) -> list[Table]:
+    """rliable's aggregates: a row per participant with its runs and each statistic asked,
+    then each probability of improvement, then the participants' profiles, a row per tau."""
+    scores = "normalised scores" if rl.normalized else "scores"
+    where = f"{rl.level:.0%} stratified bootstrap, {rl.resamples} resamples, {rl.sampler}"
+    tables = []
+    names = [s.statistic for s in rl.participants[0].statistics] if rl.participants else []
+    if names:
+        table = Table(title=f"rliable aggregates of {rl.measure} ({scores}; {where})")
+        for name in ("participant", "runs", *names):
+            table.add_column(name, justify="right" if name == "runs" else "left")
+        for q in rl.participants:
+            runs = f"{q.runs}" + (f" (+{q.incomplete} incomplete)" if q.incomplete else "")
+            cells = [_estimate(s.value, s.low, s.high) for s in q.statistics]
+            table.add_row(q.participant, runs, *cells)
+        tables.append(table)
+    if rl.improvements:
+        table = Table(title=f"probability of improvement ({where})")
+        for name in ("x", "y", "runs", "P(x > y)"):
+            table.add_column(name, justify="right" if name == "runs" else "left")
+        for d in rl.improvements:
+            table.add_row(d.x, d.y, f"{d.runs_x} vs {d.runs_y}", _estimate(d.value, d.low, d.high))
+        tables.append(table)
+    taus = [p.tau for p in rl.participants[0].profile] if rl.participants else []
+    if taus:
+        # A row per tau, a column per participant: the taus may be many.
+        table = Table(title=f"performance profiles: fraction of {rl.distribution} above tau")
+        for name in ("tau", *(q.participant for q in rl.participants)):
+            table.add_column(name, justify="right" if name == "tau" else "left")
+        for i, tau in enumerate(taus):
+            points = [q.profile[i] for q in rl.participants]
+            table.add_row(f"{tau:g}", *(_estimate(c.value, c.low, c.high) for c in points))
+        tables.append(table)
+    return tables
+
+
 def print_tables(
     model: Figures,
     tiers: Tiers,
     out: Console | None = None,
     contrasts: ContrastsFile | None = None,
+    rl: RLAggregates | None = None,
 ) -> None:
-    """Print the conditions, the estimand, the reproduction class, the contrasts (if any) and
-    the tiers on ``out`` (stdout by default, as :func:`console` makes it)."""
+    """Print the conditions, the estimand, the reproduction class, the contrasts and rliable's
+    aggregates (if any) and the tiers on ``out`` (stdout by default, as :func:`console` makes
+    it)."""
     out = out or console()
     # A table is laid out as a table (its title centred over it) even where text is not
     # wrapped: its width is the console's, which off a terminal fits every cell whole.
@@ -139,4 +183,6 @@ def print_tables(
     out.print(f"reproduction: [bold]{rep.verdict}[/bold] ({rep.reason})", highlight=False)
     if contrasts is not None:
         out.print(_contrasts(contrasts), soft_wrap=False)
+    for table in _rl_tables(rl) if rl is not None else []:
+        out.print(table, soft_wrap=False)
     out.print(_tiers(tiers), soft_wrap=False)

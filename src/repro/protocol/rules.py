@@ -1,7 +1,7 @@
 """The protocol's consistency rules: every check across its fields (matrix size, participants,
-seeding and its common random numbers, published figures, scoring's rules, contrasts) that no
-single field's constraint can state. ``repro study`` applies them before it freezes; ``repro
-verify`` applies them again to the bundle's protocol."""
+seeding and its common random numbers, published figures, scoring's rules, contrasts, rliable's
+aggregates) that no single field's constraint can state. ``repro study`` applies them before it
+freezes; ``repro verify`` applies them again to the bundle's protocol."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from repro.errors import BadInput
 from repro.models import Protocol
 from repro.plan.sealing import PARTICIPANT, conditions_of, slot_ids
 from repro.protocol.contrasts import contrast_problems
+from repro.protocol.rl_rules import rl_problems
 from repro.protocol.scoring_rules import scoring_problems
 
 __all__ = ["MAX_SLOTS", "check_consistency"]
@@ -119,5 +120,6 @@ def check_consistency(p: Protocol) -> None:
     problems += scoring_problems(p)
     if p.contrasts is not None:
         problems += contrast_problems(p, conditions_of(p))
+    problems += rl_problems(p)
     if problems:
         raise BadInput("protocol: " + "; ".join(problems))

@@ -36,6 +36,7 @@ from repro.models import (
     Partition,
     PartitionRef,
     Protocol,
+    RLAggregates,
     RunRecord,
     Scenario,
     Scores,
@@ -535,6 +536,8 @@ class Stored:
     report: bytes | None
     #: None too for a protocol that declares no contrasts.
     contrasts: ContrastsFile | None = None
+    #: None too for a protocol without an ``rl`` section.
+    rl: RLAggregates | None = None
 
 
 def _undeclared(read: BundleReader, name: str, code: str, what: str) -> None:
@@ -544,8 +547,9 @@ def _undeclared(read: BundleReader, name: str, code: str, what: str) -> None:
 
 
 def _stored(read: BundleReader) -> Stored:
-    """Parse every fixed payload file (and scores.json and contrasts.json, which only a scored
-    protocol and one that declares contrasts have)."""
+    """Parse every fixed payload file (and scores.json, contrasts.json and rl-aggregates.json,
+    which only a scored protocol, one that declares contrasts and one with an ``rl`` section
+    have)."""
     fp = read.json(layout.PROTOCOL, "frozen-protocol", FrozenProtocol)
     scored = fp is not None and fp.protocol.scoring is not None
     seal = read.json(layout.SEAL, "seal", Seal)
@@ -570,8 +574,17 @@ def _stored(read: BundleReader) -> Stored:
             "contrasts-without-contrasts",
             "contrasts of a protocol that declares none",
         )
+    with_rl = fp is not None and fp.protocol.rl is not None
+    rl = read.json(layout.RL_AGGREGATES, "rl-aggregates", RLAggregates) if with_rl else None
+    if not with_rl:
+        _undeclared(
+            read,
+            layout.RL_AGGREGATES,
+            "rl-aggregates-without-rl",
+            "rliable's aggregates of a protocol without an rl section",
+        )
     report = read.raw(layout.REPORT)
-    return Stored(fp, seal, ledger, aggregates, tiers, environment, scores, report, contrasts)
+    return Stored(fp, seal, ledger, aggregates, tiers, environment, scores, report, contrasts, rl)
 
 
 def _check_digests(fp: FrozenProtocol, seal: Seal, findings: list[Finding]) -> None:
@@ -716,6 +729,7 @@ def _compare_derived(read: BundleReader, stored: Stored, derived: Derived) -> No
         (layout.TIERS, derived.tiers, stored.tiers),
         (layout.SCORES, derived.scores, stored.scores),
         (layout.CONTRASTS, derived.contrasts, stored.contrasts),
+        (layout.RL_AGGREGATES, derived.rl, stored.rl),
     ]
     for name, expected, found in pairs:
         if expected is not None and found is not None:
@@ -733,18 +747,20 @@ def _compare_derived(read: BundleReader, stored: Stored, derived: Derived) -> No
 
 
 def _resamples_over(protocol: Protocol, limit: int) -> list[Finding]:
-    """Each bootstrap the protocol asks for (its intervals', its contrasts') past ``limit``
-    resamples: then nothing is re-derived."""
+    """Each bootstrap the protocol asks for (its intervals', its contrasts', that of rliable's
+    aggregates) past ``limit`` resamples: then nothing is re-derived."""
     over = []
-    interval = protocol.interval
-    if interval.method == "bootstrap" and interval.resamples > limit:
+    interval, rl = protocol.interval, protocol.rl
+    asked = [interval.resamples] if interval.method == "bootstrap" else []
+    asked += [rl.bootstrap.resamples] if rl is not None else []
+    if any(n > limit for n in asked):
         over.append(
             Finding(
                 "resamples-limit",
                 layout.PROTOCOL,
                 "bootstrap resamples over the limit max_resamples: aggregates not re-derived",
                 f"<= {limit}",
-                str(interval.resamples),
+                str(max(asked)),
             )
         )
     family = () if protocol.contrasts is None else protocol.contrasts.family

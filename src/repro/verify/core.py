@@ -46,6 +46,7 @@ from repro.models import (
     FrozenProtocol,
     Ledger,
     Partition,
+    RLAggregates,
     RunRecord,
     Scores,
     Seal,
@@ -149,6 +150,8 @@ class VerifiedBundle:
     _read: BundleReader
     #: None for a protocol that declares no contrasts.
     contrasts: ContrastsFile | None = None
+    #: None for a protocol without an ``rl`` section.
+    rl: RLAggregates | None = None
 
     def _failed(self, since: int) -> NotVerified:
         return NotVerified(list(self._read.findings[since:]) or [_changed(self.root)])
@@ -218,6 +221,7 @@ def open_verified(root: Path, limits: Limits = Limits()) -> VerifiedBundle:
         or digest is None
         or (s.protocol.protocol.scoring is not None and s.scores is None)
         or (s.protocol.protocol.contrasts is not None and s.contrasts is None)
+        or (s.protocol.protocol.rl is not None and s.rl is None)
     ):
         raise NotVerified([_changed(root)])
     return VerifiedBundle(
@@ -232,4 +236,5 @@ def open_verified(root: Path, limits: Limits = Limits()) -> VerifiedBundle:
         s.scores,
         done.read,
         s.contrasts,
+        s.rl,
     )

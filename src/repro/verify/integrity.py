@@ -19,8 +19,9 @@ _PAYLOAD = frozenset({*FIXED_PAYLOAD, CRATE})
 
 
 #: Payload files only some bundles have: scores.json, in a bundle of a protocol with scoring;
-#: contrasts.json, in one of a protocol that declares contrasts.
-_OPTIONAL_PAYLOAD = frozenset({layout.SCORES, layout.CONTRASTS})
+#: contrasts.json, in one of a protocol that declares contrasts; rl-aggregates.json, in one of
+#: a protocol with an ``rl`` section.
+_OPTIONAL_PAYLOAD = frozenset({layout.SCORES, layout.CONTRASTS, layout.RL_AGGREGATES})
 
 
 def _unsafe(path: str) -> str | None:

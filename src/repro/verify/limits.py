@@ -30,8 +30,9 @@ class Limits:
     max_depth: int = field(default=8, validator=ge(0))
     #: Nesting of arrays and objects in a JSON file (see :func:`repro.json.canonical.loads`).
     max_json_depth: int = field(default=canonical.MAX_DEPTH, validator=ge(1))
-    #: Bootstrap resamples verify recomputes (the protocol default is 9999); a protocol asking
-    #: for more is named and its aggregates are not re-derived.
+    #: Bootstrap resamples verify recomputes, of the intervals (the protocol default is 9999)
+    #: or of rliable's aggregates (``rl.bootstrap``); a protocol asking for more is named and
+    #: its aggregates are not re-derived.
     max_resamples: int = field(default=100_000, validator=ge(1))
     #: Bytes of a file verify holds whole to parse it: a tag file, or a payload file whose size
     #: does not grow with the runs (protocol, ledger, aggregates, tiers, ...). A larger one is

@@ -1,0 +1,160 @@
+"""What an ``rl`` section may ask of a protocol, and which condition is each participant's run on
+each task: one definition, read by the protocol's consistency rules (a section that does not fit
+the matrix is refused before anything is written) and by the derivation of rl-aggregates.json,
+in the study and in verify.
+
+The tasks are the levels of ``rl.task_factor``; the algorithms are the participants. Every
+other factor of the matrix must have one level, so that each (task, participant) is exactly one
+condition (:func:`task_conditions`): a factor of several levels would be neither a task nor an
+algorithm, and grouping or averaging over it would be a choice the protocol did not make.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from repro.models import RL, Condition, Level, Protocol
+
+__all__ = [
+    "MAX_RL_WORK",
+    "REPLICATE_COST",
+    "rl_problems",
+    "rl_work",
+    "task_conditions",
+    "tasks_of",
+]
+
+#: The most work the bootstraps of rl-aggregates.json may ask (:func:`rl_work`, in scores read):
+#: a bound on what verify recomputes, whatever a protocol asks, of about three minutes of one
+#: core (measured: some 0.2 microseconds a score, and 200 a replicate of rliable's four
+#: aggregates beyond its scores).
+MAX_RL_WORK = 10**9
+
+#: What one replicate of one bootstrap (a participant's statistics, its profile, a pair) costs
+#: beyond its scores, counted in scores: the calls into NumPy and SciPy it makes.
+REPLICATE_COST = 1000
+
+#: The seeds NumPy's legacy RandomState takes, which the ``rliable`` sampler draws from.
+_LEGACY_SEEDS = 2**32
+
+
+def tasks_of(p: Protocol, rl: RL) -> tuple[Level, ...]:
+    """The tasks: the levels of the task factor, in the matrix's order (none if it is not a
+    factor of the matrix, which the rules refuse)."""
+    return next((f.levels for f in p.matrix if f.name == rl.task_factor), ())
+
+
+def task_conditions(
+    rl: RL, tasks: Sequence[Level], participant: str, conditions: Sequence[Condition]
+) -> tuple[Condition, ...]:
+    """``participant``'s condition on each task, in the order of ``tasks``: the one condition of
+    the sealed ``conditions`` with that participant and that level of the task factor."""
+    by_task = {
+        c.factors[rl.task_factor]: c
+        for c in conditions
+        if c.participant == participant and rl.task_factor in c.factors
+    }
+    return tuple(by_task[task] for task in tasks)
+
+
+def rl_work(p: Protocol, rl: RL) -> int:
+    """An upper bound on the bootstraps' work, in scores read: in each replicate, every
+    participant's (runs x tasks) scores once for its statistics and once for each tau of its
+    profile, and both score matrices of each improvement pair, each of these bootstraps also
+    counting :data:`REPLICATE_COST`. (The runs are the protocol's runs per condition: the
+    complete replicates are at most that.)"""
+    scores = p.runs_per_condition * len(tasks_of(p, rl))
+    per_participant = (scores + REPLICATE_COST) if rl.statistics else 0
+    per_participant += (scores * len(rl.taus) + REPLICATE_COST) if rl.taus else 0
+    per_pair = 2 * scores + REPLICATE_COST
+    per_replicate = len(p.participants) * per_participant + len(rl.improvements) * per_pair
+    return rl.bootstrap.resamples * per_replicate
+
+
+def _matrix_problems(p: Protocol, rl: RL) -> list[str]:
+    """The task factor is a factor of the matrix; every other factor has one level."""
+    names = [f.name for f in p.matrix]
+    if rl.task_factor not in names:
+        return [f"unknown factor {rl.task_factor!r} @ $.rl.task_factor"]
+    return [
+        f"factor {f.name!r} has {len(f.levels)} levels: the tasks are the levels of "
+        f"{rl.task_factor!r} and the algorithms the participants, so every other factor must "
+        f"have one level @ $.matrix[{i}].levels"
+        for i, f in enumerate(p.matrix)
+        if f.name != rl.task_factor and len(f.levels) != 1
+    ]
+
+
+def _normalization_problems(rl: RL, tasks: Sequence[Level]) -> list[str]:
+    """None, or one scale per task, each with its low below its high."""
+    problems: list[str] = []
+    seen: list[Level] = []
+    for i, scale in enumerate(rl.normalization):
+        where = f"$.rl.normalization[{i}]"
+        if scale.task not in tasks:
+            problems.append(f"{scale.task!r} is not a level of {rl.task_factor!r} @ {where}.task")
+        elif scale.task in seen:
+            problems.append(f"task {scale.task!r} scaled twice @ {where}.task")
+        seen.append(scale.task)
+        if not scale.low < scale.high:
+            problems.append(f"low must be below high @ {where}")
+    missing = [t for t in tasks if t not in seen]
+    if rl.normalization and missing:
+        named = ", ".join(repr(t) for t in missing)
+        problems.append(
+            f"no scale for task(s) {named}: scale every task or none @ $.rl.normalization"
+        )
+    return problems
+
+
+def _estimate_problems(p: Protocol, rl: RL) -> list[str]:
+    """Each statistic asked once, gamma for the optimality gap only, each improvement of two
+    different participants asked once, finite taus, and something to derive."""
+    problems: list[str] = []
+    for i, name in enumerate(rl.statistics):
+        if rl.statistics.index(name) != i:
+            problems.append(f"statistic {name!r} asked twice @ $.rl.statistics[{i}]")
+    if rl.gamma != 1.0 and "optimality-gap" not in rl.statistics:
+        problems.append("gamma is the optimality gap's, which is not asked for @ $.rl.gamma")
+    participants = {q.id for q in p.participants}
+    pairs = [(pair.x, pair.y) for pair in rl.improvements]
+    for i, (x, y) in enumerate(pairs):
+        where = f"$.rl.improvements[{i}]"
+        for side, who in (("x", x), ("y", y)):
+            if who not in participants:
+                problems.append(f"unknown participant {who!r} @ {where}.{side}")
+        if x == y:
+            problems.append(f"an improvement compares two participants, not one @ {where}")
+        elif pairs.index((x, y)) != i:
+            problems.append(f"improvement of {x!r} over {y!r} asked twice @ {where}")
+    for i, tau in enumerate(rl.taus):
+        if not math.isfinite(tau):
+            problems.append(f"a tau must be finite @ $.rl.taus[{i}]")
+    if not (rl.statistics or rl.improvements or rl.taus):
+        problems.append("asks for no statistic, improvement or profile @ $.rl")
+    return problems
+
+
+def rl_problems(p: Protocol) -> list[str]:
+    """Every way the protocol's ``rl`` section does not fit its matrix and participants, each
+    with its JSON path."""
+    rl = p.rl
+    if rl is None:
+        return []
+    problems = _matrix_problems(p, rl)
+    problems += _normalization_problems(rl, tasks_of(p, rl))
+    problems += _estimate_problems(p, rl)
+    if rl.bootstrap.sampler == "rliable" and rl.bootstrap.seed >= _LEGACY_SEEDS:
+        problems.append(
+            "the rliable sampler's RandomState takes a seed below 2**32 @ $.rl.bootstrap.seed"
+        )
+    work = rl_work(p, rl)
+    if work > MAX_RL_WORK:
+        problems.append(
+            f"the bootstraps would read {work} scores (each resample: every participant's runs "
+            f"x tasks for its statistics and for each tau, both sides of each improvement, and "
+            f"{REPLICATE_COST} for each of these), over the limit of {MAX_RL_WORK} "
+            f"@ $.rl.bootstrap.resamples"
+        )
+    return problems
