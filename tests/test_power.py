@@ -603,6 +603,7 @@ class TestCommand:
             "outcome",
             "test",
             "largest_effect",
+            "decided_by",
         ]
         assert (first["outcome"], first["test"], first["largest_effect"]) == (
             "measure",
@@ -775,3 +776,28 @@ class TestRefusals:
         assert "push-left-not-worse" in said and "random-differs-on-cartpole" not in said
         said = self._refused(protocol, "--pilot", pilot, "--effect", "nan")
         assert "--effect must be a finite number" in said
+
+
+def test_a_bootstrap_contrast_is_planned_as_its_t_analogue(
+    tmp_path_factory: pytest.TempPathFactory, tmp_path: Path
+) -> None:
+    """A contrast that declares a seeded bootstrap is planned with its pairing's t, and the
+    plan says so: its text names the bootstrap that will decide it, and --json keeps both the
+    planned test and ``decided_by``; a t contrast has no ``decided_by``."""
+    data = json.loads((Path(__file__).parent / "data" / "bootstrap-contrasts.json").read_text())
+    pilot = study_once(tmp_path_factory, "bootstrap-pilot", data)
+    protocol = _protocol(tmp_path, data)
+    emitted = json.loads(_power(protocol, "--pilot", pilot, "--json").stdout)
+    by_id = {c["id"]: c for c in emitted["contrasts"]}
+    assert (
+        by_id["random-better-bootstrap"]["test"],
+        by_id["random-better-bootstrap"]["decided_by"],
+    ) == (
+        "paired-t",
+        "paired-bootstrap",
+    )
+    assert by_id["random-differs-unpaired-bootstrap"]["decided_by"] == "unpaired-bootstrap"
+    assert by_id["random-better-t"]["decided_by"] is None
+    text = _power(protocol, "--pilot", pilot).stdout
+    assert "random-better-bootstrap test: one-sided paired t" in text
+    assert "decided by a seeded percentile bootstrap (paired-bootstrap)" in text

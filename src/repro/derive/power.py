@@ -994,6 +994,10 @@ class ContrastPower:
     outcome: str = "measure"
     test: str = "paired-t"
     largest_effect: float | None = None
+    #: The test contrasts.json will name when it is not ``test``: a contrast that declares a
+    #: seeded bootstrap (``paired-bootstrap``, ``unpaired-bootstrap``) is planned as its t
+    #: analogue, ``test``.
+    decided_by: str | None = None
 
 
 @frozen
@@ -1029,6 +1033,14 @@ def _test(contrast: Contrast) -> str:
     if compares_rate(contrast):
         return "mcnemar-exact" if contrast.pairing == "paired" else "fisher-exact"
     return "paired-t" if contrast.pairing == "paired" else "welch-t"
+
+
+def _decided_by(contrast: Contrast) -> str | None:
+    """The bootstrap that decides ``contrast``, as contrasts.json names it, or None."""
+    spec = contrast.interval
+    if spec is None or spec.method != "bootstrap":
+        return None
+    return "paired-bootstrap" if contrast.pairing == "paired" else "unpaired-bootstrap"
 
 
 def _outcome(contrast: Contrast) -> str:
@@ -1508,6 +1520,7 @@ def power_plan(
                 ),
                 outcome=_outcome(contrast),
                 test=_test(contrast),
+                decided_by=_decided_by(contrast),
                 largest_effect=_largest_effect(contrast, estimate),
             )
         )
@@ -1637,7 +1650,13 @@ def _test_line(c: ContrastPower) -> str:
             f"most {_sd(c.largest_effect)} (the mean rate held)"
         )
     test = "paired t" if c.test == "paired-t" else "Welch t"
-    return f"{c.id} test: {tails} {test} {where}, df {_sd(u.df)}, se {_sd(u.se)}"
+    line = f"{c.id} test: {tails} {test} {where}, df {_sd(u.df)}, se {_sd(u.se)}"
+    if c.decided_by is not None:
+        line += (
+            f"; the contrast is decided by a seeded percentile bootstrap ({c.decided_by}), "
+            "planned here as its t analogue"
+        )
+    return line
 
 
 def _mde_lines(plan: PowerPlan, c: ContrastPower) -> list[str]:
