@@ -88,6 +88,7 @@ __all__ = [
     "holm",
     "measure_values",
     "null_boundary",
+    "outcome_name",
     "paired_bootstrap",
     "paired_sample",
     "paired_t",
@@ -432,7 +433,7 @@ def _values(contrast: Contrast, runs: RunTally, scores: Mapping[str, RunScore]) 
                 out[r] = score.category == contrast.category
         return out
 
-    return measures if _outcome(contrast) == "measure" else binary
+    return measures if outcome_name(contrast) == "measure" else binary
 
 
 def _once(values: Values) -> Values:
@@ -461,7 +462,7 @@ def _paired(
     assert not isinstance(matched, str), matched  # the protocol's rules refused it
     sample, incomplete = paired_sample(matched, values, replicates)
     sign = better_sign(contrast)
-    if _outcome(contrast) != "measure":
+    if outcome_name(contrast) != "measure":
         rows = [(bool(a), bool(b)) for _, a, b in sample]
         # Lower is better: a passing less often is a doing better, so b's rate comes first.
         rows = rows if sign > 0 else [(b, a) for a, b in rows]
@@ -486,7 +487,7 @@ def _unpaired(
     """The test of an unpaired contrast on the pooled runs of each group."""
     side_a, side_b = pooled(a, values), pooled(b, values)
     sign = better_sign(contrast)
-    if _outcome(contrast) != "measure":
+    if outcome_name(contrast) != "measure":
         xa, xb = [bool(v) for _, v in side_a], [bool(v) for _, v in side_b]
         return _binary(contrast, None, *((xa, xb) if sign > 0 else (xb, xa)))
     if contrast.cluster is not None:
@@ -498,8 +499,9 @@ def _unpaired(
     return test(contrast, [float(v) for _, v in side_a], [float(v) for _, v in side_b])
 
 
-def _outcome(contrast: Contrast) -> str:
-    """What a contrast compares, as contrasts.json names it."""
+def outcome_name(contrast: Contrast) -> str:
+    """What a contrast compares, as contrasts.json names it: ``measure``, ``check:ID`` or
+    ``category:NAME``."""
     if contrast.check is not None:
         return f"check:{contrast.check}"
     if contrast.category is not None:
@@ -539,7 +541,7 @@ def _result(
         p_adjusted=adjusted,
         verdict=outcome,
         reason=reason,
-        outcome=_outcome(contrast),
+        outcome=outcome_name(contrast),
         test=d.test,
         clusters=d.clusters,
         counts=d.counts,

@@ -98,6 +98,7 @@ from repro.derive.contrasts import (
     contrasts,
     measure_values,
     null_boundary,
+    outcome_name,
     paired_sample,
     pooled,
 )
@@ -1043,15 +1044,6 @@ def _decided_by(contrast: Contrast) -> str | None:
     return "paired-bootstrap" if contrast.pairing == "paired" else "unpaired-bootstrap"
 
 
-def _outcome(contrast: Contrast) -> str:
-    """What ``contrast`` compares, as contrasts.json names it."""
-    if contrast.check is not None:
-        return f"check:{contrast.check}"
-    if contrast.category is not None:
-        return f"category:{contrast.category}"
-    return "measure"
-
-
 def _test_sides(better: str, a: int, b: int) -> tuple[int, int]:
     """``a``'s and ``b``'s figures in the order a rate's test takes its groups, and back:
     ``b``'s first when lower is better (a passing less often is a doing better; the contrasts'
@@ -1128,7 +1120,7 @@ def _rate_problems(contrast: Contrast, pilot: PilotEstimate, where: str) -> list
     """Why the pilot's counts cannot plan a rate ``contrast``: no complete pair, or no
     discordant one (McNemar's test reads only those); an empty group, or every run of both
     groups alike (a mean rate of 0 or 1 leaves no room for a difference)."""
-    name, what = f"contrast {contrast.id!r}", _what(_outcome(contrast))
+    name, what = f"contrast {contrast.id!r}", _what(outcome_name(contrast))
     if contrast.pairing == "paired":
         if not pilot.pairs:
             return [
@@ -1518,7 +1510,7 @@ def power_plan(
                     if holm
                     else None
                 ),
-                outcome=_outcome(contrast),
+                outcome=outcome_name(contrast),
                 test=_test(contrast),
                 decided_by=_decided_by(contrast),
                 largest_effect=_largest_effect(contrast, estimate),
