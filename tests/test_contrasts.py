@@ -199,6 +199,27 @@ class TestStatistics:
         assert [shuffled[order.index(i)] for i in range(len(p_values))] == adjusted
 
 
+def _assert_forgery_named(bundle: Path, tmp_path: Path, path: tuple[Any, ...], value: Any) -> None:
+    """Edit contrasts.json of a copy of ``bundle`` at ``path`` to ``value``, regenerate both
+    manifests, and assert that verify names the file as a re-derived value that differs."""
+    from repro.json import canonical
+
+    root = tmp_path / "forged"
+    shutil.copytree(bundle, root)
+    target = root / "data" / "contrasts.json"
+    data = json.loads(target.read_bytes())
+    node = data
+    for key in path[:-1]:
+        node = node[key]
+    node[path[-1]] = value
+    target.write_bytes(canonical.dumps(data))
+    reseal(root)
+    findings = verify(root)
+    assert any(
+        f.code == "rederived-differs" and f.file == "data/contrasts.json" for f in findings
+    ), [f.as_dict() for f in findings]
+
+
 class TestTheBundle:
     """contrasts.json in a real study: written, decided as the runs say, re-derived by verify."""
 
@@ -271,22 +292,7 @@ class TestTheBundle:
     ) -> None:
         """A verdict, p-value or interval edited in contrasts.json, with both manifests
         regenerated, is named by verify as a re-derived value that differs there."""
-        root = tmp_path / "forged"
-        shutil.copytree(contrasted, root)
-        target = root / "data" / "contrasts.json"
-        data = json.loads(target.read_bytes())
-        node = data
-        for key in path[:-1]:
-            node = node[key]
-        node[path[-1]] = value
-        from repro.json import canonical
-
-        target.write_bytes(canonical.dumps(data))
-        reseal(root)
-        findings = verify(root)
-        assert any(
-            f.code == "rederived-differs" and f.file == "data/contrasts.json" for f in findings
-        ), [f.as_dict() for f in findings]
+        _assert_forgery_named(contrasted, tmp_path, path, value)
 
     def test_contrasts_without_declared_contrasts_are_named(
         self, small_bundle: Path, contrasted: Path, tmp_path: Path
@@ -857,22 +863,7 @@ class TestBootstrap:
         """A bootstrap contrast's interval, method, p-value, standard error or test edited in
         contrasts.json, both manifests regenerated, is named by verify as a re-derived value
         that differs."""
-        from repro.json import canonical
-
-        root = tmp_path / "forged"
-        shutil.copytree(bootstrapped, root)
-        target = root / "data" / "contrasts.json"
-        data = json.loads(target.read_bytes())
-        node = data["contrasts"][index]
-        for k in key[:-1]:
-            node = node[k]
-        node[key[-1]] = value
-        target.write_bytes(canonical.dumps(data))
-        reseal(root)
-        findings = verify(root)
-        assert any(
-            f.code == "rederived-differs" and f.file == "data/contrasts.json" for f in findings
-        ), [f.as_dict() for f in findings]
+        _assert_forgery_named(bootstrapped, tmp_path, ("contrasts", index, *key), value)
 
     def test_resamples_past_verify_s_limit_are_named(self, bootstrapped: Path) -> None:
         """A contrast asking for more bootstrap resamples than verify's max_resamples is named

@@ -56,6 +56,16 @@ def _small(runs: int) -> dict[str, Any]:
     return data
 
 
+def _cli_study(protocol: Path, out: Path) -> Path:
+    """``repro study PROTOCOL --out OUT`` through the CLI on csle-cyborg and the shared
+    scenario files; its exit code must be 0."""
+    result = runner.invoke(
+        app, ["study", str(protocol), "--out", str(out), "--option", f"scenario_dir={SCENARIO}"]
+    )
+    assert result.exit_code == 0, result.output
+    return out
+
+
 def _json(bundle: Path, name: str) -> Any:
     return json.loads((bundle / "data" / name).read_text())
 
@@ -64,11 +74,7 @@ def _json(bundle: Path, name: str) -> Any:
 def reduced_bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The reduced protocol in protocols/, run once through the CLI."""
     out = tmp_path_factory.mktemp("cage2") / "bundle"
-    result = runner.invoke(
-        app, ["study", str(REDUCED), "--out", str(out), "--option", f"scenario_dir={SCENARIO}"]
-    )
-    assert result.exit_code == 0, result.output
-    return out
+    return _cli_study(REDUCED, out)
 
 
 class TestReplay:
@@ -153,11 +159,7 @@ class TestReducedStudy:
 def per_run_bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The per-run protocol in protocols/, run once serially through the CLI."""
     out = tmp_path_factory.mktemp("cage2-per-run") / "bundle"
-    result = runner.invoke(
-        app, ["study", str(PER_RUN), "--out", str(out), "--option", f"scenario_dir={SCENARIO}"]
-    )
-    assert result.exit_code == 0, result.output
-    return out
+    return _cli_study(PER_RUN, out)
 
 
 class TestPerRunStudy:
@@ -480,11 +482,7 @@ SLEEP_CELLS = {30: -27.0, 50: -46.0, 100: -92.0}
 def react_bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The reduced sleeper-versus-React-Restore protocol in protocols/, through the CLI."""
     out = tmp_path_factory.mktemp("cage2-react") / "bundle"
-    result = runner.invoke(
-        app, ["study", str(REACT), "--out", str(out), "--option", f"scenario_dir={SCENARIO}"]
-    )
-    assert result.exit_code == 0, result.output
-    return out
+    return _cli_study(REACT, out)
 
 
 def _react(
