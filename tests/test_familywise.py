@@ -296,6 +296,16 @@ class TestLevels:
         assert iv.halfwidth == pytest.approx(half, rel=1e-12)
         assert (iv.low + iv.high) / 2 == pytest.approx(3.0, rel=1e-15)
 
+    def test_a_bootstrap_is_not_recomputed(self) -> None:
+        """A bootstrap interval has no quantile to recompute it at another level by: the
+        recomputation refuses it (the consistency rules refuse the protocol before that)."""
+        with pytest.raises(ValueError, match="bootstrap"):
+            stats.mean_interval_at(1.0, 1.0, 10, "bootstrap", 0.99)
+        with pytest.raises(ValueError, match="bootstrap"):
+            stats.estimand_interval_at(
+                [1.0], [1.0], [10], "sum-of-condition-means", "bootstrap", 0.99
+            )
+
     @settings(max_examples=40, deadline=None)
     @given(
         st.lists(st.lists(st.floats(-1e4, 1e4), min_size=2, max_size=40), min_size=1, max_size=4),
