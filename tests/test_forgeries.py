@@ -13,10 +13,11 @@ from typing import Any
 
 import pytest
 
-from conftest import PAIRED, SMALL, run_study, study_once
+from conftest import PAIRED, PUBLISHED, SMALL, run_study, study_once
 from forge import forge, forge_plan, rederive, reseal
 from guarantees import record
 from repro.json.canonical import dumps as canonical_bytes
+from repro.json.canonical import sha256_hex
 from repro.plan.sealing import derive_seed
 from repro.verify import Finding, verify
 
@@ -425,3 +426,115 @@ class TestDerivedFiles:
         path.write_text(path.read_text("utf-8") + "\nAll claims verified by hand.\n", "utf-8")
         reseal(root)
         _caught(root, "report-differs")
+
+
+#: The published protocol under the family-wise criterion: its estimand's intervals still
+#: exclude each other's point estimates at the family-wise level, so its class is failed.
+FAMILYWISE_PUBLISHED: dict[str, Any] = {
+    **PUBLISHED,
+    "id": "small-familywise",
+    "criteria": {"bounded": "familywise-interval-containment"},
+}
+
+
+@pytest.fixture(scope="module")
+def familywise_bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A real bundle of :data:`FAMILYWISE_PUBLISHED`, made once; copy it before changing it."""
+    return study_once(tmp_path_factory, "familywise", FAMILYWISE_PUBLISHED)
+
+
+def _edit_tiers(root: Path, edit: Callable[[dict[str, Any]], None]) -> None:
+    path = root / "data/tiers.json"
+    tiers = json.loads(path.read_bytes())
+    edit(tiers)
+    path.write_bytes(canonical_bytes(tiers))
+
+
+class TestReproductionCriterion:
+    """The reproduction class is re-derived under the criterion the sealed protocol names
+    (``repro.derive.reproduction.reproduction``); the criterion is part of what the seal
+    digests."""
+
+    def test_a_familywise_verdict_upgraded(self, familywise_bundle: Path, tmp_path: Path) -> None:
+        """A failed family-wise class made bounded in tiers.json, with more checks claimed (so
+        wider intervals) and every check passing: the verdict and the levels are named."""
+        root = _copy(familywise_bundle, tmp_path)
+        stored = json.loads((root / "data/tiers.json").read_bytes())["reproduction"]
+        assert stored["verdict"] == "failed" and stored["familywise"]["checks"] == 5
+
+        def edit(tiers: dict[str, Any]) -> None:
+            rep = tiers["reproduction"]
+            rep["verdict"] = "bounded"
+            rep["familywise"] = {"checks": 50, "observed_level": 0.999, "published_level": 0.999}
+            for figure in rep["figures"]:
+                for key in (
+                    "observed_interval_contains_published",
+                    "published_interval_contains_observed",
+                ):
+                    if figure[key] is not None:
+                        figure[key] = True
+
+        _edit_tiers(root, edit)
+        reseal(root)
+        findings = _caught(root, "rederived-differs")
+        paths = {f.location.path for f in findings if f.code == "rederived-differs"}
+        assert "$.reproduction.verdict" in paths
+        assert "$.reproduction.familywise.checks" in paths
+
+    def test_a_familywise_verdict_with_its_levels_dropped(
+        self, familywise_bundle: Path, tmp_path: Path
+    ) -> None:
+        """A family-wise class passed off as the default rule's (its levels and rescaled
+        intervals removed from tiers.json): named."""
+        root = _copy(familywise_bundle, tmp_path)
+
+        def edit(tiers: dict[str, Any]) -> None:
+            rep = tiers["reproduction"]
+            del rep["familywise"]
+            for figure in rep["figures"]:
+                figure.pop("familywise_observed_interval", None)
+                figure.pop("familywise_published_halfwidth", None)
+
+        _edit_tiers(root, edit)
+        reseal(root)
+        findings = _caught(root, "rederived-differs")
+        paths = {f.location.path for f in findings if f.code == "rederived-differs"}
+        assert "$.reproduction.familywise" in paths
+
+    def test_the_criterion_switched_after_the_runs(
+        self, published_bundle: Path, tmp_path: Path
+    ) -> None:
+        """The family-wise criterion written into a default bundle's protocol after its runs,
+        with the protocol's digest recomputed and every derived file re-derived under it (a
+        class chosen after seeing the runs): the seal, written before the runs, names another
+        protocol."""
+        root = _copy(published_bundle, tmp_path)
+        path = root / "data/protocol.json"
+        frozen = json.loads(path.read_bytes())
+        frozen["protocol"]["criteria"]["bounded"] = "familywise-interval-containment"
+        frozen["sha256"] = sha256_hex(canonical_bytes(frozen["protocol"]))
+        path.write_bytes(canonical_bytes(frozen))
+        rederive(root)
+        assert b"familywise" in (root / "data/tiers.json").read_bytes()
+        findings = _caught(root, "seal-protocol-digest")
+        assert "protocol-digest" not in _codes(findings)
+
+    def test_the_criterion_put_beside_a_bootstrap_interval(self, tmp_path: Path) -> None:
+        """The family-wise criterion written into the protocol of a bundle whose intervals are
+        bootstraps (which the criterion cannot recompute at another level), the digest
+        recomputed: verify applies the protocol's consistency rules again and names it, and
+        re-derives nothing."""
+        protocol = {
+            **PUBLISHED,
+            "id": "small-bootstrap",
+            "interval": {"method": "bootstrap", "level": 0.95, "resamples": 100},
+        }
+        root = run_study(_written(tmp_path, protocol), tmp_path / "bundle")
+        path = root / "data/protocol.json"
+        frozen = json.loads(path.read_bytes())
+        frozen["protocol"]["criteria"]["bounded"] = "familywise-interval-containment"
+        frozen["sha256"] = sha256_hex(canonical_bytes(frozen["protocol"]))
+        path.write_bytes(canonical_bytes(frozen))
+        reseal(root)
+        findings = _caught(root, "protocol-inconsistent")
+        assert any("$.interval.method" in f.found for f in findings)

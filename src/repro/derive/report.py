@@ -10,6 +10,7 @@ from repro.derive.figures import FigureRow, figures
 from repro.models import (
     Aggregates,
     ContrastsFile,
+    FamilywiseLevels,
     FigureComparison,
     FrozenProtocol,
     Ledger,
@@ -56,25 +57,34 @@ def _claim(agg: Aggregates, tiers: Tiers, rows: Sequence[FigureRow]) -> list[str
         lines.append(f"{valid} of {total} scheduled runs ended valid; the estimand is undefined.")
     lines += ["", f"Reproduction class: **{rep.verdict}** ({rep.reason})."]
     if rep.figures:
-        lines += ["", *_figures(rep.figures, rows)]
+        lines += ["", *_figures(rep.figures, rows, rep.familywise)]
     return lines
 
 
-def _figures(compared: Sequence[FigureComparison], rows: Sequence[FigureRow]) -> list[str]:
+def _figures(
+    compared: Sequence[FigureComparison],
+    rows: Sequence[FigureRow],
+    familywise: FamilywiseLevels | None,
+) -> list[str]:
     """The table of published figures against the observed ones; a condition's mean is named
-    with its label."""
+    with its label, and each check with its interval's level under the family-wise
+    criterion."""
     lines = [
         "| figure | published | observed | observed, rounded | equal "
         "| observed - published | intervals |",
         "|---|---|---|---|---|---|---|",
     ]
     labels = {f"{r.key} mean": f"{r.key} mean ({r.label})" for r in rows}
+    published, observed = "published", "observed"
+    if familywise is not None:
+        published = f"published at {familywise.published_level:.6g}"
+        observed = f"observed at {familywise.observed_level:.6g}"
     for f in compared:
         checks = [
             f"{label}: {'yes' if ok else 'no'}"
             for label, ok in (
-                ("published contains observed", f.published_interval_contains_observed),
-                ("observed contains published", f.observed_interval_contains_published),
+                (f"{published} contains observed", f.published_interval_contains_observed),
+                (f"{observed} contains published", f.observed_interval_contains_published),
             )
             if ok is not None
         ]

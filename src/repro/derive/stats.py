@@ -14,7 +14,15 @@ from typing import Any, Literal
 
 from repro.models import Estimand, IntervalMethod, IntervalValue
 
-__all__ = ["Summary", "estimand_interval", "mean_interval", "normal_quantile", "summarize"]
+__all__ = [
+    "Summary",
+    "estimand_interval",
+    "estimand_interval_at",
+    "mean_interval",
+    "mean_interval_at",
+    "normal_quantile",
+    "summarize",
+]
 
 Method = IntervalMethod
 
@@ -59,10 +67,34 @@ def _t(level: float, df: float) -> float:
     return float(sps.t.ppf(0.5 + level / 2, df))
 
 
+def _quantile(method: Method, level: float, df: float) -> float:
+    """The normal or t quantile of a two-sided interval at ``level`` (t on ``df`` degrees of
+    freedom; infinitely many are the normal's)."""
+    if method == "bootstrap":
+        # The consistency rules refuse what would ask for this (repro.protocol.rules).
+        raise ValueError("a bootstrap interval has no quantile to recompute it by")
+    return normal_quantile(level) if method == "normal" or math.isinf(df) else _t(level, df)
+
+
 def _symmetric(method: Method, level: float, center: float, half: float) -> IntervalValue:
     return IntervalValue(
         method=method, level=level, low=center - half, high=center + half, halfwidth=half
     )
+
+
+def _estimand_moments(
+    means: Sequence[float], variances: Sequence[float], ns: Sequence[int], kind: Estimand
+) -> tuple[float, float, float]:
+    """Value, standard error and Welch-Satterthwaite degrees of freedom of the estimand, from
+    each condition's mean, variance and n (each n at least 2)."""
+    parts = [v / n for v, n in zip(variances, ns, strict=True)]
+    total = math.fsum(means)
+    se = math.sqrt(math.fsum(parts))
+    if kind == "mean-of-condition-means":
+        total, se = total / len(means), se / len(means)
+    denominator = math.fsum(p * p / (n - 1) for p, n in zip(parts, ns, strict=True))
+    df = math.fsum(parts) ** 2 / denominator if denominator > 0 else math.inf
+    return total, se, df
 
 
 def _bootstrap(
@@ -105,12 +137,18 @@ def mean_interval(
     """Interval for one condition's mean; None with fewer than two values."""
     if s.var is None or s.mean is None:
         return None
+    if method == "bootstrap":
+        return _bootstrap([s.values], "sum", level, resamples, seed)
     se = math.sqrt(s.var / s.n)
-    if method == "normal":
-        return _symmetric(method, level, s.mean, normal_quantile(level) * se)
-    if method == "t":
-        return _symmetric(method, level, s.mean, _t(level, s.n - 1) * se)
-    return _bootstrap([s.values], "sum", level, resamples, seed)
+    return _symmetric(method, level, s.mean, _quantile(method, level, s.n - 1) * se)
+
+
+def mean_interval_at(mean: float, sd: float, n: int, method: Method, level: float) -> IntervalValue:
+    """A condition's interval at ``level`` from its figures in aggregates.json (mean, sd and
+    valid n, at least 2), by :func:`mean_interval`'s normal or t rule: what the family-wise
+    reproduction criterion checks. A bootstrap cannot be recomputed from them (ValueError)."""
+    se = math.sqrt(sd * sd / n)
+    return _symmetric(method, level, mean, _quantile(method, level, n - 1) * se)
 
 
 def estimand_interval(
@@ -127,22 +165,30 @@ def estimand_interval(
     uses Welch-Satterthwaite degrees of freedom. Undefined (None) when any condition lacks two
     valid values.
     """
-    if not summaries or any(s.var is None or s.mean is None for s in summaries):
+    defined = [(s.mean, s.var) for s in summaries if s.mean is not None and s.var is not None]
+    if not summaries or len(defined) < len(summaries):
         return None, None, None
-    k = len(summaries)
-    parts = [s.var / s.n for s in summaries]  # type: ignore[operator]
-    total = math.fsum(s.mean for s in summaries)  # type: ignore[misc]
-    se = math.sqrt(math.fsum(parts))
-    if kind == "mean-of-condition-means":
-        total, se = total / k, se / k
-    if method == "normal":
-        interval = _symmetric(method, level, total, normal_quantile(level) * se)
-    elif method == "t":
-        denominator = math.fsum(p * p / (s.n - 1) for p, s in zip(parts, summaries, strict=True))
-        df = math.fsum(parts) ** 2 / denominator if denominator > 0 else math.inf
-        half = (normal_quantile(level) if math.isinf(df) else _t(level, df)) * se
-        interval = _symmetric(method, level, total, half)
-    else:
+    means, variances = [m for m, _ in defined], [v for _, v in defined]
+    total, se, df = _estimand_moments(means, variances, [s.n for s in summaries], kind)
+    if method == "bootstrap":
         combine: Literal["sum", "mean"] = "sum" if kind == "sum-of-condition-means" else "mean"
         interval = _bootstrap([s.values for s in summaries], combine, level, resamples, seed)
+    else:
+        interval = _symmetric(method, level, total, _quantile(method, level, df) * se)
     return total, se, interval
+
+
+def estimand_interval_at(
+    means: Sequence[float],
+    sds: Sequence[float],
+    ns: Sequence[int],
+    kind: Estimand,
+    method: Method,
+    level: float,
+) -> IntervalValue:
+    """The estimand's interval at ``level`` from every condition's figures in aggregates.json
+    (mean, sd and valid n, each n at least 2), by :func:`estimand_interval`'s normal or t rule
+    (the t on Welch-Satterthwaite degrees of freedom): what the family-wise reproduction
+    criterion checks. A bootstrap cannot be recomputed from them (ValueError)."""
+    total, se, df = _estimand_moments(means, [sd * sd for sd in sds], ns, kind)
+    return _symmetric(method, level, total, _quantile(method, level, df) * se)

@@ -10,7 +10,7 @@ from typing import Any, Literal, get_args
 from attrs import field, frozen
 from attrs.validators import optional
 
-from repro.models.constraints import SHA256
+from repro.models.constraints import OMIT_IF_DEFAULT, SHA256
 from repro.models.protocol import (
     Citation,
     Disagreement,
@@ -38,6 +38,7 @@ __all__ = [
     "ContrastVerdict",
     "ContrastsFile",
     "EstimandValue",
+    "FamilywiseLevels",
     "FigureComparison",
     "GateResult",
     "IntervalValue",
@@ -132,7 +133,11 @@ class Tier:
 
 @frozen
 class FigureComparison:
-    """One published figure against its observed counterpart."""
+    """One published figure against its observed counterpart. The two containment checks are
+    None where unavailable (no published half-width, no observed interval); under the
+    family-wise criterion they are of the intervals at the family-wise level, which are then
+    recorded: ``familywise_observed_interval`` (recomputed from aggregates.json) and
+    ``familywise_published_halfwidth`` (rescaled), each where its check is available."""
 
     figure: str
     published: float
@@ -141,15 +146,34 @@ class FigureComparison:
     equal_at_precision: bool
     published_interval_contains_observed: bool | None
     observed_interval_contains_published: bool | None
+    familywise_observed_interval: IntervalValue | None = field(
+        default=None, metadata=OMIT_IF_DEFAULT
+    )
+    familywise_published_halfwidth: float | None = field(default=None, metadata=OMIT_IF_DEFAULT)
+
+
+@frozen
+class FamilywiseLevels:
+    """The family-wise criterion's levels: ``checks`` containment checks were available, and
+    each interval was taken at ``1 - (1 - L) / checks``: ``observed_level`` for the observed
+    intervals (L the protocol's ``interval.level``), ``published_level`` for the published
+    half-widths (L the ``published.level``)."""
+
+    checks: int
+    observed_level: float
+    published_level: float
 
 
 @frozen
 class Reproduction:
-    """The reproduction class and the figure-by-figure comparison behind it."""
+    """The reproduction class and the figure-by-figure comparison behind it; ``familywise``
+    holds the levels the family-wise criterion used (absent under the default criterion, and
+    where no containment check is available)."""
 
     verdict: Literal["exact", "bounded", "failed", "unavailable"]
     reason: str
     figures: tuple[FigureComparison, ...]
+    familywise: FamilywiseLevels | None = field(default=None, metadata=OMIT_IF_DEFAULT)
 
 
 @frozen

@@ -31,6 +31,7 @@ __all__ = [
     "MIN_CONTRAST_RESAMPLES",
     "RL",
     "AdapterSpec",
+    "BoundedCriterion",
     "BreadthGate",
     "Check",
     "Citation",
@@ -242,14 +243,39 @@ class Published:
     estimand: PublishedEstimand | None = None
 
 
+BoundedCriterion = Literal["mutual-interval-containment", "familywise-interval-containment"]
+"""The rule that tells a bounded reproduction from a failed one (:class:`Criteria`)."""
+
+
 @frozen
 class Criteria:
-    """The reproduction criteria, named so that a bundle records which rule classified it."""
+    """The reproduction criteria, named so that a bundle records which rule classified it.
+
+    ``exact``: every published figure equals the observed one at the published precision.
+    Otherwise the containment checks decide: each observed interval (a condition's mean, the
+    estimand's value) contains its published value, and each published half-width's interval
+    contains the observed value. The class is bounded when every available check holds, failed
+    otherwise; ``bounded`` says at which level each interval is taken:
+
+    - ``mutual-interval-containment`` (the default): at its own level, ``interval.level`` for
+      the observed intervals, ``published.level`` for the published half-widths. With many
+      figures this fails honest reproductions by chance: of ten independent checks at 95%, at
+      least one fails about 40% of the time when nothing is wrong.
+    - ``familywise-interval-containment``: the checks' family-wise error is controlled
+      (Bonferroni). With K the number of checks available (a published half-width given, an
+      observed interval defined), every interval is taken at ``1 - (1 - L) / K``, where L is
+      its own level. The observed intervals are recomputed at that level from aggregates.json
+      (mean, sd, valid n) by the protocol's ``interval.method``, which must then be ``normal``
+      or ``t`` (a bootstrap is refused). The published half-widths are rescaled as a normal
+      interval's would be, ``halfwidth * z(1 - a'/2) / z(1 - a/2)`` with a and a' one minus
+      the levels: an assumption, since a publication says "95% confidence intervals" and
+      rarely how they were made. tiers.json records K, both levels and each rescaled
+      interval."""
 
     exact: Literal["all-published-figures-at-published-precision"] = (
         "all-published-figures-at-published-precision"
     )
-    bounded: Literal["mutual-interval-containment"] = "mutual-interval-containment"
+    bounded: BoundedCriterion = "mutual-interval-containment"
 
 
 @frozen

@@ -1,12 +1,14 @@
 """The protocol's consistency rules: every check across its fields (matrix size, participants,
-seeding and its common random numbers, published figures, scoring's rules, contrasts, rliable's
-aggregates) that no single field's constraint can state. ``repro study`` applies them before it
-freezes; ``repro verify`` applies them again to the bundle's protocol."""
+seeding and its common random numbers, published figures and the criteria that judge them,
+scoring's rules, contrasts, rliable's aggregates) that no single field's constraint can state.
+``repro study`` applies them before it freezes; ``repro verify`` applies them again to the
+bundle's protocol."""
 
 from __future__ import annotations
 
 import math
 
+from repro.derive.reproduction import FAMILYWISE
 from repro.errors import BadInput
 from repro.models import Protocol
 from repro.plan.sealing import PARTICIPANT, conditions_of, slot_ids
@@ -86,6 +88,14 @@ def check_consistency(p: Protocol) -> None:
         problems.append("minimum is greater than maximum @ $.measure")
     if p.interval.method == "bootstrap" and p.interval.resamples < 100:
         problems.append("a bootstrap needs at least 100 resamples @ $.interval.resamples")
+    if p.interval.method == "bootstrap" and p.criteria.bounded == FAMILYWISE:
+        # The criterion recomputes each observed interval at the family-wise level from
+        # aggregates.json, which a bootstrap's resamples are not in.
+        problems.append(
+            f"criteria.bounded {FAMILYWISE} recomputes the observed intervals at the "
+            "family-wise level, which a bootstrap interval cannot be: use normal or t "
+            "@ $.interval.method"
+        )
     # One string per slot of the plan: expanded only when there is an exclusion to look up.
     valid_slots = set(slot_ids(p)) if p.exclusions else set()
     seen: set[str] = set()
