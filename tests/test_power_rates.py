@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import assume, given, settings
+from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
@@ -105,7 +105,9 @@ def _fisher_brute(
         for y in range(n_b + 1):
             table = [[x, n_a - x], [y, n_b - y]]
             if sps.fisher_exact(table, alternative=alternative).pvalue < alpha:
-                hits.append(sps.binom.pmf(x, n_a, rate_a) * sps.binom.pmf(y, n_b, rate_b))
+                # logpmf: SciPy's binom.pmf raises at p = 2.2250738585072014e-308.
+                pmf_x = math.exp(sps.binom.logpmf(x, n_a, rate_a))
+                hits.append(pmf_x * math.exp(sps.binom.logpmf(y, n_b, rate_b)))
     return math.fsum(hits)
 
 
@@ -127,12 +129,21 @@ class TestExactPower:
 
     @settings(max_examples=30, deadline=None)
     @given(st.integers(0, 16), st.integers(0, 16), st.floats(0, 1), st.floats(0, 1), ALPHAS, SIDES)
+    # The smallest normal float, where SciPy's binom.pmf raises OverflowError.
+    @example(0, 4, 0.0, 2.2250738585072014e-308, 0.125, "one-sided")
     def test_fisher_is_the_enumeration_of_every_table(
         self, n_a: int, n_b: int, rate_a: float, rate_b: float, alpha: float, sided: Sidedness
     ) -> None:
         ours = fisher_power(n_a, n_b, rate_a, rate_b, alpha, sided)
         reference = _fisher_brute(n_a, n_b, rate_a, rate_b, alpha, sided)
         assert ours == pytest.approx(reference, rel=1e-10, abs=1e-13)
+
+    def test_a_discordance_of_the_smallest_normal_float(self) -> None:
+        """McNemar's power at a discordance of 2.2250738585072014e-308 (where SciPy's
+        binom.pmf raises) is computed: almost no pair is discordant, so the test almost never
+        rejects."""
+        tiny = 2.2250738585072014e-308
+        assert 0.0 <= mcnemar_power(10, tiny, 0.0, 0.05, "one-sided") < 1e-300
 
     def test_the_size_is_at_most_alpha(self) -> None:
         """With no effect an exact test rejects at most at its level (McNemar: q = 1/2 at
