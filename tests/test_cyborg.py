@@ -66,6 +66,18 @@ def _cli_study(protocol: Path, out: Path) -> Path:
     return out
 
 
+def _verify_without_cyborg(bundle: Path) -> subprocess.CompletedProcess[str]:
+    """``repro verify BUNDLE`` in a process where neither CybORG distribution can be imported;
+    its exit code must be 0."""
+    code = (
+        "import sys; sys.modules['csle_cyborg'] = None; sys.modules['CybORG'] = None\n"
+        "from repro.cli.app import main; sys.argv = ['repro', 'verify', sys.argv[1]]; main()"
+    )
+    done = subprocess.run([sys.executable, "-c", code, str(bundle)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    return done
+
+
 def _json(bundle: Path, name: str) -> Any:
     return json.loads((bundle / "data" / name).read_text())
 
@@ -106,14 +118,7 @@ class TestReducedStudy:
         """A copied bundle verifies in a process where CybORG cannot be imported."""
         copy_ = tmp_path / "copy"
         shutil.copytree(reduced_bundle, copy_)
-        code = (
-            "import sys; sys.modules['csle_cyborg'] = None; sys.modules['CybORG'] = None\n"
-            "from repro.cli.app import main; sys.argv = ['repro', 'verify', sys.argv[1]]; main()"
-        )
-        done = subprocess.run(
-            [sys.executable, "-c", code, str(copy_)], capture_output=True, text=True
-        )
-        assert done.returncode == 0, done.stderr
+        done = _verify_without_cyborg(copy_)
         assert "verifies" in done.stdout
 
     def test_tier_verdicts(self, reduced_bundle: Path) -> None:
@@ -783,14 +788,7 @@ class TestCCSHeuristic:
         outside the published total's narrow interval)."""
         copy_ = tmp_path / "copy"
         shutil.copytree(heuristic_reduced, copy_)
-        code = (
-            "import sys; sys.modules['csle_cyborg'] = None; sys.modules['CybORG'] = None\n"
-            "from repro.cli.app import main; sys.argv = ['repro', 'verify', sys.argv[1]]; main()"
-        )
-        done = subprocess.run(
-            [sys.executable, "-c", code, str(copy_)], capture_output=True, text=True
-        )
-        assert done.returncode == 0, done.stderr
+        _verify_without_cyborg(copy_)
         assert _json(copy_, "tiers.json")["reproduction"]["verdict"] == "failed"
 
     @needs_upstream

@@ -450,6 +450,15 @@ def _edit_tiers(root: Path, edit: Callable[[dict[str, Any]], None]) -> None:
     path.write_bytes(canonical_bytes(tiers))
 
 
+def _switch_to_familywise(root: Path) -> None:
+    """Write the family-wise criterion into the bundle's protocol, its digest recomputed."""
+    path = root / "data/protocol.json"
+    frozen = json.loads(path.read_bytes())
+    frozen["protocol"]["criteria"]["bounded"] = "familywise-interval-containment"
+    frozen["sha256"] = sha256_hex(canonical_bytes(frozen["protocol"]))
+    path.write_bytes(canonical_bytes(frozen))
+
+
 class TestReproductionCriterion:
     """The reproduction class is re-derived under the criterion the sealed protocol names
     (``repro.derive.reproduction.reproduction``); the criterion is part of what the seal
@@ -509,11 +518,7 @@ class TestReproductionCriterion:
         class chosen after seeing the runs): the seal, written before the runs, names another
         protocol."""
         root = _copy(published_bundle, tmp_path)
-        path = root / "data/protocol.json"
-        frozen = json.loads(path.read_bytes())
-        frozen["protocol"]["criteria"]["bounded"] = "familywise-interval-containment"
-        frozen["sha256"] = sha256_hex(canonical_bytes(frozen["protocol"]))
-        path.write_bytes(canonical_bytes(frozen))
+        _switch_to_familywise(root)
         rederive(root)
         assert b"familywise" in (root / "data/tiers.json").read_bytes()
         findings = _caught(root, "seal-protocol-digest")
@@ -530,11 +535,7 @@ class TestReproductionCriterion:
             "interval": {"method": "bootstrap", "level": 0.95, "resamples": 100},
         }
         root = run_study(_written(tmp_path, protocol), tmp_path / "bundle")
-        path = root / "data/protocol.json"
-        frozen = json.loads(path.read_bytes())
-        frozen["protocol"]["criteria"]["bounded"] = "familywise-interval-containment"
-        frozen["sha256"] = sha256_hex(canonical_bytes(frozen["protocol"]))
-        path.write_bytes(canonical_bytes(frozen))
+        _switch_to_familywise(root)
         reseal(root)
         findings = _caught(root, "protocol-inconsistent")
         assert any("$.interval.method" in f.found for f in findings)
