@@ -87,6 +87,14 @@ EXITS: dict[str, tuple[tuple[int | str, str], ...]] = {
         (EXIT_VERIFY_FAILED, "differs (each differing field named)"),
         (EXIT_BAD_INPUT, "the bundle does not verify, an unknown slot, or other simulator sources"),
     ),
+    "audit": (
+        (EXIT_OK, "every re-executed slot byte-identical, every chained state matched"),
+        (EXIT_VERIFY_FAILED, "a slot differs or a kept state does not chain (each named)"),
+        (
+            EXIT_BAD_INPUT,
+            "the bundle does not verify, a bad --sample, or other simulator sources",
+        ),
+    ),
     "publish": (
         (EXIT_OK, "written"),
         (EXIT_VERIFY_FAILED, "does not verify or a gate fails (nothing written)"),
@@ -546,12 +554,123 @@ def replay(
             if result.from_checkpoint
             else "replayed alone from its seed"
         )
+        if result.kept_before is not None:
+            how += f" (the state kept before {result.kept_before})"
         for difference in result.differences:
             _err().print(f"DIFF {difference}", highlight=False, markup=False)
         verdict = "byte-identical" if result.identical else "differs"
         print(f"{result.slot}: {how}; {result.attempts} attempt(s); {verdict}")
     if not result.identical:
         raise typer.Exit(EXIT_VERIFY_FAILED)
+
+
+@_command(app, "audit")
+def audit(
+    bundle: Annotated[Path, typer.Argument(help="Bundle directory (it must verify).")],
+    sample: Annotated[
+        int | None,
+        typer.Option(
+            "--sample",
+            help="Re-execute N slots, drawn without replacement from the slots that ran by a "
+            "generator seeded with the bundle's sha256 (the same N slots for everyone).",
+            show_default=False,
+        ),
+    ] = None,
+    every_slot: Annotated[
+        bool, typer.Option("--all", help="Re-execute every slot that ran.")
+    ] = False,
+    option: Annotated[
+        list[str] | None, typer.Option("--option", help="Adapter option KEY=VALUE (repeatable).")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+    show_traceback: Annotated[
+        bool,
+        typer.Option(
+            "--traceback",
+            help="Print the traceback of every exception the adapter raises to stderr "
+            "(on this terminal only: no bundle ever keeps one).",
+        ),
+    ] = False,
+    sources: Annotated[
+        Path | None,
+        typer.Option(
+            "--sources",
+            help="The directory the study's protocol file was in, as for replay "
+            "[default: the current directory].",
+            show_default=False,
+        ),
+    ] = None,
+) -> None:
+    """Re-execute a sample of the bundle's slots (or --all) and compare them byte for byte.
+
+    The simulator must pin what the bundle's ledger pins, as for replay. In stream mode each
+    drawn slot is re-executed from the nearest kept generator state before it, through the
+    next kept state, which must match (chaining). A clean sample of N bounds the fraction of
+    slots that could differ: at 95%, 1 - 0.05^(1/N) (4.95% for N = 59)."""
+    import attrs
+
+    from repro.execute.audit import audit as audit_bundle
+
+    if (sample is None) == (not every_slot):
+        raise _fail(BadInput("give exactly one of --sample N and --all")) from None
+    try:
+        result = audit_bundle(bundle, sample, _options(option or []), show_traceback, sources)
+    except BadInput as exc:
+        raise _fail(exc) from None
+    except NotVerified as exc:  # a file changed after the bundle verified
+        _print_findings(bundle, exc.findings)
+        raise typer.Exit(exit_code(exc)) from None
+    if as_json:
+        extra = {
+            "identical": result.identical,
+            "attempts": result.attempts,
+            "excluded_fraction": result.excluded_fraction,
+        }
+        print(json.dumps(attrs.asdict(result) | extra, indent=2))
+    else:
+        _print_audit(result)
+    if not result.identical:
+        raise typer.Exit(EXIT_VERIFY_FAILED)
+
+
+def _print_audit(result: Any) -> None:
+    """The audit's lines: what was drawn, what was re-executed, what matched, what it bounds."""
+    for slot in result.slots:
+        for difference in slot.differences:
+            _err().print(f"DIFF {difference}", highlight=False, markup=False)
+    for link in result.chained:
+        if not link.matched:
+            _err().print(
+                f"CHAIN {link.partition}: the state re-executed up to {link.before} is not the "
+                "one the bundle keeps there",
+                highlight=False,
+                markup=False,
+            )
+    drawn = len(result.sampled)
+    how = (
+        f"every one of the {result.population} slot(s) that ran"
+        if drawn >= result.population
+        else f"{drawn} of the {result.population} slot(s) that ran, drawn from the bundle's "
+        f"sha256 {result.bundle_sha256[:12]}..."
+    )
+    differing = sum(1 for s in result.slots if s.differences)
+    broken = sum(1 for c in result.chained if not c.matched)
+    print(f"audit: {how}")
+    print(
+        f"re-executed {len(result.slots)} slot(s), {result.attempts} attempt(s): "
+        f"{len(result.slots) - differing} byte-identical, {differing} differ; "
+        f"{len(result.chained)} kept state(s) chained, {broken} broken"
+    )
+    fraction = result.excluded_fraction
+    if not result.identical:
+        print("audit: FAILED")
+    elif fraction is None:
+        print("audit: clean; every slot that ran was re-executed")
+    else:
+        print(
+            f"audit: clean; at 95%, it excludes that {fraction:.2%} or more of the slots that "
+            "ran differ from what this simulator gives"
+        )
 
 
 @_command(app, "publish")

@@ -22,7 +22,7 @@ import collections
 import queue
 import threading
 from collections.abc import Callable
-from typing import Literal
+from typing import Any, Literal
 
 from repro.bundle import layout
 from repro.bundle.writer import BundleWriter
@@ -30,7 +30,7 @@ from repro.derive.tally import SlotEnd
 from repro.execute.attempts import SlotsResult, Workload, run_slots, write_times
 from repro.execute.worker import Cancelled, Worker
 from repro.models import Partition, PlanEntry, RunRecord
-from repro.plan.streams import checkpoint_of
+from repro.plan.streams import checkpoint_of, checkpoint_slots, checkpoint_spacing
 
 __all__ = ["run_on_local_workers"]
 
@@ -146,8 +146,17 @@ def _serve_partitions(
             part = running.partition
             condition = work.conditions[part.condition]
             state = worker.stream_state
-            if state is not None:  # stream mode (one worker): where replay of it starts
-                writer.model(layout.checkpoint_file(part.id), checkpoint_of(part.id, state))
+            # Stream mode (one worker): the states replay and audit start from, the one when
+            # the partition begins and one before every ``every``-th slot after it.
+            every = checkpoint_spacing(protocol)
+            kept = set(checkpoint_slots(part.entries, every)) if state is not None else set()
+            later: list[tuple[str, Any]] = []
+
+            def keep(entry: PlanEntry) -> None:
+                if entry.slot in kept:
+                    assert worker.stream_state is not None
+                    later.append((entry.slot, worker.stream_state))
+
             with writer.lines(layout.runs_file(part.id)) as emit:
                 slots = iter(running.next_slot, None)
                 own = run_slots(
@@ -158,6 +167,7 @@ def _serve_partitions(
                     slots,
                     emit,
                     _reporter(events, part.condition),
+                    keep,
                 )
                 records, contract, times = list(own.records), own.contract, list(own.times)
                 # Nothing is taken once the owner has no slot left to start.
@@ -169,6 +179,9 @@ def _serve_partitions(
                     records += taken.result.records
                     times += taken.result.times
                     contract = contract or taken.result.contract
+            if state is not None:
+                checkpoint = checkpoint_of(part.id, state, every, later)
+                writer.model(layout.checkpoint_file(part.id), checkpoint)
             write_times(writer, part.id, times)
             results[running.index] = SlotsResult(tuple(records), contract, tuple(times))
         while not cancel.is_set() and (took := pool.take_slots()) is not None:

@@ -53,7 +53,9 @@ from repro.models.derived import (
 from repro.models.environment import BackendName, Environment
 from repro.models.plan import Condition, Partition, PartitionRef, PlanEntry, Seal
 from repro.models.protocol import (
+    CHECKPOINT_EVERY,
     DEFAULT_OPEN_TIMEOUT_SECONDS,
+    MAX_CHECKPOINTS,
     MAX_RESAMPLES,
     MAX_TAUS,
     MIN_CONTRAST_RESAMPLES,
@@ -111,10 +113,13 @@ from repro.models.run import (
     HarnessFacts,
     RunRecord,
     RunStatus,
+    SlotState,
 )
 
 __all__ = [
+    "CHECKPOINT_EVERY",
     "DEFAULT_OPEN_TIMEOUT_SECONDS",
+    "MAX_CHECKPOINTS",
     "LOSS_OUTCOMES",
     "MAX_LOST_OPENS",
     "MAX_OUTCOME_BYTES",
@@ -206,6 +211,7 @@ __all__ = [
     "Scoring",
     "Seal",
     "Seeding",
+    "SlotState",
     "SeedingMode",
     "Source",
     "Stratum",
