@@ -28,9 +28,18 @@ from repro.models import (
     RunRecord,
     Seal,
 )
-from repro.plan.sealing import partition_ref
+from repro.plan.sealing import partition_ref, sources_sha256
 
-__all__ = ["edit_records", "forge", "forge_plan", "rederive", "reseal", "retag", "sha256"]
+__all__ = [
+    "edit_records",
+    "forge",
+    "forge_ledger",
+    "forge_plan",
+    "rederive",
+    "reseal",
+    "retag",
+    "sha256",
+]
 
 T = TypeVar("T")
 
@@ -155,4 +164,20 @@ def forge_plan(root: Path, edit: Callable[[str, list[dict[str, Any]]], None]) ->
     plain = unstructure(seal)
     plain["partitions"] = refs
     (root / "data/plans/seal.json").write_bytes(canonical.dumps(plain))
+    rederive(root)
+
+
+def forge_ledger(root: Path, edit: Callable[[list[dict[str, Any]]], None]) -> None:
+    """Apply ``edit`` to the ledger's pinned sources of the bundle at ``root`` (a list of plain
+    dicts, changed in place), write the seal's digest of the sources anew, then re-derive every
+    derived file and regenerate both manifests (:func:`rederive`): the pins a forger with repro
+    at hand would record for another simulator."""
+    path = root / "data/source-ledger.json"
+    ledger = canonical.loads(path.read_bytes(), what="ledger")
+    edit(ledger["sources"])
+    facts = structure(ledger, Ledger, what="ledger")
+    path.write_bytes(to_bytes(facts))
+    seal = unstructure(_model(root, "data/plans/seal.json", Seal))
+    seal["sources_sha256"] = sources_sha256(facts.sources)
+    (root / "data/plans/seal.json").write_bytes(canonical.dumps(seal))
     rederive(root)

@@ -93,6 +93,15 @@ from repro.adapters.base import (
     package_source,
     pinned_target_source,
 )
+from repro.derive.pins import (
+    SCENARIO_PINS,
+    SCENARIO_ROLE,
+    TREE_PIN,
+    TREE_ROLE,
+    agent_role,
+    cyborg_problems,
+    refuse_pin_problems,
+)
 from repro.errors import BadInput, RunFailed, install_hint
 from repro.json.canonical import json_path
 from repro.models import SHA256_HEX, AdapterFacts, Condition, PlanEntry, Protocol, Source
@@ -116,8 +125,8 @@ FEEDS = ("challenge-wrapper", "blue-steps", "reset-true-state")
 _WRAPPER = "challenge-wrapper"
 _OPTIONS = {"backend", "scenario_sha256", "simulator_tree_sha256"}
 _CLI_OPTIONS = {"backend", "scenario_dir"}
-_PINS = "$.adapter.options.scenario_sha256"
-_TREE = "$.adapter.options.simulator_tree_sha256"
+_PINS = SCENARIO_PINS
+_TREE = TREE_PIN
 _IMAGE = re.compile(r"^images/[^/\\]+\.yaml$")
 _SB3 = "stable_baselines3"
 
@@ -352,7 +361,7 @@ def simulator_tree_source(package_dir: Path, name: str) -> Source:
         total += len(data)
     lines.sort(key=lambda line: line.split(" ", 2)[2])
     digest = hashlib.sha256("".join(lines).encode()).hexdigest()
-    return Source(kind="directory", role="simulator tree", name=name, sha256=digest, size=total)
+    return Source(kind="directory", role=TREE_ROLE, name=name, sha256=digest, size=total)
 
 
 def _check_inside(directory: Path, files: Mapping[str, Path], where: str) -> None:
@@ -466,28 +475,11 @@ class CybORGAdapter:
             )
         _check_inside(directory, files, where)
         sources: list[Source] = [
-            file_source("scenario", name, path.read_bytes()) for name, path in files.items()
+            file_source(SCENARIO_ROLE, name, path.read_bytes()) for name, path in files.items()
         ]
-        if settings.pins:
-            pinned = {s.name: s.sha256 for s in sources}
-            for name in sorted(set(settings.pins) | set(pinned)):
-                if settings.pins.get(name) != pinned.get(name):
-                    at = json_path(_PINS, name) if name in settings.pins else _PINS
-                    raise BadInput(
-                        f"protocol: scenario file {name} is pinned at "
-                        f"{settings.pins.get(name, 'nothing')} "
-                        f"but is {pinned.get(name, 'missing')} @ {at}"
-                    )
         sources.append(package_source("simulator", backend.distribution))
         if settings.tree is not None:
-            tree = simulator_tree_source(backend.package_dir, backend.package_dir.name)
-            if tree.sha256 != settings.tree:
-                raise BadInput(
-                    f"protocol: the simulator's tree ({backend.distribution}, "
-                    f"{backend.package_dir}) is pinned at {settings.tree} but is {tree.sha256}: "
-                    f"another simulator, or another commit of it @ {_TREE}"
-                )
-            sources.append(tree)
+            sources.append(simulator_tree_source(backend.package_dir, backend.package_dir.name))
         for key in ("Main", "ChallengeWrapper", *RED_AGENTS):
             sources.append(module_file_source(f"simulator {key}", backend.modules[key]))
         if any(p.kind == "shipped" for p in protocol.participants):
@@ -498,7 +490,7 @@ class CybORGAdapter:
             if participant.kind == "agent_class":
                 where = f"$.participants[{i}].params"
                 sources.append(
-                    pinned_target_source(f"blue agent {participant.id}", participant.params, where)
+                    pinned_target_source(agent_role(participant.id), participant.params, where)
                 )
                 agent = import_target(participant.params["target"], f"{where}.target")
                 if not (
@@ -512,6 +504,15 @@ class CybORGAdapter:
                         "without arguments, with get_action(observation, action_space) and "
                         f"end_episode() @ {where}.target"
                     )
+        # Every pin against what was found: the rule verify applies again to the bundle's
+        # protocol and ledger.
+        refuse_pin_problems(
+            cyborg_problems(protocol, sources),
+            {
+                _TREE: f" ({backend.distribution}, {backend.package_dir}): another simulator, "
+                "or another commit of it"
+            },
+        )
         yaml = _yaml()
         try:
             scenario = resolve_scenario(directory)

@@ -48,6 +48,7 @@ from repro.adapters.base import (
     package_source,
     pinned_target_source,
 )
+from repro.derive.pins import gymnasium_problems, policy_role, refuse_pin_problems
 from repro.errors import BadInput, RunFailed
 from repro.json.canonical import json_path
 from repro.models import AdapterFacts, Condition, Participant, PlanEntry, Protocol, Source
@@ -121,7 +122,7 @@ class _PolicyError(Exception):
 def _check_callable(participant: str, params: Mapping[str, Any], where: str) -> Source:
     """Pin a ``callable`` participant's module and check that its target can be called as the
     protocol says: ``(observation, rng, **arguments)``, or ``(rng, **arguments)`` for a factory."""
-    source = pinned_target_source(f"policy {participant}", params, f"{where}.params")
+    source = pinned_target_source(policy_role(participant), params, f"{where}.params")
     factory = params.get("factory", False)
     if not isinstance(factory, bool):
         raise BadInput(f"protocol: factory must be true or false @ {where}.params.factory")
@@ -235,6 +236,8 @@ class GymnasiumAdapter:
                         )
             if participant.kind == "callable":
                 sources.append(_check_callable(participant.id, participant.params, where))
+        # The rule verify applies again to the bundle's protocol and ledger.
+        refuse_pin_problems(gymnasium_problems(protocol, sources))
         facts = AdapterFacts(
             name=self.name,
             version=importlib.metadata.version("gymnasium"),

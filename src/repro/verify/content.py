@@ -17,6 +17,7 @@ from repro.bundle.layout import CRATE
 from repro.derive.crate import ActionFacts, CrateBuilder
 from repro.derive.derivation import Derived, derive
 from repro.derive.disclosure import FileHits
+from repro.derive.pins import ledger_problems
 from repro.derive.scenarios import by_condition
 from repro.derive.tally import Attempt, RunTally, attempt_id, merge, runs, tally
 from repro.derive.tiers import contract_digests
@@ -647,6 +648,23 @@ def _check_digests(fp: FrozenProtocol, seal: Seal, findings: list[Finding]) -> N
         )
 
 
+def _pin_findings(protocol: Protocol, ledger: Ledger) -> list[Finding]:
+    """Each pin of the protocol that the ledger's sources do not record
+    (:func:`repro.derive.pins.ledger_problems`, the rule the adapter's freeze applied); none
+    for an adapter without a rule there (a third party's: its pins are not checked)."""
+    return [
+        Finding(
+            "ledger-pin",
+            layout.LEDGER,
+            f"{problem.what}: the ledger does not record the pin of {layout.PROTOCOL} "
+            f"@ $.protocol{problem.path[1:]}",
+            problem.expected,
+            problem.found,
+        )
+        for problem in ledger_problems(protocol, ledger.sources) or []
+    ]
+
+
 def _crate_check(stored: Stored, fp: FrozenProtocol, seal: Seal) -> _CrateCheck | None:
     """The crate's re-derivation, made as the partitions are read; None without the ledger and
     the environment it describes."""
@@ -838,6 +856,8 @@ def check_content(read: BundleReader, limits: Limits) -> Stored:
         return stored
     _check_digests(fp, seal, read.findings)
     protocol = fp.protocol
+    if ledger is not None:
+        read.findings.extend(_pin_findings(protocol, ledger))
     checks = _RecordChecks(
         contract_digests(ledger) if ledger is not None else {},
         by_condition(protocol, seal.conditions),
