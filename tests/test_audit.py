@@ -65,7 +65,9 @@ class TestSample:
         size=st.integers(1, 60),
         n=st.integers(1, 80),
     )
-    def test_a_sample_is_distinct_sorted_and_repeatable(self, digest: str, size: int, n: int) -> None:
+    def test_a_sample_is_distinct_sorted_and_repeatable(
+        self, digest: str, size: int, n: int
+    ) -> None:
         """Any identity draws min(n, population) distinct slots of the population, in sealed
         order, and draws the same ones again."""
         population = [f"c00-r{i:04d}" for i in range(size)]
@@ -237,7 +239,9 @@ class TestForgeries:
         broken = [(c["partition"], c["before"]) for c in found["chained"] if not c["matched"]]
         assert broken == [("c00", "c00-r0003"), ("c00", "c00-r0006")]
 
-    def test_a_kept_state_moved_is_named_by_verify(self, stream_bundle: Path, tmp_path: Path) -> None:
+    def test_a_kept_state_moved_is_named_by_verify(
+        self, stream_bundle: Path, tmp_path: Path
+    ) -> None:
         """A checkpoint whose later states are not before the slots its spacing names, or whose
         spacing is not the protocol's, is a finding of verify itself."""
         root = _copy(stream_bundle, tmp_path)

@@ -114,7 +114,14 @@ class TestReplay:
         checkpoint, or the next partition's first): 17 links, none broken."""
         result = runner.invoke(
             app,
-            ["audit", str(reduced_bundle), "--all", "--json", "--option", f"scenario_dir={SCENARIO}"],
+            [
+                "audit",
+                str(reduced_bundle),
+                "--all",
+                "--json",
+                "--option",
+                f"scenario_dir={SCENARIO}",
+            ],
         )
         assert result.exit_code == 0, result.output
         found = json.loads(result.stdout)

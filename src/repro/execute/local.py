@@ -29,7 +29,7 @@ from repro.bundle.writer import BundleWriter
 from repro.derive.tally import SlotEnd
 from repro.execute.attempts import SlotsResult, Workload, run_slots, write_times
 from repro.execute.worker import Cancelled, Worker
-from repro.models import Partition, PlanEntry, RunRecord
+from repro.models import Partition, PlanEntry, Protocol, RunRecord
 from repro.plan.streams import checkpoint_of, checkpoint_slots, checkpoint_spacing
 
 __all__ = ["run_on_local_workers"]
@@ -146,17 +146,7 @@ def _serve_partitions(
             part = running.partition
             condition = work.conditions[part.condition]
             state = worker.stream_state
-            # Stream mode (one worker): the states replay and audit start from, the one when
-            # the partition begins and one before every ``every``-th slot after it.
-            every = checkpoint_spacing(protocol)
-            kept = set(checkpoint_slots(part.entries, every)) if state is not None else set()
-            later: list[tuple[str, Any]] = []
-
-            def keep(entry: PlanEntry) -> None:
-                if entry.slot in kept:
-                    assert worker.stream_state is not None
-                    later.append((entry.slot, worker.stream_state))
-
+            keep = _Keeper(worker, part, protocol) if state is not None else None
             with writer.lines(layout.runs_file(part.id)) as emit:
                 slots = iter(running.next_slot, None)
                 own = run_slots(
@@ -179,8 +169,8 @@ def _serve_partitions(
                     records += taken.result.records
                     times += taken.result.times
                     contract = contract or taken.result.contract
-            if state is not None:
-                checkpoint = checkpoint_of(part.id, state, every, later)
+            if keep is not None and state is not None:
+                checkpoint = checkpoint_of(part.id, state, keep.every, keep.later)
                 writer.model(layout.checkpoint_file(part.id), checkpoint)
             write_times(writer, part.id, times)
             results[running.index] = SlotsResult(tuple(records), contract, tuple(times))
@@ -200,6 +190,22 @@ def _serve_partitions(
     finally:
         worker.stop()
         events.put(("exit",))
+
+
+class _Keeper:
+    """Stream mode (one worker): the states replay and audit start from, besides the one when
+    the partition begins: the worker's stream before every ``every``-th slot after it."""
+
+    def __init__(self, worker: Worker, partition: Partition, protocol: Protocol) -> None:
+        self._worker = worker
+        self.every = checkpoint_spacing(protocol)
+        self._kept = set(checkpoint_slots(partition.entries, self.every))
+        self.later: list[tuple[str, Any]] = []
+
+    def __call__(self, entry: PlanEntry) -> None:
+        state = self._worker.stream_state
+        if entry.slot in self._kept and state is not None:
+            self.later.append((entry.slot, state))
 
 
 def _reporter(events: queue.SimpleQueue[_Event], condition: str) -> Callable[[SlotEnd], None]:

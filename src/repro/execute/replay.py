@@ -204,9 +204,7 @@ def run_stretch(
     attempts: dict[str, int] = {}
     facts = prepared.frozen.facts
     for entry in entries:
-        found = list(
-            run_slot(entry, protocol, facts, session.digest, session.attempt, scenario)
-        )
+        found = list(run_slot(entry, protocol, facts, session.digest, session.attempt, scenario))
         differences[entry.slot] = _differences(entry.slot, bundled.get(entry.slot, []), found)
         attempts[entry.slot] = len(found)
     if close_first:
