@@ -379,6 +379,7 @@ def sign_statement(root: Path, statement: dict[str, Any], key_path: Path, kind: 
     ``root/signatures/<key>.<kind>.dsse.json``, atomically, mode 0600; return its path. Signing
     again with the same key writes the same bytes and changes nothing; a different envelope by
     the same key for the same kind is refused, never replaced. Raises :class:`BadInput`."""
+    from repro.derive.disclosure import scan_hits
     from repro.verify.walk import bundle_sha256
 
     if _statement_kind(statement) != kind:
@@ -396,6 +397,10 @@ def sign_statement(root: Path, statement: dict[str, Any], key_path: Path, kind: 
     key = load_signing_key(key_path)
     data = envelope_bytes(statement, key)
     name = layout.signature_file(_digits(key.public.fingerprint), kind)
+    hits = scan_hits(name, canonical.dumps(statement, newline=False))
+    if hits.count:
+        kinds = ", ".join(sorted(hits.kinds))
+        raise BadInput(f"the statement discloses what no bundle file may ({kinds}) @ payload $")
     return _write_signature(root, name, data)
 
 

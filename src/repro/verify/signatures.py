@@ -59,6 +59,8 @@ def _read(
     """The envelope in ``name``, or None with a finding: past the size limit (not read), or not
     an envelope repro reads."""
     from repro.bundle.signatures import parse_envelope
+    from repro.derive.disclosure import scan_hits
+    from repro.verify.content import disclosure_findings
 
     if size > limits.max_signature_bytes:
         findings.append(
@@ -86,7 +88,7 @@ def _read(
         )
         return None
     try:
-        return parse_envelope(name, data)
+        signed = parse_envelope(name, data)
     except BadInput as exc:
         findings.append(
             _finding(
@@ -98,6 +100,9 @@ def _read(
             )
         )
         return None
+    # The statement is what a reader sees, as the bundle's files are: it discloses nothing.
+    findings.extend(disclosure_findings(scan_hits(name, signed.envelope.payload)))
+    return signed
 
 
 def _expected_predicate(stored: Stored | None) -> dict[str, object] | None:
