@@ -505,7 +505,8 @@ def verify(
     digest = None if findings else bundle_sha256(bundle)
     if as_json:
         report = _verify_report(findings, digest)
-        report["signatures"] = [s.as_dict() for s in done.signatures]
+        if done.signatures or keys:  # a bundle without signatures reports as it always did
+            report["signatures"] = [s.as_dict() for s in done.signatures]
         print(json.dumps(report, indent=2))
     elif findings:
         _print_findings(bundle, findings)
