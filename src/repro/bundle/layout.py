@@ -7,6 +7,7 @@ It imports nothing else of repro at run time, so every layer may read it."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
@@ -30,16 +31,19 @@ __all__ = [
     "RL_AGGREGATES",
     "SCORES",
     "SEAL",
+    "SIGNATURES",
     "TAGMANIFEST",
     "TAG_FILES",
     "TIERS",
     "checkpoint_file",
     "is_derivation_input",
     "is_partitioned",
+    "is_signature",
     "partition_files",
     "payload_files",
     "plan_file",
     "runs_file",
+    "signature_file",
     "times_file",
 ]
 
@@ -68,6 +72,12 @@ SEAL = "data/plans/seal.json"
 CRATE = "data/ro-crate-metadata.json"
 #: The payload files every bundle has besides the crate, the seal and those of the partitions.
 FIXED_PAYLOAD = (PROTOCOL, LEDGER, AGGREGATES, TIERS, ENVIRONMENT, REPORT)
+#: The tag directory of signed attestations, beside the bag and outside every manifest (a
+#: signature cannot be inside what it signs): ``signatures/<key>.<kind>.dsse.json``.
+SIGNATURES = "signatures/"
+#: A signature file's name: the first 12 hex digits of its key's SHA256 fingerprint, and the
+#: kind of statement it signs (``bundle``, ``audit``).
+_SIGNATURE = re.compile(r"^signatures/([0-9a-f]{12})\.([a-z][a-z0-9-]{0,31})\.dsse\.json$")
 #: The payload directories whose files the seal's partitions name (and the seal itself).
 PARTITIONED = ("data/plans/", "data/runs/", "data/times/")
 
@@ -110,6 +120,22 @@ def payload_files(frozen_protocol: FrozenProtocol, partitions: Iterable[str]) ->
     for partition in partitions:
         names += partition_files(partition, p.seeding.mode == "stream")
     return sorted(names)
+
+
+def signature_file(key: str, kind: str) -> str:
+    """signatures/<key>.<kind>.dsse.json: the DSSE envelope by the key whose fingerprint begins
+    with the 12 hex digits ``key``, over a statement of ``kind``."""
+    name = f"{SIGNATURES}{key}.{kind}.dsse.json"
+    if not _SIGNATURE.match(name):
+        raise ValueError(f"not a signature file name: {name!r}")
+    return name
+
+
+def is_signature(name: str) -> tuple[str, str] | None:
+    """The key digits and the kind a signature file's name gives, or None when ``name`` is no
+    signature file's."""
+    match = _SIGNATURE.match(name)
+    return None if match is None else (match.group(1), match.group(2))
 
 
 def is_partitioned(name: str) -> bool:

@@ -43,6 +43,7 @@ if TYPE_CHECKING:
 
     from rich.console import Console
 
+    from repro.bundle.signatures import PublicKey
     from repro.models import Aggregates, Condition, Ledger, Protocol
     from repro.verify import Finding
 
@@ -78,9 +79,17 @@ EXITS: dict[str, tuple[tuple[int | str, str], ...]] = {
         (_SIGNALLED, "stopped by signal N, 130 for SIGINT (OUT is incomplete)"),
     ),
     "verify": (
-        (EXIT_OK, "verifies"),
-        (EXIT_VERIFY_FAILED, "findings (each named)"),
-        (EXIT_BAD_INPUT, "not a bundle"),
+        (EXIT_OK, "verifies (and with --trusted-key, every signature checks)"),
+        (EXIT_VERIFY_FAILED, "findings (each named), a signature's among them"),
+        (EXIT_BAD_INPUT, "not a bundle, or a --trusted-key that is not an Ed25519 public key"),
+    ),
+    "sign": (
+        (EXIT_OK, "signed (or already signed by this key: the same bytes)"),
+        (
+            EXIT_BAD_INPUT,
+            "not a bundle, a bundle that does not verify, a key that is not an Ed25519 private "
+            "key or cannot be read, or another signature by this key already there",
+        ),
     ),
     "replay": (
         (EXIT_OK, "byte-identical"),
@@ -478,18 +487,35 @@ def _print_findings(bundle: Path, findings: Sequence[Finding]) -> None:
 def verify(
     bundle: Annotated[Path, typer.Argument(help="Bundle directory.")],
     as_json: Annotated[bool, typer.Option("--json", help="Print findings as JSON.")] = False,
+    trusted_key: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--trusted-key",
+            help="An Ed25519 public key you trust (OpenSSH .pub or PEM; repeatable): every "
+            "signature in the bundle's signatures/ must be by one of them and check against the "
+            "bundle as it is, and one at least must be there.",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
-    """Check a bundle offline: integrity, strict parse and schema, joins, re-derivations."""
-    from repro.verify import bundle_sha256
-    from repro.verify import verify as verify_bundle
+    """Check a bundle offline: integrity, strict parse and schema, joins, re-derivations, and
+    with --trusted-key its signatures.
+
+    Without a trusted key each signature is listed by its key's fingerprint as not checked."""
+    from repro.verify import bundle_sha256, verification
 
     try:
-        findings = verify_bundle(bundle)
+        keys = _trusted_keys(trusted_key or [])
+        done = verification(bundle, keys)
     except BadInput as exc:
         raise _fail(exc) from None
+    findings = done.findings
     digest = None if findings else bundle_sha256(bundle)
     if as_json:
-        print(json.dumps(_verify_report(findings, digest), indent=2))
+        report = _verify_report(findings, digest)
+        if done.signatures or keys:  # a bundle without signatures reports as it always did
+            report["signatures"] = [s.as_dict() for s in done.signatures]
+        print(json.dumps(report, indent=2))
     elif findings:
         _print_findings(bundle, findings)
     else:
@@ -499,8 +525,55 @@ def verify(
         # What was verified, by its identity: compare it with a published digest to know that
         # the files no re-derivation covers (environment.json, bag-info.txt) are the originals.
         print(f"bundle sha256: {digest}")
+        for s in done.signatures:
+            said = "not checked" if s.status == "not-checked" else f"{s.kind} statement verified"
+            print(f"signature {s.file}: key {s.keyid} {said}")
     if findings:
         raise typer.Exit(EXIT_VERIFY_FAILED)
+
+
+def _trusted_keys(paths: Sequence[Path]) -> list[PublicKey]:
+    """The public keys of ``--trusted-key``, each once."""
+    if not paths:
+        return []
+    from repro.bundle.signatures import load_public_key
+
+    keys: dict[str, PublicKey] = {}
+    for path in paths:
+        key = load_public_key(path)
+        keys.setdefault(key.fingerprint, key)
+    return list(keys.values())
+
+
+@_command(app, "sign")
+def sign(
+    bundle: Annotated[Path, typer.Argument(help="Bundle directory (it must verify).")],
+    key: Annotated[
+        Path,
+        typer.Option(
+            "--key",
+            help="Ed25519 private key: OpenSSH (ssh-keygen -t ed25519 -f repro-key -N '') or "
+            "PEM (openssl genpkey -algorithm ed25519); an encrypted one's passphrase is read "
+            "from REPRO_KEY_PASSPHRASE.",
+            show_default=False,
+        ),
+    ],
+) -> None:
+    """Sign what a verified bundle claims: an in-toto statement in a DSSE envelope, written
+    beside the bag as signatures/<key>.bundle.dsse.json.
+
+    Its subject is the bundle's sha256 (so every file is covered); its predicate the protocol,
+    the reproduction class, the estimand with its interval, the contrasts' verdicts and repro's
+    version. Several signatures (the author's, a reviewer's) sit side by side; check them with
+    repro verify --trusted-key."""
+    from repro.bundle.signatures import load_signing_key, sign_bundle
+
+    try:
+        signing = load_signing_key(key)
+        path = sign_bundle(bundle, key)
+    except BadInput as exc:
+        raise _fail(exc) from None
+    print(f"signed {bundle}: wrote {path} (key {signing.public.fingerprint})")
 
 
 @_command(app, "replay")

@@ -28,9 +28,9 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from attrs import frozen
 
@@ -58,24 +58,53 @@ from repro.verify.findings import Finding, Findings
 from repro.verify.integrity import check_integrity
 from repro.verify.limits import Limits
 from repro.verify.reader import BundleReader
+from repro.verify.signatures import SignatureStatus, check_signatures
 from repro.verify.walk import STUDY_MARKS, unfinished
 
-__all__ = ["VerifiedBundle", "open_verified", "verify"]
+if TYPE_CHECKING:
+    from repro.bundle.signatures import PublicKey
+
+__all__ = [
+    "Verification",
+    "VerifiedBundle",
+    "open_verified",
+    "read_signatures",
+    "verification",
+    "verify",
+]
 
 T = TypeVar("T")
 
 
 @frozen
-class _Verification:
-    """One verification's findings, and, when it got as far as reading the files, the reader
-    and what it parsed."""
+class Verification:
+    """One verification's findings and what it found of each signature file, and, when it got
+    as far as reading the files, the reader and what it parsed."""
 
     findings: list[Finding]
-    read: BundleReader | None = None
-    stored: Stored | None = None
+    signatures: list[SignatureStatus]
+    _read: BundleReader | None = None
+    _stored: Stored | None = None
 
 
-def _verification(root: Path, limits: Limits) -> _Verification:
+def verification(
+    root: Path, trusted_keys: Sequence[PublicKey] = (), limits: Limits = Limits()
+) -> Verification:
+    """Verify the bundle at ``root`` as :func:`verify` does, checking its signatures against
+    ``trusted_keys`` (:mod:`repro.verify.signatures`; without any, each signature is listed as
+    not checked): its findings, and each signature file's status."""
+    return _verification(root, limits, trusted_keys)
+
+
+def read_signatures(
+    root: Path, trusted_keys: Sequence[PublicKey] = (), limits: Limits = Limits()
+) -> list[SignatureStatus]:
+    """What verify finds of each signature file of the bundle at ``root``, in name order
+    (see :func:`verification`)."""
+    return _verification(root, limits, trusted_keys).signatures
+
+
+def _verification(root: Path, limits: Limits, trusted: Sequence[PublicKey] = ()) -> Verification:
     try:
         mode = os.lstat(root).st_mode
     except (OSError, ValueError) as exc:
@@ -97,7 +126,7 @@ def _verification(root: Path, limits: Limits) -> _Verification:
             "bagit.txt first)"
         )
     if listing.stopped:
-        return _Verification(findings.close())
+        return Verification(findings.close(), [])
     findings[:0] = unfinished(listing)
     read = BundleReader({name: root / name for name in listing.sizes}, findings, limits)
     check_integrity(listing, read, findings)
@@ -117,7 +146,8 @@ def _verification(root: Path, limits: Limits) -> _Verification:
                 f"{type(exc).__name__}: {exc}"[:200],
             )
         )
-    return _Verification(findings.close(), read, stored)
+    signatures = check_signatures(listing, read, stored, trusted, limits, findings)
+    return Verification(findings.close(), signatures, read, stored)
 
 
 def verify(root: Path, limits: Limits = Limits()) -> list[Finding]:
@@ -152,6 +182,8 @@ class VerifiedBundle:
     contrasts: ContrastsFile | None = None
     #: None for a protocol without an ``rl`` section.
     rl: RLAggregates | None = None
+    #: Each signature file, as verify found it (not checked: open_verified trusts no key).
+    signatures: tuple[SignatureStatus, ...] = ()
 
     def _failed(self, since: int) -> NotVerified:
         return NotVerified(list(self._read.findings[since:]) or [_changed(self.root)])
@@ -208,9 +240,9 @@ def open_verified(root: Path, limits: Limits = Limits()) -> VerifiedBundle:
     with every finding when it does not verify, and :class:`BadInput` when ``root`` is not a
     bundle directory at all (see :func:`verify`)."""
     done = _verification(root, limits)
-    if done.findings or done.read is None or done.stored is None:
+    if done.findings or done._read is None or done._stored is None:
         raise NotVerified(done.findings or [_changed(root)])
-    s, digest = done.stored, done.read.sha256(TAGMANIFEST)
+    s, digest = done._stored, done._read.sha256(TAGMANIFEST)
     if (
         s.protocol is None
         or s.seal is None
@@ -234,7 +266,8 @@ def open_verified(root: Path, limits: Limits = Limits()) -> VerifiedBundle:
         s.tiers,
         s.environment,
         s.scores,
-        done.read,
+        done._read,
         s.contrasts,
         s.rl,
+        tuple(done.signatures),
     )

@@ -184,11 +184,12 @@ def _check_declaration(
 
 
 def _check_layout(files: Mapping[str, int], findings: list[Finding]) -> None:
-    """Every file is a tag file at the top or a payload file the bundle layout has a place for
+    """Every file is a tag file at the top, a signature file (``signatures/``, read by the
+    signatures stage) or a payload file the bundle layout has a place for
     (:mod:`repro.bundle.layout`)."""
     for name in sorted(files):
         if ("/" not in name and name not in TAG_FILES) or (
-            "/" in name and not name.startswith(layout.DATA)
+            "/" in name and not name.startswith(layout.DATA) and not layout.is_signature(name)
         ):
             findings.append(
                 Finding(

@@ -48,3 +48,9 @@ class Limits:
     #: Lines of one JSON Lines file the strict reader refuses before verify stops parsing that
     #: file (the rest is still read, for its digest, and counted).
     max_bad_lines: int = field(default=MAX_DIFFS, validator=ge(1))
+    #: Signature files (``signatures/*.dsse.json``) verify reads; the rest are named in one
+    #: finding and not read.
+    max_signatures: int = field(default=64, validator=ge(0))
+    #: Bytes of one signature file (an envelope of repro's is about 1 KiB); a larger one is
+    #: named and not read.
+    max_signature_bytes: int = field(default=64 << 10, validator=ge(1))

@@ -1,0 +1,232 @@
+"""The last stage, signatures: each envelope in the tag directory ``signatures/`` read strictly
+within the limits, and, against the keys a reader trusts, its signature, its subject (the
+bundle as it is now) and, for repro's own kind of statement, its predicate (what the bundle's
+files claim, derived again by :func:`repro.bundle.signatures.bundle_predicate`). Without a
+trusted key each signature is listed, its key named, as not checked."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Literal
+
+from attrs import frozen
+
+from repro.bundle import layout
+from repro.errors import BadInput
+from repro.verify.findings import Finding
+
+if TYPE_CHECKING:
+    from repro.bundle.signatures import PublicKey, SignedStatement
+    from repro.verify.content import Stored
+    from repro.verify.limits import Limits
+    from repro.verify.reader import BundleReader
+    from repro.verify.walk import Listing
+
+__all__ = ["SignatureStatus", "check_signatures"]
+
+
+@frozen
+class SignatureStatus:
+    """What verify says of one signature file: its key's fingerprint and the statement's kind
+    (None when the file could not be read as an envelope), and whether it was checked against
+    a trusted key: ``not-checked`` (no key given), ``verified``, or ``failed`` with the
+    finding's ``code``."""
+
+    file: str
+    keyid: str | None
+    kind: str | None
+    status: Literal["not-checked", "verified", "failed"]
+    code: str | None = None
+
+    def as_dict(self) -> dict[str, str | None]:
+        """Plain data for ``--json``."""
+        return {
+            "file": self.file,
+            "keyid": self.keyid,
+            "kind": self.kind,
+            "status": self.status,
+            "code": self.code,
+        }
+
+
+def _finding(code: str, name: str, what: str, expected: str, found: str) -> Finding:
+    return Finding(code, name, what, expected, found)
+
+
+def _read(
+    name: str, size: int, read: BundleReader, limits: Limits, findings: list[Finding]
+) -> SignedStatement | None:
+    """The envelope in ``name``, or None with a finding: past the size limit (not read), or not
+    an envelope repro reads."""
+    from repro.bundle.signatures import parse_envelope
+    from repro.derive.disclosure import scan_hits
+    from repro.verify.content import disclosure_findings
+
+    if size > limits.max_signature_bytes:
+        findings.append(
+            _finding(
+                "signature-file-limit",
+                name,
+                "signature file larger than the limit max_signature_bytes: not read",
+                f"<= {limits.max_signature_bytes} bytes",
+                f"{size} bytes",
+            )
+        )
+        return None
+    data = read.raw(name)
+    if data is None:
+        return None
+    if len(data) > limits.max_signature_bytes:  # it grew after the scan
+        findings.append(
+            _finding(
+                "signature-file-limit",
+                name,
+                "signature file larger than the limit max_signature_bytes: not parsed",
+                f"<= {limits.max_signature_bytes} bytes",
+                f"{len(data)} bytes",
+            )
+        )
+        return None
+    try:
+        signed = parse_envelope(name, data)
+    except BadInput as exc:
+        findings.append(
+            _finding(
+                "signature-malformed",
+                name,
+                "not a DSSE envelope of an in-toto statement about a bundle",
+                "an envelope as repro sign writes it",
+                str(exc),
+            )
+        )
+        return None
+    # The statement is what a reader sees, as the bundle's files are: it discloses nothing.
+    findings.extend(disclosure_findings(scan_hits(name, signed.envelope.payload)))
+    return signed
+
+
+def _expected_predicate(stored: Stored | None) -> dict[str, object] | None:
+    """What the bundle's files claim, or None when verify could not parse them (named already)."""
+    from repro.bundle.signatures import bundle_predicate
+
+    if stored is None:
+        return None
+    s = stored
+    if s.protocol is None or s.aggregates is None or s.tiers is None or s.environment is None:
+        return None
+    if s.protocol.protocol.contrasts is not None and s.contrasts is None:
+        return None
+    return bundle_predicate(s.protocol, s.aggregates, s.tiers, s.environment, s.contrasts)
+
+
+def _check(
+    signed: SignedStatement,
+    key: PublicKey,
+    digest: str | None,
+    stored: Stored | None,
+) -> Finding | None:
+    """The first thing wrong with a signature by a trusted key, cheapest last: the signature
+    itself, then the subject, then (for repro's own kind) the predicate."""
+    from repro.bundle.signatures import BUNDLE, signature_valid
+
+    name = signed.file
+    if not signature_valid(signed, key):
+        return _finding(
+            "signature-invalid",
+            name,
+            f"the signature is not {key.fingerprint}'s over this envelope ({key.source})",
+            "a valid Ed25519 signature over the envelope's payload",
+            "a signature that does not verify",
+        )
+    if signed.subject_sha256 != digest:
+        return _finding(
+            "signature-subject",
+            name,
+            "the signed statement is about another bundle: the bundle changed after it was signed",
+            f"bundle sha256 {signed.subject_sha256}",
+            f"bundle sha256 {digest}",
+        )
+    if signed.kind == BUNDLE:
+        expected = _expected_predicate(stored)
+        found = signed.statement["predicate"]
+        if expected is not None and found != expected:
+            differ = ", ".join(
+                sorted(k for k in {*expected, *found} if expected.get(k) != found.get(k))
+            )
+            return _finding(
+                "signature-predicate",
+                name,
+                f"the signed claims are not what the bundle's files say (differ: {differ})",
+                "the predicate derived from the bundle's files",
+                "another predicate",
+            )
+    return None
+
+
+def check_signatures(
+    listing: Listing,
+    read: BundleReader,
+    stored: Stored | None,
+    trusted: Sequence[PublicKey],
+    limits: Limits,
+    findings: list[Finding],
+) -> list[SignatureStatus]:
+    """Read every signature file (in name order, at most ``limits.max_signatures``), and check
+    each against ``trusted``: a signature by a key not among them is ``signature-untrusted``,
+    and with keys given but no signature by any of them, ``signature-missing``. Return what was
+    found of each file."""
+    names = sorted(n for n in listing.sizes if layout.is_signature(n))
+    if len(names) > limits.max_signatures:
+        findings.append(
+            _finding(
+                "signature-count-limit",
+                layout.SIGNATURES.rstrip("/"),
+                f"more signature files than the limit max_signatures: "
+                f"{len(names) - limits.max_signatures} not read",
+                f"<= {limits.max_signatures} signature files",
+                f"{len(names)} signature files",
+            )
+        )
+        names = names[: limits.max_signatures]
+    by_key = {key.fingerprint: key for key in trusted}
+    digest = read.sha256(layout.TAGMANIFEST)
+    statuses: list[SignatureStatus] = []
+    signed_by_trusted = False
+    for name in names:
+        signed = _read(name, listing.sizes[name], read, limits, findings)
+        if signed is None:
+            statuses.append(SignatureStatus(name, None, None, "failed", "signature-malformed"))
+            continue
+        if not by_key:
+            statuses.append(SignatureStatus(name, signed.keyid, signed.kind, "not-checked"))
+            continue
+        key = by_key.get(signed.keyid)
+        if key is None:
+            problem: Finding | None = _finding(
+                "signature-untrusted",
+                name,
+                f"signed by {signed.keyid}, a key not among the trusted ones",
+                "a signature by a trusted key",
+                signed.keyid,
+            )
+        else:
+            signed_by_trusted = True
+            problem = _check(signed, key, digest, stored)
+        if problem is None:
+            statuses.append(SignatureStatus(name, signed.keyid, signed.kind, "verified"))
+        else:
+            findings.append(problem)
+            statuses.append(
+                SignatureStatus(name, signed.keyid, signed.kind, "failed", problem.code)
+            )
+    if by_key and not signed_by_trusted:
+        findings.append(
+            _finding(
+                "signature-missing",
+                layout.SIGNATURES.rstrip("/"),
+                "no signature by a trusted key",
+                "a signature by one of " + ", ".join(sorted(by_key)),
+                "none",
+            )
+        )
+    return statuses
