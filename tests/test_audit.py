@@ -274,3 +274,74 @@ def study_once_path(base: Path, protocol: dict[str, Any]) -> Path:
     path = base / "protocol.json"
     path.write_text(json.dumps(protocol), "utf-8")
     return run_study(path, base / "bundle")
+
+
+class TestSignedAudits:
+    """repro audit --sign: the result travels with the bundle, and verify checks its sample."""
+
+    def _keys(self, tmp_path: Path) -> tuple[Path, Path]:
+        from test_signatures import openssh_key
+
+        return openssh_key(tmp_path / "reviewer")
+
+    def test_a_signed_clean_audit_is_verified_and_reported(
+        self, stream_bundle: Path, tmp_path: Path
+    ) -> None:
+        """The audit's statement sits beside the bag; verify with the reviewer's key checks it
+        and reports what it re-executed; stock bagit still validates the bag."""
+        import bagit
+
+        root = _copy(stream_bundle, tmp_path)
+        key, public = self._keys(tmp_path)
+        result = runner.invoke(app, ["audit", str(root), "--sample", "4", "--sign", str(key)])
+        assert result.exit_code == 0, result.output
+        assert len(list((root / "signatures").glob("*.audit.dsse.json"))) == 1
+        checked = runner.invoke(app, ["verify", str(root), "--json", "--trusted-key", str(public)])
+        assert checked.exit_code == 0, checked.output
+        (status,) = json.loads(checked.stdout)["signatures"]
+        assert (status["kind"], status["status"]) == ("audit", "verified")
+        assert status["summary"].startswith("4 of 32 slot(s) drawn")
+        assert status["summary"].endswith("identical")
+        bagit.Bag(str(root)).validate()
+
+    def test_an_audit_of_a_sample_the_author_chose_is_named(
+        self, per_run_bundle: Path, tmp_path: Path
+    ) -> None:
+        """A statement whose sample is not the one the bundle's sha256 draws (here: the first
+        five slots, as an author who picks them would) is signature-predicate."""
+        from repro.bundle.signatures import sign_statement, statement
+        from repro.execute.audit import Audit, audit_predicate
+
+        root = _copy(per_run_bundle, tmp_path)
+        key, public = self._keys(tmp_path)
+        digest = json.loads(
+            runner.invoke(app, ["audit", str(root), "--sample", "5", "--json"]).stdout
+        )["bundle_sha256"]
+        chosen = tuple(f"c00-r{i:04d}" for i in range(5))
+        picked = Audit(digest, 32, 5, chosen, (), ())
+        predicate = audit_predicate(picked, "0.1.0")
+        sign_statement(root, statement("audit", digest, predicate), key, "audit")
+        codes = [f.code for f in verify_with(root, public)]
+        assert codes == ["signature-predicate"]
+
+    def test_a_trusted_audit_that_found_a_forgery_is_a_finding(
+        self, per_run_bundle: Path, tmp_path: Path
+    ) -> None:
+        """A forged bundle a trusted reviewer audited (and signed the failure of) verifies no
+        more under the reviewer's key: audit-differs."""
+        root = _copy(per_run_bundle, tmp_path)
+        forge(root, _fabricate({"c02-r0003"}))
+        key, public = self._keys(tmp_path)
+        result = runner.invoke(app, ["audit", str(root), "--all", "--sign", str(key)])
+        assert result.exit_code == 1
+        assert "DIFF c02-r0003-a1" in result.stderr
+        assert [f.code for f in verify_with(root, public)] == ["audit-differs"]
+        assert verify(root) == []  # without the key, the bundle alone still verifies
+
+
+def verify_with(root: Path, *public: Path) -> list[Any]:
+    """verify's findings with ``public`` trusted."""
+    from repro.bundle.signatures import load_public_key
+    from repro.verify import verification
+
+    return verification(root, [load_public_key(p) for p in public]).findings

@@ -98,10 +98,14 @@ EXITS: dict[str, tuple[tuple[int | str, str], ...]] = {
     ),
     "audit": (
         (EXIT_OK, "every re-executed slot byte-identical, every chained state matched"),
-        (EXIT_VERIFY_FAILED, "a slot differs or a kept state does not chain (each named)"),
+        (
+            EXIT_VERIFY_FAILED,
+            "a slot differs or a kept state does not chain (each named; signed all the same)",
+        ),
         (
             EXIT_BAD_INPUT,
-            "the bundle does not verify, a bad --sample, or other simulator sources",
+            "the bundle does not verify, a bad --sample, other simulator sources, a bad key, "
+            "or another audit signature by this key already there",
         ),
     ),
     "publish": (
@@ -173,13 +177,10 @@ app = typer.Typer(
 
 
 def _version() -> str:
-    """repro's version as installed (the distribution's metadata), or the package's own."""
-    try:
-        return importlib.metadata.version("repro")
-    except importlib.metadata.PackageNotFoundError:
-        from repro import __version__
+    """repro's version (:func:`repro.version`)."""
+    from repro import version
 
-        return __version__
+    return version()
 
 
 def _print_version(value: bool) -> None:
@@ -528,6 +529,8 @@ def verify(
         for s in done.signatures:
             said = "not checked" if s.status == "not-checked" else f"{s.kind} statement verified"
             print(f"signature {s.file}: key {s.keyid} {said}")
+            if s.summary is not None:
+                print(f"  {s.kind}: {s.summary}")
     if findings:
         raise typer.Exit(EXIT_VERIFY_FAILED)
 
@@ -673,6 +676,15 @@ def audit(
             show_default=False,
         ),
     ] = None,
+    sign: Annotated[
+        Path | None,
+        typer.Option(
+            "--sign",
+            help="Sign the audit's result with this Ed25519 private key (OpenSSH or PEM) and "
+            "write it beside the bag as signatures/<key>.audit.dsse.json, for verify to report.",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Re-execute a sample of the bundle's slots (or --all) and compare them byte for byte.
 
@@ -683,11 +695,17 @@ def audit(
     import attrs
 
     from repro.execute.audit import audit as audit_bundle
+    from repro.execute.audit import sign_audit
 
     if (sample is None) == (not every_slot):
         raise _fail(BadInput("give exactly one of --sample N and --all")) from None
     try:
+        if sign is not None:  # a bad key is named before the audit runs
+            from repro.bundle.signatures import load_signing_key
+
+            load_signing_key(sign)
         result = audit_bundle(bundle, sample, _options(option or []), show_traceback, sources)
+        signed = None if sign is None else sign_audit(bundle, result, sign)
     except BadInput as exc:
         raise _fail(exc) from None
     except NotVerified as exc:  # a file changed after the bundle verified
@@ -702,6 +720,8 @@ def audit(
         print(json.dumps(attrs.asdict(result) | extra, indent=2))
     else:
         _print_audit(result)
+        if signed is not None:
+            print(f"signed: wrote {signed}")
     if not result.identical:
         raise typer.Exit(EXIT_VERIFY_FAILED)
 

@@ -6,12 +6,28 @@ bundle's identity gives (:func:`audit_sample`)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import hashlib
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
-__all__ = ["AUDIT_LEVEL", "audit_sample", "excluded_fraction"]
+from repro.json import canonical
+from repro.models import Protocol
+from repro.plan.sealing import slot_ids
 
+__all__ = [
+    "AUDIT",
+    "AUDIT_LEVEL",
+    "audit_population",
+    "audit_sample",
+    "excluded_fraction",
+    "sample_problems",
+    "sample_sha256",
+]
+
+#: The kind of statement ``repro audit --sign`` makes.
+AUDIT = "audit"
 #: The confidence a clean audit's bound is stated at.
 AUDIT_LEVEL = 0.95
 
@@ -35,3 +51,42 @@ def excluded_fraction(n: int, level: float = AUDIT_LEVEL) -> float:
     replacement only lowers it), so a clean audit excludes every fraction at or above
     ``1 - (1 - level) ** (1 / n)`` at ``level``; for ``n = 59``, 4.95% at 95%."""
     return float(1 - (1 - level) ** (1 / n)) if n else 1.0
+
+
+def audit_population(protocol: Protocol) -> list[str]:
+    """The slots an audit draws from, in sealed order: every slot whose attempts ran, i.e. all
+    but the protocol's declared exclusions (:func:`repro.derive.tally.runs`)."""
+    excluded = {x.slot for x in protocol.exclusions}
+    return [slot for slot in slot_ids(protocol) if slot not in excluded]
+
+
+def sample_sha256(slots: Sequence[str]) -> str:
+    """The sha256 of the drawn slots' canonical JSON list: how an audit's statement names its
+    sample without listing it."""
+    return hashlib.sha256(canonical.dumps(list(slots), newline=False)).hexdigest()
+
+
+def sample_problems(
+    protocol: Protocol, bundle_sha256: str, predicate: Mapping[str, Any]
+) -> list[str]:
+    """What an audit statement's predicate says of its sample that the bundle's identity and
+    plan contradict: the population's size, and the sample drawn (``sample`` slots, or
+    ``"all"``) by its size and :func:`sample_sha256`."""
+    population = audit_population(protocol)
+    requested = predicate.get("sample")
+    if requested == "all":
+        drawn = population
+    elif isinstance(requested, int) and not isinstance(requested, bool) and requested >= 1:
+        drawn = audit_sample(bundle_sha256, population, requested)
+    else:
+        return [f"sample is {requested!r}, neither a count of at least 1 nor 'all'"]
+    expected = {
+        "population": len(population),
+        "sampled": len(drawn),
+        "sampled_sha256": sample_sha256(drawn),
+    }
+    return [
+        f"{key} is {predicate.get(key)!r}, the bundle's identity gives {value!r}"
+        for key, value in expected.items()
+        if predicate.get(key) != value
+    ]

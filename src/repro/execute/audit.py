@@ -15,19 +15,29 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 
 from attrs import frozen
 
 from repro.adapters.base import targets_in
-from repro.derive.audit import audit_sample, excluded_fraction
-from repro.derive.tally import runs
+from repro.derive.audit import (
+    AUDIT,
+    AUDIT_LEVEL,
+    audit_population,
+    audit_sample,
+    excluded_fraction,
+    sample_sha256,
+)
 from repro.errors import BadInput
 from repro.execute.replay import Prepared, bundled_records, new_worker, prepare, run_stretch
 from repro.execute.worker import Worker
 from repro.models import Checkpoint, GeneratorState, Partition, RunRecord
 from repro.plan.streams import segment_of, state_at, stream_of
 
-__all__ = ["Audit", "Chained", "SlotAudit", "audit"]
+__all__ = ["Audit", "Chained", "SlotAudit", "audit", "audit_predicate", "sign_audit"]
+
+#: Differing slots and broken links an audit statement names one by one; the rest are counted.
+MAX_NAMED = 100
 
 
 @frozen
@@ -104,7 +114,7 @@ def audit(
 def _audit(prepared: Prepared, sample: int | None) -> Audit:
     bundle = prepared.bundle
     parts = list(bundle.partitions())
-    population = [e.slot for part in parts for e in part.entries if runs(e)]
+    population = audit_population(bundle.protocol.protocol)
     drawn = population if sample is None else audit_sample(bundle.bundle_sha256, population, sample)
     chosen = set(drawn)
     stream = bundle.protocol.protocol.seeding.mode == "stream"
@@ -200,3 +210,40 @@ def _kept_after(
     if following is None or not following.entries:
         return None
     return following.entries[0].slot, read(following.id).python_random
+
+
+def audit_predicate(result: Audit, repro_version: str) -> dict[str, Any]:
+    """What an audit statement says: the sample (its request, size and
+    :func:`~repro.derive.audit.sample_sha256`, which verify re-derives from the bundle's
+    identity), what was re-executed, whether it all matched (the differing slots and broken
+    links, the first :data:`MAX_NAMED` of each, by name), the bound of a clean sample, and the
+    auditing repro's version."""
+    differing = [s.slot for s in result.slots if s.differences]
+    broken = [f"{c.partition} before {c.before}" for c in result.chained if not c.matched]
+    return {
+        "sample": "all" if result.requested is None else result.requested,
+        "population": result.population,
+        "sampled": len(result.sampled),
+        "sampled_sha256": sample_sha256(result.sampled),
+        "reexecuted_slots": len(result.slots),
+        "attempts": result.attempts,
+        "chained": len(result.chained),
+        "identical": result.identical,
+        "differing": len(differing),
+        "differing_slots": differing[:MAX_NAMED],
+        "broken": len(broken),
+        "broken_links": broken[:MAX_NAMED],
+        "excluded_fraction": result.excluded_fraction,
+        "level": AUDIT_LEVEL,
+        "repro_version": repro_version,
+    }
+
+
+def sign_audit(root: Path, result: Audit, key_path: Path) -> Path:
+    """Sign ``result`` as an audit statement about the bundle at ``root`` with the private key
+    at ``key_path``, beside the bag (:func:`repro.bundle.signatures.sign_statement`)."""
+    from repro import version
+    from repro.bundle.signatures import sign_statement, statement
+
+    predicate = audit_predicate(result, version())
+    return sign_statement(root, statement(AUDIT, result.bundle_sha256, predicate), key_path, AUDIT)
