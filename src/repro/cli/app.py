@@ -146,6 +146,31 @@ EXITS: dict[str, tuple[tuple[int | str, str], ...]] = {
 }
 
 
+#: The options ``study``, ``replay``, ``audit`` and ``protocol power`` share, declared once.
+_AdapterOptions = Annotated[
+    list[str] | None, typer.Option("--option", help="Adapter option KEY=VALUE (repeatable).")
+]
+_Json = Annotated[bool, typer.Option("--json", help="Print the result as JSON.")]
+_Traceback = Annotated[
+    bool,
+    typer.Option(
+        "--traceback",
+        help="Print the traceback of every exception the adapter raises to stderr "
+        "(on this terminal only: no bundle ever keeps one).",
+    ),
+]
+_Sources = Annotated[
+    Path | None,
+    typer.Option(
+        "--sources",
+        help="The directory the study's protocol file was in: the protocol's module "
+        "targets (a callable policy, an agent class) are looked up there first, as the "
+        "study did [default: the current directory].",
+        show_default=False,
+    ),
+]
+
+
 def _exit_codes(command: str) -> str:
     """The "Exit codes" paragraph of ``command``'s help (:data:`EXITS`)."""
     return "Exit codes: " + "; ".join(f"{code} {meaning}" for code, meaning in EXITS[command]) + "."
@@ -338,9 +363,7 @@ def study(
             "(repro creates no directory above the root, so a mistyped path creates nothing).",
         ),
     ],
-    option: Annotated[
-        list[str] | None, typer.Option("--option", help="Adapter option KEY=VALUE (repeatable).")
-    ] = None,
+    option: _AdapterOptions = None,
     workers: Annotated[
         int | None,
         typer.Option(
@@ -583,28 +606,10 @@ def sign(
 def replay(
     bundle: Annotated[Path, typer.Argument(help="Bundle directory (it must verify).")],
     slot: Annotated[str, typer.Argument(help="Slot ID, e.g. c03-r0042.")],
-    option: Annotated[
-        list[str] | None, typer.Option("--option", help="Adapter option KEY=VALUE (repeatable).")
-    ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
-    show_traceback: Annotated[
-        bool,
-        typer.Option(
-            "--traceback",
-            help="Print the traceback of every exception the adapter raises to stderr "
-            "(on this terminal only: no bundle ever keeps one).",
-        ),
-    ] = False,
-    sources: Annotated[
-        Path | None,
-        typer.Option(
-            "--sources",
-            help="The directory the study's protocol file was in: the protocol's module "
-            "targets (a callable policy, an agent class) are looked up there first, as the "
-            "study did [default: the current directory].",
-            show_default=False,
-        ),
-    ] = None,
+    option: _AdapterOptions = None,
+    as_json: _Json = False,
+    show_traceback: _Traceback = False,
+    sources: _Sources = None,
 ) -> None:
     """Re-execute one slot and compare its records with the bundle's, byte for byte.
 
@@ -655,27 +660,10 @@ def audit(
     every_slot: Annotated[
         bool, typer.Option("--all", help="Re-execute every slot that ran.")
     ] = False,
-    option: Annotated[
-        list[str] | None, typer.Option("--option", help="Adapter option KEY=VALUE (repeatable).")
-    ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
-    show_traceback: Annotated[
-        bool,
-        typer.Option(
-            "--traceback",
-            help="Print the traceback of every exception the adapter raises to stderr "
-            "(on this terminal only: no bundle ever keeps one).",
-        ),
-    ] = False,
-    sources: Annotated[
-        Path | None,
-        typer.Option(
-            "--sources",
-            help="The directory the study's protocol file was in, as for replay "
-            "[default: the current directory].",
-            show_default=False,
-        ),
-    ] = None,
+    option: _AdapterOptions = None,
+    as_json: _Json = False,
+    show_traceback: _Traceback = False,
+    sources: _Sources = None,
     sign: Annotated[
         Path | None,
         typer.Option(
@@ -910,9 +898,7 @@ app.add_typer(protocol_app, name="protocol")
 def protocol_check(
     protocol: Annotated[Path, typer.Argument(help="Protocol JSON file.")],
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
-    option: Annotated[
-        list[str] | None, typer.Option("--option", help="Adapter option KEY=VALUE (repeatable).")
-    ] = None,
+    option: _AdapterOptions = None,
 ) -> None:
     """Validate and freeze PROTOCOL as `repro study` would, running and writing nothing.
 
