@@ -345,3 +345,34 @@ def verify_with(root: Path, *public: Path) -> list[Any]:
     from repro.verify import verification
 
     return verification(root, [load_public_key(p) for p in public]).findings
+
+
+class TestEndToEnd:
+    """The issue's round trip on the quick-start protocol: study, sign, audit --sample 59
+    --sign, verify with both keys; stock bagit accepts the bag throughout."""
+
+    def test_quick_start_signed_and_audited(self, tmp_path: Path) -> None:
+        """The author signs, a reviewer audits 59 slots drawn from the bundle's sha256 and
+        signs that; verify with both keys trusted passes and reports the audit."""
+        import bagit
+
+        from conftest import run_study
+        from test_signatures import openssh_key
+
+        protocol = Path(__file__).parent.parent / "protocols" / "gymnasium-classic-control.json"
+        root = run_study(protocol, tmp_path / "bundle")
+        author = openssh_key(tmp_path / "author")
+        reviewer = openssh_key(tmp_path / "reviewer")
+        assert runner.invoke(app, ["sign", str(root), "--key", str(author[0])]).exit_code == 0
+        audited = runner.invoke(
+            app, ["audit", str(root), "--sample", "59", "--sign", str(reviewer[0]), "--json"]
+        )
+        assert audited.exit_code == 0, audited.output
+        found = json.loads(audited.stdout)
+        assert (found["population"], len(found["sampled"]), found["attempts"]) == (600, 59, 59)
+        keys = ["--trusted-key", str(author[1]), "--trusted-key", str(reviewer[1])]
+        checked = runner.invoke(app, ["verify", str(root), "--json", *keys])
+        assert checked.exit_code == 0, checked.output
+        kinds = sorted((s["kind"], s["status"]) for s in json.loads(checked.stdout)["signatures"])
+        assert kinds == [("audit", "verified"), ("bundle", "verified")]
+        bagit.Bag(str(root)).validate()

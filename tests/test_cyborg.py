@@ -466,6 +466,34 @@ class TestUpstreamBackend:
         simulator = {s["role"]: s["name"] for s in ledger["sources"]}
         assert simulator["simulator Main"] == "CybORG/CybORG.py"
 
+    def test_signed_and_audited_on_upstream(self, upstream_reduced: Path, tmp_path: Path) -> None:
+        """The issue's round trip on the reduced CCS Sleeper bundle made by upstream: the
+        author signs it, a reviewer audits 59 of its 180 slots on upstream (each from the
+        nearest kept state, chained to the next) and signs that, and verify with both keys
+        trusted passes and reports the audit."""
+        from test_signatures import openssh_key
+
+        root = tmp_path / "bundle"
+        shutil.copytree(upstream_reduced, root)
+        author, reviewer = openssh_key(tmp_path / "author"), openssh_key(tmp_path / "reviewer")
+        assert runner.invoke(app, ["sign", str(root), "--key", str(author[0])]).exit_code == 0
+        assert UPSTREAM_PYTHON is not None
+        args = [UPSTREAM_PYTHON, "-m", "repro", "audit", str(root), "--sample", "59", "--json"]
+        args += ["--sign", str(reviewer[0]), "--option", "backend=cyborg"]
+        done = subprocess.run(args, capture_output=True, text=True, cwd=ROOT)
+        assert done.returncode == 0, done.stderr
+        found = json.loads(done.stdout)
+        assert (found["identical"], found["population"], len(found["sampled"])) == (True, 180, 59)
+        assert found["chained"] and all(c["matched"] for c in found["chained"])
+        keys = ["--trusted-key", str(author[1]), "--trusted-key", str(reviewer[1])]
+        checked = runner.invoke(app, ["verify", str(root), "--json", *keys])
+        assert checked.exit_code == 0, checked.output
+        statuses = json.loads(checked.stdout)["signatures"]
+        assert sorted((s["kind"], s["status"]) for s in statuses) == [
+            ("audit", "verified"),
+            ("bundle", "verified"),
+        ]
+
     def test_same_runs_byte_for_byte_as_the_fork(
         self, upstream_reduced: Path, reduced_bundle: Path
     ) -> None:
