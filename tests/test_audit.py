@@ -376,3 +376,29 @@ class TestEndToEnd:
         kinds = sorted((s["kind"], s["status"]) for s in json.loads(checked.stdout)["signatures"])
         assert kinds == [("audit", "verified"), ("bundle", "verified")]
         bagit.Bag(str(root)).validate()
+
+
+class TestEarlierBundles:
+    """A bundle whose checkpoints keep the first state only (``repro.checkpoint/1``, as every
+    stream bundle made before ``checkpoint/2``) verifies, replays and is audited as before."""
+
+    def test_a_first_state_only_bundle(self, stream_bundle: Path, tmp_path: Path) -> None:
+        """Each checkpoint rewritten as repro.checkpoint/1: verify passes, replay of a
+        partition's last slot re-executes the partition from its start, and an audit of every
+        slot matches, chained only at each partition's end."""
+        root = _copy(stream_bundle, tmp_path)
+        for path in sorted((root / "data/runs").glob("*.checkpoint.json")):
+            data = json.loads(path.read_bytes())
+            data = {k: data[k] for k in ("partition", "python_random")}
+            data["schema"] = "repro.checkpoint/1"
+            path.write_text(json.dumps(data, sort_keys=True, separators=(",", ":")) + "\n")
+        reseal(root)
+        assert verify(root) == []
+        replayed = runner.invoke(app, ["replay", str(root), "c02-r0007"])
+        assert replayed.exit_code == 0, replayed.output
+        assert "replayed 8 slot(s) of c02 from its checkpoint; 1 attempt(s); byte-identical" in (
+            replayed.stdout
+        )
+        code, found = _audit(root, "--all")
+        assert (code, found["identical"], len(found["slots"])) == (0, True, 32)
+        assert [c["before"] for c in found["chained"]] == ["c01-r0000", "c02-r0000", "c03-r0000"]
