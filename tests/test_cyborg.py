@@ -92,18 +92,41 @@ def reduced_bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
 class TestReplay:
     """repro replay on the reduced CCS Sleeper bundle (stream mode)."""
 
-    def test_last_slot_of_a_partition_replays_from_its_checkpoint(
+    def test_last_slot_of_a_partition_replays_from_the_nearest_kept_state(
         self, reduced_bundle: Path
     ) -> None:
-        """Replaying the 20th episode of the fifth condition re-executes its partition's 20 slots
-        from the partition's checkpoint, and every record is byte-identical."""
+        """Replaying the 20th episode of the fifth condition re-executes the 10 slots from the
+        state kept before its 11th (one every 10 slots, the default), in a fresh session, and
+        every record is byte-identical: a CAGE-2 run depends on the stream's state alone."""
         result = runner.invoke(
             app,
             ["replay", str(reduced_bundle), "c04-r0019", "--option", f"scenario_dir={SCENARIO}"],
         )
         assert result.exit_code == 0, result.output
-        assert "replayed 20 slot(s) of c04 from its checkpoint" in result.stdout
+        assert (
+            "replayed 10 slot(s) of c04 from its checkpoint (the state kept before c04-r0010)"
+        ) in result.stdout
         assert "byte-identical" in result.stdout
+
+    def test_an_audit_of_every_slot_chains_every_kept_state(self, reduced_bundle: Path) -> None:
+        """repro audit --all re-executes the 180 episodes stretch by stretch, each from a kept
+        state in a fresh session, and each stretch ends in the next kept state (the next
+        checkpoint, or the next partition's first): 17 links, none broken."""
+        result = runner.invoke(
+            app,
+            [
+                "audit",
+                str(reduced_bundle),
+                "--all",
+                "--json",
+                "--option",
+                f"scenario_dir={SCENARIO}",
+            ],
+        )
+        assert result.exit_code == 0, result.output
+        found = json.loads(result.stdout)
+        assert (found["identical"], found["attempts"], len(found["slots"])) == (True, 180, 180)
+        assert [c["matched"] for c in found["chained"]] == [True] * 17
 
 
 class TestReducedStudy:
@@ -442,6 +465,34 @@ class TestUpstreamBackend:
         assert scenario == pins
         simulator = {s["role"]: s["name"] for s in ledger["sources"]}
         assert simulator["simulator Main"] == "CybORG/CybORG.py"
+
+    def test_signed_and_audited_on_upstream(self, upstream_reduced: Path, tmp_path: Path) -> None:
+        """The issue's round trip on the reduced CCS Sleeper bundle made by upstream: the
+        author signs it, a reviewer audits 59 of its 180 slots on upstream (each from the
+        nearest kept state, chained to the next) and signs that, and verify with both keys
+        trusted passes and reports the audit."""
+        from test_signatures import openssh_key
+
+        root = tmp_path / "bundle"
+        shutil.copytree(upstream_reduced, root)
+        author, reviewer = openssh_key(tmp_path / "author"), openssh_key(tmp_path / "reviewer")
+        assert runner.invoke(app, ["sign", str(root), "--key", str(author[0])]).exit_code == 0
+        assert UPSTREAM_PYTHON is not None
+        args = [UPSTREAM_PYTHON, "-m", "repro", "audit", str(root), "--sample", "59", "--json"]
+        args += ["--sign", str(reviewer[0]), "--option", "backend=cyborg"]
+        done = subprocess.run(args, capture_output=True, text=True, cwd=ROOT)
+        assert done.returncode == 0, done.stderr
+        found = json.loads(done.stdout)
+        assert (found["identical"], found["population"], len(found["sampled"])) == (True, 180, 59)
+        assert found["chained"] and all(c["matched"] for c in found["chained"])
+        keys = ["--trusted-key", str(author[1]), "--trusted-key", str(reviewer[1])]
+        checked = runner.invoke(app, ["verify", str(root), "--json", *keys])
+        assert checked.exit_code == 0, checked.output
+        statuses = json.loads(checked.stdout)["signatures"]
+        assert sorted((s["kind"], s["status"]) for s in statuses) == [
+            ("audit", "verified"),
+            ("bundle", "verified"),
+        ]
 
     def test_same_runs_byte_for_byte_as_the_fork(
         self, upstream_reduced: Path, reduced_bundle: Path

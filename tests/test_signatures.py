@@ -514,19 +514,20 @@ def _signed_copy(base: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-class TestAudit:
-    """Another kind of statement is signed and checked the same way: signature and subject."""
+class TestOtherKinds:
+    """A kind of statement verify does not derive is signed and checked the same way: its
+    signature and subject (an audit's is in tests/test_audit.py)."""
 
-    def test_an_audit_statement(self, root: Path, author: tuple[Path, Path]) -> None:
-        """An audit statement is written beside the bundle's and verified by its kind, its
-        predicate not re-derived."""
-        s = statement("audit", bundle_sha256(root), {"replayed": ["c00-r0000"]})
-        assert s["predicateType"] == predicate_type("audit")
-        path = sign_statement(root, s, author[0], "audit")
-        assert path.name.endswith(".audit.dsse.json")
+    def test_another_kind_of_statement(self, root: Path, author: tuple[Path, Path]) -> None:
+        """A reviewer's statement of a kind repro does not know is written beside the bundle's
+        and verified by its signature and subject, its predicate not re-derived."""
+        s = statement("review", bundle_sha256(root), {"read": ["validation-report.md"]})
+        assert s["predicateType"] == predicate_type("review")
+        path = sign_statement(root, s, author[0], "review")
+        assert path.name.endswith(".review.dsse.json")
         done = verification(root, [load_public_key(author[1])])
         assert done.findings == []
-        assert [(x.kind, x.status) for x in done.signatures] == [("audit", "verified")]
+        assert [(x.kind, x.status) for x in done.signatures] == [("review", "verified")]
         _environment_edited(root)
         assert _codes(root, author[1]) == {"signature-subject"}
 

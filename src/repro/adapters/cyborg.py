@@ -68,6 +68,7 @@ import importlib
 import importlib.metadata
 import importlib.util
 import inspect
+import random
 import re
 import struct
 import sys
@@ -612,7 +613,13 @@ class _CybORGSession:
         self._steps = int(condition.factors["trial_length"])
         red = str(condition.factors["red_agent"])
         self._env, self._wrapped = backend.make(scenario, scenario_file, red)
+        # The contract needs a first observation; the stream is put back as it was, so that
+        # each run draws its episode from the stream at its own start (below): a run's episode
+        # is then a function of the stream's state before it alone, and replay may resume the
+        # stream at any run of the session.
+        before = random.getstate()
         self._observation = self._reset()
+        random.setstate(before)
         if self._feed == _WRAPPER:
             self._action_space = self._wrapped.get_action_space("Blue")
         else:
@@ -666,11 +673,11 @@ class _CybORGSession:
         trace = TraceDigest()
         rewards: list[float] = []
         try:
-            if self._per_run:
-                # The worker has just seeded the global generators from the slot's seed: the
-                # reset draws the episode's whole state from them.
-                self._observation = self._reset()
-            observation = self._observation
+            # The reset draws the episode's whole state from the global generators: seeded from
+            # the slot's seed just now (per-run), or where the stream stands. The evaluator
+            # resets after each episode instead, and once before the first: the same draws in
+            # the same order, with the last one made at close.
+            observation = self._reset()
             trace.add(b"O", self._digest(observation))
             fixed = self._feed == "reset-true-state"  # fed the same observation at every step
             for _ in range(self._steps):
@@ -691,8 +698,6 @@ class _CybORGSession:
                 self._agent.end_episode()
             except Exception as exc:
                 raise _PolicyError(exc) from exc
-            if not self._per_run:  # the evaluator resets after each episode, on the stream
-                self._observation = self._reset()
         except Exception as exc:
             # Who failed is told apart: the agent's exceptions are its own cause family.
             error = exc.__cause__ if isinstance(exc, _PolicyError) else exc
@@ -701,12 +706,6 @@ class _CybORGSession:
             # A failed episode may leave the agent mid-episode (end_episode never ran): the
             # next run gets a fresh one, so no run inherits another's state.
             self._agent = self._make_agent()
-            if self._per_run:  # the next run resets first
-                raise RunFailed(cause) from error
-            try:
-                self._observation = self._reset()
-            except Exception:
-                raise RunFailed(f"{cause}; reset failed") from error
             raise RunFailed(cause) from error
         return Evidence(
             step_rewards=tuple(rewards),
@@ -716,4 +715,7 @@ class _CybORGSession:
         )
 
     def close(self) -> None:
-        pass
+        if not self._per_run:
+            # The evaluator's reset after its last episode of the condition: the next
+            # condition's stream starts after it.
+            self._reset()

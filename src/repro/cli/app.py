@@ -96,6 +96,18 @@ EXITS: dict[str, tuple[tuple[int | str, str], ...]] = {
         (EXIT_VERIFY_FAILED, "differs (each differing field named)"),
         (EXIT_BAD_INPUT, "the bundle does not verify, an unknown slot, or other simulator sources"),
     ),
+    "audit": (
+        (EXIT_OK, "every re-executed slot byte-identical, every chained state matched"),
+        (
+            EXIT_VERIFY_FAILED,
+            "a slot differs or a kept state does not chain (each named; signed all the same)",
+        ),
+        (
+            EXIT_BAD_INPUT,
+            "the bundle does not verify, a bad --sample, other simulator sources, a bad key, "
+            "or another audit signature by this key already there",
+        ),
+    ),
     "publish": (
         (EXIT_OK, "written"),
         (EXIT_VERIFY_FAILED, "does not verify or a gate fails (nothing written)"),
@@ -134,6 +146,31 @@ EXITS: dict[str, tuple[tuple[int | str, str], ...]] = {
 }
 
 
+#: The options ``study``, ``replay``, ``audit`` and ``protocol power`` share, declared once.
+_AdapterOptions = Annotated[
+    list[str] | None, typer.Option("--option", help="Adapter option KEY=VALUE (repeatable).")
+]
+_Json = Annotated[bool, typer.Option("--json", help="Print the result as JSON.")]
+_Traceback = Annotated[
+    bool,
+    typer.Option(
+        "--traceback",
+        help="Print the traceback of every exception the adapter raises to stderr "
+        "(on this terminal only: no bundle ever keeps one).",
+    ),
+]
+_Sources = Annotated[
+    Path | None,
+    typer.Option(
+        "--sources",
+        help="The directory the study's protocol file was in: the protocol's module "
+        "targets (a callable policy, an agent class) are looked up there first, as the "
+        "study did [default: the current directory].",
+        show_default=False,
+    ),
+]
+
+
 def _exit_codes(command: str) -> str:
     """The "Exit codes" paragraph of ``command``'s help (:data:`EXITS`)."""
     return "Exit codes: " + "; ".join(f"{code} {meaning}" for code, meaning in EXITS[command]) + "."
@@ -165,13 +202,10 @@ app = typer.Typer(
 
 
 def _version() -> str:
-    """repro's version as installed (the distribution's metadata), or the package's own."""
-    try:
-        return importlib.metadata.version("repro")
-    except importlib.metadata.PackageNotFoundError:
-        from repro import __version__
+    """repro's version (:func:`repro.version`)."""
+    from repro import version
 
-        return __version__
+    return version()
 
 
 def _print_version(value: bool) -> None:
@@ -329,9 +363,7 @@ def study(
             "(repro creates no directory above the root, so a mistyped path creates nothing).",
         ),
     ],
-    option: Annotated[
-        list[str] | None, typer.Option("--option", help="Adapter option KEY=VALUE (repeatable).")
-    ] = None,
+    option: _AdapterOptions = None,
     workers: Annotated[
         int | None,
         typer.Option(
@@ -520,6 +552,8 @@ def verify(
         for s in done.signatures:
             said = "not checked" if s.status == "not-checked" else f"{s.kind} statement verified"
             print(f"signature {s.file}: key {s.keyid} {said}")
+            if s.summary is not None:
+                print(f"  {s.kind}: {s.summary}")
     if findings:
         raise typer.Exit(EXIT_VERIFY_FAILED)
 
@@ -572,28 +606,10 @@ def sign(
 def replay(
     bundle: Annotated[Path, typer.Argument(help="Bundle directory (it must verify).")],
     slot: Annotated[str, typer.Argument(help="Slot ID, e.g. c03-r0042.")],
-    option: Annotated[
-        list[str] | None, typer.Option("--option", help="Adapter option KEY=VALUE (repeatable).")
-    ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
-    show_traceback: Annotated[
-        bool,
-        typer.Option(
-            "--traceback",
-            help="Print the traceback of every exception the adapter raises to stderr "
-            "(on this terminal only: no bundle ever keeps one).",
-        ),
-    ] = False,
-    sources: Annotated[
-        Path | None,
-        typer.Option(
-            "--sources",
-            help="The directory the study's protocol file was in: the protocol's module "
-            "targets (a callable policy, an agent class) are looked up there first, as the "
-            "study did [default: the current directory].",
-            show_default=False,
-        ),
-    ] = None,
+    option: _AdapterOptions = None,
+    as_json: _Json = False,
+    show_traceback: _Traceback = False,
+    sources: _Sources = None,
 ) -> None:
     """Re-execute one slot and compare its records with the bundle's, byte for byte.
 
@@ -619,12 +635,123 @@ def replay(
             if result.from_checkpoint
             else "replayed alone from its seed"
         )
+        if result.kept_before is not None:
+            how += f" (the state kept before {result.kept_before})"
         for difference in result.differences:
             _err().print(f"DIFF {difference}", highlight=False, markup=False)
         verdict = "byte-identical" if result.identical else "differs"
         print(f"{result.slot}: {how}; {result.attempts} attempt(s); {verdict}")
     if not result.identical:
         raise typer.Exit(EXIT_VERIFY_FAILED)
+
+
+@_command(app, "audit")
+def audit(
+    bundle: Annotated[Path, typer.Argument(help="Bundle directory (it must verify).")],
+    sample: Annotated[
+        int | None,
+        typer.Option(
+            "--sample",
+            help="Re-execute N slots, drawn without replacement from the slots that ran by a "
+            "generator seeded with the bundle's sha256 (the same N slots for everyone).",
+            show_default=False,
+        ),
+    ] = None,
+    every_slot: Annotated[
+        bool, typer.Option("--all", help="Re-execute every slot that ran.")
+    ] = False,
+    option: _AdapterOptions = None,
+    as_json: _Json = False,
+    show_traceback: _Traceback = False,
+    sources: _Sources = None,
+    sign: Annotated[
+        Path | None,
+        typer.Option(
+            "--sign",
+            help="Sign the audit's result with this Ed25519 private key (OpenSSH or PEM) and "
+            "write it beside the bag as signatures/<key>.audit.dsse.json, for verify to report.",
+            show_default=False,
+        ),
+    ] = None,
+) -> None:
+    """Re-execute a sample of the bundle's slots (or --all) and compare them byte for byte.
+
+    The simulator must pin what the bundle's ledger pins, as for replay. In stream mode each
+    drawn slot is re-executed from the nearest kept generator state before it, through the
+    next kept state, which must match (chaining). A clean sample of N bounds the fraction of
+    slots that could differ: at 95%, 1 - 0.05^(1/N) (4.95% for N = 59)."""
+    import attrs
+
+    from repro.execute.audit import audit as audit_bundle
+    from repro.execute.audit import sign_audit
+
+    if (sample is None) == (not every_slot):
+        raise _fail(BadInput("give exactly one of --sample N and --all")) from None
+    try:
+        if sign is not None:  # a bad key is named before the audit runs
+            from repro.bundle.signatures import load_signing_key
+
+            load_signing_key(sign)
+        result = audit_bundle(bundle, sample, _options(option or []), show_traceback, sources)
+        signed = None if sign is None else sign_audit(bundle, result, sign)
+    except BadInput as exc:
+        raise _fail(exc) from None
+    except NotVerified as exc:  # a file changed after the bundle verified
+        _print_findings(bundle, exc.findings)
+        raise typer.Exit(exit_code(exc)) from None
+    if as_json:
+        extra = {
+            "identical": result.identical,
+            "attempts": result.attempts,
+            "excluded_fraction": result.excluded_fraction,
+        }
+        print(json.dumps(attrs.asdict(result) | extra, indent=2))
+    else:
+        _print_audit(result)
+        if signed is not None:
+            print(f"signed: wrote {signed}")
+    if not result.identical:
+        raise typer.Exit(EXIT_VERIFY_FAILED)
+
+
+def _print_audit(result: Any) -> None:
+    """The audit's lines: what was drawn, what was re-executed, what matched, what it bounds."""
+    for slot in result.slots:
+        for difference in slot.differences:
+            _err().print(f"DIFF {difference}", highlight=False, markup=False)
+    for link in result.chained:
+        if not link.matched:
+            _err().print(
+                f"CHAIN {link.partition}: the state re-executed up to {link.before} is not the "
+                "one the bundle keeps there",
+                highlight=False,
+                markup=False,
+            )
+    drawn = len(result.sampled)
+    how = (
+        f"every one of the {result.population} slot(s) that ran"
+        if drawn >= result.population
+        else f"{drawn} of the {result.population} slot(s) that ran, drawn from the bundle's "
+        f"sha256 {result.bundle_sha256[:12]}..."
+    )
+    differing = sum(1 for s in result.slots if s.differences)
+    broken = sum(1 for c in result.chained if not c.matched)
+    print(f"audit: {how}")
+    print(
+        f"re-executed {len(result.slots)} slot(s), {result.attempts} attempt(s): "
+        f"{len(result.slots) - differing} byte-identical, {differing} differ; "
+        f"{len(result.chained)} kept state(s) chained, {broken} broken"
+    )
+    fraction = result.excluded_fraction
+    if not result.identical:
+        print("audit: FAILED")
+    elif fraction is None:
+        print("audit: clean; every slot that ran was re-executed")
+    else:
+        print(
+            f"audit: clean; at 95%, it excludes that {fraction:.2%} or more of the slots that "
+            "ran differ from what this simulator gives"
+        )
 
 
 @_command(app, "publish")
@@ -771,9 +898,7 @@ app.add_typer(protocol_app, name="protocol")
 def protocol_check(
     protocol: Annotated[Path, typer.Argument(help="Protocol JSON file.")],
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
-    option: Annotated[
-        list[str] | None, typer.Option("--option", help="Adapter option KEY=VALUE (repeatable).")
-    ] = None,
+    option: _AdapterOptions = None,
 ) -> None:
     """Validate and freeze PROTOCOL as `repro study` would, running and writing nothing.
 

@@ -228,6 +228,18 @@ class _ConditionSession:
             return Invalid(str(value))
         return Failure(str(value))
 
+    def seek(self, stream: tuple[str, Any], opened: bool) -> None:
+        """Set the worker's generator stream to ``stream`` (stream mode), with the session
+        ``opened`` first or not: replay from a state kept mid-partition, which was the stream's
+        with the session open, or from the partition's first, kept before it opened. A session
+        that cannot open is left for the next attempt to report, as ever."""
+        if opened and self._ensure_open() is not None:
+            return
+        try:
+            self._worker.request("seek", stream)
+        except WorkerLost:
+            self._open = False
+
     def close(self) -> None:
         """Close the session if it is open; a worker lost while closing is let go."""
         if self._open:
@@ -244,11 +256,13 @@ def run_slots(
     entries: Iterable[PlanEntry],
     emit: Callable[[RunRecord], None],
     slot_done: Callable[[SlotEnd], None],
+    before: Callable[[PlanEntry], None] | None = None,
 ) -> SlotsResult:
     """Run ``entries`` (slots of ``condition``, in sealed order: a whole partition or a range of
     one) on ``worker``, in one session of the condition: ``emit`` gets each record in order,
     ``slot_done`` how each slot ended, after its records; both are called while the worker runs
-    the next attempt, or at the end."""
+    the next attempt, or at the end. ``before`` is called with each entry before its first
+    attempt is asked for (where a stream's state is kept)."""
     records: list[RunRecord] = []
     # Each record is handed on while the worker runs the next attempt (on a machine with a core
     # to spare, writing it then costs no time): ``backlog`` holds the records not handed on yet,
@@ -273,6 +287,8 @@ def run_slots(
         return session.attempt(entry)
 
     for entry in entries:
+        if before is not None:
+            before(entry)
         for record in run_slot(entry, protocol, facts, session.digest, timed, scenario):
             if runs(entry):  # the record of an attempt the worker was asked to run
                 times.append(

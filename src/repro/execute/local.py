@@ -22,15 +22,15 @@ import collections
 import queue
 import threading
 from collections.abc import Callable
-from typing import Literal
+from typing import Any, Literal
 
 from repro.bundle import layout
 from repro.bundle.writer import BundleWriter
 from repro.derive.tally import SlotEnd
 from repro.execute.attempts import SlotsResult, Workload, run_slots, write_times
 from repro.execute.worker import Cancelled, Worker
-from repro.models import Partition, PlanEntry, RunRecord
-from repro.plan.streams import checkpoint_of
+from repro.models import Partition, PlanEntry, Protocol, RunRecord
+from repro.plan.streams import checkpoint_of, checkpoint_slots, checkpoint_spacing
 
 __all__ = ["run_on_local_workers"]
 
@@ -146,8 +146,7 @@ def _serve_partitions(
             part = running.partition
             condition = work.conditions[part.condition]
             state = worker.stream_state
-            if state is not None:  # stream mode (one worker): where replay of it starts
-                writer.model(layout.checkpoint_file(part.id), checkpoint_of(part.id, state))
+            keep = _Keeper(worker, part, protocol) if state is not None else None
             with writer.lines(layout.runs_file(part.id)) as emit:
                 slots = iter(running.next_slot, None)
                 own = run_slots(
@@ -158,6 +157,7 @@ def _serve_partitions(
                     slots,
                     emit,
                     _reporter(events, part.condition),
+                    keep,
                 )
                 records, contract, times = list(own.records), own.contract, list(own.times)
                 # Nothing is taken once the owner has no slot left to start.
@@ -169,6 +169,9 @@ def _serve_partitions(
                     records += taken.result.records
                     times += taken.result.times
                     contract = contract or taken.result.contract
+            if keep is not None and state is not None:
+                checkpoint = checkpoint_of(part.id, state, keep.every, keep.later)
+                writer.model(layout.checkpoint_file(part.id), checkpoint)
             write_times(writer, part.id, times)
             results[running.index] = SlotsResult(tuple(records), contract, tuple(times))
         while not cancel.is_set() and (took := pool.take_slots()) is not None:
@@ -187,6 +190,22 @@ def _serve_partitions(
     finally:
         worker.stop()
         events.put(("exit",))
+
+
+class _Keeper:
+    """Stream mode (one worker): the states replay and audit start from, besides the one when
+    the partition begins: the worker's stream before every ``every``-th slot after it."""
+
+    def __init__(self, worker: Worker, partition: Partition, protocol: Protocol) -> None:
+        self._worker = worker
+        self.every = checkpoint_spacing(protocol)
+        self._kept = set(checkpoint_slots(partition.entries, self.every))
+        self.later: list[tuple[str, Any]] = []
+
+    def __call__(self, entry: PlanEntry) -> None:
+        state = self._worker.stream_state
+        if entry.slot in self._kept and state is not None:
+            self.later.append((entry.slot, state))
 
 
 def _reporter(events: queue.SimpleQueue[_Event], condition: str) -> Callable[[SlotEnd], None]:

@@ -1,11 +1,11 @@
 """``repro replay``: re-execute one slot of a verified bundle and compare its evidence byte for
-byte.
+byte; and the steps ``repro audit`` shares (:func:`prepare`, :func:`run_stretch`).
 
-In ``per-run`` mode the slot runs alone, from its own seed. In ``stream`` mode every slot of its
-partition up to it is re-executed from the partition's checkpoint (the generator state when the
-partition began), because each run consumed the stream its predecessors left; the result says how
-many slots that took. The simulator must be installed, and must pin exactly the sources the
-bundle's ledger records.
+In ``per-run`` mode the slot runs alone, from its own seed. In ``stream`` mode every slot from
+the nearest kept state before it is re-executed (the partition's first state, or, in a
+``repro.checkpoint/2``, the one kept before every ``every``-th slot), because each run consumed
+the stream its predecessors left; the result says how many slots that took. The simulator must
+be installed, and must pin exactly the sources the bundle's ledger records.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 
 from attrs import frozen
 
-from repro.adapters.base import get_adapter, target_root, targets_in
+from repro.adapters.base import Adapter, Frozen, get_adapter, target_root, targets_in
 from repro.derive.ledger import source_differences
 from repro.derive.scenarios import scenario_of
 from repro.errors import BadInput, NotVerified
@@ -24,12 +24,12 @@ from repro.execute.attempts import _ConditionSession, run_slot
 from repro.execute.worker import Job, Worker, adapter_target
 from repro.json import canonical
 from repro.json.serde import to_bytes, unstructure
-from repro.models import Condition, RunRecord
+from repro.models import Condition, GeneratorState, Partition, PlanEntry, RunRecord
 from repro.plan.sealing import slot_id
-from repro.plan.streams import stream_of
-from repro.verify import open_verified
+from repro.plan.streams import generator_state, segment_of, state_at, stream_of
+from repro.verify import VerifiedBundle, open_verified
 
-__all__ = ["Replay", "replay"]
+__all__ = ["Prepared", "Replay", "Stretch", "prepare", "replay", "run_stretch"]
 
 T = TypeVar("T")
 
@@ -46,6 +46,9 @@ class Replay:
     from_checkpoint: bool
     attempts: int
     differences: tuple[str, ...]
+    #: In stream mode, the slot whose state a ``repro.checkpoint/2`` kept mid-partition, which
+    #: replay started from; None when it started from the partition's first state or a seed.
+    kept_before: str | None = None
 
     @property
     def identical(self) -> bool:
@@ -104,7 +107,20 @@ def replay(
         return _replay(root, slot, options, tracebacks)
 
 
-def _replay(root: Path, slot: str, options: Mapping[str, str], tracebacks: bool) -> Replay:
+@frozen
+class Prepared:
+    """A verified bundle with its adapter frozen again here, pinning what the ledger pins."""
+
+    bundle: VerifiedBundle
+    adapter: Adapter
+    frozen: Frozen
+    options: Mapping[str, str]
+    tracebacks: bool
+
+
+def prepare(root: Path, options: Mapping[str, str], tracebacks: bool) -> Prepared:
+    """Verify the bundle at ``root`` and freeze its adapter here. Raises :class:`BadInput` when
+    the bundle does not verify or the installed simulator pins other sources than its ledger."""
     try:
         bundle = open_verified(root)
     except NotVerified as exc:
@@ -112,13 +128,7 @@ def _replay(root: Path, slot: str, options: Mapping[str, str], tracebacks: bool)
             f"{root} does not verify ({len(exc.findings)} finding(s)): replay needs a verified "
             f"bundle; see repro verify {root}"
         ) from None
-    fp, seal, ledger = bundle.protocol, bundle.seal, bundle.ledger
-    partition = next(
-        (part for part in bundle.partitions() if any(e.slot == slot for e in part.entries)), None
-    )
-    if partition is None:
-        raise _no_such_slot(root, slot, seal.conditions, fp.protocol.runs_per_condition)
-    protocol = fp.protocol
+    protocol, ledger = bundle.protocol.protocol, bundle.ledger
     adapter = get_adapter(protocol.adapter.name)
     try:
         frozen_adapter = adapter.freeze(protocol, options)
@@ -139,58 +149,115 @@ def _replay(root: Path, slot: str, options: Mapping[str, str], tracebacks: bool)
             "the installed sources are not the ones the bundle pins, so replay runs nothing: "
             + "; ".join(differing)
         )
+    return Prepared(bundle, adapter, frozen_adapter, options, tracebacks)
 
-    stream = protocol.seeding.mode == "stream"
-    entries = list(partition.entries)
-    target = next(i for i, e in enumerate(entries) if e.slot == slot)
-    if stream:
-        checkpoint = bundle.checkpoint(partition.id)
-        todo, start = entries[: target + 1], stream_of(checkpoint)
-    else:
-        todo, start = [entries[target]], None
-    condition = next(c for c in seal.conditions if c.id == partition.condition)
-    bundled: dict[str, list[RunRecord]] = {}
-    for record in bundle.records(partition.id):
-        bundled.setdefault(record.slot, []).append(record)
 
-    worker = Worker(
+def new_worker(prepared: Prepared, start: tuple[str, Any] | None) -> Worker:
+    """A worker for ``prepared``'s adapter; in stream mode its stream starts at ``start``."""
+    protocol = prepared.bundle.protocol.protocol
+    return Worker(
         Job(
-            adapter_target(adapter),
+            adapter_target(prepared.adapter),
             protocol,
-            options,
-            frozen_adapter,
+            prepared.options,
+            prepared.frozen,
             start,
-            tracebacks,
+            prepared.tracebacks,
             None if target_root() is None else str(target_root()),
         ),
         protocol.retry.timeout_seconds,
     )
-    differences: list[str] = []
-    attempts = 0
-    try:
-        session = _ConditionSession(worker, condition)
-        scenario = scenario_of(protocol, condition)
-        for entry in todo:
-            found = list(
-                run_slot(
-                    entry,
-                    protocol,
-                    frozen_adapter.facts,
-                    session.digest,
-                    session.attempt,
-                    scenario,
-                )
-            )
-            differences += _differences(entry.slot, bundled.get(entry.slot, []), found)
-            attempts = len(found)
+
+
+@frozen
+class Stretch:
+    """What re-executing some slots of a partition in one session found: each slot's
+    differences from the bundle's records, the attempts run, and, in stream mode, the
+    generator state after the last slot (after the session closed, if ``closed``)."""
+
+    differences: dict[str, list[str]]
+    attempts: dict[str, int]
+    end: GeneratorState | None
+
+
+def run_stretch(
+    prepared: Prepared,
+    worker: Worker,
+    partition: Partition,
+    entries: Sequence[PlanEntry],
+    bundled: Mapping[str, list[RunRecord]],
+    seek: tuple[tuple[str, Any], bool] | None,
+    close_first: bool = False,
+) -> Stretch:
+    """Re-execute ``entries`` (slots of ``partition`` in sealed order) in one session on
+    ``worker`` and compare each slot's records with ``bundled``. In stream mode ``seek`` is the
+    state to set first and whether the session opens before it is set (a state kept
+    mid-partition) or after (the partition's first); with ``close_first`` the end state is read
+    after the session closes, as the next partition's first state was."""
+    protocol = prepared.bundle.protocol.protocol
+    condition = next(c for c in prepared.bundle.seal.conditions if c.id == partition.condition)
+    session = _ConditionSession(worker, condition)
+    scenario = scenario_of(protocol, condition)
+    if seek is not None:
+        session.seek(*seek)
+    differences: dict[str, list[str]] = {}
+    attempts: dict[str, int] = {}
+    facts = prepared.frozen.facts
+    for entry in entries:
+        found = list(run_slot(entry, protocol, facts, session.digest, session.attempt, scenario))
+        differences[entry.slot] = _differences(entry.slot, bundled.get(entry.slot, []), found)
+        attempts[entry.slot] = len(found)
+    if close_first:
         session.close()
+    end = worker.stream_state
+    if not close_first:
+        session.close()
+    return Stretch(differences, attempts, None if end is None else generator_state(end))
+
+
+def bundled_records(bundle: VerifiedBundle, partition: str) -> dict[str, list[RunRecord]]:
+    """A partition's run records in the bundle, by slot, in the order of its runs file."""
+    out: dict[str, list[RunRecord]] = {}
+    for record in bundle.records(partition):
+        out.setdefault(record.slot, []).append(record)
+    return out
+
+
+def _replay(root: Path, slot: str, options: Mapping[str, str], tracebacks: bool) -> Replay:
+    prepared = prepare(root, options, tracebacks)
+    bundle = prepared.bundle
+    partition = next(
+        (part for part in bundle.partitions() if any(e.slot == slot for e in part.entries)), None
+    )
+    if partition is None:
+        raise _no_such_slot(
+            root, slot, bundle.seal.conditions, bundle.protocol.protocol.runs_per_condition
+        )
+    entries = list(partition.entries)
+    target = next(i for i, e in enumerate(entries) if e.slot == slot)
+    start, seek = target, None
+    if bundle.protocol.protocol.seeding.mode == "stream":
+        checkpoint = bundle.checkpoint(partition.id)
+        start = segment_of(checkpoint, entries, target)[0]
+        seek = (stream_of(state_at(checkpoint, entries, start)), start > 0)
+    worker = new_worker(prepared, None if seek is None else seek[0])
+    try:
+        done = run_stretch(
+            prepared,
+            worker,
+            partition,
+            entries[start : target + 1],
+            bundled_records(bundle, partition.id),
+            seek,
+        )
     finally:
         worker.stop()
     return Replay(
         slot=slot,
         partition=partition.id,
-        replayed_slots=len(todo),
-        from_checkpoint=stream,
-        attempts=attempts,
-        differences=tuple(differences),
+        replayed_slots=target + 1 - start,
+        from_checkpoint=seek is not None,
+        attempts=done.attempts[slot],
+        differences=tuple(d for e in entries[start : target + 1] for d in done.differences[e.slot]),
+        kept_before=entries[start].slot if seek is not None and start > 0 else None,
     )

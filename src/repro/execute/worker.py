@@ -331,6 +331,11 @@ def _serve_job(conn: multiprocessing.connection.Connection, job: Job) -> None:
             if job.stream is None and entry.seed is not None:
                 seed_global_generators(entry.seed)
             answer = _run(job, session, entry)
+        elif kind == "seek" and job.stream is not None:
+            # Replay from a kept state: a partition's first (before its session opens) or one
+            # kept mid-partition (the stream's with the session open).
+            _restore_stream(request[1])
+            answer = ("sought",)
         elif kind == "close" and session is not None:
             try:
                 session.close()

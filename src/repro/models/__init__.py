@@ -53,7 +53,9 @@ from repro.models.derived import (
 from repro.models.environment import BackendName, Environment
 from repro.models.plan import Condition, Partition, PartitionRef, PlanEntry, Seal
 from repro.models.protocol import (
+    CHECKPOINT_EVERY,
     DEFAULT_OPEN_TIMEOUT_SECONDS,
+    MAX_CHECKPOINTS,
     MAX_RESAMPLES,
     MAX_TAUS,
     MIN_CONTRAST_RESAMPLES,
@@ -111,11 +113,14 @@ from repro.models.run import (
     HarnessFacts,
     RunRecord,
     RunStatus,
+    SlotState,
 )
 
 __all__ = [
+    "CHECKPOINT_EVERY",
     "DEFAULT_OPEN_TIMEOUT_SECONDS",
     "LOSS_OUTCOMES",
+    "MAX_CHECKPOINTS",
     "MAX_LOST_OPENS",
     "MAX_OUTCOME_BYTES",
     "MAX_RECORD_VALUES",
@@ -207,6 +212,7 @@ __all__ = [
     "Seal",
     "Seeding",
     "SeedingMode",
+    "SlotState",
     "Source",
     "Stratum",
     "Taxonomy",

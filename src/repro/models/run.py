@@ -113,6 +113,14 @@ class GeneratorState:
 
 
 @frozen
+class SlotState:
+    """The generator's state before ``slot``'s first attempt, in a checkpoint's ``later``."""
+
+    slot: str
+    python_random: GeneratorState
+
+
+@frozen
 class AttemptTimes:
     """One line of times/<partition>.jsonl: when an attempt was asked of the worker and
     when its answer came (UTC, microseconds). Kept apart from the run records, which stay
@@ -134,8 +142,15 @@ class Checkpoint:
     """runs/<partition>.checkpoint.json, in stream mode only: the state of Python's global
     generator (the stream the protocol seeds) when the partition began, from which ``repro
     replay`` re-executes its slots. NumPy's global generator is no part of the stream: nothing
-    seeds it, so a simulator that draws from it cannot be replayed, and replay says so."""
+    seeds it, so a simulator that draws from it cannot be replayed, and replay says so.
 
-    schema: Literal["repro.checkpoint/1"]
+    ``repro.checkpoint/2`` adds ``every`` (the protocol's ``seeding.checkpoint_every``, or its
+    default) and ``later``: the state before every ``every``-th slot after the first, in the
+    partition's order, so that a slot is replayed from the nearest state before it. Bundles of
+    ``repro.checkpoint/1`` keep the first state only, and replay from it."""
+
+    schema: Literal["repro.checkpoint/1", "repro.checkpoint/2"]
     partition: str
     python_random: GeneratorState
+    every: int | None = field(default=None, metadata=OMIT_IF_DEFAULT)
+    later: tuple[SlotState, ...] = field(default=(), metadata=OMIT_IF_DEFAULT)

@@ -61,7 +61,6 @@ levels, reasons, evidence, causes) is user data and is escaped.
 from __future__ import annotations
 
 import html
-import importlib.metadata
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -1070,12 +1069,8 @@ def _losses(ledger: Ledger) -> str:
 
 
 def repro_version() -> str:
-    """The version of repro making the page (importlib.metadata; the package's own
-    ``__version__`` when it runs from a source tree that is not installed)."""
-    try:
-        return importlib.metadata.version("repro")
-    except importlib.metadata.PackageNotFoundError:
-        return repro.__version__
+    """The version of repro making the page (:func:`repro.version`)."""
+    return repro.version()
 
 
 def _when(environment: Environment | None, version: str) -> str:

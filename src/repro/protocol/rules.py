@@ -10,7 +10,7 @@ import math
 
 from repro.derive.reproduction import FAMILYWISE
 from repro.errors import BadInput
-from repro.models import Protocol
+from repro.models import CHECKPOINT_EVERY, MAX_CHECKPOINTS, Protocol
 from repro.plan.sealing import PARTICIPANT, conditions_of, slot_ids
 from repro.protocol.contrasts import contrast_problems
 from repro.protocol.rl_rules import rl_problems
@@ -38,17 +38,39 @@ def _check_size(p: Protocol) -> None:
         )
 
 
+def _checkpoint_problems(p: Protocol) -> list[str]:
+    """``seeding.checkpoint_every``: stream seeding only, and no more than
+    :data:`~repro.models.MAX_CHECKPOINTS` checkpoints in a partition, declared or by default."""
+    every = p.seeding.checkpoint_every
+    where = "$.seeding.checkpoint_every"
+    if every is not None and p.seeding.mode != "stream":
+        return [f"checkpoints are kept in stream seeding only, not {p.seeding.mode} @ {where}"]
+    if p.seeding.mode != "stream":
+        return []
+    spacing = every or CHECKPOINT_EVERY
+    kept = -(-p.runs_per_condition // spacing)
+    if kept > MAX_CHECKPOINTS:
+        return [
+            f"{p.runs_per_condition} runs per condition at one checkpoint every {spacing} slots "
+            f"keep {kept} checkpoints in a partition, over the limit of {MAX_CHECKPOINTS}: "
+            f"declare a larger spacing @ {where}"
+        ]
+    return []
+
+
 def _seeding_problems(p: Protocol) -> list[str]:
     """``seeding.common``: per-run seeding only, each name once, each a factor of the matrix
-    or ``"participant"`` (and not both: a factor named "participant" would make it ambiguous)."""
+    or ``"participant"`` (and not both: a factor named "participant" would make it ambiguous);
+    ``seeding.checkpoint_every`` as :func:`_checkpoint_problems` says."""
+    checkpoints = _checkpoint_problems(p)
     common = p.seeding.common
     if not common:
-        return []
+        return checkpoints
     if p.seeding.mode != "per-run":
         return [
             f"common random numbers need per-run seeding, not {p.seeding.mode} @ $.seeding.common"
         ]
-    problems: list[str] = []
+    problems: list[str] = checkpoints
     factors = {f.name for f in p.matrix}
     for i, name in enumerate(common):
         where = f"$.seeding.common[{i}]"

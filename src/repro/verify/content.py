@@ -45,7 +45,7 @@ from repro.models import (
     Source,
     Tiers,
 )
-from repro.plan.streams import checkpoint_of
+from repro.plan.streams import checkpoint_slots, checkpoint_spacing, generator_state
 from repro.protocol.rules import check_consistency
 from repro.verify.findings import MAX_DIFFS, Finding, Location
 from repro.verify.limits import Limits
@@ -309,25 +309,30 @@ def whole_plan_tally(
     return tally(parts_read, attempts, max_attempts, checks.contracts, checks.scenarios)
 
 
-def _check_checkpoint(read: BundleReader, partition: str, first: bool, seed: int) -> None:
-    """A stream-mode partition's checkpoint parses, names its partition and, for the first
-    partition, holds exactly the state the protocol's seed gives (later states depend on the
-    simulator, which replay re-checks)."""
-    name = layout.checkpoint_file(partition)
+def _check_checkpoint(
+    read: BundleReader, protocol: Protocol, part: Partition | None, name_id: str, first: bool
+) -> None:
+    """A stream-mode partition's checkpoint parses and names its partition; for the first
+    partition, its first state is exactly the state the protocol's seed gives; and a
+    ``repro.checkpoint/2`` keeps the protocol's spacing and a state before exactly the slots
+    :func:`~repro.plan.streams.checkpoint_slots` names (later states depend on the simulator,
+    which replay and audit re-check)."""
+    name = layout.checkpoint_file(name_id)
     checkpoint = read.json(name, "checkpoint", Checkpoint)
     if checkpoint is None:
         return
-    if checkpoint.partition != partition:
+    if checkpoint.partition != name_id:
         read.findings.append(
             Finding(
                 "checkpoint-partition",
                 name,
                 "checkpoint names another partition",
-                partition,
+                name_id,
                 checkpoint.partition,
             )
         )
-    if first and checkpoint != checkpoint_of(partition, ("seed", seed)):
+    seed = protocol.seeding.seed
+    if first and checkpoint.python_random != generator_state(("seed", seed)):
         read.findings.append(
             Finding(
                 "checkpoint-seed",
@@ -337,6 +342,42 @@ def _check_checkpoint(read: BundleReader, partition: str, first: bool, seed: int
                 "another state",
             )
         )
+    every = checkpoint_spacing(protocol)
+    if checkpoint.schema == "repro.checkpoint/1":
+        if checkpoint.every is not None or checkpoint.later:
+            read.findings.append(
+                Finding(
+                    "checkpoint-spacing",
+                    name,
+                    "a repro.checkpoint/1 keeps the partition's first state only",
+                    "no later states",
+                    f"every {checkpoint.every}, {len(checkpoint.later)} later state(s)",
+                )
+            )
+        return
+    if checkpoint.every != every:
+        read.findings.append(
+            Finding(
+                "checkpoint-spacing",
+                name,
+                "the checkpoint's spacing is not the protocol's",
+                f"every {every}",
+                f"every {checkpoint.every}",
+            )
+        )
+    elif part is not None:
+        expected = checkpoint_slots(part.entries, every)
+        found = [s.slot for s in checkpoint.later]
+        if found != expected:
+            read.findings.append(
+                Finding(
+                    "checkpoint-slots",
+                    name,
+                    "the checkpoint's later states are not before the slots its spacing names",
+                    _short(expected),
+                    _short(found),
+                )
+            )
 
 
 class _CrateCheck:
@@ -477,7 +518,7 @@ def _partition_runs(
         )
     part, part_sha256 = read._model(name, "partition", Partition)
     if fp.protocol.seeding.mode == "stream":
-        _check_checkpoint(read, ref.id, first, fp.protocol.seeding.seed)
+        _check_checkpoint(read, fp.protocol, part, ref.id, first)
     runs_name = layout.runs_file(ref.id)
     got = _attempts(read, runs_name, part, checks)
     if part is None or part_sha256 is None or got is None:

@@ -7,7 +7,7 @@ trusted key each signature is listed, its key named, as not checked."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from attrs import frozen
 
@@ -37,16 +37,46 @@ class SignatureStatus:
     kind: str | None
     status: Literal["not-checked", "verified", "failed"]
     code: str | None = None
+    #: An audit statement's result in one line (:func:`audit_summary`), whatever its status.
+    summary: str | None = None
 
     def as_dict(self) -> dict[str, str | None]:
         """Plain data for ``--json``."""
-        return {
+        out = {
             "file": self.file,
             "keyid": self.keyid,
             "kind": self.kind,
             "status": self.status,
             "code": self.code,
         }
+        return out if self.summary is None else out | {"summary": self.summary}
+
+
+def audit_summary(predicate: dict[str, Any]) -> str:
+    """An audit statement's claims in one line: ``59 of 9000 slot(s) drawn, 412 re-executed
+    (412 attempt(s)), 52 kept state(s) chained: identical``."""
+    p = predicate
+    said = (
+        "identical"
+        if p.get("identical") is True
+        else (f"{p.get('differing')} slot(s) differ, {p.get('broken')} link(s) broken")
+    )
+    drawn = "every one" if p.get("sample") == "all" else f"{p.get('sampled')}"
+    return (
+        f"{drawn} of {p.get('population')} slot(s) drawn, {p.get('reexecuted_slots')} "
+        f"re-executed ({p.get('attempts')} attempt(s)), {p.get('chained')} kept state(s) "
+        f"chained: {said}"
+    )
+
+
+def _summary(signed: SignedStatement) -> str | None:
+    """An audit statement's one line, None for any other kind."""
+    from repro.derive.audit import AUDIT
+
+    predicate = signed.statement["predicate"]
+    if signed.kind != AUDIT or not isinstance(predicate, dict):
+        return None
+    return audit_summary(predicate)
 
 
 def _finding(code: str, name: str, what: str, expected: str, found: str) -> Finding:
@@ -128,6 +158,7 @@ def _check(
     """The first thing wrong with a signature by a trusted key, cheapest last: the signature
     itself, then the subject, then (for repro's own kind) the predicate."""
     from repro.bundle.signatures import BUNDLE, signature_valid
+    from repro.derive.audit import AUDIT
 
     name = signed.file
     if not signature_valid(signed, key):
@@ -146,6 +177,8 @@ def _check(
             f"bundle sha256 {signed.subject_sha256}",
             f"bundle sha256 {digest}",
         )
+    if signed.kind == AUDIT:
+        return _audit_problem(signed, digest, stored)
     if signed.kind == BUNDLE:
         expected = _expected_predicate(stored)
         found = signed.statement["predicate"]
@@ -160,6 +193,47 @@ def _check(
                 "the predicate derived from the bundle's files",
                 "another predicate",
             )
+    return None
+
+
+def _audit_problem(
+    signed: SignedStatement, digest: str | None, stored: Stored | None
+) -> Finding | None:
+    """An audit statement by a trusted key: its sample must be the one the bundle's identity
+    draws (:func:`repro.derive.audit.sample_problems`), and what it found must be a match; a
+    trusted auditor who found a slot that differs is a finding."""
+    from repro.derive.audit import sample_problems
+
+    predicate = signed.statement["predicate"]
+    name = signed.file
+    if not isinstance(predicate, dict):
+        return _finding(
+            "signature-predicate",
+            name,
+            "the audit's predicate is not an object",
+            "an object",
+            type(predicate).__name__,
+        )
+    if stored is not None and stored.protocol is not None and digest is not None:
+        problems = sample_problems(stored.protocol.protocol, digest, predicate)
+        if problems:
+            return _finding(
+                "signature-predicate",
+                name,
+                "the audit's sample is not the one the bundle's identity draws: "
+                + "; ".join(problems),
+                "the sample drawn from the bundle's sha256",
+                "another sample",
+            )
+    if predicate.get("identical") is not True:
+        return _finding(
+            "audit-differs",
+            name,
+            "a trusted auditor re-executed slots that differ from the bundle's: "
+            + audit_summary(predicate),
+            "every re-executed slot byte-identical",
+            ", ".join(predicate.get("differing_slots") or []) or "broken links",
+        )
     return None
 
 
@@ -197,8 +271,11 @@ def check_signatures(
         if signed is None:
             statuses.append(SignatureStatus(name, None, None, "failed", "signature-malformed"))
             continue
+        summary = _summary(signed)
         if not by_key:
-            statuses.append(SignatureStatus(name, signed.keyid, signed.kind, "not-checked"))
+            statuses.append(
+                SignatureStatus(name, signed.keyid, signed.kind, "not-checked", None, summary)
+            )
             continue
         key = by_key.get(signed.keyid)
         if key is None:
@@ -213,11 +290,13 @@ def check_signatures(
             signed_by_trusted = True
             problem = _check(signed, key, digest, stored)
         if problem is None:
-            statuses.append(SignatureStatus(name, signed.keyid, signed.kind, "verified"))
+            statuses.append(
+                SignatureStatus(name, signed.keyid, signed.kind, "verified", None, summary)
+            )
         else:
             findings.append(problem)
             statuses.append(
-                SignatureStatus(name, signed.keyid, signed.kind, "failed", problem.code)
+                SignatureStatus(name, signed.keyid, signed.kind, "failed", problem.code, summary)
             )
     if by_key and not signed_by_trusted:
         findings.append(

@@ -1,0 +1,249 @@
+"""``repro audit``: re-execute a sample of a verified bundle's slots, or all of them, and
+compare each with the bundle's records byte for byte.
+
+The sample is :func:`repro.derive.audit.audit_sample`'s: drawn from the slots that ran by a
+generator seeded with the bundle's identity, so anyone who audits the bundle draws the same
+slots, and its author could not know them before the bundle was final. In ``per-run`` mode each
+sampled slot runs alone from its seed. In ``stream`` mode each sampled slot's stretch (from the
+nearest kept state before it to the next) is re-executed whole, and the state it ends in is
+compared with the next kept state (the next checkpoint, or the next partition's first):
+chaining, so that a forged checkpoint is found as well as a forged run. The simulator must pin
+exactly what the ledger pins, as for ``repro replay``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from attrs import frozen
+
+from repro.adapters.base import targets_in
+from repro.derive.audit import (
+    AUDIT,
+    AUDIT_LEVEL,
+    audit_population,
+    audit_sample,
+    excluded_fraction,
+    sample_sha256,
+)
+from repro.errors import BadInput
+from repro.execute.replay import Prepared, bundled_records, new_worker, prepare, run_stretch
+from repro.execute.worker import Worker
+from repro.models import Checkpoint, GeneratorState, Partition, RunRecord
+from repro.plan.streams import segment_of, state_at, stream_of
+
+__all__ = ["Audit", "Chained", "SlotAudit", "audit", "audit_predicate", "sign_audit"]
+
+#: Differing slots and broken links an audit statement names one by one; the rest are counted.
+MAX_NAMED = 100
+
+
+@frozen
+class SlotAudit:
+    """One re-executed slot: whether the audit drew it (or re-executed it on the way to one it
+    drew), its attempts, and each difference from the bundle's records."""
+
+    slot: str
+    sampled: bool
+    attempts: int
+    differences: tuple[str, ...]
+
+
+@frozen
+class Chained:
+    """A kept state checked by chaining: the state a re-executed stretch of ``partition`` ended
+    in, against the one the bundle keeps before ``before`` (a slot of the partition, or the
+    next partition's first slot)."""
+
+    partition: str
+    before: str
+    matched: bool
+
+
+@frozen
+class Audit:
+    """What an audit found. ``population`` is the number of slots that ran (every slot but a
+    declared exclusion); ``sampled`` the slots drawn, in sealed order."""
+
+    bundle_sha256: str
+    population: int
+    requested: int | None
+    sampled: tuple[str, ...]
+    slots: tuple[SlotAudit, ...]
+    chained: tuple[Chained, ...]
+
+    @property
+    def identical(self) -> bool:
+        """Every re-executed slot matched the bundle and every chained state its kept one."""
+        return all(not s.differences for s in self.slots) and all(c.matched for c in self.chained)
+
+    @property
+    def attempts(self) -> int:
+        """Attempts re-executed in all (episodes, for a simulator)."""
+        return sum(s.attempts for s in self.slots)
+
+    @property
+    def excluded_fraction(self) -> float | None:
+        """A clean sample's bound (:func:`~repro.derive.audit.excluded_fraction`): every
+        fraction of the population at or above it differing is excluded at 95%. None when the
+        audit re-executed every slot that ran, which leaves nothing to bound."""
+        if len(self.sampled) >= self.population:
+            return None
+        return excluded_fraction(len(self.sampled))
+
+
+def audit(
+    root: Path,
+    sample: int | None,
+    options: Mapping[str, str],
+    tracebacks: bool = False,
+    sources: Path | None = None,
+) -> Audit:
+    """Audit the bundle at ``root``: ``sample`` slots drawn from its identity, or every slot
+    when ``sample`` is None. Raises :class:`BadInput` as :func:`repro.execute.replay.replay`
+    does, and for a sample below 1."""
+    if sample is not None and sample < 1:
+        raise BadInput(f"--sample must be at least 1, not {sample}")
+    with targets_in(Path.cwd() if sources is None else sources):
+        prepared = prepare(root, options, tracebacks)
+        return _audit(prepared, sample)
+
+
+def _audit(prepared: Prepared, sample: int | None) -> Audit:
+    bundle = prepared.bundle
+    parts = list(bundle.partitions())
+    population = audit_population(bundle.protocol.protocol)
+    drawn = population if sample is None else audit_sample(bundle.bundle_sha256, population, sample)
+    chosen = set(drawn)
+    stream = bundle.protocol.protocol.seeding.mode == "stream"
+    slots: list[SlotAudit] = []
+    chained: list[Chained] = []
+    worker = new_worker(prepared, ("seed", 0) if stream else None)
+    try:
+        for i, part in enumerate(parts):
+            wanted = [j for j, e in enumerate(part.entries) if e.slot in chosen]
+            if not wanted:
+                continue
+            bundled = bundled_records(bundle, part.id)
+            if not stream:
+                entries = [part.entries[j] for j in wanted]
+                done = run_stretch(prepared, worker, part, entries, bundled, None)
+                slots += _slot_audits(done.differences, done.attempts, chosen)
+                continue
+            following = parts[i + 1] if i + 1 < len(parts) else None
+            slots_, chained_ = _stream_part(prepared, worker, part, wanted, bundled, following)
+            slots += slots_
+            chained += chained_
+    finally:
+        worker.stop()
+    return Audit(
+        bundle.bundle_sha256,
+        len(population),
+        sample,
+        tuple(drawn),
+        tuple(slots),
+        tuple(chained),
+    )
+
+
+def _slot_audits(
+    differences: Mapping[str, list[str]], attempts: Mapping[str, int], chosen: set[str]
+) -> list[SlotAudit]:
+    return [
+        SlotAudit(slot, slot in chosen, attempts[slot], tuple(diffs))
+        for slot, diffs in differences.items()
+    ]
+
+
+def _stream_part(
+    prepared: Prepared,
+    worker: Worker,
+    part: Partition,
+    wanted: list[int],
+    bundled: Mapping[str, list[RunRecord]],
+    following: Partition | None,
+) -> tuple[list[SlotAudit], list[Chained]]:
+    """Re-execute the stretches of ``part`` that hold a wanted slot, each from its kept state,
+    and chain each to the next kept state. A ``repro.checkpoint/1`` keeps only the first state:
+    its one stretch runs up to the last wanted slot, and is chained only when that is the
+    partition's last."""
+    bundle = prepared.bundle
+    checkpoint = bundle.checkpoint(part.id)
+    entries = part.entries
+    stretches = sorted({segment_of(checkpoint, entries, j) for j in wanted})
+    if checkpoint.every is None:
+        stretches = [(0, max(wanted) + 1)]
+    slots: list[SlotAudit] = []
+    chained: list[Chained] = []
+    chosen = {entries[j].slot for j in wanted}
+    for start, stop in stretches:
+        at_end = stop == len(entries)
+        seek = (stream_of(state_at(checkpoint, entries, start)), start > 0)
+        done = run_stretch(
+            prepared, worker, part, entries[start:stop], bundled, seek, close_first=at_end
+        )
+        slots += _slot_audits(done.differences, done.attempts, chosen)
+        kept = _kept_after(bundle.checkpoint, checkpoint, part, stop, following)
+        if kept is not None and done.end is not None:
+            before, state = kept
+            chained.append(Chained(part.id, before, state == done.end))
+    return slots, chained
+
+
+def _kept_after(
+    read: Callable[[str], Checkpoint],
+    checkpoint: Checkpoint,
+    part: Partition,
+    stop: int,
+    following: Partition | None,
+) -> tuple[str, GeneratorState] | None:
+    """The state the bundle keeps before the slot at ``stop`` of ``part`` (a later checkpoint
+    of the partition), or, at the partition's end, before the next partition's first slot;
+    None past the last partition, or between two kept states a ``repro.checkpoint/1`` lacks."""
+    entries = part.entries
+    if stop < len(entries):
+        if checkpoint.every is None:
+            return None
+        return entries[stop].slot, state_at(checkpoint, entries, stop)
+    if following is None or not following.entries:
+        return None
+    return following.entries[0].slot, read(following.id).python_random
+
+
+def audit_predicate(result: Audit, repro_version: str) -> dict[str, Any]:
+    """What an audit statement says: the sample (its request, size and
+    :func:`~repro.derive.audit.sample_sha256`, which verify re-derives from the bundle's
+    identity), what was re-executed, whether it all matched (the differing slots and broken
+    links, the first :data:`MAX_NAMED` of each, by name), the bound of a clean sample, and the
+    auditing repro's version."""
+    differing = [s.slot for s in result.slots if s.differences]
+    broken = [f"{c.partition} before {c.before}" for c in result.chained if not c.matched]
+    return {
+        "sample": "all" if result.requested is None else result.requested,
+        "population": result.population,
+        "sampled": len(result.sampled),
+        "sampled_sha256": sample_sha256(result.sampled),
+        "reexecuted_slots": len(result.slots),
+        "attempts": result.attempts,
+        "chained": len(result.chained),
+        "identical": result.identical,
+        "differing": len(differing),
+        "differing_slots": differing[:MAX_NAMED],
+        "broken": len(broken),
+        "broken_links": broken[:MAX_NAMED],
+        "excluded_fraction": result.excluded_fraction,
+        "level": AUDIT_LEVEL,
+        "repro_version": repro_version,
+    }
+
+
+def sign_audit(root: Path, result: Audit, key_path: Path) -> Path:
+    """Sign ``result`` as an audit statement about the bundle at ``root`` with the private key
+    at ``key_path``, beside the bag (:func:`repro.bundle.signatures.sign_statement`)."""
+    from repro import version
+    from repro.bundle.signatures import sign_statement, statement
+
+    predicate = audit_predicate(result, version())
+    return sign_statement(root, statement(AUDIT, result.bundle_sha256, predicate), key_path, AUDIT)
