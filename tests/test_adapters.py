@@ -66,8 +66,8 @@ class TestBuiltIn:
 
     def test_declared_in_pyproject_and_installed(self) -> None:
         """pyproject.toml declares the three built-in adapters in the repro.adapters group, and
-        the installed repro distribution (repro-evidence) registers exactly those (after an edit of pyproject.toml
-        an editable install must be synced again for this to hold)."""
+        the installed repro distribution (repro-evidence) registers exactly those (after an edit
+        of pyproject.toml an editable install must be synced again for this to hold)."""
         pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))
         assert pyproject["project"]["entry-points"]["repro.adapters"] == BUILT_IN
         ours = {r.name: r.target for r in registered_adapters() if r.distribution == DISTRIBUTION}
@@ -82,9 +82,10 @@ class TestBuiltIn:
         assert adapter_target(adapter) == BUILT_IN[name]
 
     def test_listed_with_repro_version(self) -> None:
-        """``repro adapters --json`` lists each built-in with repro's distribution (repro-evidence) and version,
-        its object path, that it loads, and its simulator's modules, each with whether it is
-        there to import (the command adapter needs none: it runs a program)."""
+        """``repro adapters --json`` lists each built-in with repro's distribution
+        (repro-evidence) and version, its object path, that it loads, and its simulator's
+        modules, each with whether it is there to import (the command adapter needs none: it
+        runs a program)."""
         listed = _listed(_adapters("--json"))
         version = importlib.metadata.version(DISTRIBUTION)
         for name, target in BUILT_IN.items():
