@@ -1,4 +1,5 @@
-"""Sessions: tests, lint (ruff), types (mypy strict on src). Run all with ``uvx nox``.
+"""Sessions: tests, lint (ruff), types (mypy strict on src), wheel (the built sdist and wheel,
+and the wheel installed alone). Run all with ``uvx nox``.
 
 Not default sessions: ``uvx nox -s stress`` runs the tamper corpus and the fuzzing at ten times
 their default size; ``uvx nox -s benchmarks`` runs every script in benchmarks/ but
@@ -8,12 +9,14 @@ busy_suite.py, which runs ``uvx nox`` itself beside two CPU-bound processes (by 
 from __future__ import annotations
 
 import os
+import shutil
+import tomllib
 from pathlib import Path
 
 import nox
 
 nox.options.default_venv_backend = "uv"
-nox.options.sessions = ["tests", "lint", "types"]
+nox.options.sessions = ["tests", "lint", "types", "wheel"]
 nox.options.reuse_existing_virtualenvs = True
 
 
@@ -117,6 +120,61 @@ def types(session: nox.Session) -> None:
     """mypy, strict, on src/ and tools/."""
     _sync(session, "types")
     session.run("mypy")
+
+
+#: The bundle shipped in the repository that the installed wheel verifies (see
+#: tests/test_distribution.py).
+SHIPPED_BUNDLE = Path(__file__).parent / "docs" / "examples" / "quick-start-bundle"
+
+
+@nox.session(venv_backend="none")
+def wheel(session: nox.Session) -> None:
+    """Build the sdist and the wheel (``uv build``, the wheel from the sdist), check what each
+    holds (tools/check_dist.py), install the wheel alone into a fresh environment with its
+    dependencies at uv.lock's versions, and there run ``repro --version`` and ``repro verify``
+    on the shipped bundle, from a directory outside the source tree."""
+    here = Path(__file__).parent
+    work = here / ".nox" / "wheel"
+    shutil.rmtree(work, ignore_errors=True)  # fresh every time: nothing left from a run before
+    dist, venv = work / "dist", work / "venv"
+    session.run("uv", "build", "--quiet", "--out-dir", str(dist), str(here))
+    session.run("uv", "venv", "--quiet", str(venv))
+    python = str(venv / "bin" / "python")
+    session.run(python, str(here / "tools" / "check_dist.py"), str(dist))
+    constraints = work / "constraints.txt"
+    session.run(
+        "uv",
+        "export",
+        "--quiet",
+        "--locked",
+        "--no-default-groups",
+        "--no-emit-project",
+        "--no-hashes",
+        "--output-file",
+        str(constraints),
+    )
+    (built,) = dist.glob("*.whl")
+    session.run(
+        "uv",
+        "pip",
+        "install",
+        "--quiet",
+        "--python",
+        python,
+        "--constraint",
+        str(constraints),
+        str(built),
+    )
+    session.chdir(work)  # not the source tree, whose src/ must play no part
+    env = {"PYTHONPATH": ""}
+    session.run(python, str(here / "tools" / "check_dist.py"), "--installed", env=env)
+    repro = str(venv / "bin" / "repro")
+    printed = session.run(repro, "--version", env=env, silent=True)
+    expected = tomllib.loads((here / "pyproject.toml").read_text("utf-8"))["project"]["version"]
+    if printed != f"repro {expected}\n":
+        session.error(f"repro --version printed {printed!r}, not 'repro {expected}'")
+    session.log(f"repro --version: {str(printed).strip()}")
+    session.run(repro, "verify", str(SHIPPED_BUNDLE), env=env)
 
 
 @nox.session

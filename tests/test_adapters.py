@@ -21,6 +21,7 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from conftest import ROOT, SMALL, register_adapters
+from repro import DISTRIBUTION
 from repro.adapters.base import get_adapter, registered_adapters
 from repro.cli.app import app
 from repro.errors import BadInput
@@ -65,11 +66,11 @@ class TestBuiltIn:
 
     def test_declared_in_pyproject_and_installed(self) -> None:
         """pyproject.toml declares the three built-in adapters in the repro.adapters group, and
-        the installed repro distribution registers exactly those (after an edit of pyproject.toml
-        an editable install must be synced again for this to hold)."""
+        the installed repro distribution (repro-evidence) registers exactly those (after an edit
+        of pyproject.toml an editable install must be synced again for this to hold)."""
         pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))
         assert pyproject["project"]["entry-points"]["repro.adapters"] == BUILT_IN
-        ours = {r.name: r.target for r in registered_adapters() if r.distribution == "repro"}
+        ours = {r.name: r.target for r in registered_adapters() if r.distribution == DISTRIBUTION}
         assert ours == BUILT_IN
 
     @pytest.mark.parametrize("name", sorted(BUILT_IN))
@@ -81,22 +82,23 @@ class TestBuiltIn:
         assert adapter_target(adapter) == BUILT_IN[name]
 
     def test_listed_with_repro_version(self) -> None:
-        """``repro adapters --json`` lists each built-in with repro's distribution and version,
-        its object path, that it loads, and its simulator's modules, each with whether it is
-        there to import (the command adapter needs none: it runs a program)."""
+        """``repro adapters --json`` lists each built-in with repro's distribution
+        (repro-evidence) and version, its object path, that it loads, and its simulator's
+        modules, each with whether it is there to import (the command adapter needs none: it
+        runs a program)."""
         listed = _listed(_adapters("--json"))
-        version = importlib.metadata.version("repro")
+        version = importlib.metadata.version(DISTRIBUTION)
         for name, target in BUILT_IN.items():
-            simulator = listed[(name, "repro")].pop("simulator")
+            simulator = listed[(name, DISTRIBUTION)].pop("simulator")
             modules = simulator["modules"]
             assert [m["module"] for m in modules] == list(SIMULATORS[name])
             for m in modules:
                 there = importlib.util.find_spec(m["module"]) is not None
                 assert (m["imports"], m["error"] is None) == (there, there), m
             assert simulator["available"] == (not modules or any(m["imports"] for m in modules))
-            assert listed[(name, "repro")] == {
+            assert listed[(name, DISTRIBUTION)] == {
                 "name": name,
-                "distribution": "repro",
+                "distribution": DISTRIBUTION,
                 "version": version,
                 "object": target,
                 "loads": True,
@@ -134,8 +136,8 @@ class TestRegistered:
         with pytest.raises(BadInput) as refused:
             prepare(_small(tmp_path), {})
         message = str(refused.value)
-        version = importlib.metadata.version("repro")
-        assert f"repro {version} ({BUILT_IN['gymnasium']})" in message
+        version = importlib.metadata.version(DISTRIBUTION)
+        assert f"{DISTRIBUTION} {version} ({BUILT_IN['gymnasium']})" in message
         assert "repro-rival 0 (repro_fault_adapter:FaultAdapter)" in message
         assert message.endswith("@ $.adapter.name")
 
@@ -145,8 +147,8 @@ class TestRegistered:
         assert not out.exists()
 
         listed = _listed(_adapters("--json"))
-        assert listed[("gymnasium", "repro")]["also_registered_by"] == ["repro-rival"]
-        assert listed[("gymnasium", "repro-rival")]["also_registered_by"] == ["repro"]
+        assert listed[("gymnasium", DISTRIBUTION)]["also_registered_by"] == ["repro-rival"]
+        assert listed[("gymnasium", "repro-rival")]["also_registered_by"] == [DISTRIBUTION]
         text = _adapters()
         assert text.exit_code == 0
         assert "also registered by repro-rival: refused" in text.stdout

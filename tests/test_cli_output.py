@@ -150,7 +150,7 @@ class TestVersionAndHelp:
         )
         assert (done.returncode, done.stdout) == (
             0,
-            f"repro {importlib.metadata.version('repro')}\n",
+            f"repro {importlib.metadata.version('repro-evidence')}\n",
         )
 
     def test_every_command_is_walked(self) -> None:

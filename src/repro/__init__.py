@@ -2,7 +2,13 @@
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__", "version"]
+#: The distribution (the name on the package index and in ``importlib.metadata``) that provides
+#: the ``repro`` import package and command. Not ``repro``: that name on the index belongs to
+#: another project, whose distribution installs an import package and a command named ``repro``
+#: too, so the two cannot share one environment (README, "Install").
+DISTRIBUTION = "repro-evidence"
+
+__all__ = ["DISTRIBUTION", "__version__", "version"]
 
 
 def version() -> str:
@@ -11,6 +17,6 @@ def version() -> str:
     import importlib.metadata
 
     try:
-        return importlib.metadata.version("repro")
+        return importlib.metadata.version(DISTRIBUTION)
     except importlib.metadata.PackageNotFoundError:
         return __version__
