@@ -15,7 +15,9 @@ a file that changes after verify read it is named, not used.
 Whatever the tree holds, verify stays inside it and within bounds: it never follows a symlink
 (every file and directory is opened by name, one component at a time, relative to its parent's
 descriptor, with ``O_NOFOLLOW``), it reads nothing past its :class:`Limits`, and it raises nothing
-but :class:`BadInput`, and that only for a root that is not a directory.
+but :class:`BadInput`, and that only for a root that is not a directory nor a zip or tar file.
+A packed bundle (:mod:`~repro.verify.packed`) is listed and read in place, never extracted, and
+goes through the same stages.
 
 What it holds does not grow with the runs: every file is read once in blocks to be hashed and
 scanned; the partitions and runs files, whose size grows with the plan, are read again where they
@@ -171,12 +173,12 @@ def _verification(root: Path, limits: Limits, trusted: Sequence[PublicKey] = ())
 
 
 def verify(root: Path, limits: Limits = Limits()) -> list[Finding]:
-    """Every finding for the bundle at ``root``; empty when it verifies. Raises
-    :class:`BadInput` when ``root`` is not a directory at all (a symlink to one is not), or is
-    not a bundle: it holds none of the BagIt tag files, of which a study writes bagit.txt first.
-    Whatever else the tree holds, every problem is a finding. When the root is an unfinished
-    study (bagit.txt or another tag file, but no tag manifest), the first finding says so
-    (:attr:`Finding.incomplete`)."""
+    """Every finding for the bundle at ``root`` (a directory, or a packed bundle: a zip or tar
+    file); empty when it verifies. Raises :class:`BadInput` when ``root`` is neither (a symlink
+    to one is not), or is not a bundle: it holds none of the BagIt tag files, of which a study
+    writes bagit.txt first. Whatever else the tree holds, every problem is a finding. When the
+    root is an unfinished study (bagit.txt or another tag file, but no tag manifest), the first
+    finding says so (:attr:`Finding.incomplete`)."""
     return _verification(root, limits).findings
 
 
