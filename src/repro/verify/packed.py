@@ -255,7 +255,7 @@ def _zip_entries(archive: zipfile.ZipFile, limits: Limits) -> Iterator[_Entry]:
     # Where each member's bytes lie, at the least: its local header and stored bytes. Two
     # members that overlap, or one that runs into the index, reuse bytes: a bomb's shape.
     spans = sorted(
-        (i.header_offset, i.header_offset + 30 + len(i.orig_filename.encode()) + i.compress_size)
+        (i.header_offset, i.header_offset + 30 + len(_stored_name(i)) + i.compress_size)
         for i in infos
     )
     overlapping = {
@@ -267,6 +267,12 @@ def _zip_entries(archive: zipfile.ZipFile, limits: Limits) -> Iterator[_Entry]:
         if kind == "file":
             problem = _zip_problem(info, info.header_offset in overlapping, limits)
         yield _Entry(info.orig_filename, kind, info.file_size, info, problem)
+
+
+def _stored_name(info: zipfile.ZipInfo) -> bytes:
+    """A member's name as the zip stores it: UTF-8 when its flag says so, else cp437."""
+    encoding = "utf-8" if info.flag_bits & 0x800 else "cp437"
+    return info.orig_filename.encode(encoding, "replace")
 
 
 def _zip_problem(
