@@ -14,7 +14,9 @@ does, at the same JSON path; nothing else changed): every case of the corpus, an
 the cases below, which put run records where the streaming reader
 must fall back to reading the whole plan at once (a record in another partition's file, an
 attempt ID that is not its slot's, a re-sealed partition) or must cut lines as before (a lone
-carriage return, an integer past 64 bits). To write it again with another verify, put that
+carriage return, an integer past 64 bits); and, since verify reads packed bundles, the hostile
+packed bundles of :data:`PACKED` (recorded alone, the others' findings left as they were). To
+write it again with another verify, put that
 verify's ``src`` and ``tests`` first on the path, before this directory, from elsewhere (a
 script's own directory would come first)::
 
@@ -25,11 +27,17 @@ script's own directory would come first)::
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import random
+import stat
+import struct
 import sys
+import tarfile
 import tempfile
-from collections.abc import Callable
+import warnings
+import zipfile
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -175,6 +183,153 @@ EXTRA: dict[str, Callable[[Path], None]] = {
     "non-canonical-line": _non_canonical_line,
 }
 
+# --------------------------------------------------------------------------- packed bundles
+
+#: The top-level directory of every packed case.
+TOP = "bundle"
+
+
+def _member(name: str, mode: int = stat.S_IFREG | 0o644) -> zipfile.ZipInfo:
+    info = zipfile.ZipInfo(name, (1980, 1, 1, 0, 0, 0))
+    info.compress_type = zipfile.ZIP_DEFLATED
+    info.create_system = 3
+    info.external_attr = mode << 16
+    return info
+
+
+def _write_zip(
+    out: Path, files: dict[str, bytes], extra: Sequence[tuple[zipfile.ZipInfo, bytes]] = ()
+) -> None:
+    """The bundle's files below TOP/ (in sorted order) in a zip, then the ``extra`` members."""
+    with zipfile.ZipFile(out, "w") as archive, warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # zipfile warns of a repeated name: the case makes one
+        for name in sorted(files):
+            archive.writestr(_member(f"{TOP}/{name}"), files[name])
+        for info, data in extra:
+            archive.writestr(info, data)
+
+
+def _tar_member(name: str, kind: bytes = tarfile.REGTYPE, size: int = 0) -> tarfile.TarInfo:
+    info = tarfile.TarInfo(name)
+    info.type, info.size, info.mode = kind, size, 0o644
+    return info
+
+
+def _write_tar(
+    out: Path, files: dict[str, bytes], extra: Sequence[tuple[tarfile.TarInfo, bytes]] = ()
+) -> None:
+    """The bundle's files below TOP/ in a tar, then the ``extra`` members."""
+    with tarfile.open(out, "w", format=tarfile.PAX_FORMAT) as archive:
+        for name in sorted(files):
+            archive.addfile(_tar_member(f"{TOP}/{name}", size=len(files[name])), _io(files[name]))
+        for info, data in extra:
+            archive.addfile(info, _io(data) if info.isreg() else None)
+
+
+def _io(data: bytes) -> io.BytesIO:
+    return io.BytesIO(data)
+
+
+def _without(files: dict[str, bytes], name: str) -> dict[str, bytes]:
+    return {n: d for n, d in files.items() if n != name}
+
+
+AGG = "data/aggregates.json"
+
+
+def _zip_overlap(out: Path, files: dict[str, bytes]) -> None:
+    """A second index entry, renamed, for the bytes of data/aggregates.json: two members that
+    share one stored stream, the shape of an overlapping zip bomb."""
+    _write_zip(out, files)
+    data = bytearray(out.read_bytes())
+    end = data.rfind(b"PK\x05\x06")
+    _, _, _, entries, total, size, start, _ = struct.unpack_from("<4s4H2LH", data, end)
+    old = f"{TOP}/{AGG}".encode()
+    at = start
+    while True:  # the index record of data/aggregates.json
+        name_len, extra_len, comment_len = struct.unpack_from("<3H", data, at + 28)
+        if data[at + 46 : at + 46 + name_len] == old:
+            break
+        at += 46 + name_len + extra_len + comment_len
+    record = bytearray(data[at : at + 46 + name_len + extra_len + comment_len])
+    record[46 : 46 + name_len] = f"{TOP}/data/aggregatez.json".encode()
+    index = data[start : start + size] + record
+    tail = struct.pack(
+        "<4s4H2LH", b"PK\x05\x06", 0, 0, entries + 1, total + 1, len(index), start, 0
+    )
+    out.write_bytes(bytes(data[:start]) + bytes(index) + tail)
+
+
+#: Hostile packed bundles made of the base bundle: each writes its archive to the path given.
+PACKED: dict[str, Callable[[Path, dict[str, bytes]], None]] = {
+    "zip-outside-top": lambda out, f: _write_zip(out, f, [(_member("other/x.json"), b"{}\n")]),
+    "zip-absolute-name": lambda out, f: _write_zip(out, f, [(_member(f"/{TOP}/x.json"), b"")]),
+    "zip-dotdot-name": lambda out, f: _write_zip(
+        out, f, [(_member(f"{TOP}/data/../../x.json"), b"")]
+    ),
+    "zip-backslash-name": lambda out, f: _write_zip(
+        out, f, [(_member(f"{TOP}/data\\x.json"), b"")]
+    ),
+    "zip-repeated-name": lambda out, f: _write_zip(out, f, [(_member(f"{TOP}/{AGG}"), b"{}\n")]),
+    "zip-case-collision": lambda out, f: _write_zip(
+        out, f, [(_member(f"{TOP}/data/Aggregates.json"), f[AGG])]
+    ),
+    "zip-nfc-collision": lambda out, f: _write_zip(
+        out,
+        f,
+        [
+            (_member(f"{TOP}/data/caf\u00e9.json"), b"{}\n"),
+            (_member(f"{TOP}/data/cafe\u0301.json"), b"{}\n"),
+        ],
+    ),
+    "zip-symlink": lambda out, f: _write_zip(
+        out, _without(f, AGG), [(_member(f"{TOP}/{AGG}", stat.S_IFLNK | 0o777), b"/etc/passwd")]
+    ),
+    "zip-special-file": lambda out, f: _write_zip(
+        out, _without(f, AGG), [(_member(f"{TOP}/{AGG}", stat.S_IFIFO | 0o644), b"")]
+    ),
+    "zip-empty-directory": lambda out, f: _write_zip(
+        out, f, [(_member(f"{TOP}/data/empty/", stat.S_IFDIR | 0o755), b"")]
+    ),
+    "zip-ratio-bomb": lambda out, f: _write_zip(
+        out, f, [(_member(f"{TOP}/data/zeros.json"), bytes(8 << 20))]
+    ),
+    "zip-overlap": _zip_overlap,
+    "zip-bzip2-member": lambda out, f: _write_zip(
+        out, f, [(_bzip2(_member(f"{TOP}/data/x.json")), b"{}\n")]
+    ),
+    "tar-symlink": lambda out, f: _write_tar(
+        out, _without(f, AGG), [(_link(f"{TOP}/{AGG}", tarfile.SYMTYPE, "/etc/passwd"), b"")]
+    ),
+    "tar-hard-link": lambda out, f: _write_tar(
+        out, _without(f, AGG), [(_link(f"{TOP}/{AGG}", tarfile.LNKTYPE, f"{TOP}/bagit.txt"), b"")]
+    ),
+    "tar-device": lambda out, f: _write_tar(
+        out, _without(f, AGG), [(_tar_member(f"{TOP}/{AGG}", tarfile.CHRTYPE), b"")]
+    ),
+    "tar-dotdot-name": lambda out, f: _write_tar(
+        out, f, [(_tar_member(f"{TOP}/../x.json", size=3), b"{}\n")]
+    ),
+    "tar-repeated-name": lambda out, f: _write_tar(
+        out, f, [(_tar_member(f"{TOP}/{AGG}", size=3), b"{}\n")]
+    ),
+    "tar-outside-top": lambda out, f: _write_tar(
+        out, f, [(_tar_member("x.json", size=3), b"{}\n")]
+    ),
+}
+
+
+def _bzip2(info: zipfile.ZipInfo) -> zipfile.ZipInfo:
+    info.compress_type = zipfile.ZIP_BZIP2
+    return info
+
+
+def _link(name: str, kind: bytes, target: str) -> tarfile.TarInfo:
+    info = _tar_member(name, kind)
+    info.linkname = target
+    return info
+
+
 #: How many of the corpus's cases are compared: those of a run without REPRO_STRESS.
 CORPUS_CASES = 1000
 
@@ -226,6 +381,10 @@ def case_findings(name: str, base: Base, work: Path) -> list[list[str]]:
     case's index, or a key of :data:`EXTRA`."""
     root, outside = work / "bundle", work / "outside"
     outside.mkdir(parents=True)
+    if name in PACKED:
+        archive = work / f"{TOP}.{name[:3]}"
+        PACKED[name](archive, base.files)
+        return _normalised(older_findings(verify(archive)), archive, outside)
     _materialise(base.files, root)
     if name in EXTRA:
         EXTRA[name](root)
@@ -237,8 +396,9 @@ def case_findings(name: str, base: Base, work: Path) -> list[list[str]]:
 
 
 def case_names() -> list[str]:
-    """Every case compared: the corpus's first :data:`CORPUS_CASES`, then the further ones."""
-    return [str(i) for i in range(CORPUS_CASES)] + list(EXTRA)
+    """Every case compared: the corpus's first :data:`CORPUS_CASES`, then the further ones, then
+    the packed ones."""
+    return [str(i) for i in range(CORPUS_CASES)] + list(EXTRA) + list(PACKED)
 
 
 def main() -> None:

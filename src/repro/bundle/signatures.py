@@ -55,6 +55,7 @@ __all__ = [
     "load_signing_key",
     "parse_envelope",
     "predicate_type",
+    "refuse_packed",
     "sign_bundle",
     "sign_statement",
     "signature_valid",
@@ -373,6 +374,18 @@ def signature_valid(signed: SignedStatement, key: PublicKey) -> bool:
     return True
 
 
+def refuse_packed(root: Path) -> None:
+    """Raise :class:`BadInput` when ``root`` is a packed bundle (a file, not a directory): a
+    signature is a file written beside the bag, which a packed bundle has no room for."""
+    from repro.verify.packed import is_packed
+
+    if is_packed(root):
+        raise BadInput(
+            f"{root} is a packed bundle: a signature is written beside the bag, in its "
+            "signatures/ directory; sign the bundle directory, then pack it again"
+        )
+
+
 def sign_statement(root: Path, statement: dict[str, Any], key_path: Path, kind: str) -> Path:
     """Sign ``statement`` (of ``kind``, about the bundle at ``root``: its subject the bundle's
     current sha256) with the private key at ``key_path`` and write the envelope to
@@ -382,6 +395,7 @@ def sign_statement(root: Path, statement: dict[str, Any], key_path: Path, kind: 
     from repro.derive.disclosure import scan_hits
     from repro.verify.walk import bundle_sha256
 
+    refuse_packed(root)
     if _statement_kind(statement) != kind:
         raise BadInput(f"the statement is not of kind {kind!r} @ payload $.predicateType")
     try:
@@ -446,6 +460,7 @@ def sign_bundle(root: Path, key_path: Path) -> Path:
     from repro.errors import NotVerified
     from repro.verify import open_verified
 
+    refuse_packed(root)
     load_signing_key(key_path)  # a bad key is named before the bundle is read
     try:
         b = open_verified(root)

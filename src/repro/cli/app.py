@@ -91,6 +91,14 @@ EXITS: dict[str, tuple[tuple[int | str, str], ...]] = {
             "key or cannot be read, or another signature by this key already there",
         ),
     ),
+    "pack": (
+        (EXIT_OK, "written"),
+        (
+            EXIT_BAD_INPUT,
+            "not a bundle directory, a bundle that does not verify, or --out exists or is not "
+            "a .zip or .tar (nothing written)",
+        ),
+    ),
     "replay": (
         (EXIT_OK, "byte-identical"),
         (EXIT_VERIFY_FAILED, "differs (each differing field named)"),
@@ -509,7 +517,9 @@ def _print_findings(bundle: Path, findings: Sequence[Finding]) -> None:
 
 @_command(app, "verify")
 def verify(
-    bundle: Annotated[Path, typer.Argument(help="Bundle directory.")],
+    bundle: Annotated[
+        Path, typer.Argument(help="Bundle directory, or a packed bundle (.zip or .tar).")
+    ],
     as_json: Annotated[bool, typer.Option("--json", help="Print findings as JSON.")] = False,
     trusted_key: Annotated[
         list[Path] | None,
@@ -526,7 +536,7 @@ def verify(
     with --trusted-key its signatures.
 
     Without a trusted key each signature is listed by its key's fingerprint as not checked."""
-    from repro.verify import bundle_sha256, verification
+    from repro.verify import verification
 
     try:
         keys = _trusted_keys(trusted_key or [])
@@ -534,7 +544,7 @@ def verify(
     except BadInput as exc:
         raise _fail(exc) from None
     findings = done.findings
-    digest = None if findings else bundle_sha256(bundle)
+    digest = done.bundle_sha256
     if as_json:
         report = _verify_report(findings, digest)
         if done.signatures or keys:  # a bundle without signatures reports as it always did
@@ -602,9 +612,30 @@ def sign(
     print(f"signed {bundle}: wrote {path} (key {signing.public.fingerprint})")
 
 
+@_command(app, "pack")
+def pack(
+    bundle: Annotated[Path, typer.Argument(help="Bundle directory (it must verify).")],
+    out: Annotated[Path, typer.Option("--out", help="New .zip or .tar file.", show_default=False)],
+) -> None:
+    """Pack a verified bundle into one zip or tar file: the bag in one top-level directory
+    named after the bundle's, signatures/ included, as BagIt serializes a bag.
+
+    The same bundle packs to the same bytes. repro verify, show, compare, publish, replay and
+    audit read the packed bundle in place, without unpacking it."""
+    from repro.bundle.packed import pack as pack_bundle
+
+    try:
+        written = pack_bundle(bundle, out)
+    except BadInput as exc:
+        raise _fail(exc) from None
+    print(f"packed {bundle}: wrote {written}")
+
+
 @_command(app, "replay")
 def replay(
-    bundle: Annotated[Path, typer.Argument(help="Bundle directory (it must verify).")],
+    bundle: Annotated[
+        Path, typer.Argument(help="Bundle directory or packed bundle (it must verify).")
+    ],
     slot: Annotated[str, typer.Argument(help="Slot ID, e.g. c03-r0042.")],
     option: _AdapterOptions = None,
     as_json: _Json = False,
@@ -647,7 +678,9 @@ def replay(
 
 @_command(app, "audit")
 def audit(
-    bundle: Annotated[Path, typer.Argument(help="Bundle directory (it must verify).")],
+    bundle: Annotated[
+        Path, typer.Argument(help="Bundle directory or packed bundle (it must verify).")
+    ],
     sample: Annotated[
         int | None,
         typer.Option(
@@ -688,9 +721,10 @@ def audit(
     if (sample is None) == (not every_slot):
         raise _fail(BadInput("give exactly one of --sample N and --all")) from None
     try:
-        if sign is not None:  # a bad key is named before the audit runs
-            from repro.bundle.signatures import load_signing_key
+        if sign is not None:  # a bad key, or no room for a signature, before the audit runs
+            from repro.bundle.signatures import load_signing_key, refuse_packed
 
+            refuse_packed(bundle)
             load_signing_key(sign)
         result = audit_bundle(bundle, sample, _options(option or []), show_traceback, sources)
         signed = None if sign is None else sign_audit(bundle, result, sign)
@@ -756,7 +790,9 @@ def _print_audit(result: Any) -> None:
 
 @_command(app, "publish")
 def publish(
-    bundle: Annotated[Path, typer.Argument(help="Bundle directory of a scored study.")],
+    bundle: Annotated[
+        Path, typer.Argument(help="Bundle directory or packed bundle of a scored study.")
+    ],
     out: Annotated[Path, typer.Option("--out", help="New Markdown file for the table.")],
 ) -> None:
     """Write a scored bundle's results table, only if it verifies and every gate holds.
@@ -777,8 +813,8 @@ def publish(
 
 @_command(app, "compare")
 def compare(
-    baseline: Annotated[Path, typer.Argument(help="Baseline bundle directory.")],
-    candidate: Annotated[Path, typer.Argument(help="Candidate bundle directory.")],
+    baseline: Annotated[Path, typer.Argument(help="Baseline bundle (a directory or packed).")],
+    candidate: Annotated[Path, typer.Argument(help="Candidate bundle (a directory or packed).")],
     as_json: Annotated[bool, typer.Option("--json", help="Print the comparison as JSON.")] = False,
 ) -> None:
     """Compare two verified bundles of one protocol, for regressions or run-by-run equality.
@@ -1075,7 +1111,9 @@ def _write_new(path: Path, text: str) -> None:
 
 @_command(app, "show")
 def show(
-    bundle: Annotated[Path, typer.Argument(help="Bundle directory (it must verify).")],
+    bundle: Annotated[
+        Path, typer.Argument(help="Bundle directory or packed bundle (it must verify).")
+    ],
     plot: Annotated[
         Path | None, typer.Option("--plot", help="Also draw a PNG comparison plot.")
     ] = None,

@@ -15,7 +15,9 @@ a file that changes after verify read it is named, not used.
 Whatever the tree holds, verify stays inside it and within bounds: it never follows a symlink
 (every file and directory is opened by name, one component at a time, relative to its parent's
 descriptor, with ``O_NOFOLLOW``), it reads nothing past its :class:`Limits`, and it raises nothing
-but :class:`BadInput`, and that only for a root that is not a directory.
+but :class:`BadInput`, and that only for a root that is not a directory nor a zip or tar file.
+A packed bundle (:mod:`~repro.verify.packed`) is listed and read in place, never extracted, and
+goes through the same stages.
 
 What it holds does not grow with the runs: every file is read once in blocks to be hashed and
 scanned; the partitions and runs files, whose size grows with the plan, are read again where they
@@ -52,14 +54,14 @@ from repro.models import (
     Seal,
     Tiers,
 )
-from repro.verify import walk
+from repro.verify import packed, walk
 from repro.verify.content import Stored, check_content
 from repro.verify.findings import Finding, Findings
 from repro.verify.integrity import check_integrity
 from repro.verify.limits import Limits
 from repro.verify.reader import BundleReader
 from repro.verify.signatures import SignatureStatus, check_signatures
-from repro.verify.walk import STUDY_MARKS, unfinished
+from repro.verify.walk import STUDY_MARKS, DirectorySource, Listing, Source, unfinished
 
 if TYPE_CHECKING:
     from repro.bundle.signatures import PublicKey
@@ -86,6 +88,14 @@ class Verification:
     _read: BundleReader | None = None
     _stored: Stored | None = None
 
+    @property
+    def bundle_sha256(self) -> str | None:
+        """The bundle's identity, the sha256 of the tag manifest verify read, when it verifies
+        (see :func:`~repro.verify.walk.bundle_sha256`); a packed bundle's is its bag's."""
+        if self.findings or self._read is None:
+            return None
+        return self._read.sha256(TAGMANIFEST)
+
 
 def verification(
     root: Path, trusted_keys: Sequence[PublicKey] = (), limits: Limits = Limits()
@@ -104,31 +114,43 @@ def read_signatures(
     return _verification(root, limits, trusted_keys).signatures
 
 
-def _verification(root: Path, limits: Limits, trusted: Sequence[PublicKey] = ()) -> Verification:
+def _listed(root: Path, limits: Limits, findings: list[Finding]) -> tuple[Listing, Source | None]:
+    """Stage 1: the bundle directory walked, or the packed bundle listed; and where its files
+    are read from (None when a limit left nothing to read)."""
+    if packed.is_packed(root):
+        return packed.scan_archive(root, limits, findings)
     try:
         mode = os.lstat(root).st_mode
     except (OSError, ValueError) as exc:
         raise BadInput(f"{root}: not a bundle directory ({exc})") from None
     if not stat.S_ISDIR(mode):
         raise BadInput(f"{root}: not a bundle directory")
+    listing = walk.scan_tree(root, limits, findings)
+    # The root's own entries are listed first, so its tag files are seen even when a limit
+    # stopped the scan (a packed bundle's members come in any order: it is judged only when
+    # listed whole).
+    return listing, DirectorySource({name: root / name for name in listing.sizes})
+
+
+def _verification(root: Path, limits: Limits, trusted: Sequence[PublicKey] = ()) -> Verification:
     # The schemas are consulted only to name what the models refuse, but read now: once verify
     # reads the bundle, the only files it opens are the bundle's.
     for kind in schemas.SCHEMAS:
         schemas.load(kind)
     findings = Findings(limits.max_findings)
-    listing = walk.scan_tree(root, limits, findings)
-    # The root's own entries are listed first, so its tag files are seen even when a limit
-    # stopped the scan. A study writes bagit.txt before anything else: a root that holds no tag
-    # file was never a study's, finished or not.
-    if not listing.entries & STUDY_MARKS:
+    listing, source = _listed(root, limits, findings)
+    # A study writes bagit.txt before anything else: a root that holds no tag file was never a
+    # study's, finished or not.
+    judged = isinstance(source, DirectorySource) or not listing.stopped
+    if judged and not listing.entries & STUDY_MARKS:
         raise BadInput(
             f"{root}: not a bundle (it holds none of {', '.join(TAG_FILES)}; a study writes "
             "bagit.txt first)"
         )
-    if listing.stopped:
+    if listing.stopped or source is None:
         return Verification(findings.close(), [])
     findings[:0] = unfinished(listing)
-    read = BundleReader({name: root / name for name in listing.sizes}, findings, limits)
+    read = BundleReader(source, findings, limits)
     check_integrity(listing, read, findings)
     stored = None
     try:
@@ -151,12 +173,12 @@ def _verification(root: Path, limits: Limits, trusted: Sequence[PublicKey] = ())
 
 
 def verify(root: Path, limits: Limits = Limits()) -> list[Finding]:
-    """Every finding for the bundle at ``root``; empty when it verifies. Raises
-    :class:`BadInput` when ``root`` is not a directory at all (a symlink to one is not), or is
-    not a bundle: it holds none of the BagIt tag files, of which a study writes bagit.txt first.
-    Whatever else the tree holds, every problem is a finding. When the root is an unfinished
-    study (bagit.txt or another tag file, but no tag manifest), the first finding says so
-    (:attr:`Finding.incomplete`)."""
+    """Every finding for the bundle at ``root`` (a directory, or a packed bundle: a zip or tar
+    file); empty when it verifies. Raises :class:`BadInput` when ``root`` is neither (a symlink
+    to one is not), or is not a bundle: it holds none of the BagIt tag files, of which a study
+    writes bagit.txt first. Whatever else the tree holds, every problem is a finding. When the
+    root is an unfinished study (bagit.txt or another tag file, but no tag manifest), the first
+    finding says so (:attr:`Finding.incomplete`)."""
     return _verification(root, limits).findings
 
 
@@ -184,6 +206,31 @@ class VerifiedBundle:
     rl: RLAggregates | None = None
     #: Each signature file, as verify found it (not checked: open_verified trusts no key).
     signatures: tuple[SignatureStatus, ...] = ()
+
+    @property
+    def packed(self) -> bool:
+        """Whether the bundle is packed (a zip or tar file) rather than a directory."""
+        return not isinstance(self._read.source, DirectorySource)
+
+    def names(self) -> list[str]:
+        """Every file of the bundle, by bundle name, in sorted order: the bag's tag files, its
+        payload and its signatures."""
+        return sorted(self._read.files)
+
+    def size(self, name: str) -> int:
+        """Bytes of one file, as verify read them."""
+        size = self._read.size(name)
+        if size is None:
+            raise NotVerified([_changed(self.root)])
+        return size
+
+    def blocks(self, name: str) -> Iterator[bytes]:
+        """The bytes of one file, read again in blocks by verify's reader. A file that is no
+        longer what verify read raises :class:`NotVerified` once its last block is read."""
+        since = len(self._read.findings)
+        yield from self._read.blocks(name)
+        if len(self._read.findings) > since:
+            raise self._failed(since)
 
     def _failed(self, since: int) -> NotVerified:
         return NotVerified(list(self._read.findings[since:]) or [_changed(self.root)])

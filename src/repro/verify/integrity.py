@@ -11,7 +11,7 @@ from repro.bundle.layout import CRATE, FIXED_PAYLOAD, MANIFEST, TAG_FILES, TAGMA
 from repro.bundle.writer import BAGIT_TXT, MANIFEST_LINE
 from repro.verify.findings import Finding, Location
 from repro.verify.reader import BundleReader
-from repro.verify.walk import Listing
+from repro.verify.walk import Listing, unsafe_path
 
 #: The payload files of every bundle besides those in data/plans/ and data/runs/ (which the seal
 #: names): any other payload file is not part of a bundle, even when the manifest lists it.
@@ -22,22 +22,6 @@ _PAYLOAD = frozenset({*FIXED_PAYLOAD, CRATE})
 #: contrasts.json, in one of a protocol that declares contrasts; rl-aggregates.json, in one of
 #: a protocol with an ``rl`` section.
 _OPTIONAL_PAYLOAD = frozenset({layout.SCORES, layout.CONTRASTS, layout.RL_AGGREGATES})
-
-
-def _unsafe(path: str) -> str | None:
-    """Why a manifest path does not name a place inside the bag, or None when it does."""
-    if path.startswith("/"):
-        return "absolute path"
-    if "\\" in path:
-        return "backslash in path"
-    parts = path.split("/")
-    if ".." in parts:
-        return "path traversal (..)"
-    if "" in parts or "." in parts:
-        return "empty or '.' path component"
-    if any(ord(c) < 0x20 or ord(c) == 0x7F for c in path):
-        return "control character in path"
-    return None
 
 
 def _text_lines(text: str) -> Iterator[str]:
@@ -69,7 +53,7 @@ def _manifest_line(name: str, number: int, line: str) -> tuple[str, str] | Findi
             Location(line=number),
         )
     digest, path = match.groups()
-    unsafe = _unsafe(path)
+    unsafe = unsafe_path(path)
     if unsafe is not None:
         # Never looked up, let alone opened: only names the scan found are ever read.
         return Finding(

@@ -18,12 +18,13 @@ class Limits:
     that names the limit and what it found, and reads no further, so no tree can make it consume
     unbounded memory, time or file descriptors."""
 
-    #: Entries of any kind (files, directories, links) the scan lists; it stops at the next one
-    #: and nothing is read.
+    #: Entries of any kind (files, directories, links; in a packed bundle, members) the scan
+    #: lists; it stops at the next one and nothing is read.
     max_files: int = field(default=100_000, validator=ge(1))
     #: Bytes of one file; a larger file is not read.
     max_file_bytes: int = field(default=MAX_FILE_BYTES, validator=ge(1))
-    #: Bytes of all regular files together; past it the scan stops and nothing is read.
+    #: Bytes of all regular files together (in a packed bundle, as its members declare them,
+    #: uncompressed); past it the scan stops and nothing is read.
     max_total_bytes: int = field(default=16 << 30, validator=ge(1))
     #: Directory nesting below the root (``data/runs`` is at depth 2); a deeper directory is
     #: named and not entered.
@@ -54,3 +55,11 @@ class Limits:
     #: Bytes of one signature file (an envelope of repro's is about 1 KiB); a larger one is
     #: named and not read.
     max_signature_bytes: int = field(default=64 << 10, validator=ge(1))
+    #: Bytes a member of a packed bundle (a zip) may declare per byte it is stored in. Deflate,
+    #: the one compression verify inflates, cannot pass about 1032 to 1, and a bundle's files
+    #: stay far below it (a runs file of ten thousand identical CartPole records deflates about
+    #: 600 to 1): a member that declares more is named and not inflated.
+    max_compression_ratio: int = field(default=1000, validator=ge(1))
+    #: Bytes of a zip's index (its central directory, some 80 bytes a member of a bundle), which
+    #: is read whole to list the members; a larger one is named and nothing is read.
+    max_archive_index_bytes: int = field(default=32 << 20, validator=ge(1))

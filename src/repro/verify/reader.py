@@ -7,8 +7,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import itertools
-import os
-import stat
 import types
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -30,10 +28,9 @@ from repro.models import (
     AttemptTimes,
     RunRecord,
 )
-from repro.verify import walk
 from repro.verify.findings import MAX_DIFFS, Finding, Findings, Location
 from repro.verify.limits import Limits
-from repro.verify.walk import os_reason
+from repro.verify.walk import DirectorySource, NotRegularFile, Opened, Source, os_reason
 
 T = TypeVar("T")
 
@@ -232,8 +229,9 @@ class _FirstRead:
 
 class BundleReader:
     """Reads bundle files strictly: canonical JSON, schema, model. ``files`` maps each bundle
-    name to its path below the bundle root. Files are read without following a symlink, and
-    never past the ``limits``; every read problem is a finding.
+    name to its path below the bundle root, or is a packed bundle's :class:`Source`. Files are
+    read without following a symlink, and never past the ``limits``; every read problem is a
+    finding.
 
     Each file's first read hashes and scans it; the tag files and the fixed payload files are
     held from then on, every other file is read again, checked against its first read, where it
@@ -241,9 +239,13 @@ class BundleReader:
     """
 
     def __init__(
-        self, files: Mapping[str, Path], findings: list[Finding], limits: Limits = Limits()
+        self,
+        files: Mapping[str, Path] | Source,
+        findings: list[Finding],
+        limits: Limits = Limits(),
     ) -> None:
-        self.files = files
+        #: Where the files are read from: a bundle directory's files, or a packed bundle's.
+        self.source: Source = DirectorySource(files) if isinstance(files, Mapping) else files
         self.findings = findings
         self.limits = limits
         self._seen: dict[str, _Seen | None] = {}
@@ -253,6 +255,11 @@ class BundleReader:
         self._notes = findings
         #: Bytes still allowed to be read under ``limits.max_total_bytes``.
         self._budget = limits.max_total_bytes
+
+    @property
+    def files(self) -> frozenset[str]:
+        """The name of every file there is to read."""
+        return self.source.names
 
     def _validate(
         self, name: str, raw: Any, kind: str, cls: type[T], number: int | None = None
@@ -308,6 +315,11 @@ class BundleReader:
         seen = self._first(name)
         return seen.sha256 if seen is not None else None
 
+    def size(self, name: str) -> int | None:
+        """The file's size in bytes, from its first read."""
+        seen = self._first(name)
+        return seen.size if seen is not None else None
+
     def disclosures(self, name: str) -> FileHits | None:
         """The disclosure hits in the file's bytes, from its first read."""
         seen = self._first(name)
@@ -322,12 +334,21 @@ class BundleReader:
             return self._held[name]
         return b"".join(self._again(name))
 
+    def blocks(self, name: str) -> Iterator[bytes]:
+        """The file's bytes in blocks, read again and checked against the first read (a change
+        is named once they are all read); nothing when it is missing, unreadable or past a
+        limit (named)."""
+        if self._first(name) is None:
+            return iter(())
+        if name in _HELD:
+            return iter((self._held[name],))
+        return self._again(name)
+
     def read_first(self, name: str) -> _Seen | None:
         """Read a file for the first time: hash and scan it in blocks, keep it if it is held;
         None (named) when missing, unreadable or past a limit. (:meth:`_first` reads each file
         so once; tests change a file right after it.)"""
-        path = self.files.get(name)
-        if path is None:
+        if name not in self.source.names:
             self.findings.append(
                 Finding(
                     "file-missing", name, "expected bundle file is missing", "present", "missing"
@@ -335,20 +356,23 @@ class BundleReader:
             )
             return None
         try:
-            # The path is the root joined with the name: walk the name down from the root.
-            fd = walk.open_below(path.parents[name.count("/")], name)
+            opened = self.source.open(name)
             try:
-                first = self._read_open(name, fd)
+                first = self._read_open(name, opened)
             finally:
-                os.close(fd)
+                opened.close()
+        except NotRegularFile as exc:
+            what = "not a regular file when read"
+            self.findings.append(
+                Finding("not-regular-file", name, what, "a regular file", exc.found)
+            )
+            return None
         except OSError as exc:
             self.findings.append(
                 Finding(
                     "cannot-read", name, "cannot read", "a readable regular file", os_reason(exc)
                 )
             )
-            return None
-        if first is None:
             return None
         self._budget -= first.count
         size = max(first.size, first.count)
@@ -361,31 +385,23 @@ class BundleReader:
         self.findings.append(self._over_limit(name, size, first.count))
         return None
 
-    def _read_open(self, name: str, fd: int) -> _FirstRead | None:
-        """Read the open file ``fd`` in blocks, hashing and scanning them (and keeping them, for
-        a held file), unless its size is past what it may be; None for a file that is not a
-        regular file (named)."""
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            # O_NOFOLLOW refused a symlink already: a directory or a special file.
-            found = "a directory" if stat.S_ISDIR(info.st_mode) else "a special file"
-            what = "not a regular file when read"
-            self.findings.append(Finding("not-regular-file", name, what, "a regular file", found))
-            return None
+    def _read_open(self, name: str, opened: Opened) -> _FirstRead:
+        """Read the open file in blocks, hashing and scanning them (and keeping them, for a held
+        file), unless its size is past what it may be."""
         held = name in _HELD
         allowed = min(
             self.limits.max_held_file_bytes if held else self.limits.max_file_bytes,
             self.limits.max_file_bytes,
             self._budget,
         )
-        first = _FirstRead(info.st_size, allowed, Scanner(name))
-        if info.st_size > allowed:
+        first = _FirstRead(opened.size, allowed, Scanner(name))
+        if opened.size > allowed:
             return first
         # One byte past what is allowed is read to see a file that grew since its fstat. The
         # scanner carries only a short tail between blocks: what it holds does not grow with the
         # file, nor with a line however long.
         while first.count <= allowed:
-            block = os.read(fd, min(allowed + 1 - first.count, _BLOCK))
+            block = opened.read(min(allowed + 1 - first.count, _BLOCK))
             if not block:
                 break
             first.count += len(block)
@@ -432,25 +448,23 @@ class BundleReader:
         digest = hashlib.sha256()
         count = 0
         try:
-            fd = walk.open_below(self.files[name].parents[name.count("/")], name)
+            opened = self.source.open(name)
             try:
-                mode = os.fstat(fd).st_mode
-                if not stat.S_ISREG(mode):
-                    found = "a directory" if stat.S_ISDIR(mode) else "a special file"
-                    what = "not a regular file when read again"
-                    self.findings.append(
-                        Finding("not-regular-file", name, what, "a regular file", found)
-                    )
-                    return
                 while count <= seen.size:
-                    block = os.read(fd, min(seen.size + 1 - count, _BLOCK))
+                    block = opened.read(min(seen.size + 1 - count, _BLOCK))
                     if not block:
                         break
                     count += len(block)
                     digest.update(block)
                     yield block
             finally:
-                os.close(fd)
+                opened.close()
+        except NotRegularFile as exc:
+            what = "not a regular file when read again"
+            self.findings.append(
+                Finding("not-regular-file", name, what, "a regular file", exc.found)
+            )
+            return
         except OSError as exc:
             self.findings.append(
                 Finding(

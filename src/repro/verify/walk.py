@@ -1,5 +1,8 @@
 """Stage 1, the tree walk: list the bundle without following a symlink, within the limits, and
-say whether the root is an unfinished study; open any file below the root the same way."""
+say whether the root is an unfinished study; open any file below the root the same way. What
+the walk lists (a :class:`Listing`) and how files are opened (a :class:`Source`) are what a
+packed bundle's reader (:mod:`~repro.verify.packed`) gives too: every later stage reads either
+through them alone."""
 
 from __future__ import annotations
 
@@ -7,7 +10,9 @@ import hashlib
 import os
 import re
 import stat
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Protocol
 
 from attrs import frozen
 
@@ -35,6 +40,94 @@ STUDY_MARKS = frozenset({*TAG_FILES, *(f".{name}.partial" for name in TAG_FILES)
 def os_reason(exc: OSError) -> str:
     """What an OS error says, in a few words."""
     return exc.strerror or type(exc).__name__
+
+
+def unsafe_path(path: str) -> str | None:
+    """Why a bundle name (``/``-separated, as a manifest line or an archive member names a
+    file) does not name a place inside the bag, or None when it does."""
+    if path.startswith("/"):
+        return "absolute path"
+    if "\\" in path:
+        return "backslash in path"
+    parts = path.split("/")
+    if ".." in parts:
+        return "path traversal (..)"
+    if "" in parts or "." in parts:
+        return "empty or '.' path component"
+    if any(ord(c) < 0x20 or ord(c) == 0x7F for c in path):
+        return "control character in path"
+    return None
+
+
+class NotRegularFile(Exception):
+    """What a :class:`Source` raises for a name that is, when opened, not a regular file."""
+
+    def __init__(self, found: str) -> None:
+        super().__init__(found)
+        #: What it is instead: "a directory" or "a special file".
+        self.found = found
+
+
+class Opened(Protocol):
+    """A bundle file opened for reading: the size it says it has, its bytes in blocks."""
+
+    @property
+    def size(self) -> int:
+        """Bytes the file says it holds when opened (it may hold others: read to see)."""
+
+    def read(self, n: int) -> bytes:
+        """At most ``n`` further bytes; empty at the end. Raises :class:`OSError`."""
+
+    def close(self) -> None:
+        """Let the file go."""
+
+
+class Source(Protocol):
+    """Where a bundle's files are read from: a directory, or a packed bundle."""
+
+    @property
+    def names(self) -> frozenset[str]:
+        """The bundle name of every regular file the scan listed."""
+
+    def open(self, name: str) -> Opened:
+        """``name`` opened for reading. Raises :class:`NotRegularFile`, or :class:`OSError`."""
+
+
+class _Descriptor:
+    """A regular file below a bundle directory, open by its descriptor."""
+
+    def __init__(self, fd: int, size: int) -> None:
+        self.fd = fd
+        self.size = size
+
+    def read(self, n: int) -> bytes:
+        return os.read(self.fd, n)
+
+    def close(self) -> None:
+        os.close(self.fd)
+
+
+class DirectorySource:
+    """The files of a bundle directory, by bundle name: ``files`` maps each to its path below
+    the root. Each is opened with :func:`open_below`, never following a symlink."""
+
+    def __init__(self, files: Mapping[str, Path]) -> None:
+        self.files = files
+        self.names = frozenset(files)
+
+    def open(self, name: str) -> _Descriptor:
+        # The path is the root joined with the name: walk the name down from the root.
+        fd = open_below(self.files[name].parents[name.count("/")], name)
+        try:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode):
+                # O_NOFOLLOW refused a symlink already: a directory or a special file.
+                found = "a directory" if stat.S_ISDIR(info.st_mode) else "a special file"
+                raise NotRegularFile(found)
+        except BaseException:
+            os.close(fd)
+            raise
+        return _Descriptor(fd, info.st_size)
 
 
 @frozen
