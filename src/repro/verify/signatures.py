@@ -263,7 +263,13 @@ def check_signatures(
         )
         names = names[: limits.max_signatures]
     by_key = {key.fingerprint: key for key in trusted}
-    digest = read.sha256(layout.TAGMANIFEST)
+    # The subject is checked only against a tag manifest that is there: a missing one is named
+    # by integrity already, and a bundle without signatures or keys reads nothing here.
+    digest = (
+        read.sha256(layout.TAGMANIFEST)
+        if names and by_key and layout.TAGMANIFEST in listing.sizes
+        else None
+    )
     statuses: list[SignatureStatus] = []
     signed_by_trusted = False
     for name in names:
