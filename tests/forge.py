@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 
 from repro.bundle.layout import CRATE, MANIFEST, TAGMANIFEST, is_derivation_input, payload_files
 from repro.bundle.writer import manifest_text
-from repro.derive.crate import ActionFacts, CrateBuilder
+from repro.derive.crate import CRATE_VERSION, ActionFacts, CrateBuilder
 from repro.derive.derivation import derive, tally_records
 from repro.derive.disclosure import scan_hits
 from repro.derive.ledger import source_ledger
@@ -77,12 +77,13 @@ def _lines(root: Path, name: str, cls: type[T]) -> list[T]:
     return [structure(json.loads(line), cls, what=name) for line in data.splitlines()]
 
 
-def rederive(root: Path) -> None:
+def rederive(root: Path, crate_version: int = CRATE_VERSION) -> None:
     """Regenerate, with repro's own derivations, every file of the bundle at ``root`` that is
     derived from the recorded ones (the ledger's losses, aggregates, tiers, scores, contrasts,
-    rliable's aggregates, report and RO-Crate metadata), from its protocol, plan, runs, times,
-    ledger facts and environment as they now are; then :func:`reseal` it. What a forger with
-    repro at hand does after editing the recorded files."""
+    rliable's aggregates, report and RO-Crate metadata, as ``crate_version``), from its protocol,
+    plan, runs, times, ledger facts and environment as they now are; then :func:`reseal` it.
+    What a forger with repro at hand does after editing the recorded files (and, with an earlier
+    ``crate_version``, what an earlier repro wrote)."""
     fp = _model(root, "data/protocol.json", FrozenProtocol)
     seal = _model(root, "data/plans/seal.json", Seal)
     facts = _model(root, "data/source-ledger.json", Ledger)
@@ -108,7 +109,8 @@ def rederive(root: Path) -> None:
     if derived.rl is not None:
         (root / "data/rl-aggregates.json").write_bytes(to_bytes(derived.rl))
     (root / "data/validation-report.md").write_bytes(derived.report.encode())
-    builder = CrateBuilder(fp, ledger, environment, payload_files(fp, [p.id for p in partitions]))
+    payload = payload_files(fp, [p.id for p in partitions])
+    builder = CrateBuilder(fp, ledger, environment, payload, crate_version)
     pieces = [builder.head()]
     ran: list[str] = []
     for part in partitions:

@@ -1,7 +1,7 @@
 """RO-Crate metadata: every bundle's payload is an RO-Crate 1.1 that conforms to the Process Run
 Crate profile, which ro-crate-py reads offline; each attempt that ran is a CreateAction with its
-instrument, object, result, times and status; and ``repro verify`` re-derives the crate (and
-checks the attempt times it is made from)."""
+instrument, object, result, times and status; and ``repro verify`` re-derives the crate, as
+the version it declares (and checks the attempt times it is made from)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 
 from conftest import ROOT, _Quiet
-from forge import reseal
+from forge import rederive, reseal
+from repro.derive.crate import NO_LICENCE
 from repro.execute.studies import prepare, study
 from repro.verify import verify
 
@@ -90,8 +91,9 @@ def test_ro_crate_py_reads_the_crate_offline(small_bundle: Path) -> None:
 
 def test_every_attempt_that_ran_is_a_create_action(faulty_bundle: Path) -> None:
     """One CreateAction per attempt that ran (none for the declared exclusion), each with the
-    adapter as instrument, its partition as object, its runs file as result, start <= end, and
-    Completed for a valid run, Failed with the cause as error for a failed or invalid one."""
+    adapter as instrument, its partition as object, its runs file as result, start <= end (to
+    the millisecond, +00:00), and Completed for a valid run, Failed with the cause as error for
+    a failed or invalid one; the protocol's licence is the root's."""
     graph = _graph(faulty_bundle)
     runs = _runs(faulty_bundle)
     ran = [r for r in runs if not (r["cause"] or "").startswith("excluded before sealing")]
@@ -102,10 +104,11 @@ def test_every_attempt_that_ran_is_a_create_action(faulty_bundle: Path) -> None:
         action = actions[f"#{record['attempt_id']}"]
         assert action["instrument"] == {"@id": "#adapter"}
         partition = record["condition"]
-        assert action["object"] == [{"@id": f"plans/{partition}.json"}]
-        assert action["result"] == [{"@id": f"runs/{partition}.jsonl"}]
+        assert action["object"] == {"@id": f"plans/{partition}.json"}
+        assert action["result"] == {"@id": f"runs/{partition}.jsonl"}
         assert action["startTime"] <= action["endTime"]
-        status = action["actionStatus"]["@id"]
+        assert action["startTime"].endswith("+00:00") and len(action["startTime"]) == 29
+        status = action["actionStatus"]
         if record["status"] == "valid":
             assert status == "http://schema.org/CompletedActionStatus"
             assert "error" not in action
@@ -189,3 +192,62 @@ def test_a_missing_times_file_is_named(small_bundle: Path, tmp_path: Path) -> No
     (root / "data" / "times" / "c00.jsonl").unlink()
     reseal(root)
     assert any(f.file == "data/times/c00.jsonl" for f in verify(root))
+
+
+def _crate(bundle: Path) -> list[dict[str, Any]]:
+    graph: list[dict[str, Any]] = json.loads((bundle / "data/ro-crate-metadata.json").read_bytes())[
+        "@graph"
+    ]
+    return graph
+
+
+class TestVersions:
+    """The crate versions: what a study writes, and what verify re-derives."""
+
+    def test_a_study_writes_version_2(self, small_bundle: Path) -> None:
+        """A new bundle's crate declares repro.crate/2, names the RO-Crate 1.1 context alone,
+        and, its protocol naming no licence, says no licence is granted."""
+        head = (small_bundle / "data/ro-crate-metadata.json").read_bytes().split(b"\n")[0]
+        assert head == b'{"@context":"https://w3id.org/ro/crate/1.1/context","@graph":['
+        entities = _graph(small_bundle)
+        assert entities["ro-crate-metadata.json"]["version"] == "repro.crate/2"
+        assert entities["./"]["license"] == {"@id": NO_LICENCE["@id"]}
+        assert entities[NO_LICENCE["@id"]] == NO_LICENCE
+
+    def test_a_version_1_crate_still_verifies(self, small_bundle: Path, tmp_path: Path) -> None:
+        """A bundle whose crate is version 1 (no marker, both contexts, no licence), as repro
+        wrote it before, verifies: verify re-derives the version the crate declares."""
+        root = tmp_path / "bundle"
+        shutil.copytree(small_bundle, root)
+        rederive(root, crate_version=1)
+        assert "version" not in _crate(root)[0]
+        assert verify(root) == []
+
+    @pytest.mark.parametrize("made", [1, 2])
+    def test_a_crate_whose_marker_lies_is_named(
+        self, small_bundle: Path, tmp_path: Path, made: int
+    ) -> None:
+        """A version 1 crate given version 2's marker, or a version 2 crate stripped of it, is
+        re-derived as the version it claims and differs from it: crate-differs."""
+        root = tmp_path / "bundle"
+        shutil.copytree(small_bundle, root)
+        rederive(root, crate_version=made)
+        path = root / "data/ro-crate-metadata.json"
+        plain = b'"conformsTo":{"@id":"https://w3id.org/ro/crate/1.1"}}'
+        marked = plain[:-1] + b',"version":"repro.crate/2"}'
+        old, new = (plain, marked) if made == 1 else (marked, plain)
+        data = path.read_bytes()
+        assert old in data
+        path.write_bytes(data.replace(old, new, 1))
+        reseal(root)
+        assert [f.code for f in verify(root)] == ["crate-differs"]
+
+    def test_an_unknown_marker_is_named(self, small_bundle: Path, tmp_path: Path) -> None:
+        """A crate that declares a version verify does not know is named (crate-version) and
+        not compared."""
+        root = tmp_path / "bundle"
+        shutil.copytree(small_bundle, root)
+        path = root / "data/ro-crate-metadata.json"
+        path.write_bytes(path.read_bytes().replace(b"repro.crate/2", b"repro.crate/9", 1))
+        reseal(root)
+        assert [f.code for f in verify(root)] == ["crate-version"]

@@ -9,12 +9,13 @@ import math
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
+import orjson
 from attrs import frozen
 
 from repro import plan
 from repro.bundle import layout
 from repro.bundle.layout import CRATE
-from repro.derive.crate import ActionFacts, CrateBuilder
+from repro.derive.crate import CRATE_VERSION, VERSIONS, ActionFacts, CrateBuilder, version_of
 from repro.derive.derivation import Derived, derive
 from repro.derive.disclosure import FileHits
 from repro.derive.pins import ledger_problems
@@ -673,7 +674,9 @@ def _pin_findings(protocol: Protocol, ledger: Ledger) -> list[Finding]:
     ]
 
 
-def _crate_check(stored: Stored, fp: FrozenProtocol, seal: Seal) -> _CrateCheck | None:
+def _crate_check(
+    read: BundleReader, stored: Stored, fp: FrozenProtocol, seal: Seal
+) -> _CrateCheck | None:
     """The crate's re-derivation, made as the partitions are read; None without the ledger and
     the environment it describes."""
     ledger, environment = stored.ledger, stored.environment
@@ -686,7 +689,44 @@ def _crate_check(stored: Stored, fp: FrozenProtocol, seal: Seal) -> _CrateCheck 
         if environment.backend == "dask"
         else (environment.started_utc, environment.finished_utc)
     )
-    return _CrateCheck(CrateBuilder(fp, ledger, environment, payload), window)
+    version = _crate_version(read)
+    if version is None:
+        return None
+    return _CrateCheck(CrateBuilder(fp, ledger, environment, payload, version), window)
+
+
+#: How much of the stored crate is read to find its version: its first line (the context) and
+#: its metadata descriptor's, each a few hundred bytes.
+_CRATE_HEAD_BYTES = 4096
+
+
+def _crate_version(read: BundleReader) -> int | None:
+    """The crate version the stored crate declares in its metadata descriptor (its second line),
+    re-derived as that version. A descriptor that does not parse leaves the current version,
+    whose re-derivation then differs; a marker verify does not know is named, and leaves the
+    crate unjudged (None); so does a crate that cannot be read (named by the reader)."""
+    head = read.head(CRATE, _CRATE_HEAD_BYTES)
+    if head is None:
+        return None
+    lines = head.split(b"\n", 2)
+    try:
+        descriptor = orjson.loads(lines[1].removesuffix(b",")) if len(lines) > 2 else None
+    except orjson.JSONDecodeError:
+        descriptor = None
+    if not isinstance(descriptor, dict) or descriptor.get("@id") != "ro-crate-metadata.json":
+        return CRATE_VERSION
+    version = version_of(descriptor)
+    if version is None:
+        read.findings.append(
+            Finding(
+                "crate-version",
+                CRATE,
+                "RO-Crate metadata declares a version verify does not know",
+                " or ".join(repr(v) for v in VERSIONS if v is not None) + " or none",
+                _short(repr(descriptor.get("version"))),
+            )
+        )
+    return version
 
 
 def _read_partitions(
@@ -695,7 +735,7 @@ def _read_partitions(
     """Read and tally every sealed partition in order, building the crate's re-derivation on
     the way, and name each partitioned file the seal does not name; None when a partition does
     not read."""
-    crate = _crate_check(stored, fp, seal)
+    crate = _crate_check(read, stored, fp, seal)
     kept: list[_PartitionRuns] = []
     complete = True
     stream = fp.protocol.seeding.mode == "stream"

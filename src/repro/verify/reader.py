@@ -8,7 +8,7 @@ import functools
 import hashlib
 import itertools
 import types
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Literal, TypeVar, Union, get_args, get_origin, get_type_hints
@@ -344,6 +344,25 @@ class BundleReader:
             return iter((self._held[name],))
         return self._again(name)
 
+    def head(self, name: str, size: int) -> bytes | None:
+        """At most the first ``size`` bytes of the file (read again, a block or so, and not
+        checked against the first read: the whole file's bytes are); None when missing,
+        unreadable or past a limit."""
+        if self._first(name) is None:
+            return None
+        if name in _HELD:
+            return self._held[name][:size]
+        kept = b""
+        blocks = self._again(name)
+        try:
+            for block in blocks:
+                kept += block
+                if len(kept) >= size:
+                    break
+        finally:
+            blocks.close()
+        return kept[:size]
+
     def read_first(self, name: str) -> _Seen | None:
         """Read a file for the first time: hash and scan it in blocks, keep it if it is held;
         None (named) when missing, unreadable or past a limit. (:meth:`_first` reads each file
@@ -440,7 +459,7 @@ class BundleReader:
             f"{limits.max_total_bytes - self._budget - count + size} bytes",
         )
 
-    def _again(self, name: str) -> Iterator[bytes]:
+    def _again(self, name: str) -> Generator[bytes]:
         """The bytes of a file read before, read again in blocks; a file that is no longer
         what the first read saw is named once they are all read."""
         seen = self._seen[name]
