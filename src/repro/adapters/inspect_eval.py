@@ -39,7 +39,6 @@ import re
 import shutil
 import tempfile
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 from repro.adapters.base import (
