@@ -36,12 +36,14 @@ BUILT_IN = {
     "gymnasium": "repro.adapters.gymnasium:GymnasiumAdapter",
     "command": "repro.adapters.command:CommandAdapter",
     "cyborg": "repro.adapters.cyborg:CybORGAdapter",
+    "inspect": "repro.adapters.inspect_eval:InspectAdapter",
 }
 #: The modules each built-in adapter's simulator is imported from (any one is enough).
 SIMULATORS: dict[str, tuple[str, ...]] = {
     "gymnasium": ("gymnasium",),
     "command": (),
     "cyborg": ("CybORG", "csle_cyborg"),
+    "inspect": ("inspect_ai",),
 }
 
 
@@ -65,7 +67,7 @@ class TestBuiltIn:
     """repro's own adapters are entry points like any other."""
 
     def test_declared_in_pyproject_and_installed(self) -> None:
-        """pyproject.toml declares the three built-in adapters in the repro.adapters group, and
+        """pyproject.toml declares the four built-in adapters in the repro.adapters group, and
         the installed repro distribution (repro-evidence) registers exactly those (after an edit
         of pyproject.toml an editable install must be synced again for this to hold)."""
         pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))

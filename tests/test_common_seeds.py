@@ -118,6 +118,7 @@ class TestExistingProtocolsUnchanged:
             "gymnasium-paired-independent.json",
             "cage2-sleeper-vs-react.json",
             "cage2-sleeper-vs-react-reduced.json",
+            "inspect-arithmetic.json",
         }
         made_for_rl = {"gymnasium-rl-aggregates.json"}
         # The CCS Heuristic row needs what 505901c did not have (a shipped blue agent, a

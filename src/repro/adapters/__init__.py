@@ -1,7 +1,8 @@
 """The adapter plugin API, in one place: everything an adapter (built in or a third party's)
 imports to connect a simulator. :mod:`repro.adapters.base` defines the contract and the
 registry; the built-in adapters are :mod:`~repro.adapters.gymnasium`,
-:mod:`~repro.adapters.command` and :mod:`~repro.adapters.cyborg`.
+:mod:`~repro.adapters.command`, :mod:`~repro.adapters.inspect_eval` and
+:mod:`~repro.adapters.cyborg`.
 
 An adapter is a class made without arguments, with a ``name``, ``freeze(protocol, options)``
 returning :class:`Frozen` (its :class:`AdapterFacts` and the :class:`Source` s it pins) and
