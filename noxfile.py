@@ -97,10 +97,12 @@ def _upstream_cyborg(session: nox.Session) -> str | None:
 @nox.session
 def tests(session: nox.Session) -> None:
     """The whole test suite: unit, property, CLI, end-to-end, tamper corpus, interop."""
-    # dask: the tests that run partitions on a local Dask cluster skip without distributed.
-    _sync(session, "test", extras=("plot", "cyborg", "dask"))
-    # In CI the CAGE-2 tests must run, never skip quietly for want of csle-cyborg or shared/.
-    env = {"REPRO_REQUIRE_CYBORG": "1"} if os.environ.get("CI") else {}
+    # dask: the tests that run partitions on a local Dask cluster skip without distributed;
+    # inspect: tests/test_inspect.py skips without inspect_ai.
+    _sync(session, "test", extras=("plot", "cyborg", "dask", "inspect"))
+    # In CI the CAGE-2 tests, the inspect adapter's and the crate validator's must run, never
+    # skip quietly for want of csle-cyborg, shared/, inspect_ai or roc-validator.
+    env = {"REPRO_REQUIRE_CYBORG": "1", "REPRO_REQUIRE_EXTRAS": "1"} if os.environ.get("CI") else {}
     upstream = _upstream_cyborg(session)
     if upstream is not None:  # tests/test_cyborg.py runs studies on upstream with it
         env["REPRO_UPSTREAM_PYTHON"] = upstream

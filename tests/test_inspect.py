@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import importlib.metadata
 import json
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,8 @@ from repro.errors import BadInput
 from repro.execute.studies import prepare
 from repro.verify import verify
 
+if os.environ.get("REPRO_REQUIRE_EXTRAS"):  # CI: the extra must be there, never skipped
+    import inspect_ai  # noqa: F401
 pytest.importorskip("inspect_ai", reason="inspect_ai is not installed (the 'inspect' extra)")
 
 from repro.adapters.inspect_eval import MAX_TEXT, _text
