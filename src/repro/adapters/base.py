@@ -49,6 +49,7 @@ __all__ = [
     "module_file_source",
     "package_source",
     "pinned_target_source",
+    "refuse_unbounded_outcome_runs",
     "registered_adapters",
     "target_root",
     "targets_in",
@@ -442,3 +443,18 @@ def get_adapter(name: str) -> Adapter:
             f"{providers}; uninstall all but one @ $.adapter.name"
         )
     return matches[0].adapter()
+
+
+def refuse_unbounded_outcome_runs(protocol: Protocol, adapter: str, measures: str) -> None:
+    """What an adapter whose runs end in an outcome object (``command``, ``inspect``) refuses
+    alike: a protocol without a per-run timeout (a harness or a model may never answer), and a
+    measure other than ``outcome_value`` (a run has no step rewards to sum). ``measures`` says
+    what such a run's measure is, in the message."""
+    if protocol.retry.timeout_seconds is None:
+        raise BadInput(
+            f"protocol: the {adapter} adapter needs a per-run timeout @ $.retry.timeout_seconds"
+        )
+    if protocol.measure.name != "outcome_value":
+        raise BadInput(
+            f"protocol: {measures}: use the outcome_value measure with a key @ $.measure.name"
+        )

@@ -36,7 +36,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from repro.adapters.base import Evidence, Frozen, file_source
+from repro.adapters.base import Evidence, Frozen, file_source, refuse_unbounded_outcome_runs
 from repro.errors import BadInput, RunFailed, RunInvalid
 from repro.execute.worker import die_with_parent
 from repro.json import canonical
@@ -146,15 +146,9 @@ class CommandAdapter:
         """Check options and participants; pin the harness file and the release tree. The
         sessions this adapter opens use the options it was frozen with."""
         merged = _options(protocol, options)
-        if protocol.retry.timeout_seconds is None:
-            raise BadInput(
-                "protocol: the command adapter needs a per-run timeout @ $.retry.timeout_seconds"
-            )
-        if protocol.measure.name != "outcome_value":
-            raise BadInput(
-                "protocol: a command run's measure is a value of its outcome: use the "
-                "outcome_value measure with a key @ $.measure.name"
-            )
+        refuse_unbounded_outcome_runs(
+            protocol, "command", "a command run's measure is a value of its outcome"
+        )
         for i, participant in enumerate(protocol.participants):
             if participant.kind != "agent":
                 raise BadInput(

@@ -48,6 +48,7 @@ from repro.adapters.base import (
     import_target,
     module_file_source,
     package_source,
+    refuse_unbounded_outcome_runs,
 )
 from repro.errors import BadInput, RunFailed, RunInvalid
 from repro.json import canonical
@@ -164,15 +165,11 @@ class InspectAdapter:
         for key in options:
             if key not in _OPTIONS:
                 raise BadInput(f"--option {key}: the inspect adapter takes log_dir")
-        if protocol.retry.timeout_seconds is None:
-            raise BadInput(
-                "protocol: the inspect adapter needs a per-run timeout @ $.retry.timeout_seconds"
-            )
-        if protocol.measure.name != "outcome_value":
-            raise BadInput(
-                "protocol: an inspect run's measure is a value of its outcome (score, "
-                "output_tokens, ...): use the outcome_value measure with a key @ $.measure.name"
-            )
+        refuse_unbounded_outcome_runs(
+            protocol,
+            "inspect",
+            "an inspect run's measure is a value of its outcome (score, output_tokens, ...)",
+        )
         for i, participant in enumerate(protocol.participants):
             where = f"$.participants[{i}]"
             if participant.kind != "agent":

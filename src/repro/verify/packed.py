@@ -34,7 +34,7 @@ from attrs import frozen
 from repro.errors import BadInput
 from repro.verify.findings import Finding
 from repro.verify.limits import Limits
-from repro.verify.walk import Listing, os_reason, unsafe_path
+from repro.verify.walk import Listing, bytes_limit, os_reason, unsafe_path
 
 __all__ = ["ArchiveSource", "is_packed", "scan_archive"]
 
@@ -467,15 +467,7 @@ class _Members:
         self.members[name] = entry.member
         self.total += entry.size
         if self.total > self.limits.max_total_bytes:
-            self.findings.append(
-                Finding(
-                    "scan-bytes-limit",
-                    ".",
-                    "more bytes than the limit max_total_bytes: verify stopped scanning",
-                    f"<= {self.limits.max_total_bytes} bytes",
-                    f"{self.total} bytes so far",
-                )
-            )
+            self.findings.append(bytes_limit(self.total, self.limits))
             return False
         return True
 

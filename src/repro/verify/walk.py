@@ -42,6 +42,17 @@ def os_reason(exc: OSError) -> str:
     return exc.strerror or type(exc).__name__
 
 
+def bytes_limit(total: int, limits: Limits) -> Finding:
+    """The finding of a scan (of a tree or of an archive's members) past ``max_total_bytes``."""
+    return Finding(
+        "scan-bytes-limit",
+        ".",
+        "more bytes than the limit max_total_bytes: verify stopped scanning",
+        f"<= {limits.max_total_bytes} bytes",
+        f"{total} bytes so far",
+    )
+
+
 def unsafe_path(path: str) -> str | None:
     """Why a bundle name (``/``-separated, as a manifest line or an archive member names a
     file) does not name a place inside the bag, or None when it does."""
@@ -204,15 +215,7 @@ class _Walk:
                 )
             )
         if self.total > self.limits.max_total_bytes:
-            self.findings.append(
-                Finding(
-                    "scan-bytes-limit",
-                    ".",
-                    "more bytes than the limit max_total_bytes: verify stopped scanning",
-                    f"<= {self.limits.max_total_bytes} bytes",
-                    f"{self.total} bytes so far",
-                )
-            )
+            self.findings.append(bytes_limit(self.total, self.limits))
             return False
         return True
 
