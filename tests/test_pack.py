@@ -164,6 +164,21 @@ class TestReadPacked:
             open_verified(small_bundle).all_records()
         )
 
+    def test_publish_and_audit_a_packed_bundle(self, scored_bundle: Path, tmp_path: Path) -> None:
+        """``repro publish`` writes a packed scored bundle's table, the same bytes as the
+        directory's; ``repro audit`` re-executes a sample of the packed bundle's slots."""
+        packed_zip = tmp_path / "scored.zip"
+        assert _invoke("pack", scored_bundle, "--out", packed_zip).exit_code == 0
+        tables = []
+        for i, source in enumerate((scored_bundle, packed_zip)):
+            out = tmp_path / f"table{i}.md"
+            result = _invoke("publish", source, "--out", out)
+            assert result.exit_code == 0, result.output
+            tables.append(out.read_bytes())
+        assert tables[0] == tables[1]
+        audited = _invoke("audit", packed_zip, "--sample", "3", "--json")
+        assert audited.exit_code == 0, audited.output
+
     def test_a_file_that_is_no_archive(self, tmp_path: Path) -> None:
         """A file that is neither a zip nor a tar is not a bundle: exit 2."""
         path = tmp_path / "x.zip"
