@@ -51,6 +51,7 @@ __all__ = [
     "pinned_target_source",
     "refuse_unbounded_outcome_runs",
     "registered_adapters",
+    "slot_costs",
     "target_root",
     "targets_in",
 ]
@@ -105,7 +106,12 @@ class Adapter(TypingProtocol):
     ``simulator_modules``, a tuple of module names of which any one is enough (``()`` for an
     adapter that needs no simulator package): ``repro adapters`` then says whether the simulator
     can be imported as well as whether the adapter loads. An adapter without it is listed as
-    "not stated"."""
+    "not stated".
+
+    Optionally, too, a method ``slot_cost(condition) -> float`` says what one slot of a
+    condition costs relative to the others (the CybORG adapter: its trial length, the steps of
+    each episode), so that the progress display weighs the work left by it
+    (:func:`slot_costs`); without it every slot counts the same."""
 
     name: str
 
@@ -458,3 +464,18 @@ def refuse_unbounded_outcome_runs(protocol: Protocol, adapter: str, measures: st
         raise BadInput(
             f"protocol: {measures}: use the outcome_value measure with a key @ $.measure.name"
         )
+
+
+def slot_costs(adapter: object, conditions: Collection[Condition]) -> dict[str, float]:
+    """Each condition's cost of one slot, by ID, as the adapter's optional ``slot_cost`` says:
+    1 for every condition when it has none, and for any condition it says nothing usable of (a
+    value that is not a positive finite number, or an exception)."""
+    cost = getattr(adapter, "slot_cost", None)
+    out: dict[str, float] = {}
+    for condition in conditions:
+        try:
+            value = float(cost(condition)) if callable(cost) else 1.0
+        except Exception:
+            value = 1.0
+        out[condition.id] = value if 0 < value < float("inf") else 1.0
+    return out

@@ -383,6 +383,11 @@ class CybORGAdapter:
     #: Upstream CybORG 2.1 or the fork csle-cyborg (the ``backend`` option chooses).
     simulator_modules = ("CybORG", "csle_cyborg")
 
+    def slot_cost(self, condition: Condition) -> float:
+        """One episode's cost: its trial length, the steps it takes (the progress display's
+        weight; a 100-step episode costs about what ten 10-step ones do)."""
+        return float(condition.factors["trial_length"])
+
     def __init__(self) -> None:
         self._backend: Backend | None = None
         self._scenario: dict[str, Any] = {}

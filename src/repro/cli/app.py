@@ -11,6 +11,7 @@ import importlib.metadata
 import importlib.util
 import inspect
 import json
+import math
 import sys
 import time
 from pathlib import Path
@@ -39,11 +40,12 @@ from repro.errors import (
 from repro.execute.backends import MAX_LOCAL_WORKERS, Backend, DaskCluster, LocalWorkers
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    from collections.abc import Callable, Mapping, Sequence
 
     from rich.console import Console
 
     from repro.bundle.signatures import PublicKey
+    from repro.execute.studies import Prepared
     from repro.models import Aggregates, Condition, Ledger, Protocol
     from repro.verify import Finding
 
@@ -247,15 +249,36 @@ def _err() -> Console:
     return console(stderr=True)
 
 
+class _Work:
+    """The work of a study in each slot's cost (:func:`repro.adapters.base.slot_costs`: a
+    CAGE-2 episode's trial length, else 1), so that the time left is the time per unit of cost
+    measured so far times the cost left, not the time per slot times the slots left."""
+
+    def __init__(self, costs: Mapping[str, float], slots: Mapping[str, int]) -> None:
+        self._costs = costs
+        self.total = math.fsum(costs.get(c, 1.0) * n for c, n in slots.items())
+        self.done = 0.0
+
+    def advance(self, condition: str) -> float:
+        """One slot of ``condition`` is done; its cost."""
+        cost = self._costs.get(condition, 1.0)
+        self.done += cost
+        return cost
+
+    def left(self, elapsed: float) -> float:
+        """Seconds left, at the rate measured over ``elapsed`` seconds."""
+        return elapsed / self.done * max(0.0, self.total - self.done) if self.done else 0.0
+
+
 class _BarProgress:
     """A progress bar with ETA, for terminals; it names the condition of the slot that ended
-    last by ``labels`` (condition ID to ``c01 env_id=CartPole-v1 / random``)."""
+    last by ``labels`` (condition ID to ``c01 env_id=CartPole-v1 / random``). The bar fills,
+    and the ETA runs, by the work's cost (:class:`_Work`); the count beside it is of runs."""
 
-    def __init__(self, labels: dict[str, str]) -> None:
+    def __init__(self, labels: dict[str, str], work: _Work) -> None:
         from rich.markup import escape
         from rich.progress import (
             BarColumn,
-            MofNCompleteColumn,
             TextColumn,
             TimeElapsedColumn,
             TimeRemainingColumn,
@@ -265,26 +288,36 @@ class _BarProgress:
         self._bar = RichBar(
             TextColumn("[bold]{task.description}"),
             BarColumn(),
-            MofNCompleteColumn(),
+            TextColumn("{task.fields[runs]}"),
             TimeElapsedColumn(),
             TextColumn("eta"),
             TimeRemainingColumn(),
             console=_err(),
         )
-        self._task = self._bar.add_task("runs", total=None)
+        self._task = self._bar.add_task("runs", total=None, runs="")
+        self._work = work
+        self._done = 0
+        self._total = 0
         self._lost = 0
         # A level may hold brackets, which are no markup.
         self._labels = {condition: escape(label) for condition, label in labels.items()}
 
     def start(self, total: int) -> None:
-        self._bar.update(self._task, total=total)
+        self._total = total
+        self._bar.update(self._task, total=self._work.total, runs=f"0/{total}")
         self._bar.start()
 
     def advance(self, condition: str, end: str) -> None:
+        self._done += 1
         self._lost += end != "valid"
         lost = f" [red]{self._lost} not valid[/red]" if self._lost else ""
         label = self._labels.get(condition, condition)
-        self._bar.update(self._task, advance=1, description=f"{label}{lost}")
+        self._bar.update(
+            self._task,
+            advance=self._work.advance(condition),
+            description=f"{label}{lost}",
+            runs=f"{self._done}/{self._total}",
+        )
 
     def finish(self) -> None:
         self._bar.stop()
@@ -292,10 +325,18 @@ class _BarProgress:
 
 class _LineProgress:
     """Plain lines at every tenth of the work, for logs and pipes, each naming the condition
-    of the slot that ended last by ``labels``, as :class:`_BarProgress` does."""
+    of the slot that ended last by ``labels``, as :class:`_BarProgress` does, with the time
+    left weighed by the work's cost (:class:`_Work`). ``clock`` is the seconds' source."""
 
-    def __init__(self, labels: dict[str, str]) -> None:
+    def __init__(
+        self,
+        labels: dict[str, str],
+        work: _Work,
+        clock: Callable[[], float] = time.perf_counter,
+    ) -> None:
         self._labels = labels
+        self._work = work
+        self._clock = clock
         self._done = 0
         self._lost = 0
         self._total = 0
@@ -303,16 +344,17 @@ class _LineProgress:
         self._t0 = 0.0
 
     def start(self, total: int) -> None:
-        self._total, self._t0 = total, time.perf_counter()
+        self._total, self._t0 = total, self._clock()
         self._next = max(1, total // 10)
         print(f"study: {total} runs to go", file=sys.stderr, flush=True)
 
     def advance(self, condition: str, end: str) -> None:
         self._done += 1
         self._lost += end != "valid"
+        self._work.advance(condition)
         if self._done >= self._next or self._done == self._total:
-            elapsed = time.perf_counter() - self._t0
-            left = elapsed / self._done * (self._total - self._done)
+            elapsed = self._clock() - self._t0
+            left = self._work.left(elapsed)
             lost = f", {self._lost} not valid" if self._lost else ""
             print(
                 f"study: {self._done}/{self._total} runs ({100 * self._done // self._total}%)"
@@ -325,6 +367,17 @@ class _LineProgress:
 
     def finish(self) -> None:
         pass
+
+
+def _study_work(prepared: Prepared) -> _Work:
+    """The study's work by condition: its slots that run, each at the adapter's cost."""
+    from repro.adapters.base import slot_costs
+
+    conditions = prepared.plan.seal.conditions
+    excluded = {x.slot for x in prepared.protocol.exclusions}
+    runs = prepared.protocol.runs_per_condition
+    slots = {c.id: runs - sum(1 for s in excluded if s.startswith(c.id + "-")) for c in conditions}
+    return _Work(slot_costs(prepared.adapter, conditions), slots)
 
 
 def _condition_labels(protocol: Protocol, conditions: Sequence[Condition]) -> dict[str, str]:
@@ -420,7 +473,8 @@ def study(
     try:
         prepared = prepare(protocol, _options(option or []))
         labels = _condition_labels(prepared.protocol, prepared.plan.seal.conditions)
-        progress = _BarProgress(labels) if err.is_terminal else _LineProgress(labels)
+        work = _study_work(prepared)
+        progress = _BarProgress(labels, work) if err.is_terminal else _LineProgress(labels, work)
         result = run_study(prepared, out, progress, backend)
     except BadInput as exc:
         raise _fail(exc) from None

@@ -1,0 +1,89 @@
+"""The study's progress: the time left weighed by what each slot costs (a CAGE-2 episode's
+trial length), not by the count of slots alone."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from repro.adapters.base import slot_costs
+from repro.adapters.cyborg import CybORGAdapter
+from repro.adapters.gymnasium import GymnasiumAdapter
+from repro.cli.app import _LineProgress, _Work
+from repro.models import Condition
+
+
+def _condition(cid: str, **factors: object) -> Condition:
+    return Condition(id=cid, factors=factors, participant="p")
+
+
+class _Clock:
+    """A clock that says what the test sets: the estimate depends on nothing else."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class TestWeights:
+    """What a slot costs, as the adapter says."""
+
+    def test_cyborg_weighs_an_episode_by_its_trial_length(self) -> None:
+        """The CAGE-2 adapter's slot of trial length 100 costs 100, of 30 costs 30."""
+        conditions = [_condition("c00", trial_length=30), _condition("c01", trial_length=100)]
+        assert slot_costs(CybORGAdapter(), conditions) == {"c00": 30.0, "c01": 100.0}
+
+    def test_without_a_cost_every_slot_counts_one(self) -> None:
+        """An adapter that states no cost (Gymnasium's episodes vary) weighs every slot 1."""
+        conditions = [_condition("c00", env_id="CartPole-v1")]
+        assert slot_costs(GymnasiumAdapter(), conditions) == {"c00": 1.0}
+
+    @pytest.mark.parametrize("value", [0, -3, float("nan"), float("inf"), "x"])
+    def test_an_unusable_cost_counts_one(self, value: object) -> None:
+        """A cost that is not a positive finite number (or raises) counts as 1."""
+
+        class Odd:
+            def slot_cost(self, condition: Condition) -> object:
+                return value
+
+        assert slot_costs(Odd(), [_condition("c00")]) == {"c00": 1.0}
+
+
+class TestTimeLeft:
+    """The line progress's estimate, with a clock the test sets."""
+
+    def test_the_long_episodes_left_are_weighed(self, capsys: pytest.CaptureFixture[str]) -> None:
+        """Ten 30-step episodes done in 10 s leave ten 100-step ones: about 33.3 s left (at the
+        time per step measured so far), where counting slots would say 10 s."""
+        clock = _Clock()
+        work = _Work({"c00": 30.0, "c01": 100.0}, {"c00": 10, "c01": 10})
+        progress = _LineProgress({"c00": "c00", "c01": "c01"}, work, clock)
+        progress.start(20)
+        for i in range(10):
+            clock.now = i + 1.0
+            progress.advance("c00", "valid")
+        lines = capsys.readouterr().err.splitlines()
+        assert lines[-1] == "study: 10/20 runs (50%), 10.0 s elapsed, about 33.3 s left (c00)"
+
+    @given(
+        costs=st.lists(st.floats(0.5, 200), min_size=1, max_size=5),
+        runs=st.integers(1, 20),
+        per_unit=st.floats(0.001, 10),
+    )
+    def test_exact_when_the_cost_is_the_time(
+        self, costs: list[float], runs: int, per_unit: float
+    ) -> None:
+        """When every slot takes its cost times one rate, the estimate after any number of
+        slots is the time that is in fact left (to rounding)."""
+        ids = [f"c{i:02d}" for i in range(len(costs))]
+        work = _Work(dict(zip(ids, costs, strict=True)), dict.fromkeys(ids, runs))
+        elapsed = 0.0
+        total = sum(c * runs for c in costs) * per_unit
+        for cid, cost in zip(ids, costs, strict=True):
+            for _ in range(runs):
+                work.advance(cid)
+                elapsed += cost * per_unit
+                assert work.left(elapsed) == pytest.approx(total - elapsed, rel=1e-9, abs=1e-9)
