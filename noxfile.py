@@ -191,8 +191,10 @@ def stress(session: nox.Session) -> None:
 def benchmarks(session: nox.Session) -> None:
     """Every script in benchmarks/ with its default sizes, one after another; each prints the
     ratios it measures (the CAGE-2 parts need ../shared/cage2). Minutes, on a quiet machine."""
-    _sync(session, "test", extras=("cyborg",))  # the test group brings bagit.py
+    # The test group brings bagit.py; inspect_overhead.py needs inspect_ai.
+    _sync(session, "test", extras=("cyborg", "inspect"))
     for script in sorted(Path("benchmarks").glob("*.py")):
-        if script.name == "busy_suite.py":  # runs nox itself: by hand, not inside nox
+        # busy_suite.py runs nox itself (by hand, not inside nox); _*.py are their modules.
+        if script.name == "busy_suite.py" or script.name.startswith("_"):
             continue
         session.run("python", str(script))
