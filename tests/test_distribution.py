@@ -130,7 +130,7 @@ GOOD_WHEEL = {
     f"{INFO}/METADATA": "Metadata-Version: 2.4\nName: repro-evidence\nVersion: 0.1.0\n",
     f"{INFO}/entry_points.txt": (
         "[console_scripts]\nrepro = repro.cli:main\n\n[repro.adapters]\n"
-        "command = a:B\ncyborg = a:B\ngymnasium = a:B\n"
+        + "".join(f"{name} = a:B\n" for name in check_dist.BUILT_IN_ADAPTERS)
     ),
     f"{INFO}/licenses/LICENSE": "MIT",
     f"{INFO}/RECORD": "",

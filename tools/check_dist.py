@@ -20,6 +20,7 @@ from __future__ import annotations
 import configparser
 import sys
 import tarfile
+import tomllib
 import zipfile
 from email.parser import HeaderParser
 from pathlib import Path, PurePosixPath
@@ -27,7 +28,14 @@ from pathlib import Path, PurePosixPath
 DISTRIBUTION = "repro-evidence"
 #: The archives' file-name stem: the distribution name normalised as wheels and sdists spell it.
 STEM = DISTRIBUTION.replace("-", "_")
-BUILT_IN_ADAPTERS = ("command", "cyborg", "gymnasium")
+#: The built-in adapters, as pyproject.toml declares them in the ``repro.adapters`` group.
+BUILT_IN_ADAPTERS = tuple(
+    sorted(
+        tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text("utf-8"))[
+            "project"
+        ]["entry-points"]["repro.adapters"]
+    )
+)
 
 SDIST_TOP = {
     "src",
