@@ -372,12 +372,10 @@ class _LineProgress:
 def _study_work(prepared: Prepared) -> _Work:
     """The study's work by condition: its slots that run, each at the adapter's cost."""
     from repro.adapters.base import slot_costs
+    from repro.derive.tally import runs
 
-    conditions = prepared.plan.seal.conditions
-    excluded = {x.slot for x in prepared.protocol.exclusions}
-    runs = prepared.protocol.runs_per_condition
-    slots = {c.id: runs - sum(1 for s in excluded if s.startswith(c.id + "-")) for c in conditions}
-    return _Work(slot_costs(prepared.adapter, conditions), slots)
+    slots = {p.condition: sum(map(runs, p.entries)) for p in prepared.plan.partitions}
+    return _Work(slot_costs(prepared.adapter, prepared.plan.seal.conditions), slots)
 
 
 def _condition_labels(protocol: Protocol, conditions: Sequence[Condition]) -> dict[str, str]:

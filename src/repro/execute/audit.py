@@ -172,9 +172,10 @@ def _stream_part(
     bundle = prepared.bundle
     checkpoint = bundle.checkpoint(part.id)
     entries = part.entries
-    stretches = sorted({segment_of(checkpoint, entries, j) for j in wanted})
     if checkpoint.every is None:
         stretches = [(0, max(wanted) + 1)]
+    else:
+        stretches = sorted({segment_of(checkpoint, entries, j) for j in wanted})
     slots: list[SlotAudit] = []
     chained: list[Chained] = []
     chosen = {entries[j].slot for j in wanted}
