@@ -7,7 +7,7 @@ import hashlib
 import os
 import re
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -164,8 +164,22 @@ class BundleWriter:
         self.write(name, to_bytes(value))
 
     @contextmanager
-    def lines(self, name: str) -> Iterator[Any]:
+    def lines(self, name: str) -> Iterator[Callable[[Any], None]]:
         """Stream canonical JSON Lines into ``name``; the file appears only when complete."""
+        with self._streaming(name) as put:
+            yield lambda value: put(to_bytes(value))
+
+    def stream(self, name: str, chunks: Iterable[bytes]) -> None:
+        """Write ``chunks``, joined, as ``name``, one chunk at a time (a file too big to hold,
+        such as the crate of a large plan); the file appears only when complete."""
+        with self._streaming(name) as put:
+            for chunk in chunks:
+                put(chunk)
+
+    @contextmanager
+    def _streaming(self, name: str) -> Iterator[Callable[[bytes], None]]:
+        """Append bytes to ``name`` under its temporary name, digesting and scanning them as
+        they come; put it in place once the block ends."""
         path = self._target(name)
         tmp = path.with_name(f".{path.name}.partial")
         digest = hashlib.sha256()
@@ -176,9 +190,8 @@ class BundleWriter:
         held = 0
         with _naming(path), _create(tmp) as fh:
 
-            def emit(value: Any) -> None:
+            def put(data: bytes) -> None:
                 nonlocal size, held
-                data = to_bytes(value)
                 pending.append(data)
                 held += len(data)
                 if held >= _SCAN_BLOCK:
@@ -189,12 +202,14 @@ class BundleWriter:
                 digest.update(data)
                 size += len(data)
 
-            yield emit
+            yield put
             fh.flush()
             os.fsync(fh.fileno())
         self.commit(tmp, path)
         scanner.feed(b"".join(pending))
-        self._record(name, digest.hexdigest(), size, scanner.finish(), payload=True)
+        self._record(
+            name, digest.hexdigest(), size, scanner.finish(), payload=name.startswith("data/")
+        )
 
     def finish(self, fields: Mapping[str, str]) -> None:
         """Write the BagIt tag files; the tag manifest goes last, so a crashed study is visibly

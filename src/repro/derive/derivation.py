@@ -11,7 +11,7 @@ bundle stores.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from attrs import frozen
 
@@ -22,7 +22,7 @@ from repro.derive.disclosure import FileHits
 from repro.derive.ledger import source_ledger
 from repro.derive.rl_aggregates import rl_aggregates
 from repro.derive.scenarios import by_condition
-from repro.derive.tally import Attempt, ConditionTally, RunTally, tally
+from repro.derive.tally import Attempt, ConditionTally, RunTally, merge, tally
 from repro.derive.tiers import contract_digests, tiers
 from repro.models import (
     Aggregates,
@@ -38,7 +38,7 @@ from repro.models import (
 )
 from repro.plan.sealing import conditions_of
 
-__all__ = ["Derived", "derive", "scores", "tally_records"]
+__all__ = ["Derived", "derive", "scores", "tally_partitions", "tally_records"]
 
 
 def tally_records(
@@ -55,6 +55,27 @@ def tally_records(
         frozen_protocol.protocol.retry.max_attempts,
         contract_digests(facts),
         by_condition(frozen_protocol.protocol, conditions_of(frozen_protocol.protocol)),
+    )
+
+
+def tally_partitions(
+    frozen_protocol: FrozenProtocol,
+    partitions: Iterable[tuple[Partition, Iterable[RunRecord]]],
+    facts: Ledger,
+) -> RunTally:
+    """The tally of each partition's run records against it, one partition at a time, added up
+    in sealed order (:func:`repro.derive.tally.merge`), as verify tallies a bundle it reads:
+    only one partition's records are held at a time. It equals :func:`tally_records` of them all
+    when each partition's records name its own slots, as a study's do."""
+    p = frozen_protocol.protocol
+    contracts = contract_digests(facts)
+    scenarios = by_condition(p, conditions_of(p))
+    limit = p.retry.max_attempts
+    return merge(
+        [
+            tally([part], (Attempt.of(r) for r in records), limit, contracts, scenarios)
+            for part, records in partitions
+        ]
     )
 
 

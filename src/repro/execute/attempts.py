@@ -8,7 +8,7 @@ writes nothing itself; it hands each record to the caller as it is made.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import suppress
 from datetime import UTC, datetime
 from typing import Any
@@ -37,6 +37,7 @@ from repro.models import (
 
 __all__ = [
     "AttemptResult",
+    "PartitionRun",
     "SlotsResult",
     "Workload",
     "run_slot",
@@ -50,11 +51,12 @@ __all__ = [
 class Workload:
     """What every place that runs partitions needs: the job each worker process serves, the
     protocol's per-request timeout, and the sealed partitions (in sealed order) with the
-    conditions they belong to."""
+    conditions they belong to (each partition expanded when it is read:
+    :class:`repro.plan.sealing.PlanPartitions`)."""
 
     job: Job
     timeout: float | None
-    partitions: tuple[Partition, ...]
+    partitions: Sequence[Partition]
     conditions: Mapping[str, Condition]
 
 
@@ -68,6 +70,24 @@ class SlotsResult:
     records: tuple[RunRecord, ...]
     contract: dict[str, Any]
     times: tuple[AttemptTimes, ...] = ()
+
+
+@frozen
+class PartitionRun:
+    """What a study keeps of a partition once its runs and times files are written: its
+    condition, the contract facts of its first session that opened (empty when none opened) and
+    how many session opens a dying worker process lost. Its records are let go: the study reads
+    them back from the files, one partition at a time, as verify does."""
+
+    condition: str
+    contract: dict[str, Any]
+    lost_opens: int
+
+    @classmethod
+    def of(cls, partition: Partition, result: SlotsResult) -> PartitionRun:
+        """What is kept of ``partition`` run whole, ``result``."""
+        lost = sum(len(t.lost_opens) for t in result.times)
+        return cls(partition.condition, result.contract, lost)
 
 
 def _record(entry: PlanEntry, attempt: int, **fields: object) -> RunRecord:

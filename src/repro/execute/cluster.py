@@ -29,7 +29,7 @@ from repro.bundle import layout
 from repro.bundle.writer import BundleWriter
 from repro.derive.tally import SlotEnd, slot_outcome
 from repro.errors import BadInput, ClusterFailed, install_hint
-from repro.execute.attempts import SlotsResult, Workload, run_slots, write_times
+from repro.execute.attempts import PartitionRun, SlotsResult, Workload, run_slots, write_times
 from repro.execute.worker import Job, Worker
 from repro.models import Condition, Partition, RunRecord
 
@@ -125,10 +125,11 @@ def run_on_dask(
     work: Workload,
     writer: BundleWriter,
     slot_done: Callable[[str, SlotEnd], None],
-) -> list[SlotsResult]:
+) -> list[PartitionRun]:
     """Run every partition of ``work`` as a task on ``client``'s cluster and write each one's
     runs file in sealed order; call ``slot_done(condition, end)`` once per slot of each partition
-    that comes back. Return the results in sealed order.
+    that comes back. Return what the study keeps of each partition, in sealed order (a
+    partition's records are held from when it comes back until it is written).
 
     Whatever stops this function first sets the stop event and cancels the tasks."""
     from distributed import Event, as_completed
@@ -149,7 +150,7 @@ def run_on_dask(
         for part in work.partitions
     ]
     index = {future.key: i for i, future in enumerate(futures)}
-    results: list[SlotsResult | None] = [None] * len(futures)
+    results: list[SlotsResult | PartitionRun | None] = [None] * len(futures)
     written = 0
     try:
         for future in as_completed(futures, loop=client.loop):
@@ -164,11 +165,13 @@ def run_on_dask(
             results[i] = came
             for end in _slot_ends(came.records):
                 slot_done(part.condition, end)
-            while written < len(results) and (result := results[written]) is not None:
-                with writer.lines(layout.runs_file(work.partitions[written].id)) as emit:
+            while written < len(results) and isinstance(result := results[written], SlotsResult):
+                done = work.partitions[written]
+                with writer.lines(layout.runs_file(done.id)) as emit:
                     for record in result.records:
                         emit(record)
-                write_times(writer, work.partitions[written].id, result.times)
+                write_times(writer, done.id, result.times)
+                results[written] = PartitionRun.of(done, result)
                 written += 1
     finally:
         if written < len(results):
@@ -176,4 +179,4 @@ def run_on_dask(
                 stop.set()
             with suppress(Exception):
                 client.cancel(futures)
-    return [result for result in results if result is not None]
+    return [result for result in results if isinstance(result, PartitionRun)]

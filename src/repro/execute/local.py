@@ -18,16 +18,15 @@ leaves its runs file unfinished, under its temporary name.
 
 from __future__ import annotations
 
-import collections
 import queue
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, Literal
 
 from repro.bundle import layout
 from repro.bundle.writer import BundleWriter
 from repro.derive.tally import SlotEnd
-from repro.execute.attempts import SlotsResult, Workload, run_slots, write_times
+from repro.execute.attempts import PartitionRun, SlotsResult, Workload, run_slots, write_times
 from repro.execute.worker import Cancelled, Worker
 from repro.models import Partition, PlanEntry, Protocol, RunRecord
 from repro.plan.streams import checkpoint_of, checkpoint_slots, checkpoint_spacing
@@ -97,17 +96,21 @@ class Running:
 class _Pool:
     """The partitions not yet started, in sealed order, and those running."""
 
-    def __init__(self, partitions: tuple[Partition, ...]) -> None:
+    def __init__(self, partitions: Iterable[Partition]) -> None:
         self._lock = threading.Lock()
-        self._todo = collections.deque(enumerate(partitions))
+        # Expanded one at a time, as each is started.
+        self._todo = enumerate(partitions)
         self._running: list[Running] = []
 
     def next_partition(self) -> Running | None:
         """The next partition in sealed order, now running; None when all have started."""
         with self._lock:
-            if not self._todo:
+            started = next(self._todo, None)
+            if started is None:
                 return None
-            running = Running(*self._todo.popleft())
+            running = Running(*started)
+            # A partition whose owner has finished is let go: no slot is left to take from it.
+            self._running = [r for r in self._running if r.left() > 0]
             self._running.append(running)
             return running
 
@@ -132,7 +135,7 @@ def _serve_partitions(
     work: Workload,
     writer: BundleWriter,
     pool: _Pool,
-    results: list[SlotsResult | None],
+    results: list[PartitionRun | None],
     events: queue.SimpleQueue[_Event],
     cancel: threading.Event,
 ) -> None:
@@ -159,21 +162,21 @@ def _serve_partitions(
                     _reporter(events, part.condition),
                     keep,
                 )
-                records, contract, times = list(own.records), own.contract, list(own.times)
+                contract, times = own.contract, list(own.times)
                 # Nothing is taken once the owner has no slot left to start.
                 for taken in sorted(running.taken, key=lambda t: t.start):
                     _wait(taken.done, cancel)
                     assert taken.result is not None
                     for record in taken.result.records:
                         emit(record)
-                    records += taken.result.records
                     times += taken.result.times
                     contract = contract or taken.result.contract
+                    taken.result = None  # written: let its records go
             if keep is not None and state is not None:
                 checkpoint = checkpoint_of(part.id, state, keep.every, keep.later)
                 writer.model(layout.checkpoint_file(part.id), checkpoint)
             write_times(writer, part.id, times)
-            results[running.index] = SlotsResult(tuple(records), contract, tuple(times))
+            results[running.index] = PartitionRun.of(part, SlotsResult((), contract, tuple(times)))
         while not cancel.is_set() and (took := pool.take_slots()) is not None:
             running, taken = took
             part = running.partition
@@ -222,15 +225,16 @@ def run_on_local_workers(
     work: Workload,
     writer: BundleWriter,
     slot_done: Callable[[str, SlotEnd], None],
-) -> list[SlotsResult]:
+) -> list[PartitionRun]:
     """Run every partition of ``work`` on ``count`` worker processes and write each one's runs
-    file; call ``slot_done(condition, end)`` in this thread as each slot finishes. Return the
-    results in sealed order.
+    and times files; call ``slot_done(condition, end)`` in this thread as each slot finishes.
+    Return what the study keeps of each partition, in sealed order: its records are in its
+    runs file, and none is held longer than its partition runs.
 
     Whatever stops this function (a signal raised in this thread, a thread's I/O error, which is
     raised again here) first stops every thread and its worker process."""
     pool = _Pool(work.partitions)
-    results: list[SlotsResult | None] = [None] * len(work.partitions)
+    results: list[PartitionRun | None] = [None] * len(work.partitions)
     events: queue.SimpleQueue[_Event] = queue.SimpleQueue()
     cancel = threading.Event()
     threads = [

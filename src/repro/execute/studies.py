@@ -14,12 +14,14 @@ import os
 import platform
 import signal
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Protocol as TypingProtocol
+from typing import TypeVar
 
+import orjson
 from attrs import frozen
 
 from repro import __version__
@@ -27,10 +29,10 @@ from repro.adapters.base import Adapter, Frozen, get_adapter, targets_in
 from repro.bundle import layout
 from repro.bundle.writer import BundleWriter, create_root
 from repro.derive.crate import ActionFacts, CrateBuilder
-from repro.derive.derivation import Derived, derive, tally_records
+from repro.derive.derivation import Derived, derive, tally_partitions
 from repro.derive.disclosure import refuse_disclosing_protocol, scan
 from repro.derive.ledger import source_ledger
-from repro.derive.tally import SlotEnd
+from repro.derive.tally import RunTally, SlotEnd
 from repro.errors import (
     EXIT_SIGNAL_BASE,
     EXIT_STUDY_STOPPED,
@@ -40,14 +42,22 @@ from repro.errors import (
     StudyStopped,
 )
 from repro.execute import cluster
-from repro.execute.attempts import SlotsResult, Workload
+from repro.execute.attempts import PartitionRun, Workload
 from repro.execute.backends import MAX_LOCAL_WORKERS, Backend, DaskCluster, LocalWorkers
 from repro.execute.interrupts import stop_on_signals
 from repro.execute.local import run_on_local_workers
 from repro.execute.worker import Job, adapter_target
 from repro.json import canonical
-from repro.json.serde import unstructure
-from repro.models import BackendName, Environment, FrozenProtocol, Ledger, Partition, Protocol
+from repro.json.serde import structure, unstructure
+from repro.models import (
+    AttemptTimes,
+    BackendName,
+    Environment,
+    FrozenProtocol,
+    Ledger,
+    Protocol,
+    RunRecord,
+)
 from repro.plan.sealing import SealedPlan, seal
 from repro.protocol.freeze import freeze
 from repro.protocol.load import load_protocol
@@ -63,6 +73,8 @@ __all__ = [
     "prepare",
     "study",
 ]
+
+T = TypeVar("T")
 
 #: Distributions whose versions every environment.json records, beside the adapter's packages.
 CORE_PACKAGES = ("attrs", "cattrs", "orjson", "numpy", "scipy", "jsonschema")
@@ -85,7 +97,7 @@ class Progress(TypingProtocol):
 
 #: Runs a workload's partitions, writes their runs files, and calls back as each slot ends.
 _RunPartitions = Callable[
-    [Workload, BundleWriter, Callable[[str, SlotEnd], None]], list[SlotsResult]
+    [Workload, BundleWriter, Callable[[str, SlotEnd], None]], list[PartitionRun]
 ]
 
 
@@ -302,35 +314,55 @@ def _study_stopping_cleanly(
         ) from None
 
 
-def _crate(
-    prepared: Prepared,
-    partitions: Sequence[Partition],
-    results: Sequence[SlotsResult],
-    ledger: Ledger,
-    environment: Environment,
-) -> bytes:
-    """data/ro-crate-metadata.json of the bundle written so far (every other payload file)."""
-    fp = prepared.frozen_protocol
-    builder = CrateBuilder(
-        fp, ledger, environment, layout.payload_files(fp, [p.id for p in partitions])
+def _read_back(out: Path, name: str, cls: type[T]) -> Iterator[T]:
+    """The values of the JSON Lines file ``name`` that this study wrote into ``out``, one line
+    at a time: a study reads its runs and times back, a partition at a time, rather than hold
+    every record until the end."""
+    with open(out / name, "rb") as fh:
+        for line in fh:
+            yield structure(orjson.loads(line), cls, what=name)
+
+
+def _tally(prepared: Prepared, out: Path, facts: Ledger) -> RunTally:
+    """The tally of the runs files written into ``out``, one partition at a time."""
+    return tally_partitions(
+        prepared.frozen_protocol,
+        (
+            (part, _read_back(out, layout.runs_file(part.id), RunRecord))
+            for part in prepared.plan.partitions
+        ),
+        facts,
     )
-    pieces: list[bytes] = [builder.head()]
-    for part, result in zip(partitions, results, strict=True):
-        times = {t.attempt_id: t for t in result.times}
-        pieces.extend(
-            builder.partition(
-                part.id,
-                (
-                    ActionFacts(
-                        r.attempt_id, r.slot, r.condition, r.status, r.cause, times[r.attempt_id]
-                    )
-                    for r in result.records
-                    if r.attempt_id in times
-                ),
-            )
+
+
+def _crate(
+    prepared: Prepared, out: Path, ledger: Ledger, environment: Environment
+) -> Iterator[bytes]:
+    """data/ro-crate-metadata.json of the bundle written so far into ``out`` (every other
+    payload file), piece by piece: each partition's actions are made from its runs and times
+    files read back, one partition at a time."""
+    fp, seal = prepared.frozen_protocol, prepared.plan.seal
+    names = [ref.id for ref in seal.partitions]
+    builder = CrateBuilder(fp, ledger, environment, layout.payload_files(fp, names))
+    yield builder.head()
+    for name in names:
+        times = {t.attempt_id: t for t in _read_back(out, layout.times_file(name), AttemptTimes)}
+        yield from builder.partition(
+            name,
+            (
+                ActionFacts(
+                    r.attempt_id, r.slot, r.condition, r.status, r.cause, times[r.attempt_id]
+                )
+                for r in _read_back(out, layout.runs_file(name), RunRecord)
+                if r.attempt_id in times
+            ),
         )
-    ran = (t.attempt_id for result in results for t in result.times)
-    return b"".join([*pieces, *builder.tail(ran)])
+    ran = (
+        t.attempt_id
+        for name in names
+        for t in _read_back(out, layout.times_file(name), AttemptTimes)
+    )
+    yield from builder.tail(ran)
 
 
 def _inside(path: object, root: Path) -> bool:
@@ -360,14 +392,10 @@ def _study(
         done[0] += 1
         progress.advance(condition, end)
 
+    # What is kept of each partition once written; its records are read back below.
     results = runner.run(_workload(prepared), writer, slot_done)
     wall = time.perf_counter() - clock
-    # In sealed order, whichever order the partitions finished in.
-    records = [record for result in results for record in result.records]
-    contracts = {
-        part.condition: result.contract
-        for part, result in zip(plan.partitions, results, strict=True)
-    }
+    contracts = {result.condition: result.contract for result in results}
 
     facts = Ledger(
         schema="repro.source-ledger/1",
@@ -380,7 +408,7 @@ def _study(
         losses=(),
     )
     # The ledger and environment are derivation inputs: written, and so scanned, before derive.
-    runs = tally_records(fp, plan.partitions, records, facts)
+    runs = _tally(prepared, out, facts)
     ledger = source_ledger(fp, runs, facts)
     writer.model(layout.LEDGER, ledger)
     packages = [*CORE_PACKAGES, *(s.name for s in prepared.frozen.sources if s.kind == "package")]
@@ -410,7 +438,7 @@ def _study(
     if derived.rl is not None:
         writer.model(layout.RL_AGGREGATES, derived.rl)
     writer.write(layout.REPORT, derived.report.encode())
-    writer.write(layout.CRATE, _crate(prepared, plan.partitions, results, ledger, environment))
+    writer.stream(layout.CRATE, _crate(prepared, out, ledger, environment))
     writer.finish(
         {
             "Bag-Software-Agent": f"repro {__version__}",
@@ -419,5 +447,5 @@ def _study(
             "External-Description": p.title,
         }
     )
-    lost_opens = sum(len(t.lost_opens) for result in results for t in result.times)
+    lost_opens = sum(result.lost_opens for result in results)
     return StudyResult(root=out, derived=derived, wall_seconds=wall, lost_opens=lost_opens)

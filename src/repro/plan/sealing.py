@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import itertools
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Iterator, Sequence
+from typing import overload
 
 from repro.bundle import layout
 from repro.json import canonical
@@ -21,6 +22,7 @@ from repro.models import (
 
 __all__ = [
     "PARTICIPANT",
+    "PlanPartitions",
     "SealedPlan",
     "conditions_of",
     "derive_seed",
@@ -121,10 +123,45 @@ def sources_sha256(sources: tuple[Source, ...]) -> str:
     return canonical.sha256_hex(canonical.dumps(unstructure(sources)))
 
 
-class SealedPlan:
-    """The seal record and its partitions (one per condition), ready to write."""
+class PlanPartitions(Sequence[Partition]):
+    """A plan's partitions in sealed order, each expanded from the protocol when asked for and
+    let go after: what is held does not grow with the plan (a study of 200,000 slots holds one
+    partition's entries at a time, not all of them). Expanding is deterministic, so every
+    reading gives the same partitions."""
 
-    def __init__(self, seal: Seal, partitions: tuple[Partition, ...]) -> None:
+    def __init__(self, protocol: Protocol) -> None:
+        self._protocol = protocol
+        self._conditions = conditions_of(protocol)
+        self._excluded = {x.slot: x.reason for x in protocol.exclusions}
+
+    def __len__(self) -> int:
+        return len(self._conditions)
+
+    @overload
+    def __getitem__(self, index: int) -> Partition: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[Partition]: ...
+
+    def __getitem__(self, index: int | slice) -> Partition | Sequence[Partition]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError(index)
+        return _partition(self._protocol, index, self._conditions[index], self._excluded)
+
+    def __iter__(self) -> Iterator[Partition]:
+        for index, condition in enumerate(self._conditions):
+            yield _partition(self._protocol, index, condition, self._excluded)
+
+
+class SealedPlan:
+    """The seal record and the partitions it seals (one per condition, expanded one at a time
+    when read, :class:`PlanPartitions`), ready to write."""
+
+    def __init__(self, seal: Seal, partitions: Sequence[Partition]) -> None:
         self.seal = seal
         self.partitions = partitions
 
@@ -138,36 +175,42 @@ def partitions(protocol: Protocol) -> Iterator[Partition]:
     expanding one partition at a time keeps what is held to one condition's slots. In
     ``per-run`` seeding each slot's seed is :func:`derive_seed`'s, or :func:`shared_seed`'s
     when ``seeding.common`` names factors to share seeds across."""
-    excluded = {x.slot: x.reason for x in protocol.exclusions}
+    return iter(PlanPartitions(protocol))
+
+
+def _partition(
+    protocol: Protocol, index: int, condition: Condition, excluded: dict[str, str]
+) -> Partition:
+    """The partition of the ``index``-th condition in sealed order (``condition``): its slots
+    come after the ``runs_per_condition`` slots of each condition before it."""
     seeding = protocol.seeding
     per_run = seeding.mode == "per-run"
-    order = 0
-    for condition in conditions_of(protocol):
-        entries = []
-        for replicate in range(protocol.runs_per_condition):
-            slot = _slot_id(condition.id, replicate, protocol)
-            seed = None
-            if per_run and seeding.common:
-                seed = shared_seed(seeding.seed, condition, replicate, seeding.common)
-            elif per_run:
-                seed = derive_seed(seeding.seed, slot)
-            entries.append(
-                PlanEntry(
-                    slot=slot,
-                    condition=condition.id,
-                    replicate=replicate,
-                    order=order,
-                    seed=seed,
-                    excluded=excluded.get(slot),
-                )
+    runs_per_condition = protocol.runs_per_condition
+    first = index * runs_per_condition
+    entries = []
+    for replicate in range(runs_per_condition):
+        slot = _slot_id(condition.id, replicate, protocol)
+        seed = None
+        if per_run and seeding.common:
+            seed = shared_seed(seeding.seed, condition, replicate, seeding.common)
+        elif per_run:
+            seed = derive_seed(seeding.seed, slot)
+        entries.append(
+            PlanEntry(
+                slot=slot,
+                condition=condition.id,
+                replicate=replicate,
+                order=first + replicate,
+                seed=seed,
+                excluded=excluded.get(slot),
             )
-            order += 1
-        yield Partition(
-            schema="repro.partition/1",
-            id=condition.id,
-            condition=condition.id,
-            entries=tuple(entries),
         )
+    return Partition(
+        schema="repro.partition/1",
+        id=condition.id,
+        condition=condition.id,
+        entries=tuple(entries),
+    )
 
 
 def partition_ref(partition: Partition) -> PartitionRef:
@@ -198,7 +241,8 @@ def seal_record(
 
 
 def seal(protocol: Protocol, protocol_sha256: str, sources: tuple[Source, ...]) -> SealedPlan:
-    """Expand, partition by condition, and digest each partition."""
-    parts = tuple(partitions(protocol))
+    """Expand, partition by condition, and digest each partition, one partition at a time: the
+    plan holds the seal and expands its partitions again when they are read."""
+    parts = PlanPartitions(protocol)
     refs = tuple(partition_ref(p) for p in parts)
     return SealedPlan(seal_record(protocol, protocol_sha256, sources, refs), parts)
