@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from repro.bundle.layout import is_derivation_input
-from repro.derive.derivation import derive, tally_records
+from repro.derive.derivation import derive, tally_partitions, tally_records
 from repro.derive.disclosure import FileHits, scan_hits
 from repro.json import canonical
 from repro.json.serde import structure, to_bytes
@@ -72,3 +72,44 @@ class TestOrderInvariance:
         assert to_bytes(d.aggregates) == (data / "aggregates.json").read_bytes()
         assert to_bytes(d.tiers) == (data / "tiers.json").read_bytes()
         assert d.report.encode() == (data / "validation-report.md").read_bytes()
+
+
+class TestPartitionByPartition:
+    """A study tallies its runs files one partition at a time and adds the tallies up, as
+    verify does; that gives the tally of every record at once."""
+
+    def test_partition_tallies_added_up_equal_the_whole_tally(self, small_bundle: Path) -> None:
+        """derive() of tally_partitions (each partition's own records) gives the bytes derive()
+        of tally_records (all records together) gives."""
+        fp, seal, parts, records, ledger = _load(small_bundle)
+        hits = _input_disclosures(small_bundle)
+        by_partition = [(p, [r for r in records if r.condition == p.condition]) for p in parts]
+        assert sum(len(rs) for _, rs in by_partition) == len(records)
+        whole = derive(fp, seal, tally_records(fp, parts, records, ledger), ledger, hits)
+        merged = derive(fp, seal, tally_partitions(fp, by_partition, ledger), ledger, hits)
+        for name in ("aggregates", "tiers", "ledger"):
+            assert to_bytes(getattr(merged, name)) == to_bytes(getattr(whole, name)), name
+        assert merged.report == whole.report
+
+
+class TestLazyPlan:
+    """The sealed plan expands its partitions when they are read, each as the whole plan has
+    it."""
+
+    def test_each_partition_read_alone_is_the_one_the_plan_iterates(
+        self, small_bundle: Path
+    ) -> None:
+        """PlanPartitions[i] (one partition expanded alone, with its slots' order after every
+        earlier condition's) equals the i-th of the iteration and of the stored plan, and its
+        reference is the seal's."""
+        from repro.plan.sealing import PlanPartitions, partition_ref
+
+        fp, seal, parts, _, _ = _load(small_bundle)
+        plan = PlanPartitions(fp.protocol)
+        assert len(plan) == len(parts) == len(seal.partitions)
+        assert list(plan) == parts
+        for i in reversed(range(len(plan))):
+            assert plan[i] == parts[i]
+            assert partition_ref(plan[i]) == seal.partitions[i]
+        assert plan[-1] == parts[-1]
+        assert list(plan[1:]) == parts[1:]
