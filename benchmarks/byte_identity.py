@@ -101,6 +101,14 @@ def main() -> int:
     parser.add_argument("--baseline", default="HEAD", help="the commit before (default: HEAD)")
     parser.add_argument("--candidate", default=None, help="a commit (default: the working tree)")
     parser.add_argument("--full", action="store_true", help=f"also run {FULL} (minutes)")
+    parser.add_argument(
+        "--only",
+        action="append",
+        metavar="NAME",
+        help="compare only these protocols (file names, repeatable), e.g. those whose adapter "
+        "this environment runs: the CAGE-2 protocols that require upstream CybORG run only where "
+        "it is installed",
+    )
     args = parser.parse_args()
     differing = 0
     with tempfile.TemporaryDirectory() as scratch:
@@ -114,7 +122,7 @@ def main() -> int:
         protocols = sorted(
             p
             for p in (sides["baseline"].parent / "protocols").glob("*.json")
-            if args.full or p.name != FULL
+            if (args.full or p.name != FULL) and (args.only is None or p.name in args.only)
         )
         for index, protocol in enumerate(protocols):
             order = list(sides) if index % 2 == 0 else list(reversed(sides))
