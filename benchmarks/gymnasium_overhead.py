@@ -8,7 +8,9 @@ does (sha256 of ``repro.seed/1:<master>:<slot>``, first 8 bytes, shifted right b
 action space with it (random policy), ``reset(seed=...)``, step until terminated or truncated,
 sum the rewards. Both sides run as fresh subprocesses, alternating, so start-up and imports
 count on both; the script prints each wall time, the medians and their ratio, and checks that
-both sides produced the same per-episode returns (otherwise the comparison is void).
+both sides produced the same per-episode returns (otherwise the comparison is void). Each run's
+CPU time (every process of the side) and the load average are printed beside its wall time:
+on a shared machine the wall ratio moves with the load.
 
     uv run python benchmarks/gymnasium_overhead.py --runs 1000 --repeats 3
 """
@@ -20,6 +22,7 @@ import hashlib
 import itertools
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -69,6 +72,13 @@ def bare_loop(protocol: dict[str, Any]) -> list[list[float]]:
     return totals
 
 
+def _children_cpu() -> float:
+    """User and system CPU seconds of the child processes waited for so far (a study's worker
+    processes included: each is waited for by its study)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def _repro_returns(bundle: Path) -> list[list[float]]:
     return [
         [json.loads(line)["measure"] for line in path.read_text().splitlines()]
@@ -93,6 +103,7 @@ def main() -> None:
     protocol["runs_per_condition"] = args.runs
     print(f"cores: {os.cpu_count()}; load average: {os.getloadavg()[0]:.2f}", flush=True)
     times: dict[str, list[float]] = {"bare": [], "repro": []}
+    cpus: dict[str, list[float]] = {"bare": [], "repro": []}
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         protocol_path = work / "protocol.json"
@@ -106,11 +117,16 @@ def main() -> None:
             }
             commands["repro"] += ["--out", str(bundle)]
             for name in ("bare", "repro") if rep % 2 == 0 else ("repro", "bare"):
-                t0 = time.perf_counter()
+                t0, cpu0 = time.perf_counter(), _children_cpu()
                 subprocess.run(commands[name], check=True, capture_output=True)
-                elapsed = time.perf_counter() - t0
+                elapsed, cpu = time.perf_counter() - t0, _children_cpu() - cpu0
                 times[name].append(elapsed)
-                print(f"repeat {rep + 1}: {name:5s} {elapsed:8.2f} s", flush=True)
+                cpus[name].append(cpu)
+                print(
+                    f"repeat {rep + 1}: {name:5s} {elapsed:8.2f} s wall, {cpu:8.2f} s CPU "
+                    f"(every process of the side), load average {os.getloadavg()[0]:.2f}",
+                    flush=True,
+                )
             # repro's measure is the correctly rounded sum (math.fsum), the bare loop sums left
             # to right: they may differ in the last bits, never more.
             bare = itertools.chain.from_iterable(json.loads(bare_out.read_text()))
@@ -126,6 +142,9 @@ def main() -> None:
     print(f"bare loop   median {b:8.2f} s")
     print(f"repro study median {r:8.2f} s")
     print(f"overhead ratio (repro / bare): {r / b:.3f}")
+    # On a shared machine the wall ratio moves with the load; the CPU ratio much less.
+    cb, cr = statistics.median(cpus["bare"]), statistics.median(cpus["repro"])
+    print(f"CPU medians: bare {cb:.2f} s, repro {cr:.2f} s; ratio {cr / cb:.3f}")
 
 
 if __name__ == "__main__":

@@ -45,6 +45,44 @@ class TestRoundTrip:
             with pytest.raises(ValueError, match="non-finite"):
                 canonical.dumps({"x": [bad]})
 
+    @given(
+        st.recursive(
+            st.none()
+            | st.booleans()
+            | st.integers(min_value=-(2**70), max_value=2**70)
+            | st.floats()
+            | st.text(max_size=3),
+            lambda children: (
+                st.lists(children, max_size=6) | st.dictionaries(st.text(), children, max_size=4)
+            ),
+            max_leaves=40,
+        )
+    )
+    def test_refused_exactly_when_a_number_is_not_finite(self, value: object) -> None:
+        """Arrays of numbers only, of numbers among other values (strings, nulls, integers too
+        large for a double, nested arrays and objects) and of anything else: writing raises
+        for a NaN or an infinity anywhere, and only then."""
+
+        def floats(node: object) -> list[float]:
+            if isinstance(node, float):
+                return [node]
+            if isinstance(node, dict):
+                node = list(node.values())
+            if isinstance(node, list):
+                return [x for item in node for x in floats(item)]
+            return []
+
+        if all(math.isfinite(x) for x in floats(value)):
+            try:
+                canonical.dumps(value)
+            except ValueError as exc:
+                assert "non-finite" not in str(exc)
+            except TypeError:
+                pass  # an integer past 64 bits, which orjson refuses
+        else:
+            with pytest.raises(ValueError, match="non-finite"):
+                canonical.dumps(value)
+
 
 class TestStrictReading:
     """loads refuses what lenient parsers accept, naming the JSON path."""

@@ -13,6 +13,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from conftest import _Quiet as Quiet
@@ -203,6 +204,22 @@ class TestEvidenceChecks:
         checked = check_evidence(Evidence([1, 2.5, math.inf], 3, 4, "0" * 64))  # type: ignore[arg-type]
         assert checked == Evidence((1.0, 2.5, math.inf), 3.0, 4, "0" * 64)
         assert all(type(r) is float for r in checked.step_rewards or ())  # type: ignore[union-attr]
+
+    @pytest.mark.parametrize(
+        "rewards",
+        [[1.5, -2.0], (1.5, -2.0), (np.float64(1.5), -2.0), [np.float32(1.5), -2.0], (True, 1.0)],
+    )
+    def test_step_rewards_come_back_as_a_tuple_of_plain_floats(self, rewards: Any) -> None:
+        """Plain floats in a tuple or a list, and NumPy floats among them, come back as a tuple
+        of plain floats; a boolean among them is refused."""
+        checked = check_evidence(Evidence(rewards, None, 2, None))
+        if any(isinstance(r, bool) for r in rewards):
+            assert checked == Invalid("evidence-step-reward-type")
+            return
+        assert isinstance(checked, Evidence)
+        assert checked.step_rewards == (1.5, -2.0)
+        assert type(checked.step_rewards) is tuple
+        assert all(type(r) is float for r in checked.step_rewards)
 
     @pytest.mark.parametrize(
         ("cause", "kept"),

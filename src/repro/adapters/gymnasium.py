@@ -95,7 +95,8 @@ def _in_space(action: Any, space: Any) -> bool:
 #: Framing of a trace item (tag, length and the array's dtype and shape) by tag, dtype and
 #: shape: making it costs more than a step of a classic-control environment.
 _PREFIXES: dict[tuple[bytes, Any, tuple[int, ...]], bytes] = {}
-_REWARD = struct.Struct(">d").pack
+#: A reward item, framing and payload in one: the framing is the same for every reward.
+_REWARD = struct.Struct(">9sd").pack
 _REWARD_PREFIX = frame(b"R", 8)
 
 
@@ -308,14 +309,20 @@ class _GymSession:
             raise RunFailed(f"policy-error:{type(exc).__name__}") from exc
         trace = TraceDigest()
         rewards: list[float] = []
-        # The loop is written out for speed: a classic-control step takes microseconds.
+        # The loop is written out for speed: a classic-control step takes microseconds. An
+        # item's framing is made again only when its dtype or shape is not the previous item's
+        # of its kind (the same dtype object and shape give the same framing).
         parts: list[bytes] = []
         push, step, ndarray, asarray = parts.append, self._env.step, np.ndarray, np.asarray
         try:
             obs, _ = self._env.reset(seed=seed)
             o = obs if type(obs) is ndarray else asarray(obs)
-            push(_prefix(b"O", o))
+            o_dtype, o_shape, o_prefix = o.dtype, o.shape, _prefix(b"O", o)
+            push(o_prefix)
             push(o.tobytes())
+            a_dtype: Any = None
+            a_shape: tuple[int, ...] | None = None
+            a_prefix = b""
             while True:
                 # Who failed is told apart: the policy's exceptions are its own cause family.
                 try:
@@ -326,13 +333,16 @@ class _GymSession:
                 r = float(reward)
                 rewards.append(r)
                 a = action if type(action) is ndarray else asarray(action)
+                if a.dtype is not a_dtype or a.shape != a_shape:
+                    a_dtype, a_shape, a_prefix = a.dtype, a.shape, _prefix(b"A", a)
                 o = obs if type(obs) is ndarray else asarray(obs)
-                push(_prefix(b"A", a))
+                if o.dtype is not o_dtype or o.shape != o_shape:
+                    o_dtype, o_shape, o_prefix = o.dtype, o.shape, _prefix(b"O", o)
+                push(a_prefix)
                 push(a.tobytes())
-                push(_prefix(b"O", o))
+                push(o_prefix)
                 push(o.tobytes())
-                push(_REWARD_PREFIX)
-                push(_REWARD(r))
+                push(_REWARD(_REWARD_PREFIX, r))
                 if len(parts) >= _BLOCK:
                     trace.feed(parts)
                 if terminated or truncated:

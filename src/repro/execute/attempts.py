@@ -286,8 +286,11 @@ def run_slots(
     records: list[RunRecord] = []
     # Each record is handed on while the worker runs the next attempt (on a machine with a core
     # to spare, writing it then costs no time): ``backlog`` holds the records not handed on yet,
-    # and, where a slot ended, how it ended.
+    # and, where a slot ended, how it ended. The attempts' times are made then too: between an
+    # answer and the next request only what decides that request is done.
     backlog: list[RunRecord | SlotEnd] = []
+    times: list[AttemptTimes] = []
+    clocked: list[tuple[str, datetime, datetime, tuple[str, ...]]] = []
 
     def catch_up() -> None:
         for item in backlog:
@@ -296,14 +299,16 @@ def run_slots(
             else:
                 emit(item)
         backlog.clear()
+        for attempt, began, ended, lost in clocked:
+            times.append(AttemptTimes(attempt, _utc(began), _utc(ended), lost))
+        clocked.clear()
 
     session = _ConditionSession(worker, condition, catch_up)
     scenario = scenario_of(protocol, condition)
-    times: list[AttemptTimes] = []
-    started: list[str] = []
+    started: list[datetime] = []
 
     def timed(entry: PlanEntry) -> AttemptResult:
-        started.append(utc_now())
+        started.append(datetime.now(UTC))
         return session.attempt(entry)
 
     for entry in entries:
@@ -311,9 +316,8 @@ def run_slots(
             before(entry)
         for record in run_slot(entry, protocol, facts, session.digest, timed, scenario):
             if runs(entry):  # the record of an attempt the worker was asked to run
-                times.append(
-                    AttemptTimes(record.attempt_id, started.pop(), utc_now(), session.lost_opens)
-                )
+                ended = datetime.now(UTC)
+                clocked.append((record.attempt_id, started.pop(), ended, session.lost_opens))
             backlog.append(record)
             records.append(record)
         backlog.append(slot_outcome(records[-1].status if records else None))
@@ -331,4 +335,8 @@ def write_times(writer: BundleWriter, partition: str, times: Iterable[AttemptTim
 
 def utc_now() -> str:
     """The time now, UTC, to the microsecond, as :class:`~repro.models.AttemptTimes` holds it."""
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return _utc(datetime.now(UTC))
+
+
+def _utc(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")

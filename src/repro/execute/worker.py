@@ -112,6 +112,9 @@ class WorkerLost(ReproError):
         self.cause = cause
 
 
+_PLAIN_FLOAT = frozenset({float})
+
+
 def _real(value: object) -> bool:
     return isinstance(value, Real) and not isinstance(value, bool)
 
@@ -130,10 +133,13 @@ def check_evidence(value: object) -> Evidence | Invalid:
             return Invalid("evidence-step-rewards-type")
         if len(rewards) > MAX_STEP_REWARDS:
             return Invalid("evidence-too-many-step-rewards")
-        # Plain floats, the usual case, are checked without the slower test for any real.
-        if not all(type(r) is float for r in rewards) and not all(_real(r) for r in rewards):
+        # Plain floats, the usual case, are checked in one C-level pass (a tuple of them is kept
+        # as it is), without the slower test for any real.
+        plain = set(map(type, rewards)) <= _PLAIN_FLOAT
+        if not plain and not all(_real(r) for r in rewards):
             return Invalid("evidence-step-reward-type")
-        rewards = tuple(map(float, rewards))
+        if not plain or type(rewards) is not tuple:
+            rewards = tuple(map(float, rewards))
     measure = value.reported_measure
     if measure is not None:
         if not _real(measure):

@@ -227,7 +227,13 @@ def _finite(value: Any) -> bool:
             elif isinstance(node, dict):
                 stack.append(node.values())
             elif isinstance(node, (list, tuple)):
-                stack.append(node)
+                # A run's step rewards are thousands of numbers: one C-level pass over an array
+                # of numbers; an array holding anything else is looked into one by one.
+                try:
+                    if not all(map(math.isfinite, node)):
+                        return False
+                except (TypeError, ValueError, OverflowError):
+                    stack.append(node)
     return True
 
 
