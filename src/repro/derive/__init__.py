@@ -13,12 +13,21 @@ versions (:mod:`~repro.derive.scenarios`), the protocol's pins against the ledge
 (:mod:`~repro.derive.pins`, a rule, not a derived file), and all of them together
 (:mod:`~repro.derive.derivation`). :mod:`~repro.derive.inference` holds the comparisons of two
 groups of runs that pre-registered contrasts build on, and :mod:`~repro.derive.power` plans their
-power from a pilot bundle before a study runs (``repro protocol power``; no bundle file)."""
+power from a pilot bundle before a study runs (``repro protocol power``; no bundle file).
 
-from repro.derive.aggregates import aggregates
-from repro.derive.derivation import Derived, derive, scores, tally_records
-from repro.derive.figures import FigureRow, Figures, figures
-from repro.derive.ledger import source_ledger
+The names below load on first use: a worker process, which needs only the disclosure scan and
+the validity rules, does not import every derivation, the report and the figures with them."""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from repro.derive.aggregates import aggregates
+    from repro.derive.derivation import Derived, derive, scores, tally_partitions, tally_records
+    from repro.derive.figures import FigureRow, Figures, figures
+    from repro.derive.ledger import source_ledger
 
 __all__ = [
     "Derived",
@@ -29,5 +38,26 @@ __all__ = [
     "figures",
     "scores",
     "source_ledger",
+    "tally_partitions",
     "tally_records",
 ]
+
+_WHERE = {
+    "Derived": "derivation",
+    "FigureRow": "figures",
+    "Figures": "figures",
+    "aggregates": "aggregates",
+    "derive": "derivation",
+    "figures": "figures",
+    "scores": "derivation",
+    "source_ledger": "ledger",
+    "tally_partitions": "derivation",
+    "tally_records": "derivation",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
