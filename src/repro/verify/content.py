@@ -48,9 +48,11 @@ from repro.models import (
 )
 from repro.plan.streams import checkpoint_slots, checkpoint_spacing, generator_state
 from repro.protocol.rules import check_consistency
-from repro.verify.findings import MAX_DIFFS, Finding, Location
+from repro.verify.findings import MAX_DIFFS, Finding, Findings, Location
 from repro.verify.limits import Limits
+from repro.verify.parallel import Jobs
 from repro.verify.reader import BundleReader
+from repro.verify.walk import Source
 
 
 def _diff(expected: Any, found: Any, path: str = "$") -> Iterator[tuple[str, Any, Any]]:
@@ -152,6 +154,10 @@ def _disclosures(read: BundleReader, findings: list[Finding]) -> list[FileHits]:
     return out
 
 
+#: The kinds of record findings listed at most MAX_DIFFS times in all.
+_CAPPED = ("measure-not-sum", "validity-rules", "contract-digest")
+
+
 class _RecordChecks:
     """The findings on single run records that come after the join problems: a measure that is
     not the sum of its step rewards, a contract digest that is not its condition's, and a record
@@ -172,7 +178,27 @@ class _RecordChecks:
         self._protocol = protocol
         self._facts = facts
         self.findings: list[Finding] = []
-        self._measures = self._contracts = self._rules = 0
+        #: Findings made of each capped kind, those not listed included.
+        self.counts: dict[str, int] = dict.fromkeys(_CAPPED, 0)
+
+    def _counted(self, code: str) -> bool:
+        """Count one more finding of ``code``: whether it is still listed."""
+        self.counts[code] += 1
+        return self.counts[code] <= MAX_DIFFS
+
+    def fresh(self) -> _RecordChecks:
+        """Checks like these, with nothing checked yet."""
+        return _RecordChecks(self.contracts, self.scenarios, self._protocol, self._facts)
+
+    def merge(self, findings: list[Finding], counts: Mapping[str, int]) -> None:
+        """Add the findings and counts of checks run on the records that follow, as if these
+        checks had seen them: at most MAX_DIFFS of each kind are listed in all."""
+        for finding in findings:
+            if finding.code not in _CAPPED or self._counted(finding.code):
+                self.findings.append(finding)
+        for code, count in counts.items():
+            # Those not listed there are counted here.
+            self.counts[code] += count - sum(f.code == code for f in findings)
 
     def check(self, record: RunRecord, a: Attempt) -> None:
         """Check one record and its attempt. A record named for a measure that is not the sum
@@ -180,8 +206,7 @@ class _RecordChecks:
         where = layout.runs_file(a.condition)
         summed = a.recomputed is None or a.measure is None or a.recomputed == a.measure
         if not summed:
-            self._measures += 1
-            if self._measures <= MAX_DIFFS:
+            if self._counted("measure-not-sum"):
                 self.findings.append(
                     Finding(
                         "measure-not-sum",
@@ -196,8 +221,7 @@ class _RecordChecks:
             scenario = self.scenarios.get(a.condition)
             problem = record_problem(self._protocol, self._facts, scenario, record)
             if problem is not None:
-                self._rules += 1
-                if self._rules <= MAX_DIFFS:
+                if self._counted("validity-rules"):
                     self.findings.append(
                         Finding(
                             "validity-rules",
@@ -210,8 +234,7 @@ class _RecordChecks:
                     )
         expected = self.contracts.get(a.condition)
         if a.status in ("valid", "invalid") and a.contract_sha256 != expected:
-            self._contracts += 1
-            if self._contracts <= MAX_DIFFS:
+            if self._counted("contract-digest"):
                 self.findings.append(
                     Finding(
                         "contract-digest",
@@ -383,52 +406,45 @@ def _check_checkpoint(
 
 class _CrateCheck:
     """The re-derivation of data/ro-crate-metadata.json, one partition at a time as verify reads
-    them: its bytes are hashed as they are made, and the digest is compared at the end."""
+    them: its bytes are hashed as they are made (each partition's made by its job, see
+    :func:`_crate_partition`), and the digest is compared at the end."""
 
     def __init__(self, builder: CrateBuilder, window: tuple[str, str] | None) -> None:
-        self._builder = builder
+        self.builder = builder
         self._hash = hashlib.sha256(builder.head())
         #: When the study ran, to the second (environment.json), where the attempts' times come
         #: from the same clock (local workers; a cluster's workers have their own).
-        self._window = window
+        self.window = window
         #: False once a partition's actions could not be made (its files are named already).
         self.whole = True
 
-    def partition(self, read: BundleReader, partition: Partition, attempts: list[Attempt]) -> None:
-        """Add the actions of ``partition``'s attempts that ran, joined one by one with the
-        lines of its times file as they are read; a file that does not parse, or does not hold
-        one line per attempt that ran (in the runs file's order, each ending after it starts),
-        is named and leaves the crate unjudged."""
-        if not self.whole:
-            return
-        name = layout.times_file(partition.id)
-        lines = read.times_lines(name)
-        if lines is None:
-            self.whole = False
-            return
-        declared = {e.slot for e in partition.entries if not runs(e)}
-        ran = [a for a in attempts if a.slot not in declared]
-        broken: list[str] = []
-        joined = _joined(read, name, ran, iter(lines), broken, self._window)
-        for piece in self._builder.partition(partition.id, joined):
-            self._hash.update(piece)
+    def add(self, made: bytes, broken: bool) -> None:
+        """Add one partition's actions as its job made them; ``broken``: they could not all
+        be made, which leaves the crate unjudged."""
+        self._hash.update(made)
         if broken:
             self.whole = False
 
-    def finish(self, read: BundleReader, partitions: Iterable[str]) -> None:
+    def finish(self, read: BundleReader, partitions: Iterable[str], jobs: Jobs) -> None:
         """Compare the re-derived crate with the file, if every partition was made. The root's
-        mentions are the attempts of the times files, read again one line at a time."""
+        mentions are the attempts of the times files, read again one line at a time, a
+        partition's by a job (:func:`_mentions`)."""
         if not self.whole:
             return
-        with read._repeating():
-            attempts = (
-                t.attempt_id
-                for partition in partitions
-                for t in read.times_lines(layout.times_file(partition)) or ()
-                if t is not None
-            )
-            for piece in self._builder.tail(attempts):
-                self._hash.update(piece)
+        tasks = [
+            (layout.times_file(p), read._seen.get(layout.times_file(p), _UNSEEN))
+            for p in partitions
+        ]
+
+        def attempts() -> Iterator[str]:
+            for (name, _), (got, ids) in zip(
+                tasks, jobs.ordered(_mentions, (read.source, read.limits), tasks), strict=True
+            ):
+                got.into(read, name)
+                yield from ids
+
+        for piece in self.builder.tail(attempts()):
+            self._hash.update(piece)
         found = read.sha256(CRATE)
         if found is not None and found != self._hash.hexdigest():
             read.findings.append(
@@ -440,6 +456,92 @@ class _CrateCheck:
                     f"sha256 {found}",
                 )
             )
+
+
+#: What a job's reader is given for a file the verifier has not read yet.
+_UNSEEN: Any = object()
+
+
+@frozen
+class _Read:
+    """What a job's reader found in one stretch of its work: the findings it made (those
+    listed, and how many it counted past the limit max_findings), the first reads it made, and
+    the bytes they read."""
+
+    findings: list[Finding]
+    dropped: int
+    seen: dict[str, Any]
+    spent: int
+
+    def into(self, read: BundleReader, *names: str) -> None:
+        """Make ``read`` as if it had done this stretch itself."""
+        read.findings.extend(self.findings)
+        if isinstance(read.findings, Findings):
+            read.findings.dropped += self.dropped
+        for name, seen in self.seen.items():
+            read._seen.setdefault(name, seen)
+        read._budget -= self.spent
+
+
+class _JobReader:
+    """A job's own reader of the verifier's files, given what the verifier's first reads found
+    of those it names (:data:`_UNSEEN` for one not read yet), and the byte budget it has
+    left; :meth:`stretch` takes what it found since the last stretch."""
+
+    def __init__(
+        self, source: Source, limits: Limits, seen: Mapping[str, Any], budget: int | None = None
+    ) -> None:
+        self.read = BundleReader(source, Findings(limits.max_findings), limits)
+        self.read._seen.update({n: v for n, v in seen.items() if v is not _UNSEEN})
+        if budget is not None:
+            self.read._budget = budget
+        self._mark = (0, 0, set(self.read._seen), self.read._budget)
+
+    def stretch(self) -> _Read:
+        findings = self.read.findings
+        assert isinstance(findings, Findings)
+        listed, dropped, seen, budget = self._mark
+        got = _Read(
+            list(findings[listed:]),
+            findings.dropped - dropped,
+            {n: v for n, v in self.read._seen.items() if n not in seen},
+            budget - self.read._budget,
+        )
+        self._mark = (len(findings), findings.dropped, set(self.read._seen), self.read._budget)
+        return got
+
+
+def _mentions(context: tuple[Source, Limits], task: tuple[str, Any]) -> tuple[_Read, list[str]]:
+    """A job (:mod:`repro.verify.parallel`): the attempt IDs of a times file's lines, read
+    again (findings about its content are not made twice)."""
+    name, seen = task
+    job = _JobReader(*context, {name: seen})
+    with job.read._repeating():
+        ids = [t.attempt_id for t in job.read.times_lines(name) or () if t is not None]
+    return job.stretch(), ids
+
+
+def _crate_partition(
+    read: BundleReader,
+    builder: CrateBuilder,
+    window: tuple[str, str] | None,
+    partition: Partition,
+    attempts: list[Attempt],
+) -> tuple[bytes, bool]:
+    """The crate's actions of ``partition``'s attempts that ran, joined one by one with the
+    lines of its times file as they are read, and whether they could not all be made: a file
+    that does not parse, or does not hold one line per attempt that ran (in the runs file's
+    order, each ending after it starts), is named and leaves the crate unjudged."""
+    name = layout.times_file(partition.id)
+    lines = read.times_lines(name)
+    if lines is None:
+        return b"", True
+    declared = {e.slot for e in partition.entries if not runs(e)}
+    ran = [a for a in attempts if a.slot not in declared]
+    broken: list[str] = []
+    joined = _joined(read, name, ran, iter(lines), broken, window)
+    made = b"".join(builder.partition(partition.id, joined))
+    return made, bool(broken)
 
 
 _END = object()
@@ -494,17 +596,71 @@ def _joined(
         broken.append(name)
 
 
+@frozen
+class _PartitionContext:
+    """What every partition's job is given: where the files are, the limits, the protocol, the
+    record checks (none run yet) and the crate's builder and window (None without a crate to
+    re-derive)."""
+
+    source: Source
+    limits: Limits
+    fp: FrozenProtocol
+    checks: _RecordChecks
+    builder: CrateBuilder | None
+    window: tuple[str, str] | None
+
+
+@frozen
+class _PartitionTask:
+    """One partition's job: its reference in the seal, whether it is the first, what the
+    verifier's first reads found of its files, and the byte budget left."""
+
+    ref: PartitionRef
+    first: bool
+    seen: dict[str, Any]
+    budget: int
+
+
+@frozen
+class _PartitionDone:
+    """What one partition's job found: its reading (partition, checkpoint and runs file), the
+    record checks' findings and counts, what verify keeps of it (None when a file did not
+    parse), and, when the crate is re-derived and the runs parsed, the crate's reading (its
+    times file), the crate's bytes of its actions and whether they could not all be made."""
+
+    read: _Read
+    checks: tuple[list[Finding], dict[str, int]]
+    kept: _PartitionRuns | None
+    crate: tuple[_Read, bytes, bool] | None
+
+
+def _partition_job(context: _PartitionContext, task: _PartitionTask) -> _PartitionDone:
+    """A job (:mod:`repro.verify.parallel`): read one partition and its runs file (and, in
+    stream mode, its checkpoint), tally its runs and make its part of the crate."""
+    job = _JobReader(context.source, context.limits, task.seen, task.budget)
+    checks = context.checks.fresh()
+    got = _partition_runs(job.read, context.fp, task.ref, task.first, checks)
+    reading = job.stretch()
+    crate = None
+    if got is not None and context.builder is not None:
+        part, kept, attempts = got
+        made, broken = _crate_partition(job.read, context.builder, context.window, part, attempts)
+        crate = (job.stretch(), made, broken)
+    return _PartitionDone(
+        reading, (checks.findings, checks.counts), None if got is None else got[1], crate
+    )
+
+
 def _partition_runs(
     read: BundleReader,
     fp: FrozenProtocol,
     ref: PartitionRef,
     first: bool,
     checks: _RecordChecks,
-    crate: _CrateCheck | None,
-) -> _PartitionRuns | None:
+) -> tuple[Partition, _PartitionRuns, list[Attempt]] | None:
     """Read one partition and its runs file (and, in stream mode, its checkpoint) and tally its
-    runs; None when either does not parse. Whatever it reads of the partition is let go on
-    return: only the tally is kept."""
+    runs; None when either does not parse. What is held of it is let go once its crate's part
+    is made: only the tally is kept."""
     name = layout.DATA + ref.file
     digest = read.sha256(name)
     if digest is not None and digest != ref.sha256:
@@ -525,9 +681,7 @@ def _partition_runs(
     if part is None or part_sha256 is None or got is None:
         return None
     attempts, contained = got
-    if crate is not None:
-        crate.partition(read, part, attempts)
-    return _PartitionRuns(
+    kept = _PartitionRuns(
         file=name,
         runs_file=runs_name,
         id=part.id,
@@ -538,6 +692,8 @@ def _partition_runs(
         ),
         contained=contained,
     )
+    return part, kept, attempts
+
 
 
 def _reseal(
@@ -730,34 +886,60 @@ def _crate_version(read: BundleReader) -> int | None:
 
 
 def _read_partitions(
-    read: BundleReader, stored: Stored, fp: FrozenProtocol, seal: Seal, checks: _RecordChecks
+    read: BundleReader,
+    stored: Stored,
+    fp: FrozenProtocol,
+    seal: Seal,
+    checks: _RecordChecks,
+    jobs: Jobs,
 ) -> list[_PartitionRuns] | None:
-    """Read and tally every sealed partition in order, building the crate's re-derivation on
-    the way, and name each partitioned file the seal does not name; None when a partition does
-    not read."""
+    """Read and tally every sealed partition, each by a job, building the crate's
+    re-derivation on the way, and name each partitioned file the seal does not name; None when
+    a partition does not read. The jobs' findings are taken in sealed order, as one reader
+    reading the partitions in turn would make them: a partition's crate part only while the
+    crate is whole."""
     crate = _crate_check(read, stored, fp, seal)
+    context = _PartitionContext(
+        read.source,
+        read.limits,
+        fp,
+        checks.fresh(),
+        None if crate is None else crate.builder,
+        None if crate is None else crate.window,
+    )
+    stream = fp.protocol.seeding.mode == "stream"
+
+    def tasks() -> Iterator[_PartitionTask]:
+        for ref in seal.partitions:
+            names = [layout.DATA + ref.file, *layout.partition_files(ref.id, stream)[1:]]
+            seen = {n: read._seen.get(n, _UNSEEN) for n in names}
+            yield _PartitionTask(ref, ref is seal.partitions[0], seen, read._budget)
+
     kept: list[_PartitionRuns] = []
     complete = True
-    stream = fp.protocol.seeding.mode == "stream"
-    expected_files = {layout.SEAL}
-    for ref in seal.partitions:
-        partition_runs = _partition_runs(read, fp, ref, ref is seal.partitions[0], checks, crate)
-        expected_files |= {
-            layout.DATA + ref.file,
-            *layout.partition_files(ref.id, stream)[1:],
-        }
-        if partition_runs is None:
+    for done in jobs.ordered(_partition_job, context, tasks()):
+        done.read.into(read)
+        checks.merge(*done.checks)
+        if done.crate is not None and crate is not None and crate.whole:
+            reading, made, broken = done.crate
+            reading.into(read)
+            crate.add(made, broken)
+        if done.kept is None:
             complete = False
         else:
-            kept.append(partition_runs)
+            kept.append(done.kept)
+    expected_files = {layout.SEAL}
+    for ref in seal.partitions:
+        expected_files |= {layout.DATA + ref.file, *layout.partition_files(ref.id, stream)[1:]}
     for name in sorted(n for n in read.files if layout.is_partitioned(n)):
         if name not in expected_files:
             read.findings.append(
                 Finding("not-in-seal", name, "file not named by the seal", "absent", "present")
             )
     if crate is not None and complete:
-        crate.finish(read, [ref.id for ref in seal.partitions])
+        crate.finish(read, [ref.id for ref in seal.partitions], jobs)
     return kept if complete else None
+
 
 
 def _plan_problem(protocol: Protocol, kept: list[_PartitionRuns]) -> Finding | None:
@@ -888,7 +1070,7 @@ def _resamples_over(protocol: Protocol, limit: int) -> list[Finding]:
     return over
 
 
-def check_content(read: BundleReader, limits: Limits) -> Stored:
+def check_content(read: BundleReader, limits: Limits, jobs: Jobs | None = None) -> Stored:
     """Parse every payload file, check the joins and compare each stored derivation with its
     re-derivation, adding findings to ``read.findings``; return what was parsed.
 
@@ -912,7 +1094,7 @@ def check_content(read: BundleReader, limits: Limits) -> Stored:
         protocol,
         ledger.adapter if ledger is not None else None,
     )
-    kept = _read_partitions(read, stored, fp, seal, checks)
+    kept = _read_partitions(read, stored, fp, seal, checks, jobs or Jobs(1, False))
     if kept is None or ledger is None:
         return stored
     problem = _plan_problem(protocol, kept)

@@ -30,6 +30,7 @@ from repro.models import (
 )
 from repro.verify.findings import MAX_DIFFS, Finding, Findings, Location
 from repro.verify.limits import Limits
+from repro.verify.parallel import Jobs
 from repro.verify.walk import DirectorySource, NotRegularFile, Opened, Source, os_reason
 
 T = TypeVar("T")
@@ -255,6 +256,10 @@ class BundleReader:
         self._notes = findings
         #: Bytes still allowed to be read under ``limits.max_total_bytes``.
         self._budget = limits.max_total_bytes
+        #: First reads done ahead by :meth:`prefetch`, each taken when its file is first read:
+        #: what it found, and the size (the larger of its size when opened and the bytes read)
+        #: the read must be allowed for the result to be the one reading now would give.
+        self._prefetched: dict[str, tuple[_Seen, int]] = {}
 
     @property
     def files(self) -> frozenset[str]:
@@ -374,6 +379,11 @@ class BundleReader:
                 )
             )
             return None
+        ahead = self._prefetched.pop(name, None)
+        if ahead is not None and ahead[1] <= self._allowed(name):
+            # Read whole within what this read may read: the bytes it would read now.
+            self._budget -= ahead[0].size
+            return ahead[0]
         try:
             opened = self.source.open(name)
             try:
@@ -408,11 +418,7 @@ class BundleReader:
         """Read the open file in blocks, hashing and scanning them (and keeping them, for a held
         file), unless its size is past what it may be."""
         held = name in _HELD
-        allowed = min(
-            self.limits.max_held_file_bytes if held else self.limits.max_file_bytes,
-            self.limits.max_file_bytes,
-            self._budget,
-        )
+        allowed = self._allowed(name)
         first = _FirstRead(opened.size, allowed, Scanner(name))
         if opened.size > allowed:
             return first
@@ -430,6 +436,31 @@ class BundleReader:
             first.scanner.feed(block)
             first.final_newline = block.endswith(b"\n")
         return first
+
+    def _allowed(self, name: str) -> int:
+        """Bytes the first read of ``name`` may read now."""
+        return min(
+            self.limits.max_held_file_bytes if name in _HELD else self.limits.max_file_bytes,
+            self.limits.max_file_bytes,
+            self._budget,
+        )
+
+    def prefetch(self, jobs: Jobs, sizes: Mapping[str, int]) -> None:
+        """Read ahead the files ``sizes`` lists (those not held: their bytes are not kept) as many at
+        a time as ``jobs`` runs, hashing and scanning each, so that their first reads later take
+        what was found instead of reading. A result is taken only where the read it stands for
+        may read the whole file then (otherwise the file is read again then, and named as that
+        read finds it); one that failed is not kept, and the file is read then, and named."""
+        if not jobs.processes:
+            return
+        wanted = sorted(
+            (n for n in set(sizes) - _HELD - set(self._seen) if n in self.source.names),
+            key=lambda n: (-sizes[n], n),
+        )
+        context = (self.source, self.limits)
+        for name, got in zip(wanted, jobs.ordered(_read_ahead, context, wanted), strict=True):
+            if got is not None:
+                self._prefetched[name] = got
 
     def _over_limit(self, name: str, size: int, count: int) -> Finding:
         """The finding for a file of ``size`` bytes (``count`` of them read) that is past the
@@ -704,3 +735,24 @@ class BundleReader:
                 )
             )
         return value
+
+
+def _read_ahead(context: tuple[Source, Limits], name: str) -> tuple[_Seen, int] | None:
+    """A job (:mod:`repro.verify.parallel`): the first read of ``name`` as a reader with the
+    whole byte budget makes it, and the size the read must be allowed for; None when it did not
+    read the whole file (the reader that takes it then reads it, and names what it finds)."""
+    source, limits = context
+    reader = BundleReader(source, Findings(limits.max_findings), limits)
+    try:
+        opened = source.open(name)
+        try:
+            first = reader._read_open(name, opened)
+        finally:
+            opened.close()
+    except (NotRegularFile, OSError):
+        return None
+    size = max(first.size, first.count)
+    if size > first.allowed:
+        return None
+    seen = _Seen(first.digest.hexdigest(), first.count, first.final_newline, first.scanner.finish())
+    return seen, size
