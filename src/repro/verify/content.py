@@ -431,10 +431,8 @@ class _CrateCheck:
         partition's by a job (:func:`_mentions`)."""
         if not self.whole:
             return
-        tasks = [
-            (layout.times_file(p), read._seen.get(layout.times_file(p), _UNSEEN))
-            for p in partitions
-        ]
+        names = [layout.times_file(p) for p in partitions]
+        tasks = [(name, _seen_of(read, [name])) for name in names]
 
         def attempts() -> Iterator[str]:
             for (name, _), (got, ids) in zip(
@@ -458,8 +456,9 @@ class _CrateCheck:
             )
 
 
-#: What a job's reader is given for a file the verifier has not read yet.
-_UNSEEN: Any = object()
+def _seen_of(read: BundleReader, names: Iterable[str]) -> dict[str, Any]:
+    """What ``read``'s first reads found of those of ``names`` it has read."""
+    return {n: read._seen[n] for n in names if n in read._seen}
 
 
 @frozen
@@ -485,14 +484,14 @@ class _Read:
 
 class _JobReader:
     """A job's own reader of the verifier's files, given what the verifier's first reads found
-    of those it names (:data:`_UNSEEN` for one not read yet), and the byte budget it has
-    left; :meth:`stretch` takes what it found since the last stretch."""
+    of those it has read, and the byte budget it has left; :meth:`stretch` takes what it found
+    since the last stretch."""
 
     def __init__(
         self, source: Source, limits: Limits, seen: Mapping[str, Any], budget: int | None = None
     ) -> None:
         self.read = BundleReader(source, Findings(limits.max_findings), limits)
-        self.read._seen.update({n: v for n, v in seen.items() if v is not _UNSEEN})
+        self.read._seen.update(seen)
         if budget is not None:
             self.read._budget = budget
         self._mark = (0, 0, set(self.read._seen), self.read._budget)
@@ -511,11 +510,13 @@ class _JobReader:
         return got
 
 
-def _mentions(context: tuple[Source, Limits], task: tuple[str, Any]) -> tuple[_Read, list[str]]:
+def _mentions(
+    context: tuple[Source, Limits], task: tuple[str, dict[str, Any]]
+) -> tuple[_Read, list[str]]:
     """A job (:mod:`repro.verify.parallel`): the attempt IDs of a times file's lines, read
     again (findings about its content are not made twice)."""
     name, seen = task
-    job = _JobReader(*context, {name: seen})
+    job = _JobReader(*context, seen)
     with job.read._repeating():
         ids = [t.attempt_id for t in job.read.times_lines(name) or () if t is not None]
     return job.stretch(), ids
@@ -912,8 +913,9 @@ def _read_partitions(
     def tasks() -> Iterator[_PartitionTask]:
         for ref in seal.partitions:
             names = [layout.DATA + ref.file, *layout.partition_files(ref.id, stream)[1:]]
-            seen = {n: read._seen.get(n, _UNSEEN) for n in names}
-            yield _PartitionTask(ref, ref is seal.partitions[0], seen, read._budget)
+            yield _PartitionTask(
+                ref, ref is seal.partitions[0], _seen_of(read, names), read._budget
+            )
 
     kept: list[_PartitionRuns] = []
     complete = True
