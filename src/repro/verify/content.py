@@ -697,6 +697,51 @@ def _partition_runs(
 
 
 
+class _Resealing:
+    """The plan re-sealed one partition at a time while the partitions' jobs run, so that the
+    verifier does it while it waits for them: a partition is made only once the partitions read
+    hold as many entries as it and those made before it (the bound of ``plan-limit``, which
+    comes later), and only of a protocol that keeps its consistency rules. What it made is used
+    only while each partition is the one read (:func:`_reseal` makes the rest, and all of them
+    again, naming the differences, when one differs or the making raised)."""
+
+    def __init__(self, protocol: Protocol) -> None:
+        self._per = protocol.runs_per_condition
+        self.refs: list[PartitionRef] = []
+        self._made: Iterator[Partition] = iter(())
+        self._entries = self._read = 0
+        self.usable = True
+        try:
+            check_consistency(protocol)
+            self._made = plan.partitions(protocol)
+        except Exception:  # named, or raised again, where the verifier checks it
+            self.usable = False
+
+    def advance(self, kept: list[_PartitionRuns]) -> None:
+        """Make the partitions the entries read so far allow (``kept``: those read)."""
+        self._read += kept[-1].entries if kept else 0
+        while self.usable and self._entries + self._per <= self._read:
+            try:
+                expected = next(self._made, None)
+                if expected is None:
+                    return
+                ref = plan.partition_ref(expected)
+            except Exception:  # raised again where _reseal makes it
+                self.usable = False
+                return
+            index = len(self.refs)
+            if index >= len(kept) or ref.sha256 != kept[index].sha256:
+                self.usable = False
+                return
+            self.refs.append(ref)
+            self._entries += len(expected.entries)
+            del expected
+
+    def rest(self) -> Iterator[Partition]:
+        """The partitions not made yet."""
+        return self._made
+
+
 def _reseal(
     read: BundleReader,
     protocol: Protocol,
@@ -704,13 +749,18 @@ def _reseal(
     sources: tuple[Source, ...],
     kept: list[_PartitionRuns],
     seal: Seal,
+    resealing: _Resealing | None = None,
 ) -> list[PartitionRef]:
     """Re-seal the plan one partition at a time and compare the seal, then each partition, with
     its re-derivation; a partition that differs is read again to name the differences. Returns
-    the re-derived partitions' references."""
-    refs = []
+    the re-derived partitions' references. The first partitions come from ``resealing`` where
+    it made them, each the one read."""
+    refs: list[PartitionRef] = []
+    made: Iterator[Partition] = plan.partitions(protocol)
+    if resealing is not None and resealing.usable:
+        refs, made = list(resealing.refs), resealing.rest()
     partition_findings: list[Finding] = []
-    for index, expected in enumerate(plan.partitions(protocol)):
+    for index, expected in enumerate(made, start=len(refs)):
         refs.append(plan.partition_ref(expected))
         if index < len(kept) and refs[-1].sha256 != kept[index].sha256:
             with read._repeating():
@@ -893,10 +943,11 @@ def _read_partitions(
     seal: Seal,
     checks: _RecordChecks,
     jobs: Jobs,
+    resealing: _Resealing,
 ) -> list[_PartitionRuns] | None:
     """Read and tally every sealed partition, each by a job, building the crate's
-    re-derivation on the way, and name each partitioned file the seal does not name; None when
-    a partition does not read. The jobs' findings are taken in sealed order, as one reader
+    re-derivation on the way (and re-sealing the plan by ``resealing`` as they come), and name
+    each partitioned file the seal does not name; None when a partition does not read. The jobs' findings are taken in sealed order, as one reader
     reading the partitions in turn would make them: a partition's crate part only while the
     crate is whole."""
     crate = _crate_check(read, stored, fp, seal)
@@ -930,6 +981,8 @@ def _read_partitions(
             complete = False
         else:
             kept.append(done.kept)
+            if complete:
+                resealing.advance(kept)
     expected_files = {layout.SEAL}
     for ref in seal.partitions:
         expected_files |= {layout.DATA + ref.file, *layout.partition_files(ref.id, stream)[1:]}
@@ -982,13 +1035,14 @@ def _plan_tally(
     ledger: Ledger,
     kept: list[_PartitionRuns],
     checks: _RecordChecks,
+    resealing: _Resealing | None = None,
 ) -> RunTally | None:
     """Re-seal the plan, and tally the runs of the whole plan: the partitions' tallies added up
     when every partition is the one the protocol seals and every record is in its own
     partition's runs file with the attempt ID its slot and number give (then no slot and no
     attempt ID is in two partitions); otherwise (a changed bundle) everything read again and
     tallied together."""
-    refs = _reseal(read, fp.protocol, fp.sha256, ledger.sources, kept, seal)
+    refs = _reseal(read, fp.protocol, fp.sha256, ledger.sources, kept, seal, resealing)
     sealed = len(refs) == len(kept) and all(
         ref.sha256 == k.sha256 and k.contained for ref, k in zip(refs, kept, strict=True)
     )
@@ -1096,14 +1150,15 @@ def check_content(read: BundleReader, limits: Limits, jobs: Jobs | None = None) 
         protocol,
         ledger.adapter if ledger is not None else None,
     )
-    kept = _read_partitions(read, stored, fp, seal, checks, jobs or Jobs(1, False))
+    resealing = _Resealing(protocol)
+    kept = _read_partitions(read, stored, fp, seal, checks, jobs or Jobs(1, False), resealing)
     if kept is None or ledger is None:
         return stored
     problem = _plan_problem(protocol, kept)
     if problem is not None:
         read.findings.append(problem)
         return stored
-    runs = _plan_tally(read, fp, seal, ledger, kept, checks)
+    runs = _plan_tally(read, fp, seal, ledger, kept, checks, resealing)
     if runs is None:
         return stored
     read.findings.extend(_join_findings(runs))
