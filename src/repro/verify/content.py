@@ -52,7 +52,7 @@ from repro.verify.findings import MAX_DIFFS, Finding, Findings, Location
 from repro.verify.limits import Limits
 from repro.verify.parallel import Jobs
 from repro.verify.reader import BundleReader
-from repro.verify.walk import Source
+from repro.verify.walk import Source as FileSource
 
 
 def _diff(expected: Any, found: Any, path: str = "$") -> Iterator[tuple[str, Any, Any]]:
@@ -220,31 +220,30 @@ class _RecordChecks:
         elif self._facts is not None:
             scenario = self.scenarios.get(a.condition)
             problem = record_problem(self._protocol, self._facts, scenario, record)
-            if problem is not None:
-                if self._counted("validity-rules"):
-                    self.findings.append(
-                        Finding(
-                            "validity-rules",
-                            where,
-                            f"{a.attempt_id}: record breaks the validity rules",
-                            "the status, cause and measure the rules give its evidence",
-                            problem,
-                            Location(item=a.attempt_id),
-                        )
-                    )
-        expected = self.contracts.get(a.condition)
-        if a.status in ("valid", "invalid") and a.contract_sha256 != expected:
-            if self._counted("contract-digest"):
+            if problem is not None and self._counted("validity-rules"):
                 self.findings.append(
                     Finding(
-                        "contract-digest",
+                        "validity-rules",
                         where,
-                        f"{a.attempt_id}: contract digest",
-                        str(expected),
-                        str(a.contract_sha256),
+                        f"{a.attempt_id}: record breaks the validity rules",
+                        "the status, cause and measure the rules give its evidence",
+                        problem,
                         Location(item=a.attempt_id),
                     )
                 )
+        expected = self.contracts.get(a.condition)
+        ran = a.status in ("valid", "invalid")
+        if ran and a.contract_sha256 != expected and self._counted("contract-digest"):
+            self.findings.append(
+                Finding(
+                    "contract-digest",
+                    where,
+                    f"{a.attempt_id}: contract digest",
+                    str(expected),
+                    str(a.contract_sha256),
+                    Location(item=a.attempt_id),
+                )
+            )
 
 
 @frozen
@@ -488,7 +487,11 @@ class _JobReader:
     since the last stretch."""
 
     def __init__(
-        self, source: Source, limits: Limits, seen: Mapping[str, Any], budget: int | None = None
+        self,
+        source: FileSource,
+        limits: Limits,
+        seen: Mapping[str, Any],
+        budget: int | None = None,
     ) -> None:
         self.read = BundleReader(source, Findings(limits.max_findings), limits)
         self.read._seen.update(seen)
@@ -511,7 +514,7 @@ class _JobReader:
 
 
 def _mentions(
-    context: tuple[Source, Limits], task: tuple[str, dict[str, Any]]
+    context: tuple[FileSource, Limits], task: tuple[str, dict[str, Any]]
 ) -> tuple[_Read, list[str]]:
     """A job (:mod:`repro.verify.parallel`): the attempt IDs of a times file's lines, read
     again (findings about its content are not made twice)."""
@@ -603,7 +606,7 @@ class _PartitionContext:
     record checks (none run yet) and the crate's builder and window (None without a crate to
     re-derive)."""
 
-    source: Source
+    source: FileSource
     limits: Limits
     fp: FrozenProtocol
     checks: _RecordChecks
@@ -644,7 +647,7 @@ def _partition_job(context: _PartitionContext, task: _PartitionTask) -> _Partiti
     reading = job.stretch()
     crate = None
     if got is not None and context.builder is not None:
-        part, kept, attempts = got
+        part, _, attempts = got
         made, broken = _crate_partition(job.read, context.builder, context.window, part, attempts)
         crate = (job.stretch(), made, broken)
     return _PartitionDone(
@@ -694,7 +697,6 @@ def _partition_runs(
         contained=contained,
     )
     return part, kept, attempts
-
 
 
 class _Resealing:
@@ -947,9 +949,9 @@ def _read_partitions(
 ) -> list[_PartitionRuns] | None:
     """Read and tally every sealed partition, each by a job, building the crate's
     re-derivation on the way (and re-sealing the plan by ``resealing`` as they come), and name
-    each partitioned file the seal does not name; None when a partition does not read. The jobs' findings are taken in sealed order, as one reader
-    reading the partitions in turn would make them: a partition's crate part only while the
-    crate is whole."""
+    each partitioned file the seal does not name; None when a partition does not read. The
+    jobs' findings are taken in sealed order, as one reader reading the partitions in turn
+    would make them: a partition's crate part only while the crate is whole."""
     crate = _crate_check(read, stored, fp, seal)
     context = _PartitionContext(
         read.source,
@@ -994,7 +996,6 @@ def _read_partitions(
     if crate is not None and complete:
         crate.finish(read, [ref.id for ref in seal.partitions], jobs)
     return kept if complete else None
-
 
 
 def _plan_problem(protocol: Protocol, kept: list[_PartitionRuns]) -> Finding | None:

@@ -105,9 +105,7 @@ class Jobs:
             )
         return self._pool
 
-    def ordered(
-        self, job: Callable[[Any, T], R], context: Any, tasks: Iterable[T]
-    ) -> Iterator[R]:
+    def ordered(self, job: Callable[[Any, T], R], context: Any, tasks: Iterable[T]) -> Iterator[R]:
         """``job(context, task)`` for each task, in the order of ``tasks``. In workers, a few
         tasks per worker are in flight ahead of the one whose result is taken; stopping early
         cancels those not started. ``job`` must be a module-level function, and the context

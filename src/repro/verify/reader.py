@@ -446,11 +446,12 @@ class BundleReader:
         )
 
     def prefetch(self, jobs: Jobs, sizes: Mapping[str, int]) -> None:
-        """Read ahead the files ``sizes`` lists (those not held: their bytes are not kept) as many at
-        a time as ``jobs`` runs, hashing and scanning each, so that their first reads later take
-        what was found instead of reading. A result is taken only where the read it stands for
-        may read the whole file then (otherwise the file is read again then, and named as that
-        read finds it); one that failed is not kept, and the file is read then, and named."""
+        """Read ahead the files ``sizes`` lists (those not held: their bytes are not kept), as
+        many at a time as ``jobs`` runs, hashing and scanning each, so that their first reads
+        later take what was found instead of reading. A result is taken only where the read it
+        stands for may read the whole file then (otherwise the file is read again then, and
+        named as that read finds it); one that failed is not kept, and the file is read then,
+        and named."""
         if not jobs.processes:
             return
         wanted = sorted(
