@@ -521,7 +521,7 @@ def _mentions(
     name, seen = task
     job = _JobReader(*context, seen)
     with job.read._repeating():
-        ids = [t.attempt_id for t in job.read.times_lines(name) or () if t is not None]
+        ids = [t for t in job.read.times_ids(name) or () if t is not None]
     return job.stretch(), ids
 
 

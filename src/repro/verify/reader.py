@@ -11,7 +11,7 @@ import types
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Literal, TypeVar, Union, get_args, get_origin, get_type_hints
+from typing import Any, Literal, TypeVar, Union, cast, get_args, get_origin, get_type_hints
 
 import attrs
 import orjson
@@ -212,6 +212,17 @@ def _canonical_times(line: bytes) -> AttemptTimes | None:
         return AttemptTimes(**raw)
     except ValueError:
         return None
+
+
+def _times_id(line: bytes) -> str | None:
+    """The attempt ID of a line of a times file that is canonical and holds three strings
+    under the times' keys, or None for any other line (which then goes the strict way): for
+    reading again a file whose lines were each parsed strictly already (the times' formats are
+    not checked again; a file that changed since is named as changed)."""
+    raw = _canonical_object(line)
+    if raw is None or tuple(raw) != _TIMES_KEYS or not all(type(v) is str for v in raw.values()):
+        return None
+    return raw["attempt_id"]  # type: ignore[no-any-return]
 
 
 class _FirstRead:
@@ -599,6 +610,14 @@ class BundleReader:
     def times_lines(self, name: str) -> Iterator[AttemptTimes | None] | None:
         """The lines of a times/<partition>.jsonl file (see :meth:`json_lines`)."""
         return self.json_lines(name, "attempt-times", AttemptTimes, _canonical_times)
+
+    def times_ids(self, name: str) -> Iterator[str | None] | None:
+        """The attempt IDs of a times/<partition>.jsonl file read again, a line at a time, as
+        :meth:`times_lines` gives them, the lines :func:`_times_id` reads the quick way."""
+        lines = self.json_lines(name, "attempt-times", AttemptTimes, cast(Any, _times_id))
+        if lines is None:
+            return None
+        return (v if v is None or isinstance(v, str) else v.attempt_id for v in lines)
 
     def json_lines(
         self, name: str, kind: str, cls: type[T], quick: Callable[[bytes], T | None] | None
