@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import zlib
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
@@ -403,6 +404,10 @@ def _check_checkpoint(
             )
 
 
+#: Bytes of a partition's actions inflated at a time.
+_BLOCK = 1 << 16
+
+
 class _CrateCheck:
     """The re-derivation of data/ro-crate-metadata.json, one partition at a time as verify reads
     them: its bytes are hashed as they are made (each partition's made by its job, see
@@ -418,9 +423,14 @@ class _CrateCheck:
         self.whole = True
 
     def add(self, made: bytes, broken: bool) -> None:
-        """Add one partition's actions as its job made them; ``broken``: they could not all
-        be made, which leaves the crate unjudged."""
-        self._hash.update(made)
+        """Add one partition's actions as its job made them (deflated); ``broken``: they could
+        not all be made, which leaves the crate unjudged."""
+        unpacker = zlib.decompressobj()
+        data = made
+        while data:
+            self._hash.update(unpacker.decompress(data, _BLOCK))
+            data = unpacker.unconsumed_tail
+        self._hash.update(unpacker.flush())
         if broken:
             self.whole = False
 
@@ -544,8 +554,11 @@ def _crate_partition(
     ran = [a for a in attempts if a.slot not in declared]
     broken: list[str] = []
     joined = _joined(read, name, ran, iter(lines), broken, window)
-    made = b"".join(builder.partition(partition.id, joined))
-    return made, bool(broken)
+    # Deflated as they are made: what is held and handed over is a tenth of the actions' bytes.
+    packer = zlib.compressobj(1)
+    made = [packer.compress(piece) for piece in builder.partition(partition.id, joined)]
+    made.append(packer.flush())
+    return b"".join(made), bool(broken)
 
 
 _END = object()
@@ -983,8 +996,10 @@ def _read_partitions(
             complete = False
         else:
             kept.append(done.kept)
-            if complete:
-                resealing.advance(kept)
+        # Let this partition's crate part go before the next one is made.
+        del done
+        if complete:
+            resealing.advance(kept)
     expected_files = {layout.SEAL}
     for ref in seal.partitions:
         expected_files |= {layout.DATA + ref.file, *layout.partition_files(ref.id, stream)[1:]}
