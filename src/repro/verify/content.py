@@ -5,10 +5,11 @@ derivations ``repro study`` ran (:mod:`repro.derive`), compared byte for byte.""
 from __future__ import annotations
 
 import hashlib
+import itertools
 import math
 import zlib
 from collections.abc import Iterable, Iterator, Mapping
-from typing import Any
+from typing import Any, cast
 
 import orjson
 from attrs import frozen
@@ -434,19 +435,17 @@ class _CrateCheck:
         if broken:
             self.whole = False
 
-    def finish(self, read: BundleReader, partitions: Iterable[str], jobs: Jobs) -> None:
+    def finish(
+        self, read: BundleReader, mentions: Iterable[tuple[str, tuple[_Read, list[str]]]]
+    ) -> None:
         """Compare the re-derived crate with the file, if every partition was made. The root's
         mentions are the attempts of the times files, read again one line at a time, a
-        partition's by a job (:func:`_mentions`)."""
+        partition's by a job (:func:`_mentions`): ``mentions``, each file's in sealed order."""
         if not self.whole:
             return
-        names = [layout.times_file(p) for p in partitions]
-        tasks = [(name, _seen_of(read, [name])) for name in names]
 
         def attempts() -> Iterator[str]:
-            for (name, _), (got, ids) in zip(
-                tasks, jobs.ordered(_mentions, (read.source, read.limits), tasks), strict=True
-            ):
+            for name, (got, ids) in mentions:
                 got.into(read, name)
                 yield from ids
 
@@ -523,9 +522,11 @@ class _JobReader:
         return got
 
 
-def _mentions(
-    context: tuple[FileSource, Limits], task: tuple[str, dict[str, Any]]
-) -> tuple[_Read, list[str]]:
+#: What :func:`_mentions` gives.
+_Mentioned = tuple[_Read, list[str]]
+
+
+def _mentions(context: tuple[FileSource, Limits], task: tuple[str, dict[str, Any]]) -> _Mentioned:
     """A job (:mod:`repro.verify.parallel`): the attempt IDs of a times file's lines, read
     again (findings about its content are not made twice)."""
     name, seen = task
@@ -983,9 +984,54 @@ def _read_partitions(
                 ref, ref is seal.partitions[0], _seen_of(read, names), read._budget
             )
 
+    def mentions() -> Iterator[tuple[str, dict[str, Any]]]:
+        # Given after the partitions' jobs, to run while the last of them do (their results
+        # are taken only if the crate is whole once every partition is read).
+        for ref in seal.partitions if crate is not None else ():
+            name = layout.times_file(ref.id)
+            yield name, _seen_of(read, [name])
+
+    count = len(seal.partitions)
+    every: Iterator[_PartitionTask | tuple[str, dict[str, Any]]] = itertools.chain(
+        tasks(), mentions()
+    )
+    results = jobs.ordered(_partition_or_mentions, context, every)
+    try:
+        kept = _merge_partitions(read, itertools.islice(results, count), checks, crate, resealing)
+        _not_in_seal(read, seal, stream)
+        if crate is not None and kept is not None:
+            names = [layout.times_file(ref.id) for ref in seal.partitions]
+            crate.finish(read, zip(names, cast(Iterator[_Mentioned], results), strict=True))
+    finally:
+        results.close()
+    return kept
+
+
+def _partition_or_mentions(
+    context: _PartitionContext, task: _PartitionTask | tuple[str, dict[str, Any]]
+) -> _PartitionDone | _Mentioned:
+    """A job (:mod:`repro.verify.parallel`): a partition's (:func:`_partition_job`), or the
+    mentions of a times file (:func:`_mentions`)."""
+    if isinstance(task, _PartitionTask):
+        return _partition_job(context, task)
+    return _mentions((context.source, context.limits), task)
+
+
+def _merge_partitions(
+    read: BundleReader,
+    results: Iterable[_PartitionDone | _Mentioned],
+    checks: _RecordChecks,
+    crate: _CrateCheck | None,
+    resealing: _Resealing,
+) -> list[_PartitionRuns] | None:
+    """Take each partition's job's findings in sealed order, as one reader reading the
+    partitions in turn would make them (a partition's crate part only while the crate is
+    whole), and re-seal the plan as they come; what verify keeps of the partitions, or None
+    when one did not read."""
     kept: list[_PartitionRuns] = []
     complete = True
-    for done in jobs.ordered(_partition_job, context, tasks()):
+    for done in results:
+        assert isinstance(done, _PartitionDone)
         done.read.into(read)
         checks.merge(*done.checks)
         if done.crate is not None and crate is not None and crate.whole:
@@ -1000,6 +1046,11 @@ def _read_partitions(
         del done
         if complete:
             resealing.advance(kept)
+    return kept if complete else None
+
+
+def _not_in_seal(read: BundleReader, seal: Seal, stream: bool) -> None:
+    """Name each partitioned file the seal does not name."""
     expected_files = {layout.SEAL}
     for ref in seal.partitions:
         expected_files |= {layout.DATA + ref.file, *layout.partition_files(ref.id, stream)[1:]}
@@ -1008,9 +1059,6 @@ def _read_partitions(
             read.findings.append(
                 Finding("not-in-seal", name, "file not named by the seal", "absent", "present")
             )
-    if crate is not None and complete:
-        crate.finish(read, [ref.id for ref in seal.partitions], jobs)
-    return kept if complete else None
 
 
 def _plan_problem(protocol: Protocol, kept: list[_PartitionRuns]) -> Finding | None:

@@ -18,11 +18,12 @@ can deadlock the child), and, unless the number of jobs was asked for, a bundle 
 
 from __future__ import annotations
 
+import gc
 import os
 import pickle
 import threading
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable
 from typing import Any, TypeVar
 
 __all__ = ["ENV", "WORTH_BYTES", "Jobs", "available_cores", "requested_jobs"]
@@ -100,12 +101,22 @@ class Jobs:
             import multiprocessing
             from concurrent.futures import ProcessPoolExecutor
 
-            self._pool = ProcessPoolExecutor(
-                max_workers=self.count, mp_context=multiprocessing.get_context("fork")
-            )
+            # What is there when the workers are forked is theirs too, never collected there:
+            # the collector of a worker then neither walks it nor copies its pages by touching
+            # them.
+            gc.freeze()
+            try:
+                self._pool = ProcessPoolExecutor(
+                    max_workers=self.count, mp_context=multiprocessing.get_context("fork")
+                )
+                self._pool.submit(int).result()  # the workers start with the first task
+            finally:
+                gc.unfreeze()
         return self._pool
 
-    def ordered(self, job: Callable[[Any, T], R], context: Any, tasks: Iterable[T]) -> Iterator[R]:
+    def ordered(
+        self, job: Callable[[Any, T], R], context: Any, tasks: Iterable[T]
+    ) -> Generator[R, None, None]:
         """``job(context, task)`` for each task, in the order of ``tasks``. In workers, a few
         tasks per worker are in flight ahead of the one whose result is taken; stopping early
         cancels those not started. ``job`` must be a module-level function, and the context
