@@ -24,6 +24,11 @@ scanned; the partitions and runs files, whose size grows with the plan, are read
 are parsed (a file that changed in between is named), run records one line at a time, and each
 partition's runs are reduced to their tally (:mod:`repro.derive.tally`) before the next partition is
 read. The derivations are those ``repro study`` ran, on the same tally.
+
+The first reads and the partitions are read as jobs (:mod:`~repro.verify.parallel`), on as many
+cores as the process may run on; each job reads through a reader of its own, and what each finds
+is taken in sealed order, as one reader reading them in turn would have found it, so that the
+findings are the same whatever the number of jobs.
 """
 
 from __future__ import annotations
