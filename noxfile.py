@@ -4,7 +4,8 @@ and the wheel installed alone). Run all with ``uvx nox``.
 Not default sessions: ``uvx nox -s stress`` runs the tamper corpus and the fuzzing at ten times
 their default size; ``uvx nox -s benchmarks`` runs every script in benchmarks/ but
 busy_suite.py, which runs ``uvx nox`` itself beside two CPU-bound processes (by hand:
-``python benchmarks/busy_suite.py``)."""
+``python benchmarks/busy_suite.py``), and byte_identity.py and commit_cost.py, which compare
+two commits given by hand."""
 
 from __future__ import annotations
 
@@ -187,6 +188,10 @@ def stress(session: nox.Session) -> None:
     session.run("pytest", "-m", "stress", *session.posargs, env={"REPRO_STRESS": "1"})
 
 
+#: Scripts in benchmarks/ that the benchmarks session does not run (see there).
+_BY_HAND = ("busy_suite.py", "byte_identity.py", "commit_cost.py")
+
+
 @nox.session
 def benchmarks(session: nox.Session) -> None:
     """Every script in benchmarks/ with its default sizes, one after another; each prints the
@@ -194,7 +199,9 @@ def benchmarks(session: nox.Session) -> None:
     # The test group brings bagit.py; inspect_overhead.py needs inspect_ai.
     _sync(session, "test", extras=("cyborg", "inspect"))
     for script in sorted(Path("benchmarks").glob("*.py")):
-        # busy_suite.py runs nox itself (by hand, not inside nox); _*.py are their modules.
-        if script.name == "busy_suite.py" or script.name.startswith("_"):
+        # busy_suite.py runs nox itself (by hand, not inside nox); byte_identity.py and
+        # commit_cost.py compare two commits (by hand, with --baseline: by default they would
+        # compare this tree with itself); _*.py are their modules.
+        if script.name in _BY_HAND or script.name.startswith("_"):
             continue
         session.run("python", str(script))
