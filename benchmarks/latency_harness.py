@@ -167,7 +167,10 @@ def main() -> None:
         specs.mkdir()
         study = [sys.executable, "-m", "repro", "study", str(protocol)]
         largest = max(args.concurrency)
-        env = {**os.environ, "BENCH_SPECS": str(specs)}
+        # The studies run in the temporary directory: the import path must not be relative.
+        path = os.environ.get("PYTHONPATH", "").split(os.pathsep)
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(os.path.abspath(p) for p in path if p)}
+        env["BENCH_SPECS"] = str(specs)
         wall, peak = _sampled(
             [*study, "--out", str(work / "recorded"), "--workers", str(largest)], env, work
         )
@@ -181,7 +184,7 @@ def main() -> None:
             flush=True,
         )
         expected = _outcomes_repro(work / "recorded")
-        env = {k: v for k, v in os.environ.items() if k != "BENCH_SPECS"}
+        del env["BENCH_SPECS"]
         for n in args.concurrency:
             times: dict[str, list[float]] = {"xargs": [], "repro": []}
             for rep in range(args.repeats):

@@ -38,7 +38,7 @@ from typing import Any
 
 from repro.adapters.base import Evidence, Frozen, file_source, refuse_unbounded_outcome_runs
 from repro.errors import BadInput, RunFailed, RunInvalid
-from repro.execute.worker import die_with_parent
+from repro.execute.worker import die_with_parent, stopped_with_run
 from repro.json import canonical
 from repro.json.canonical import json_path
 from repro.models import (
@@ -138,6 +138,10 @@ class CommandAdapter:
     name = "command"
     #: It runs a program (the harness), no simulator package.
     simulator_modules: tuple[str, ...] = ()
+    #: A run only waits on its harness process (which the run kills with its group on a
+    #: timeout, or when the study ends it early), draws from no process-global generator, and
+    #: shares nothing between sessions: its sessions run on threads of the study process.
+    thread_sessions = True
 
     def __init__(self) -> None:
         self._options: dict[str, Any] = {}
@@ -267,7 +271,9 @@ class _CommandSession:
             preexec_fn=functools.partial(die_with_parent, os.getpid()),
         )
         try:
-            stdout, stderr = process.communicate(stdin, timeout=self._timeout)
+            # On a thread session, the study ends a run it stops by killing the group.
+            with stopped_with_run(functools.partial(_signal_group, process)):
+                stdout, stderr = process.communicate(stdin, timeout=self._timeout)
         except subprocess.TimeoutExpired:
             _kill_group(process)
             raise RunFailed("timeout") from None
@@ -310,9 +316,16 @@ class _CommandSession:
 
 
 def _kill_group(process: subprocess.Popen[bytes]) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, signal.SIGKILL)
+    _signal_group(process)
     process.communicate()
+
+
+def _signal_group(process: subprocess.Popen[bytes]) -> None:
+    """SIGKILL the harness's process group, unless the harness was reaped already (its ID may
+    then be another's); safe from another thread than the one that waits on it."""
+    if process.returncode is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
 
 
 def _signal_name(number: int) -> str:
