@@ -35,7 +35,7 @@ import importlib
 import queue
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Literal
 
@@ -47,14 +47,14 @@ from repro.derive.tally import SlotEnd, runs, slot_outcome
 from repro.derive.tiers import contract_sha256
 from repro.execute.attempts import (
     AttemptResult,
-    SlotsResult,
+    PartitionRun,
     Workload,
     run_slot,
     utc_now,
     write_times,
 )
 from repro.execute.worker import Cancelled, Failure, Invalid, Job, RunScope, _open, _run
-from repro.models import AttemptTimes, Condition, PlanEntry, RunRecord
+from repro.models import AttemptTimes, Condition, Partition, PlanEntry, RunRecord
 
 __all__ = ["run_on_threads", "thread_sessions"]
 
@@ -233,12 +233,14 @@ class _ThreadSession:
                 session.close()
 
 
-#: What a thread tells the main thread: a slot ran (its partition's index, its place in it, its
-#: records, their times, the contract of the session that ran it); it failed; it stopped.
+#: What a thread tells the main thread: a slot ran (its partition's index and the partition,
+#: its place in it, its records, their times, the contract of the session that ran it); it
+#: failed; it stopped.
 _Event = (
     tuple[
         Literal["slot"],
         int,
+        Partition,
         int,
         list[RunRecord],
         list[AttemptTimes],
@@ -250,18 +252,25 @@ _Event = (
 
 
 class _Slots:
-    """Every slot of the plan, in sealed order, one at a time to whichever thread asks."""
+    """Every slot of the plan, in sealed order, one at a time to whichever thread asks; each
+    partition is expanded once, when its first slot is asked for (the plan's partitions are
+    expanded when read, :class:`repro.plan.sealing.PlanPartitions`), and partitions without a
+    slot are noted for the main thread."""
 
     def __init__(self, work: Workload) -> None:
         self._lock = threading.Lock()
-        self._items = (
-            (index, place, entry)
-            for index, part in enumerate(work.partitions)
-            for place, entry in enumerate(part.entries)
-        )
+        self.empty: list[tuple[int, Partition]] = []
+        self._items = self._each(work)
 
-    def next(self) -> tuple[int, int, PlanEntry] | None:
-        """The next slot: its partition's index, its place in the partition, the entry."""
+    def _each(self, work: Workload) -> Iterator[tuple[int, Partition, int, PlanEntry]]:
+        for index, part in enumerate(work.partitions):
+            if not part.entries:
+                self.empty.append((index, part))
+            for place, entry in enumerate(part.entries):
+                yield index, part, place, entry
+
+    def next(self) -> tuple[int, Partition, int, PlanEntry] | None:
+        """The next slot: its partition's index, the partition, its place in it, the entry."""
         with self._lock:
             return next(self._items, None)
 
@@ -279,14 +288,14 @@ def _serve(
     sessions: dict[str, _ThreadSession] = {}
     try:
         while not cancel.is_set() and (item := slots.next()) is not None:
-            index, place, entry = item
-            condition = work.conditions[work.partitions[index].condition]
+            index, part, place, entry = item
+            condition = work.conditions[part.condition]
             session = sessions.get(condition.id)
             if session is None:
                 session = _ThreadSession(host, calls, condition, work.timeout)
                 sessions[condition.id] = session
             records, times = _run_slot(work, condition, session, entry)
-            events.put(("slot", index, place, records, times, session.contract))
+            events.put(("slot", index, part, place, records, times, session.contract))
     except Cancelled:
         pass  # the main thread is stopping the study and knows why
     except BaseException as exc:  # handed to the main thread, which stops the study with it
@@ -321,16 +330,18 @@ def _run_slot(
 
 
 class _Partition:
-    """A partition's records as they come back, written in sealed order (main thread only)."""
+    """A partition's records as they come back, written in sealed order (main thread only):
+    those that came back before an earlier slot's are held until it does; the times are held
+    until the partition's end, as a worker's are."""
 
-    def __init__(self, part_id: str, size: int) -> None:
-        self.id = part_id
-        self.size = size
+    def __init__(self, part: Partition) -> None:
+        self.id = part.id
+        self.condition = part.condition
+        self.size = len(part.entries)
         self.next = 0
         self.waiting: dict[
             int, tuple[list[RunRecord], list[AttemptTimes], dict[str, Any] | None]
         ] = {}
-        self.records: list[RunRecord] = []
         self.times: list[AttemptTimes] = []
         self.contract: dict[str, Any] | None = None
         self.file = contextlib.ExitStack()
@@ -345,9 +356,10 @@ def _collect(
     contract: dict[str, Any] | None,
     writer: BundleWriter,
     files: contextlib.ExitStack,
-) -> SlotsResult | None:
+) -> PartitionRun | None:
     """Take one slot's records (and the contract facts of the session that ran it); write
-    every record now in sealed order; the partition's result once its last slot is written."""
+    every record now in sealed order; what the study keeps of the partition once its last slot
+    is written."""
     part.waiting[place] = (records, times, contract)
     while part.next in part.waiting:
         if part.emit is None:
@@ -358,14 +370,13 @@ def _collect(
         part.contract = part.contract or slot_contract
         for record in slot_records:
             part.emit(record)
-        part.records += slot_records
         part.times += slot_times
         part.next += 1
     if part.next < part.size:
         return None
     part.file.close()
     write_times(writer, part.id, part.times)
-    return SlotsResult(tuple(part.records), part.contract or {}, tuple(part.times))
+    return PartitionRun(part.condition, part.contract or {}, 0)
 
 
 def run_on_threads(
@@ -373,10 +384,11 @@ def run_on_threads(
     work: Workload,
     writer: BundleWriter,
     slot_done: Callable[[str, SlotEnd], None],
-) -> list[SlotsResult]:
+) -> list[PartitionRun]:
     """Run every slot of ``work`` on ``count`` threads of this process and write each
     partition's runs and times files; call ``slot_done(condition, end)`` in this thread as each
-    slot finishes. Return the results in sealed order.
+    slot finishes. Return what the study keeps of each partition, in sealed order: its records
+    are in its runs file, and none is held after it is written.
 
     Whatever stops this function (a signal raised in this thread, a thread's error, which is
     raised again here) first stops every run under way and every thread."""
@@ -390,25 +402,22 @@ def _run_on_threads(
     work: Workload,
     writer: BundleWriter,
     slot_done: Callable[[str, SlotEnd], None],
-) -> list[SlotsResult]:
+) -> list[PartitionRun]:
     host = _Host(work.job)
-    parts = [_Partition(p.id, len(p.entries)) for p in work.partitions]
-    results: list[SlotsResult | None] = [None] * len(parts)
-    for index, part in enumerate(parts):
-        if part.size == 0:
-            results[index] = _collect(part, 0, [], [], None, writer, contextlib.ExitStack())
+    results: list[PartitionRun | None] = [None] * len(work.partitions)
+    # The partitions with a slot under way or written, until their last is written.
+    parts: dict[int, _Partition] = {}
     events: queue.SimpleQueue[_Event] = queue.SimpleQueue()
     cancel = threading.Event()
     calls = _Calls(cancel)
     slots = _Slots(work)
-    total = sum(part.size for part in parts)
     threads = [
         threading.Thread(
             target=_serve,
             args=(work, host, calls, slots, events, cancel),
             name=f"repro-slots-{number}",
         )
-        for number in range(max(1, min(count, total)))
+        for number in range(max(1, count))
     ]
     started: list[threading.Thread] = []
     with contextlib.ExitStack() as files:
@@ -420,17 +429,22 @@ def _run_on_threads(
             while running:
                 event = events.get()
                 if event[0] == "slot":
-                    _, index, place, records, times, contract = event
-                    part = parts[index]
-                    end = slot_outcome(records[-1].status if records else None)
-                    slot_done(work.partitions[index].condition, end)
+                    _, index, partition, place, records, times, contract = event
+                    part = parts.get(index) or parts.setdefault(index, _Partition(partition))
+                    slot_done(part.condition, slot_outcome(records[-1].status if records else None))
                     result = _collect(part, place, records, times, contract, writer, files)
                     if result is not None:
                         results[index] = result
+                        del parts[index]
                 elif event[0] == "error":
                     raise event[1]
                 else:
                     running -= 1
+            for index, partition in slots.empty:  # no slot: empty runs and times files
+                with writer.lines(layout.runs_file(partition.id)):
+                    pass
+                write_times(writer, partition.id, ())
+                results[index] = PartitionRun(partition.condition, {}, 0)
         finally:
             calls.stop_all()
             for thread in started:
