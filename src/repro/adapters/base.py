@@ -34,6 +34,7 @@ __all__ = [
     "ENTRY_POINT_GROUP",
     "MAX_EPISODE_STEPS",
     "SIMULATOR_MODULES",
+    "THREAD_SESSIONS",
     "Adapter",
     "Evidence",
     "Frozen",
@@ -59,6 +60,9 @@ __all__ = [
 ENTRY_POINT_GROUP = "repro.adapters"
 #: The optional attribute of an adapter's class that names its simulator's modules.
 SIMULATOR_MODULES = "simulator_modules"
+#: The optional attribute of an adapter's class by which it says its sessions only wait on
+#: other processes, and so run on threads of the study process (see :class:`Adapter`).
+THREAD_SESSIONS = "thread_sessions"
 #: Steps per episode at most: a bound against absurd values, far above any published study, and
 #: as many step rewards as a run record may hold.
 MAX_EPISODE_STEPS = MAX_STEP_REWARDS
@@ -111,7 +115,21 @@ class Adapter(TypingProtocol):
     Optionally, too, a method ``slot_cost(condition) -> float`` says what one slot of a
     condition costs relative to the others (the CybORG adapter: its trial length, the steps of
     each episode), so that the progress display weighs the work left by it
-    (:func:`slot_costs`); without it every slot counts the same."""
+    (:func:`slot_costs`); without it every slot counts the same.
+
+    Optionally, last, ``thread_sessions = True`` on the class says that its sessions only wait
+    on other processes (a model CLI, a harness: the command adapter's), and so need no worker
+    process each: in ``per-run`` seeding mode ``repro study`` then opens and runs them on
+    threads of its own process, up to 256 runs at once (:mod:`repro.execute.threads`), rather
+    than one worker process per concurrent run (at most 64). An adapter says so only when all of
+    this holds: its runs draw from no process-global generator (``random``, NumPy's), since no
+    thread can have them to itself; sessions share no mutable state and may run at the same
+    time on different threads; a run bounds what it waits on by ``retry.timeout_seconds`` and,
+    waiting on a process, registers how to kill it with
+    :func:`repro.execute.worker.stopped_with_run` (the study calls that when the run outlasts
+    its timeout, or when the study stops); and nothing it does can take the study process down
+    (an exception is an attempt's failure, as in a worker; a crash would stop the study, left
+    visibly incomplete)."""
 
     name: str
 

@@ -29,16 +29,18 @@ import functools
 import hashlib
 import importlib.metadata
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from repro.adapters.base import Evidence, Frozen, file_source, refuse_unbounded_outcome_runs
 from repro.errors import BadInput, RunFailed, RunInvalid
-from repro.execute.worker import die_with_parent
+from repro.execute.worker import die_with_parent, stopped_with_run
 from repro.json import canonical
 from repro.json.canonical import json_path
 from repro.models import (
@@ -138,6 +140,10 @@ class CommandAdapter:
     name = "command"
     #: It runs a program (the harness), no simulator package.
     simulator_modules: tuple[str, ...] = ()
+    #: A run only waits on its harness process (which the run kills with its group on a
+    #: timeout, or when the study ends it early), draws from no process-global generator, and
+    #: shares nothing between sessions: its sessions run on threads of the study process.
+    thread_sessions = True
 
     def __init__(self) -> None:
         self._options: dict[str, Any] = {}
@@ -257,17 +263,20 @@ class _CommandSession:
 
     def run(self, entry: PlanEntry) -> Evidence:
         stdin = canonical.dumps(self._spec(entry))
+        launcher = _death_launcher()
         process = subprocess.Popen(
-            self._command(),
+            [*launcher, *self._command()],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             start_new_session=True,  # its own process group, killed whole on a timeout
-            # and killed with this worker, should the study kill it first.
-            preexec_fn=functools.partial(die_with_parent, os.getpid()),
+            # and killed with this worker (or thread), should the study kill it first.
+            preexec_fn=None if launcher else functools.partial(die_with_parent, os.getpid()),
         )
         try:
-            stdout, stderr = process.communicate(stdin, timeout=self._timeout)
+            # On a thread session, the study ends a run it stops by killing the group.
+            with stopped_with_run(functools.partial(_signal_group, process)):
+                stdout, stderr = process.communicate(stdin, timeout=self._timeout)
         except subprocess.TimeoutExpired:
             _kill_group(process)
             raise RunFailed("timeout") from None
@@ -309,10 +318,49 @@ class _CommandSession:
         """Nothing stays open between runs."""
 
 
+_launcher_lock = threading.Lock()
+
+
+def _death_launcher() -> tuple[str, ...]:
+    """:func:`_find_death_launcher`, found once (by one thread of many)."""
+    with _launcher_lock:
+        return _find_death_launcher()
+
+
+@functools.cache
+def _find_death_launcher() -> tuple[str, ...]:
+    """What starts the harness so that the kernel kills it when the thread that started it
+    ends (the study's, or its worker's): on Linux, util-linux's ``setpriv --pdeathsig KILL``
+    when it is there, which lets :mod:`subprocess` start the child with ``vfork`` (a few ms);
+    else nothing, and :func:`~repro.execute.worker.die_with_parent` runs in the forked child
+    (``preexec_fn``, which forces a full ``fork`` of the study process: tens of ms with many
+    threads)."""
+    if not sys.platform.startswith("linux"):
+        return ()
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        return ()
+    launcher = (setpriv, "--pdeathsig", "KILL", "--")
+    try:
+        works = subprocess.run(
+            [*launcher, setpriv, "--version"], capture_output=True, check=False, timeout=30
+        )
+    except (OSError, subprocess.SubprocessError):
+        return ()
+    return launcher if works.returncode == 0 else ()
+
+
 def _kill_group(process: subprocess.Popen[bytes]) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, signal.SIGKILL)
+    _signal_group(process)
     process.communicate()
+
+
+def _signal_group(process: subprocess.Popen[bytes]) -> None:
+    """SIGKILL the harness's process group, unless the harness was reaped already (its ID may
+    then be another's); safe from another thread than the one that waits on it."""
+    if process.returncode is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
 
 
 def _signal_name(number: int) -> str:

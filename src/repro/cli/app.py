@@ -37,7 +37,13 @@ from repro.errors import (
     exit_code,
     install_hint,
 )
-from repro.execute.backends import MAX_LOCAL_WORKERS, Backend, DaskCluster, LocalWorkers
+from repro.execute.backends import (
+    MAX_LOCAL_WORKERS,
+    MAX_THREAD_WORKERS,
+    Backend,
+    DaskCluster,
+    LocalWorkers,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
@@ -428,7 +434,9 @@ def study(
         typer.Option(
             "--workers",
             help=f"Run partitions on N local worker processes at once (1 to {MAX_LOCAL_WORKERS}; "
-            "default 1). Per-run seeding only.",
+            "default 1). Per-run seeding only. An adapter whose sessions only wait on other "
+            "processes (the command adapter's) runs N slots at once on threads of the study "
+            f"process instead (1 to {MAX_THREAD_WORKERS}).",
             show_default=False,
         ),
     ] = None,

@@ -27,6 +27,7 @@ from repro.bundle import layout
 from repro.bundle.writer import BundleWriter
 from repro.derive.tally import SlotEnd
 from repro.execute.attempts import PartitionRun, SlotsResult, Workload, run_slots, write_times
+from repro.execute.threads import run_on_threads, thread_sessions
 from repro.execute.worker import Cancelled, Worker
 from repro.models import Partition, PlanEntry, Protocol, RunRecord
 from repro.plan.streams import checkpoint_of, checkpoint_slots, checkpoint_spacing
@@ -232,7 +233,14 @@ def run_on_local_workers(
     runs file, and none is held longer than its partition runs.
 
     Whatever stops this function (a signal raised in this thread, a thread's I/O error, which is
-    raised again here) first stops every thread and its worker process."""
+    raised again here) first stops every thread and its worker process.
+
+    An adapter whose sessions only wait on other processes runs on ``count`` threads of this
+    process instead, no worker process at all (:mod:`repro.execute.threads`)."""
+    # ---- thread sessions: a separate path, in repro.execute.threads
+    if thread_sessions(work):
+        return run_on_threads(count, work, writer, slot_done)
+    # ---- worker processes
     pool = _Pool(work.partitions)
     results: list[PartitionRun | None] = [None] * len(work.partitions)
     events: queue.SimpleQueue[_Event] = queue.SimpleQueue()

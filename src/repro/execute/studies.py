@@ -43,7 +43,13 @@ from repro.errors import (
 )
 from repro.execute import cluster
 from repro.execute.attempts import PartitionRun, Workload
-from repro.execute.backends import MAX_LOCAL_WORKERS, Backend, DaskCluster, LocalWorkers
+from repro.execute.backends import (
+    MAX_LOCAL_WORKERS,
+    Backend,
+    DaskCluster,
+    LocalWorkers,
+    local_worker_limit,
+)
 from repro.execute.interrupts import stop_on_signals
 from repro.execute.local import run_on_local_workers
 from repro.execute.worker import Job, adapter_target
@@ -187,14 +193,14 @@ def _versions(names: list[str]) -> dict[str, str]:
     return out
 
 
-def check_backend(protocol: Protocol, backend: Backend) -> None:
+def check_backend(protocol: Protocol, backend: Backend, adapter: object = None) -> None:
     """Refuse, before anything is written, a backend the protocol cannot run on: more than one
     worker, or a cluster, for a ``stream`` study (its one generator stream runs the whole plan
-    in sealed order in one process), or a worker count out of range."""
-    if isinstance(backend, LocalWorkers) and not 1 <= backend.count <= MAX_LOCAL_WORKERS:
-        raise BadInput(
-            f"--workers must be a whole number from 1 to {MAX_LOCAL_WORKERS}, not {backend.count}"
-        )
+    in sealed order in one process), or a worker count out of range (for ``adapter``'s kind,
+    :func:`~repro.execute.backends.local_worker_limit`)."""
+    limit = local_worker_limit(adapter, protocol.seeding.mode == "stream")
+    if isinstance(backend, LocalWorkers) and not 1 <= backend.count <= limit:
+        raise BadInput(f"--workers must be a whole number from 1 to {limit}, not {backend.count}")
     if protocol.seeding.mode != "stream":
         return
     if isinstance(backend, DaskCluster):
@@ -263,7 +269,7 @@ def study(
     an I/O error or a failed cluster stops the study after the root exists: the root is then
     left incomplete (no tag manifest), so it never verifies.
     """
-    check_backend(prepared.protocol, backend)
+    check_backend(prepared.protocol, backend, prepared.adapter)
     with _partition_runner(backend) as runner:
         create_root(out)
         return _study_stopping_cleanly(prepared, out, progress, runner)

@@ -1,0 +1,263 @@
+"""Thread sessions: a command study (whose adapter says ``thread_sessions``) runs its slots on
+threads of the study process, with the guarantees of a worker process: byte-identical records
+whatever the concurrency and whichever path ran them, per-run timeouts that kill the harness's
+process group, sealed sources checked again, stop signals that stop every run at once and leave
+the root incomplete, harnesses that die with a killed study; and a limit of 256 at once."""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import ROOT, SMALL, _Quiet, bundle_digests, register_adapters, run_study
+from repro.adapters.command import CommandAdapter
+from repro.bundle import layout
+from repro.errors import BadInput
+from repro.execute import worker
+from repro.execute.studies import LocalWorkers, _workload, check_backend, prepare, study
+from repro.execute.threads import thread_sessions
+from repro.json.serde import structure
+from repro.models import Protocol
+from repro.verify import verify
+from test_command import BAD
+
+pytestmark = pytest.mark.skipif(
+    not sys.platform.startswith("linux"), reason="process groups, signals and /proc: Linux only"
+)
+
+PID_HARNESS = ROOT / "tests" / "harness" / "pid_harness.sh"
+
+
+def _records(bundle: Path) -> list[dict[str, Any]]:
+    return [
+        json.loads(line)
+        for path in sorted((bundle / "data" / "runs").glob("*.jsonl"))
+        for line in path.read_text("utf-8").splitlines()
+    ]
+
+
+def _hanging(runs: int, timeout: float = 60) -> dict[str, Any]:
+    """Two conditions of ``runs`` runs of the PID harness, which hangs, one attempt each."""
+    protocol = copy.deepcopy(BAD)
+    protocol["adapter"]["options"] = {"harness": os.path.relpath(PID_HARNESS)}
+    protocol["participants"] = [{"id": "a", "kind": "agent", "params": {}}]
+    protocol["matrix"] = [{"name": "case", "levels": ["one", "two"]}]
+    protocol["runs_per_condition"] = runs
+    protocol["retry"] = {"max_attempts": 1, "timeout_seconds": timeout}
+    return protocol
+
+
+def _wait_for(condition: Callable[[], bool], seconds: float = 60) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "timed out waiting"
+        time.sleep(0.02)
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` is a process that has not exited (a zombie has)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rpartition(")")[2].split()[0] != "Z"
+
+
+def _noted(pids: Path, kind: str) -> list[int]:
+    return [int(p.read_text()) for p in pids.glob(f"{kind}-*") if p.read_text().strip()]
+
+
+@pytest.fixture
+def processes_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The command adapter as if it did not say ``thread_sessions``: worker processes."""
+    monkeypatch.setattr(CommandAdapter, "thread_sessions", False)
+
+
+class TestPath:
+    def test_a_command_study_runs_on_threads_without_a_worker(
+        self, tmp_path: Path, write_protocol: Callable[..., Path], monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """A per-run command study at 4 workers starts no worker process (one that started
+        would fail the study) and writes a bundle that verifies."""
+
+        def refuse(self: worker.Worker) -> None:
+            raise AssertionError("a worker process was started")
+
+        monkeypatch.setattr(worker.Worker, "_start", refuse)
+        protocol = copy.deepcopy(BAD)
+        protocol["participants"] = protocol["participants"][:1]
+        out = run_study(write_protocol(protocol), tmp_path / "out", LocalWorkers(4))
+        assert {r["status"] for r in _records(out)} == {"valid"}
+        assert verify(out) == []
+
+    def test_only_per_run_studies_of_thread_adapters_run_on_threads(
+        self, write_protocol: Callable[..., Path], processes_path: None
+    ) -> None:
+        """The thread path is taken only when the adapter's class says so and the protocol
+        seeds per run: a stream study keeps its one worker process."""
+        protocol = copy.deepcopy(BAD)
+        path = write_protocol(protocol)
+        assert not thread_sessions(_workload(prepare(path, {})))
+        CommandAdapter.thread_sessions = True  # undone by the fixture
+        assert thread_sessions(_workload(prepare(path, {})))
+        protocol["seeding"] = {"mode": "stream", "seed": 5}
+        assert not thread_sessions(_workload(prepare(write_protocol(protocol), {})))
+
+
+class TestSameRecords:
+    def test_records_do_not_depend_on_threads_or_processes(
+        self, tmp_path: Path, write_protocol: Callable[..., Path], monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Every way a harness misbehaves (exit, timeout, not JSON, not an object, schema),
+        retried up to max_attempts, gives the same bundle byte for byte on 1 and 8 threads and
+        on 2 worker processes."""
+        path = write_protocol(copy.deepcopy(BAD))
+        one = run_study(path, tmp_path / "t1")
+        eight = run_study(path, tmp_path / "t8", LocalWorkers(8))
+        monkeypatch.setattr(CommandAdapter, "thread_sessions", False)
+        processes = run_study(path, tmp_path / "p2", LocalWorkers(2))
+        causes = {r["cause"] for r in _records(one)}
+        assert {"timeout", "harness-exit:3", "outcome-schema"} <= causes
+        assert bundle_digests(one) == bundle_digests(eight) == bundle_digests(processes)
+        assert verify(eight) == []
+
+    def test_changed_sources_fail_every_open_alike(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """A harness changed between sealing and running fails every attempt with
+        session-open-failed:sources-differ-in-worker, on threads as in worker processes."""
+        harness = tmp_path / "harness.py"
+        harness.write_text((ROOT / "tests" / "harness" / "bad_harness.py").read_text())
+        protocol = copy.deepcopy(BAD)
+        protocol["participants"] = protocol["participants"][:1]
+        path = tmp_path / "p.json"
+        path.write_text(json.dumps(protocol))
+        options = {"harness": str(harness)}
+        on_threads, on_processes = prepare(path, options), prepare(path, options)
+        harness.write_text(harness.read_text() + "\n# changed\n")
+        study(on_threads, tmp_path / "t", _Quiet(), LocalWorkers(2))
+        monkeypatch.setattr(CommandAdapter, "thread_sessions", False)
+        study(on_processes, tmp_path / "p", _Quiet(), LocalWorkers(2))
+        causes = {r["cause"] for r in _records(tmp_path / "t")}
+        assert causes == {"session-open-failed:sources-differ-in-worker"}
+        assert bundle_digests(tmp_path / "t") == bundle_digests(tmp_path / "p")
+
+
+class TestTimeouts:
+    def test_a_timed_out_harness_is_killed_with_its_group(
+        self, tmp_path: Path, write_protocol: Callable[..., Path], monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Runs past retry.timeout_seconds fail with cause timeout, and every harness and the
+        child in its process group are gone after the study."""
+        pids = tmp_path / "pids"
+        pids.mkdir()
+        monkeypatch.setenv("PIDS", str(pids))
+        out = run_study(write_protocol(_hanging(3, timeout=1)), tmp_path / "out", LocalWorkers(4))
+        assert {(r["status"], r["cause"]) for r in _records(out)} == {("failed", "timeout")}
+        noted = _noted(pids, "harness") + _noted(pids, "child")
+        assert len(noted) == 12
+        _wait_for(lambda: not any(_alive(pid) for pid in noted))
+
+    def test_a_run_that_ignores_its_timeout_is_stopped_by_the_study(
+        self,
+        tmp_path: Path,
+        write_protocol: Callable[..., Path],
+        monkeypatch: pytest.MonkeyPatch,
+        tmp_path_factory: pytest.TempPathFactory,
+    ) -> None:
+        """A thread-session adapter whose runs never return by themselves: the study bounds
+        each attempt by retry.timeout_seconds (cause timeout, every attempt retried) and ends
+        the run through the stop it registered."""
+        register_adapters(
+            monkeypatch,
+            tmp_path_factory.mktemp("adapters"),
+            "repro-test-stuck",
+            {"stuck": "repro_latency_adapters:StuckAdapter"},
+        )
+        protocol = _hanging(2, timeout=1)
+        protocol["adapter"]["name"] = "stuck"
+        protocol["retry"]["max_attempts"] = 2
+        out = run_study(write_protocol(protocol), tmp_path / "out", LocalWorkers(3))
+        records = _records(out)
+        assert len(records) == 8
+        assert {(r["status"], r["cause"]) for r in records} == {("failed", "timeout")}
+
+
+class TestStopping:
+    def _start(self, tmp_path: Path, runs: int, workers: int) -> tuple[subprocess.Popen[str], Path]:
+        pids = tmp_path / "pids"
+        pids.mkdir()
+        path = tmp_path / "p.json"
+        path.write_text(json.dumps(_hanging(runs)))
+        (tmp_path / "out").mkdir()
+        env = {**os.environ, "PIDS": str(pids)}
+        env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+        command = [sys.executable, "-m", "repro", "study", str(path)]
+        command += ["--out", str(tmp_path / "out" / "b"), "--workers", str(workers)]
+        process = subprocess.Popen(
+            command, env=env, stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        )
+        _wait_for(lambda: len(_noted(pids, "harness")) == workers)
+        return process, pids
+
+    @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+    def test_a_signal_stops_every_run_and_leaves_the_root_incomplete(
+        self, tmp_path: Path, sig: signal.Signals
+    ) -> None:
+        """SIGINT or SIGTERM while 6 runs are under way ends the study at once with exit
+        128 + N, saying the root is incomplete, without a traceback; the root has no tag
+        manifest, its runs files are unfinished, and no harness nor its child is left."""
+        process, pids = self._start(tmp_path, runs=5, workers=6)
+        process.send_signal(sig)
+        _, stderr = process.communicate(timeout=60)
+        assert process.returncode == 128 + sig, stderr
+        assert "incomplete" in stderr and "Traceback" not in stderr
+        root = tmp_path / "out" / "b"
+        assert not (root / layout.TAGMANIFEST).exists()
+        assert not list((root / "data" / "runs").glob("*.jsonl"))
+        noted = _noted(pids, "harness") + _noted(pids, "child")
+        _wait_for(lambda: not any(_alive(pid) for pid in noted))
+
+    def test_a_killed_study_takes_its_harnesses_with_it(self, tmp_path: Path) -> None:
+        """SIGKILL of the study process (no handler runs) kills every harness it started from
+        its threads, through the kernel's parent-death signal."""
+        process, pids = self._start(tmp_path, runs=2, workers=4)
+        try:
+            process.kill()
+            process.communicate(timeout=60)
+            harnesses = _noted(pids, "harness")
+            _wait_for(lambda: not any(_alive(pid) for pid in harnesses))
+        finally:  # the harnesses' own children outlive them, as with a worker process
+            for pid in _noted(pids, "child"):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+
+
+class TestLimits:
+    def _protocol(self, data: dict[str, Any]) -> Protocol:
+        return structure(data, Protocol, what="protocol")
+
+    def test_thread_adapters_take_up_to_256_workers(self) -> None:
+        """A per-run command protocol takes --workers 256 and refuses 257 naming the range;
+        a simulator adapter keeps 1 to 64; a stream command protocol refuses 2."""
+        command = self._protocol(copy.deepcopy(BAD))
+        check_backend(command, LocalWorkers(256), CommandAdapter())
+        with pytest.raises(BadInput, match="from 1 to 256"):
+            check_backend(command, LocalWorkers(257), CommandAdapter())
+        with pytest.raises(BadInput, match="from 1 to 64"):
+            check_backend(self._protocol(copy.deepcopy(SMALL)), LocalWorkers(65), object())
+        stream = copy.deepcopy(BAD)
+        stream["seeding"] = {"mode": "stream", "seed": 5}
+        with pytest.raises(BadInput, match="stream"):
+            check_backend(self._protocol(stream), LocalWorkers(2), CommandAdapter())
