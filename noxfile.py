@@ -188,6 +188,15 @@ def stress(session: nox.Session) -> None:
     session.run("pytest", "-m", "stress", *session.posargs, env={"REPRO_STRESS": "1"})
 
 
+#: Every process a benchmark starts (repro's, its baseline's, a baseline commit's extracted tree)
+#: reads and writes byte-compiled modules in one cache, as an installed wheel has them, even
+#: where the environment says PYTHONDONTWRITEBYTECODE (which would make each start compile
+#: every changed module again, and a commit's extracted tree all of them).
+_BYTECODE_CACHED = {
+    "PYTHONDONTWRITEBYTECODE": "",
+    "PYTHONPYCACHEPREFIX": str(Path(__file__).resolve().parent / ".nox" / "benchmarks-pycache"),
+}
+
 #: Scripts in benchmarks/ that the benchmarks session does not run (see there).
 _BY_HAND = ("busy_suite.py", "byte_identity.py", "commit_cost.py")
 
@@ -204,4 +213,4 @@ def benchmarks(session: nox.Session) -> None:
         # compare this tree with itself); _*.py are their modules.
         if script.name in _BY_HAND or script.name.startswith("_"):
             continue
-        session.run("python", str(script))
+        session.run("python", str(script), env=_BYTECODE_CACHED)
