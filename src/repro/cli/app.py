@@ -591,6 +591,16 @@ def verify(
             show_default=False,
         ),
     ] = None,
+    jobs: Annotated[
+        int | None,
+        typer.Option(
+            "--jobs",
+            min=1,
+            help="Jobs run at a time (default: REPRO_VERIFY_JOBS, else the cores repro may run "
+            "on); the findings are the same whatever it is.",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Check a bundle offline: integrity, strict parse and schema, joins, re-derivations, and
     with --trusted-key its signatures.
@@ -600,7 +610,7 @@ def verify(
 
     try:
         keys = _trusted_keys(trusted_key or [])
-        done = verification(bundle, keys)
+        done = verification(bundle, keys, jobs=jobs)
     except BadInput as exc:
         raise _fail(exc) from None
     findings = done.findings

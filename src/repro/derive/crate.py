@@ -39,6 +39,7 @@ import itertools
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
+import orjson
 from attrs import frozen
 
 from repro import __version__
@@ -124,6 +125,17 @@ def version_of(descriptor: Any) -> int | None:
 
 def _entity(value: Any) -> bytes:
     return canonical.dumps(value, newline=False)
+
+
+def _text_entity(value: dict[str, Any]) -> bytes:
+    """:func:`_entity` of an entity that holds only strings (and objects and lists of them):
+    the same bytes, without looking for a number that is not finite, as it holds none."""
+    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+
+
+def _mention(attempt: str) -> bytes:
+    """:func:`_entity` of the reference to an attempt's action."""
+    return b'{"@id":' + orjson.dumps(f"#{attempt}") + b"}"
 
 
 def _descriptors(version: int) -> list[dict[str, Any]]:
@@ -219,10 +231,10 @@ class CrateBuilder:
         self._files = [f.removeprefix("data/") for f in files]
         self._first = True
 
-    def _item(self, entity: dict[str, Any]) -> bytes:
+    def _item(self, entity: dict[str, Any], text: bool = False) -> bytes:
         comma = b"\n" if self._first else b",\n"
         self._first = False
-        return comma + _entity(entity)
+        return comma + (_text_entity(entity) if text else _entity(entity))
 
     def head(self) -> bytes:
         """The start of the crate: the metadata descriptor, the profile, the software and the
@@ -261,7 +273,7 @@ class CrateBuilder:
             }
             if a.status in ("failed", "invalid"):
                 entity["error"] = a.cause or a.status
-            yield self._item(entity)
+            yield self._item(entity, text=True)
 
     def tail(self, attempts: Iterable[str]) -> Iterator[bytes]:
         """The root dataset, which lists every file and mentions every action (``attempts``:
@@ -292,7 +304,7 @@ class CrateBuilder:
         yield self._item(root)[:-1] + b',"mentions":['
         batch: list[bytes] = []
         for number, attempt in enumerate(itertools.chain(first, ids)):
-            batch.append((b",\n" if number else b"\n") + _entity(_ref(f"#{attempt}")))
+            batch.append((b",\n" if number else b"\n") + _mention(attempt))
             if len(batch) == _BATCH:
                 yield b"".join(batch)
                 batch.clear()

@@ -5,9 +5,11 @@ derivations ``repro study`` ran (:mod:`repro.derive`), compared byte for byte.""
 from __future__ import annotations
 
 import hashlib
+import itertools
 import math
+import zlib
 from collections.abc import Iterable, Iterator, Mapping
-from typing import Any
+from typing import Any, cast
 
 import orjson
 from attrs import frozen
@@ -48,9 +50,11 @@ from repro.models import (
 )
 from repro.plan.streams import checkpoint_slots, checkpoint_spacing, generator_state
 from repro.protocol.rules import check_consistency
-from repro.verify.findings import MAX_DIFFS, Finding, Location
+from repro.verify.findings import MAX_DIFFS, Finding, Findings, Location
 from repro.verify.limits import Limits
+from repro.verify.parallel import Jobs
 from repro.verify.reader import BundleReader
+from repro.verify.walk import Source as FileSource
 
 
 def _diff(expected: Any, found: Any, path: str = "$") -> Iterator[tuple[str, Any, Any]]:
@@ -152,6 +156,10 @@ def _disclosures(read: BundleReader, findings: list[Finding]) -> list[FileHits]:
     return out
 
 
+#: The kinds of record findings listed at most MAX_DIFFS times in all.
+_CAPPED = ("measure-not-sum", "validity-rules", "contract-digest")
+
+
 class _RecordChecks:
     """The findings on single run records that come after the join problems: a measure that is
     not the sum of its step rewards, a contract digest that is not its condition's, and a record
@@ -172,7 +180,27 @@ class _RecordChecks:
         self._protocol = protocol
         self._facts = facts
         self.findings: list[Finding] = []
-        self._measures = self._contracts = self._rules = 0
+        #: Findings made of each capped kind, those not listed included.
+        self.counts: dict[str, int] = dict.fromkeys(_CAPPED, 0)
+
+    def _counted(self, code: str) -> bool:
+        """Count one more finding of ``code``: whether it is still listed."""
+        self.counts[code] += 1
+        return self.counts[code] <= MAX_DIFFS
+
+    def fresh(self) -> _RecordChecks:
+        """Checks like these, with nothing checked yet."""
+        return _RecordChecks(self.contracts, self.scenarios, self._protocol, self._facts)
+
+    def merge(self, findings: list[Finding], counts: Mapping[str, int]) -> None:
+        """Add the findings and counts of checks run on the records that follow, as if these
+        checks had seen them: at most MAX_DIFFS of each kind are listed in all."""
+        for finding in findings:
+            if finding.code not in _CAPPED or self._counted(finding.code):
+                self.findings.append(finding)
+        for code, count in counts.items():
+            # Those not listed there are counted here.
+            self.counts[code] += count - sum(f.code == code for f in findings)
 
     def check(self, record: RunRecord, a: Attempt) -> None:
         """Check one record and its attempt. A record named for a measure that is not the sum
@@ -180,8 +208,7 @@ class _RecordChecks:
         where = layout.runs_file(a.condition)
         summed = a.recomputed is None or a.measure is None or a.recomputed == a.measure
         if not summed:
-            self._measures += 1
-            if self._measures <= MAX_DIFFS:
+            if self._counted("measure-not-sum"):
                 self.findings.append(
                     Finding(
                         "measure-not-sum",
@@ -195,33 +222,30 @@ class _RecordChecks:
         elif self._facts is not None:
             scenario = self.scenarios.get(a.condition)
             problem = record_problem(self._protocol, self._facts, scenario, record)
-            if problem is not None:
-                self._rules += 1
-                if self._rules <= MAX_DIFFS:
-                    self.findings.append(
-                        Finding(
-                            "validity-rules",
-                            where,
-                            f"{a.attempt_id}: record breaks the validity rules",
-                            "the status, cause and measure the rules give its evidence",
-                            problem,
-                            Location(item=a.attempt_id),
-                        )
-                    )
-        expected = self.contracts.get(a.condition)
-        if a.status in ("valid", "invalid") and a.contract_sha256 != expected:
-            self._contracts += 1
-            if self._contracts <= MAX_DIFFS:
+            if problem is not None and self._counted("validity-rules"):
                 self.findings.append(
                     Finding(
-                        "contract-digest",
+                        "validity-rules",
                         where,
-                        f"{a.attempt_id}: contract digest",
-                        str(expected),
-                        str(a.contract_sha256),
+                        f"{a.attempt_id}: record breaks the validity rules",
+                        "the status, cause and measure the rules give its evidence",
+                        problem,
                         Location(item=a.attempt_id),
                     )
                 )
+        expected = self.contracts.get(a.condition)
+        ran = a.status in ("valid", "invalid")
+        if ran and a.contract_sha256 != expected and self._counted("contract-digest"):
+            self.findings.append(
+                Finding(
+                    "contract-digest",
+                    where,
+                    f"{a.attempt_id}: contract digest",
+                    str(expected),
+                    str(a.contract_sha256),
+                    Location(item=a.attempt_id),
+                )
+            )
 
 
 @frozen
@@ -381,54 +405,52 @@ def _check_checkpoint(
             )
 
 
+#: Bytes of a partition's actions inflated at a time.
+_BLOCK = 1 << 16
+
+
 class _CrateCheck:
     """The re-derivation of data/ro-crate-metadata.json, one partition at a time as verify reads
-    them: its bytes are hashed as they are made, and the digest is compared at the end."""
+    them: its bytes are hashed as they are made (each partition's made by its job, see
+    :func:`_crate_partition`), and the digest is compared at the end."""
 
     def __init__(self, builder: CrateBuilder, window: tuple[str, str] | None) -> None:
-        self._builder = builder
+        self.builder = builder
         self._hash = hashlib.sha256(builder.head())
         #: When the study ran, to the second (environment.json), where the attempts' times come
         #: from the same clock (local workers; a cluster's workers have their own).
-        self._window = window
+        self.window = window
         #: False once a partition's actions could not be made (its files are named already).
         self.whole = True
 
-    def partition(self, read: BundleReader, partition: Partition, attempts: list[Attempt]) -> None:
-        """Add the actions of ``partition``'s attempts that ran, joined one by one with the
-        lines of its times file as they are read; a file that does not parse, or does not hold
-        one line per attempt that ran (in the runs file's order, each ending after it starts),
-        is named and leaves the crate unjudged."""
-        if not self.whole:
-            return
-        name = layout.times_file(partition.id)
-        lines = read.times_lines(name)
-        if lines is None:
-            self.whole = False
-            return
-        declared = {e.slot for e in partition.entries if not runs(e)}
-        ran = [a for a in attempts if a.slot not in declared]
-        broken: list[str] = []
-        joined = _joined(read, name, ran, iter(lines), broken, self._window)
-        for piece in self._builder.partition(partition.id, joined):
-            self._hash.update(piece)
+    def add(self, made: bytes, broken: bool) -> None:
+        """Add one partition's actions as its job made them (deflated); ``broken``: they could
+        not all be made, which leaves the crate unjudged."""
+        unpacker = zlib.decompressobj()
+        data = made
+        while data:
+            self._hash.update(unpacker.decompress(data, _BLOCK))
+            data = unpacker.unconsumed_tail
+        self._hash.update(unpacker.flush())
         if broken:
             self.whole = False
 
-    def finish(self, read: BundleReader, partitions: Iterable[str]) -> None:
+    def finish(
+        self, read: BundleReader, mentions: Iterable[tuple[str, tuple[_Read, list[str]]]]
+    ) -> None:
         """Compare the re-derived crate with the file, if every partition was made. The root's
-        mentions are the attempts of the times files, read again one line at a time."""
+        mentions are the attempts of the times files, read again one line at a time, a
+        partition's by a job (:func:`_mentions`): ``mentions``, each file's in sealed order."""
         if not self.whole:
             return
-        with read._repeating():
-            attempts = (
-                t.attempt_id
-                for partition in partitions
-                for t in read.times_lines(layout.times_file(partition)) or ()
-                if t is not None
-            )
-            for piece in self._builder.tail(attempts):
-                self._hash.update(piece)
+
+        def attempts() -> Iterator[str]:
+            for name, (got, ids) in mentions:
+                got.into(read, name)
+                yield from ids
+
+        for piece in self.builder.tail(attempts()):
+            self._hash.update(piece)
         found = read.sha256(CRATE)
         if found is not None and found != self._hash.hexdigest():
             read.findings.append(
@@ -440,6 +462,104 @@ class _CrateCheck:
                     f"sha256 {found}",
                 )
             )
+
+
+def _seen_of(read: BundleReader, names: Iterable[str]) -> dict[str, Any]:
+    """What ``read``'s first reads found of those of ``names`` it has read."""
+    return {n: read._seen[n] for n in names if n in read._seen}
+
+
+@frozen
+class _Read:
+    """What a job's reader found in one stretch of its work: the findings it made (those
+    listed, and how many it counted past the limit max_findings), the first reads it made, and
+    the bytes they read."""
+
+    findings: list[Finding]
+    dropped: int
+    seen: dict[str, Any]
+    spent: int
+
+    def into(self, read: BundleReader, *names: str) -> None:
+        """Make ``read`` as if it had done this stretch itself."""
+        read.findings.extend(self.findings)
+        if isinstance(read.findings, Findings):
+            read.findings.dropped += self.dropped
+        for name, seen in self.seen.items():
+            read._seen.setdefault(name, seen)
+        read._budget -= self.spent
+
+
+class _JobReader:
+    """A job's own reader of the verifier's files, given what the verifier's first reads found
+    of those it has read, and the byte budget it has left; :meth:`stretch` takes what it found
+    since the last stretch."""
+
+    def __init__(
+        self,
+        source: FileSource,
+        limits: Limits,
+        seen: Mapping[str, Any],
+        budget: int | None = None,
+    ) -> None:
+        self.read = BundleReader(source, Findings(limits.max_findings), limits)
+        self.read._seen.update(seen)
+        if budget is not None:
+            self.read._budget = budget
+        self._mark = (0, 0, set(self.read._seen), self.read._budget)
+
+    def stretch(self) -> _Read:
+        findings = self.read.findings
+        assert isinstance(findings, Findings)
+        listed, dropped, seen, budget = self._mark
+        got = _Read(
+            list(findings[listed:]),
+            findings.dropped - dropped,
+            {n: v for n, v in self.read._seen.items() if n not in seen},
+            budget - self.read._budget,
+        )
+        self._mark = (len(findings), findings.dropped, set(self.read._seen), self.read._budget)
+        return got
+
+
+#: What :func:`_mentions` gives.
+_Mentioned = tuple[_Read, list[str]]
+
+
+def _mentions(context: tuple[FileSource, Limits], task: tuple[str, dict[str, Any]]) -> _Mentioned:
+    """A job (:mod:`repro.verify.parallel`): the attempt IDs of a times file's lines, read
+    again (findings about its content are not made twice)."""
+    name, seen = task
+    job = _JobReader(*context, seen)
+    with job.read._repeating():
+        ids = [t for t in job.read.times_ids(name) or () if t is not None]
+    return job.stretch(), ids
+
+
+def _crate_partition(
+    read: BundleReader,
+    builder: CrateBuilder,
+    window: tuple[str, str] | None,
+    partition: Partition,
+    attempts: list[Attempt],
+) -> tuple[bytes, bool]:
+    """The crate's actions of ``partition``'s attempts that ran, joined one by one with the
+    lines of its times file as they are read, and whether they could not all be made: a file
+    that does not parse, or does not hold one line per attempt that ran (in the runs file's
+    order, each ending after it starts), is named and leaves the crate unjudged."""
+    name = layout.times_file(partition.id)
+    lines = read.times_lines(name)
+    if lines is None:
+        return b"", True
+    declared = {e.slot for e in partition.entries if not runs(e)}
+    ran = [a for a in attempts if a.slot not in declared]
+    broken: list[str] = []
+    joined = _joined(read, name, ran, iter(lines), broken, window)
+    # Deflated as they are made: what is held and handed over is a tenth of the actions' bytes.
+    packer = zlib.compressobj(1)
+    made = [packer.compress(piece) for piece in builder.partition(partition.id, joined)]
+    made.append(packer.flush())
+    return b"".join(made), bool(broken)
 
 
 _END = object()
@@ -494,17 +614,71 @@ def _joined(
         broken.append(name)
 
 
+@frozen
+class _PartitionContext:
+    """What every partition's job is given: where the files are, the limits, the protocol, the
+    record checks (none run yet) and the crate's builder and window (None without a crate to
+    re-derive)."""
+
+    source: FileSource
+    limits: Limits
+    fp: FrozenProtocol
+    checks: _RecordChecks
+    builder: CrateBuilder | None
+    window: tuple[str, str] | None
+
+
+@frozen
+class _PartitionTask:
+    """One partition's job: its reference in the seal, whether it is the first, what the
+    verifier's first reads found of its files, and the byte budget left."""
+
+    ref: PartitionRef
+    first: bool
+    seen: dict[str, Any]
+    budget: int
+
+
+@frozen
+class _PartitionDone:
+    """What one partition's job found: its reading (partition, checkpoint and runs file), the
+    record checks' findings and counts, what verify keeps of it (None when a file did not
+    parse), and, when the crate is re-derived and the runs parsed, the crate's reading (its
+    times file), the crate's bytes of its actions and whether they could not all be made."""
+
+    read: _Read
+    checks: tuple[list[Finding], dict[str, int]]
+    kept: _PartitionRuns | None
+    crate: tuple[_Read, bytes, bool] | None
+
+
+def _partition_job(context: _PartitionContext, task: _PartitionTask) -> _PartitionDone:
+    """A job (:mod:`repro.verify.parallel`): read one partition and its runs file (and, in
+    stream mode, its checkpoint), tally its runs and make its part of the crate."""
+    job = _JobReader(context.source, context.limits, task.seen, task.budget)
+    checks = context.checks.fresh()
+    got = _partition_runs(job.read, context.fp, task.ref, task.first, checks)
+    reading = job.stretch()
+    crate = None
+    if got is not None and context.builder is not None:
+        part, _, attempts = got
+        made, broken = _crate_partition(job.read, context.builder, context.window, part, attempts)
+        crate = (job.stretch(), made, broken)
+    return _PartitionDone(
+        reading, (checks.findings, checks.counts), None if got is None else got[1], crate
+    )
+
+
 def _partition_runs(
     read: BundleReader,
     fp: FrozenProtocol,
     ref: PartitionRef,
     first: bool,
     checks: _RecordChecks,
-    crate: _CrateCheck | None,
-) -> _PartitionRuns | None:
+) -> tuple[Partition, _PartitionRuns, list[Attempt]] | None:
     """Read one partition and its runs file (and, in stream mode, its checkpoint) and tally its
-    runs; None when either does not parse. Whatever it reads of the partition is let go on
-    return: only the tally is kept."""
+    runs; None when either does not parse. What is held of it is let go once its crate's part
+    is made: only the tally is kept."""
     name = layout.DATA + ref.file
     digest = read.sha256(name)
     if digest is not None and digest != ref.sha256:
@@ -525,9 +699,7 @@ def _partition_runs(
     if part is None or part_sha256 is None or got is None:
         return None
     attempts, contained = got
-    if crate is not None:
-        crate.partition(read, part, attempts)
-    return _PartitionRuns(
+    kept = _PartitionRuns(
         file=name,
         runs_file=runs_name,
         id=part.id,
@@ -538,6 +710,52 @@ def _partition_runs(
         ),
         contained=contained,
     )
+    return part, kept, attempts
+
+
+class _Resealing:
+    """The plan re-sealed one partition at a time while the partitions' jobs run, so that the
+    verifier does it while it waits for them: a partition is made only once the partitions read
+    hold as many entries as it and those made before it (the bound of ``plan-limit``, which
+    comes later), and only of a protocol that keeps its consistency rules. What it made is used
+    only while each partition is the one read (:func:`_reseal` makes the rest, and all of them
+    again, naming the differences, when one differs or the making raised)."""
+
+    def __init__(self, protocol: Protocol) -> None:
+        self._per = protocol.runs_per_condition
+        self.refs: list[PartitionRef] = []
+        self._made: Iterator[Partition] = iter(())
+        self._entries = self._read = 0
+        self.usable = True
+        try:
+            check_consistency(protocol)
+            self._made = plan.partitions(protocol)
+        except Exception:  # named, or raised again, where the verifier checks it
+            self.usable = False
+
+    def advance(self, kept: list[_PartitionRuns]) -> None:
+        """Make the partitions the entries read so far allow (``kept``: those read)."""
+        self._read += kept[-1].entries if kept else 0
+        while self.usable and self._entries + self._per <= self._read:
+            try:
+                expected = next(self._made, None)
+                if expected is None:
+                    return
+                ref = plan.partition_ref(expected)
+            except Exception:  # raised again where _reseal makes it
+                self.usable = False
+                return
+            index = len(self.refs)
+            if index >= len(kept) or ref.sha256 != kept[index].sha256:
+                self.usable = False
+                return
+            self.refs.append(ref)
+            self._entries += len(expected.entries)
+            del expected
+
+    def rest(self) -> Iterator[Partition]:
+        """The partitions not made yet."""
+        return self._made
 
 
 def _reseal(
@@ -547,13 +765,18 @@ def _reseal(
     sources: tuple[Source, ...],
     kept: list[_PartitionRuns],
     seal: Seal,
+    resealing: _Resealing | None = None,
 ) -> list[PartitionRef]:
     """Re-seal the plan one partition at a time and compare the seal, then each partition, with
     its re-derivation; a partition that differs is read again to name the differences. Returns
-    the re-derived partitions' references."""
-    refs = []
+    the re-derived partitions' references. The first partitions come from ``resealing`` where
+    it made them, each the one read."""
+    refs: list[PartitionRef] = []
+    made: Iterator[Partition] = plan.partitions(protocol)
+    if resealing is not None and resealing.usable:
+        refs, made = list(resealing.refs), resealing.rest()
     partition_findings: list[Finding] = []
-    for index, expected in enumerate(plan.partitions(protocol)):
+    for index, expected in enumerate(made, start=len(refs)):
         refs.append(plan.partition_ref(expected))
         if index < len(kept) and refs[-1].sha256 != kept[index].sha256:
             with read._repeating():
@@ -730,34 +953,112 @@ def _crate_version(read: BundleReader) -> int | None:
 
 
 def _read_partitions(
-    read: BundleReader, stored: Stored, fp: FrozenProtocol, seal: Seal, checks: _RecordChecks
+    read: BundleReader,
+    stored: Stored,
+    fp: FrozenProtocol,
+    seal: Seal,
+    checks: _RecordChecks,
+    jobs: Jobs,
+    resealing: _Resealing,
 ) -> list[_PartitionRuns] | None:
-    """Read and tally every sealed partition in order, building the crate's re-derivation on
-    the way, and name each partitioned file the seal does not name; None when a partition does
-    not read."""
+    """Read and tally every sealed partition, each by a job, building the crate's
+    re-derivation on the way (and re-sealing the plan by ``resealing`` as they come), and name
+    each partitioned file the seal does not name; None when a partition does not read. The
+    jobs' findings are taken in sealed order, as one reader reading the partitions in turn
+    would make them: a partition's crate part only while the crate is whole."""
     crate = _crate_check(read, stored, fp, seal)
+    context = _PartitionContext(
+        read.source,
+        read.limits,
+        fp,
+        checks.fresh(),
+        None if crate is None else crate.builder,
+        None if crate is None else crate.window,
+    )
+    stream = fp.protocol.seeding.mode == "stream"
+
+    def tasks() -> Iterator[_PartitionTask]:
+        for ref in seal.partitions:
+            names = [layout.DATA + ref.file, *layout.partition_files(ref.id, stream)[1:]]
+            yield _PartitionTask(
+                ref, ref is seal.partitions[0], _seen_of(read, names), read._budget
+            )
+
+    def mentions() -> Iterator[tuple[str, dict[str, Any]]]:
+        # Given after the partitions' jobs, to run while the last of them do (their results
+        # are taken only if the crate is whole once every partition is read).
+        for ref in seal.partitions if crate is not None else ():
+            name = layout.times_file(ref.id)
+            yield name, _seen_of(read, [name])
+
+    count = len(seal.partitions)
+    every: Iterator[_PartitionTask | tuple[str, dict[str, Any]]] = itertools.chain(
+        tasks(), mentions()
+    )
+    results = jobs.ordered(_partition_or_mentions, context, every)
+    try:
+        kept = _merge_partitions(read, itertools.islice(results, count), checks, crate, resealing)
+        _not_in_seal(read, seal, stream)
+        if crate is not None and kept is not None:
+            names = [layout.times_file(ref.id) for ref in seal.partitions]
+            crate.finish(read, zip(names, cast(Iterator[_Mentioned], results), strict=True))
+    finally:
+        results.close()
+    return kept
+
+
+def _partition_or_mentions(
+    context: _PartitionContext, task: _PartitionTask | tuple[str, dict[str, Any]]
+) -> _PartitionDone | _Mentioned:
+    """A job (:mod:`repro.verify.parallel`): a partition's (:func:`_partition_job`), or the
+    mentions of a times file (:func:`_mentions`)."""
+    if isinstance(task, _PartitionTask):
+        return _partition_job(context, task)
+    return _mentions((context.source, context.limits), task)
+
+
+def _merge_partitions(
+    read: BundleReader,
+    results: Iterable[_PartitionDone | _Mentioned],
+    checks: _RecordChecks,
+    crate: _CrateCheck | None,
+    resealing: _Resealing,
+) -> list[_PartitionRuns] | None:
+    """Take each partition's job's findings in sealed order, as one reader reading the
+    partitions in turn would make them (a partition's crate part only while the crate is
+    whole), and re-seal the plan as they come; what verify keeps of the partitions, or None
+    when one did not read."""
     kept: list[_PartitionRuns] = []
     complete = True
-    stream = fp.protocol.seeding.mode == "stream"
-    expected_files = {layout.SEAL}
-    for ref in seal.partitions:
-        partition_runs = _partition_runs(read, fp, ref, ref is seal.partitions[0], checks, crate)
-        expected_files |= {
-            layout.DATA + ref.file,
-            *layout.partition_files(ref.id, stream)[1:],
-        }
-        if partition_runs is None:
+    for done in results:
+        assert isinstance(done, _PartitionDone)
+        done.read.into(read)
+        checks.merge(*done.checks)
+        if done.crate is not None and crate is not None and crate.whole:
+            reading, made, broken = done.crate
+            reading.into(read)
+            crate.add(made, broken)
+        if done.kept is None:
             complete = False
         else:
-            kept.append(partition_runs)
+            kept.append(done.kept)
+        # Let this partition's crate part go before the next one is made.
+        del done
+        if complete:
+            resealing.advance(kept)
+    return kept if complete else None
+
+
+def _not_in_seal(read: BundleReader, seal: Seal, stream: bool) -> None:
+    """Name each partitioned file the seal does not name."""
+    expected_files = {layout.SEAL}
+    for ref in seal.partitions:
+        expected_files |= {layout.DATA + ref.file, *layout.partition_files(ref.id, stream)[1:]}
     for name in sorted(n for n in read.files if layout.is_partitioned(n)):
         if name not in expected_files:
             read.findings.append(
                 Finding("not-in-seal", name, "file not named by the seal", "absent", "present")
             )
-    if crate is not None and complete:
-        crate.finish(read, [ref.id for ref in seal.partitions])
-    return kept if complete else None
 
 
 def _plan_problem(protocol: Protocol, kept: list[_PartitionRuns]) -> Finding | None:
@@ -798,13 +1099,14 @@ def _plan_tally(
     ledger: Ledger,
     kept: list[_PartitionRuns],
     checks: _RecordChecks,
+    resealing: _Resealing | None = None,
 ) -> RunTally | None:
     """Re-seal the plan, and tally the runs of the whole plan: the partitions' tallies added up
     when every partition is the one the protocol seals and every record is in its own
     partition's runs file with the attempt ID its slot and number give (then no slot and no
     attempt ID is in two partitions); otherwise (a changed bundle) everything read again and
     tallied together."""
-    refs = _reseal(read, fp.protocol, fp.sha256, ledger.sources, kept, seal)
+    refs = _reseal(read, fp.protocol, fp.sha256, ledger.sources, kept, seal, resealing)
     sealed = len(refs) == len(kept) and all(
         ref.sha256 == k.sha256 and k.contained for ref, k in zip(refs, kept, strict=True)
     )
@@ -888,7 +1190,7 @@ def _resamples_over(protocol: Protocol, limit: int) -> list[Finding]:
     return over
 
 
-def check_content(read: BundleReader, limits: Limits) -> Stored:
+def check_content(read: BundleReader, limits: Limits, jobs: Jobs | None = None) -> Stored:
     """Parse every payload file, check the joins and compare each stored derivation with its
     re-derivation, adding findings to ``read.findings``; return what was parsed.
 
@@ -912,14 +1214,15 @@ def check_content(read: BundleReader, limits: Limits) -> Stored:
         protocol,
         ledger.adapter if ledger is not None else None,
     )
-    kept = _read_partitions(read, stored, fp, seal, checks)
+    resealing = _Resealing(protocol)
+    kept = _read_partitions(read, stored, fp, seal, checks, jobs or Jobs(1, False), resealing)
     if kept is None or ledger is None:
         return stored
     problem = _plan_problem(protocol, kept)
     if problem is not None:
         read.findings.append(problem)
         return stored
-    runs = _plan_tally(read, fp, seal, ledger, kept, checks)
+    runs = _plan_tally(read, fp, seal, ledger, kept, checks, resealing)
     if runs is None:
         return stored
     read.findings.extend(_join_findings(runs))

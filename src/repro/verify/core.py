@@ -24,6 +24,11 @@ scanned; the partitions and runs files, whose size grows with the plan, are read
 are parsed (a file that changed in between is named), run records one line at a time, and each
 partition's runs are reduced to their tally (:mod:`repro.derive.tally`) before the next partition is
 read. The derivations are those ``repro study`` ran, on the same tally.
+
+The first reads and the partitions are read as jobs (:mod:`~repro.verify.parallel`), on as many
+cores as the process may run on; each job reads through a reader of its own, and what each finds
+is taken in sealed order, as one reader reading them in turn would have found it, so that the
+findings are the same whatever the number of jobs.
 """
 
 from __future__ import annotations
@@ -54,7 +59,7 @@ from repro.models import (
     Seal,
     Tiers,
 )
-from repro.verify import packed, walk
+from repro.verify import packed, parallel, walk
 from repro.verify.content import Stored, check_content
 from repro.verify.findings import Finding, Findings
 from repro.verify.integrity import check_integrity
@@ -98,12 +103,15 @@ class Verification:
 
 
 def verification(
-    root: Path, trusted_keys: Sequence[PublicKey] = (), limits: Limits = Limits()
+    root: Path,
+    trusted_keys: Sequence[PublicKey] = (),
+    limits: Limits = Limits(),
+    jobs: int | None = None,
 ) -> Verification:
     """Verify the bundle at ``root`` as :func:`verify` does, checking its signatures against
     ``trusted_keys`` (:mod:`repro.verify.signatures`; without any, each signature is listed as
     not checked): its findings, and each signature file's status."""
-    return _verification(root, limits, trusted_keys)
+    return _verification(root, limits, trusted_keys, jobs)
 
 
 def read_signatures(
@@ -132,7 +140,13 @@ def _listed(root: Path, limits: Limits, findings: list[Finding]) -> tuple[Listin
     return listing, DirectorySource({name: root / name for name in listing.sizes})
 
 
-def _verification(root: Path, limits: Limits, trusted: Sequence[PublicKey] = ()) -> Verification:
+def _verification(
+    root: Path, limits: Limits, trusted: Sequence[PublicKey] = (), jobs: int | None = None
+) -> Verification:
+    try:
+        asked = parallel.requested_jobs(jobs)
+    except ValueError as exc:
+        raise BadInput(str(exc)) from None
     # The schemas are consulted only to name what the models refuse, but read now: once verify
     # reads the bundle, the only files it opens are the bundle's.
     for kind in schemas.SCHEMAS:
@@ -151,10 +165,25 @@ def _verification(root: Path, limits: Limits, trusted: Sequence[PublicKey] = ())
         return Verification(findings.close(), [])
     findings[:0] = unfinished(listing)
     read = BundleReader(source, findings, limits)
-    check_integrity(listing, read, findings)
-    stored = None
+    pool = parallel.Jobs.choose(
+        asked, sum(listing.sizes.values()), isinstance(source, DirectorySource)
+    )
     try:
-        stored = check_content(read, limits)
+        read.prefetch(pool, listing.sizes)
+        check_integrity(listing, read, findings)
+        stored = _content(read, limits, pool, findings)
+    finally:
+        pool.close()
+    signatures = check_signatures(listing, read, stored, trusted, limits, findings)
+    return Verification(findings.close(), signatures, read, stored)
+
+
+def _content(
+    read: BundleReader, limits: Limits, pool: parallel.Jobs, findings: Findings
+) -> Stored | None:
+    """Stage 3, whatever the re-derivations raise."""
+    try:
+        return check_content(read, limits, pool)
     except Exception as exc:
         # The re-derivations run repro's statistics and judgement on whatever schema-valid values
         # the files hold (a sum that overflows, a degenerate sample). Whatever they raise, the
@@ -168,18 +197,19 @@ def _verification(root: Path, limits: Limits, trusted: Sequence[PublicKey] = ())
                 f"{type(exc).__name__}: {exc}"[:200],
             )
         )
-    signatures = check_signatures(listing, read, stored, trusted, limits, findings)
-    return Verification(findings.close(), signatures, read, stored)
+        return None
 
 
-def verify(root: Path, limits: Limits = Limits()) -> list[Finding]:
+def verify(root: Path, limits: Limits = Limits(), jobs: int | None = None) -> list[Finding]:
     """Every finding for the bundle at ``root`` (a directory, or a packed bundle: a zip or tar
     file); empty when it verifies. Raises :class:`BadInput` when ``root`` is neither (a symlink
     to one is not), or is not a bundle: it holds none of the BagIt tag files, of which a study
     writes bagit.txt first. Whatever else the tree holds, every problem is a finding. When the
     root is an unfinished study (bagit.txt or another tag file, but no tag manifest), the first
-    finding says so (:attr:`Finding.incomplete`)."""
-    return _verification(root, limits).findings
+    finding says so (:attr:`Finding.incomplete`). ``jobs``: how many jobs verify runs at a
+    time (:mod:`~repro.verify.parallel`; by default the cores it has), which changes nothing of
+    the findings."""
+    return _verification(root, limits, jobs=jobs).findings
 
 
 @frozen

@@ -11,7 +11,7 @@ import types
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Literal, TypeVar, Union, get_args, get_origin, get_type_hints
+from typing import Any, Literal, TypeVar, Union, cast, get_args, get_origin, get_type_hints
 
 import attrs
 import orjson
@@ -30,6 +30,7 @@ from repro.models import (
 )
 from repro.verify.findings import MAX_DIFFS, Finding, Findings, Location
 from repro.verify.limits import Limits
+from repro.verify.parallel import Jobs
 from repro.verify.walk import DirectorySource, NotRegularFile, Opened, Source, os_reason
 
 T = TypeVar("T")
@@ -213,6 +214,17 @@ def _canonical_times(line: bytes) -> AttemptTimes | None:
         return None
 
 
+def _times_id(line: bytes) -> str | None:
+    """The attempt ID of a line of a times file that is canonical and holds three strings
+    under the times' keys, or None for any other line (which then goes the strict way): for
+    reading again a file whose lines were each parsed strictly already (the times' formats are
+    not checked again; a file that changed since is named as changed)."""
+    raw = _canonical_object(line)
+    if raw is None or tuple(raw) != _TIMES_KEYS or not all(type(v) is str for v in raw.values()):
+        return None
+    return raw["attempt_id"]  # type: ignore[no-any-return]
+
+
 class _FirstRead:
     """A file's first read as it goes: its size when opened, the bytes it may have, what was
     read, its digest and disclosure scan, and the blocks kept of a held file."""
@@ -255,6 +267,10 @@ class BundleReader:
         self._notes = findings
         #: Bytes still allowed to be read under ``limits.max_total_bytes``.
         self._budget = limits.max_total_bytes
+        #: First reads done ahead by :meth:`prefetch`, each taken when its file is first read:
+        #: what it found, and the size (the larger of its size when opened and the bytes read)
+        #: the read must be allowed for the result to be the one reading now would give.
+        self._prefetched: dict[str, tuple[_Seen, int]] = {}
 
     @property
     def files(self) -> frozenset[str]:
@@ -374,6 +390,11 @@ class BundleReader:
                 )
             )
             return None
+        ahead = self._prefetched.pop(name, None)
+        if ahead is not None and ahead[1] <= self._allowed(name):
+            # Read whole within what this read may read: the bytes it would read now.
+            self._budget -= ahead[0].size
+            return ahead[0]
         try:
             opened = self.source.open(name)
             try:
@@ -408,11 +429,7 @@ class BundleReader:
         """Read the open file in blocks, hashing and scanning them (and keeping them, for a held
         file), unless its size is past what it may be."""
         held = name in _HELD
-        allowed = min(
-            self.limits.max_held_file_bytes if held else self.limits.max_file_bytes,
-            self.limits.max_file_bytes,
-            self._budget,
-        )
+        allowed = self._allowed(name)
         first = _FirstRead(opened.size, allowed, Scanner(name))
         if opened.size > allowed:
             return first
@@ -430,6 +447,32 @@ class BundleReader:
             first.scanner.feed(block)
             first.final_newline = block.endswith(b"\n")
         return first
+
+    def _allowed(self, name: str) -> int:
+        """Bytes the first read of ``name`` may read now."""
+        return min(
+            self.limits.max_held_file_bytes if name in _HELD else self.limits.max_file_bytes,
+            self.limits.max_file_bytes,
+            self._budget,
+        )
+
+    def prefetch(self, jobs: Jobs, sizes: Mapping[str, int]) -> None:
+        """Read ahead the files ``sizes`` lists (those not held: their bytes are not kept), as
+        many at a time as ``jobs`` runs, hashing and scanning each, so that their first reads
+        later take what was found instead of reading. A result is taken only where the read it
+        stands for may read the whole file then (otherwise the file is read again then, and
+        named as that read finds it); one that failed is not kept, and the file is read then,
+        and named."""
+        if not jobs.processes:
+            return
+        wanted = sorted(
+            (n for n in set(sizes) - _HELD - set(self._seen) if n in self.source.names),
+            key=lambda n: (-sizes[n], n),
+        )
+        context = (self.source, self.limits)
+        for name, got in zip(wanted, jobs.ordered(_read_ahead, context, wanted), strict=True):
+            if got is not None:
+                self._prefetched[name] = got
 
     def _over_limit(self, name: str, size: int, count: int) -> Finding:
         """The finding for a file of ``size`` bytes (``count`` of them read) that is past the
@@ -568,6 +611,14 @@ class BundleReader:
         """The lines of a times/<partition>.jsonl file (see :meth:`json_lines`)."""
         return self.json_lines(name, "attempt-times", AttemptTimes, _canonical_times)
 
+    def times_ids(self, name: str) -> Iterator[str | None] | None:
+        """The attempt IDs of a times/<partition>.jsonl file read again, a line at a time, as
+        :meth:`times_lines` gives them, the lines :func:`_times_id` reads the quick way."""
+        lines = self.json_lines(name, "attempt-times", AttemptTimes, cast(Any, _times_id))
+        if lines is None:
+            return None
+        return (v if v is None or isinstance(v, str) else v.attempt_id for v in lines)
+
     def json_lines(
         self, name: str, kind: str, cls: type[T], quick: Callable[[bytes], T | None] | None
     ) -> Iterator[T | None] | None:
@@ -704,3 +755,24 @@ class BundleReader:
                 )
             )
         return value
+
+
+def _read_ahead(context: tuple[Source, Limits], name: str) -> tuple[_Seen, int] | None:
+    """A job (:mod:`repro.verify.parallel`): the first read of ``name`` as a reader with the
+    whole byte budget makes it, and the size the read must be allowed for; None when it did not
+    read the whole file (the reader that takes it then reads it, and names what it finds)."""
+    source, limits = context
+    reader = BundleReader(source, Findings(limits.max_findings), limits)
+    try:
+        opened = source.open(name)
+        try:
+            first = reader._read_open(name, opened)
+        finally:
+            opened.close()
+    except (NotRegularFile, OSError):
+        return None
+    size = max(first.size, first.count)
+    if size > first.allowed:
+        return None
+    seen = _Seen(first.digest.hexdigest(), first.count, first.final_newline, first.scanner.finish())
+    return seen, size

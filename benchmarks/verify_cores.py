@@ -1,0 +1,186 @@
+"""Verify on the cores it has: ``repro verify`` on one core against two, and against a baseline.
+
+Two comparisons, each of fresh subprocesses of this interpreter run alternately (which goes
+first alternates too), medians printed with the load average before and after:
+
+1. The 90,000-run synthetic bundle (9 conditions of 10,000 runs of 100 steps; tests/synthetic.py)
+   verified under ``taskset -c 0`` (one core: verify then runs its jobs in its own process) and
+   ``taskset -c 0,1`` (two: in two workers); the ratio of the medians, and whether ``repro
+   verify --json`` printed the same bytes on one core and on two, for the clean bundle and for
+   a few tampered copies of the 9,000-run one (a step reward changed, a run record dropped, a
+   times line dropped, a partition's entry changed, two runs swapped), each verified on one
+   core and on two.
+2. The 9,000-run bundle verified by this tree and by ``--baseline REV`` (``git archive`` of
+   that commit's ``src`` and ``schemas``), on every core: the ratio of the medians.
+
+::
+
+    uv run python benchmarks/verify_cores.py --baseline 82faab1 [--repeats 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from collections.abc import Callable
+from io import BytesIO
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+ONE, TWO = "0", "0,1"
+
+
+def _generate(root: Path, conditions: int, runs: int, steps: int) -> Path:
+    """Write a synthetic bundle in a process of its own."""
+    code = (
+        "import sys; from pathlib import Path; sys.path.insert(0, sys.argv[1]); "
+        "from synthetic import synthetic_bundle; "
+        "synthetic_bundle(Path(sys.argv[2]), *map(int, sys.argv[3:]))"
+    )
+    arguments = [str(ROOT / "tests"), str(root), str(conditions), str(runs), str(steps)]
+    subprocess.run([sys.executable, "-c", code, *arguments], check=True)
+    return root
+
+
+def tree(ref: str, into: Path) -> Path:
+    """The ``src`` of repro at commit ``ref``, with its ``schemas`` beside it."""
+    archive = subprocess.run(
+        ["git", "-C", str(ROOT), "archive", "--format=tar", ref, "src", "schemas"],
+        check=True,
+        capture_output=True,
+    ).stdout
+    with tarfile.open(fileobj=BytesIO(archive)) as tar:
+        tar.extractall(into, filter="data")
+    return into / "src"
+
+
+def run(src: Path, bundle: Path, cores: str | None) -> tuple[float, int, bytes]:
+    """Wall time, exit status and stdout of ``repro verify --json BUNDLE`` with the repro in
+    ``src``, under ``taskset -c CORES`` when given."""
+    command = [sys.executable, "-m", "repro", "verify", "--json", str(bundle)]
+    if cores is not None:
+        command = ["taskset", "-c", cores, *command]
+    env = {k: v for k, v in os.environ.items() if k != "REPRO_VERIFY_JOBS"}
+    env["PYTHONPATH"] = str(src)
+    start = time.perf_counter()
+    done = subprocess.run(command, env=env, capture_output=True, check=False)
+    return time.perf_counter() - start, done.returncode, done.stdout
+
+
+def load() -> str:
+    """The load averages (1, 5, 15 minutes)."""
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def alternate(
+    sides: dict[str, Callable[[], tuple[float, int, bytes]]], repeats: int
+) -> dict[str, tuple[list[float], set[int], set[bytes]]]:
+    """Run each side ``repeats`` times, alternating which goes first; print each wall time."""
+    seen: dict[str, tuple[list[float], set[int], set[bytes]]] = {
+        name: ([], set(), set()) for name in sides
+    }
+    order = list(sides)
+    for rep in range(repeats):
+        for name in order if rep % 2 == 0 else reversed(order):
+            wall, status, out = sides[name]()
+            seen[name][0].append(wall)
+            seen[name][1].add(status)
+            seen[name][2].add(out)
+            print(f"repeat {rep + 1}: {name:28s} {wall:7.3f} s (exit {status})", flush=True)
+    return seen
+
+
+def tampered(clean: Path, into: Path) -> dict[str, Path]:
+    """Copies of ``clean`` with one change each, which verify must name."""
+
+    def edit(name: str, path: str, change: Callable[[list[bytes]], list[bytes]]) -> None:
+        copy = into / name
+        shutil.copytree(clean, copy)
+        target = copy / path
+        target.write_bytes(b"".join(change(target.read_bytes().splitlines(keepends=True))))
+        out[name] = copy
+
+    out: dict[str, Path] = {}
+    edit(
+        "reward-changed",
+        "data/runs/c03.jsonl",
+        lambda ls: [ls[0].replace(b'"step_rewards":[', b'"step_rewards":[7.5,', 1), *ls[1:]],
+    )
+    edit("record-dropped", "data/runs/c05.jsonl", lambda ls: ls[:10] + ls[11:])
+    edit("times-line-dropped", "data/times/c07.jsonl", lambda ls: ls[:-1])
+    edit(
+        "entry-changed",
+        "data/plans/c02.json",
+        lambda ls: [b"".join(ls).replace(b'"replicate":5,', b'"replicate":6,', 1)],
+    )
+    edit("runs-swapped", "data/runs/c01.jsonl", lambda ls: [ls[1], ls[0], *ls[2:]])
+    return out
+
+
+def main() -> int:
+    """Generate the bundles, run both comparisons, print the medians and ratios."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--baseline", default="HEAD", help="the commit before (default: HEAD)")
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--steps", type=int, default=100)
+    args = parser.parse_args()
+    src = ROOT / "src"
+    failed = False
+    with tempfile.TemporaryDirectory() as tmp:
+        base = Path(tmp)
+        small = _generate(base / "r1000", 9, 1000, args.steps)
+        large = _generate(base / "r10000", 9, 10000, args.steps)
+        baseline = tree(args.baseline, base / "baseline")
+
+        print(f"load average before: {load()}")
+        cores = alternate(
+            {
+                "90,000 runs, taskset -c 0": lambda: run(src, large, ONE),
+                "90,000 runs, taskset -c 0,1": lambda: run(src, large, TWO),
+            },
+            args.repeats,
+        )
+        print(f"load average after: {load()}")
+        one, two = (statistics.median(c[0]) for c in cores.values())
+        outputs = [c[2] for c in cores.values()]
+        same = len(outputs[0] | outputs[1]) == 1
+        print(f"90,000 runs: 1 core median {one:.3f} s, 2 cores median {two:.3f} s")
+        print(f"speed-up (1 core / 2 cores): {one / two:.2f} (target >= 1.7)")
+        print(f"--json output the same on 1 and 2 cores, clean bundle: {same}")
+        failed |= not same or any(c[1] != {0} for c in cores.values())
+
+        for name, bundle in tampered(small, base / "tampered").items():
+            _, status1, out1 = run(src, bundle, ONE)
+            _, status2, out2 = run(src, bundle, TWO)
+            findings = out1.count(b'"code"')
+            print(
+                f"tampered ({name}): exit {status1} / {status2}, {findings} finding(s), "
+                f"--json the same on 1 and 2 cores: {out1 == out2}"
+            )
+            failed |= out1 != out2 or status1 != 1 or status2 != 1
+
+        print(f"load average before: {load()}")
+        walls = alternate(
+            {
+                f"9,000 runs, baseline {args.baseline}": lambda: run(baseline, small, None),
+                "9,000 runs, this tree": lambda: run(src, small, None),
+            },
+            args.repeats,
+        )
+        print(f"load average after: {load()}")
+        before, after = (statistics.median(w[0]) for w in walls.values())
+        print(f"9,000 runs: baseline median {before:.3f} s, this tree median {after:.3f} s")
+        print(f"ratio (this tree / baseline): {after / before:.2f} (target <= 0.5)")
+        failed |= any(w[1] != {0} for w in walls.values())
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,148 @@
+"""How verify uses the cores it has: the per-file and per-partition work of a verification run
+as jobs, in worker processes (forked, so they start with what the verifier has imported and
+read so far) or in this process, with results taken in the order the jobs were given.
+
+A job is a pure function of its task and of the context given with it: it reads the bundle's
+files through a reader of its own and returns what it found (findings included), which the
+verifier merges in sealed order. The same jobs run, and are merged the same way, whether they
+run here or in workers, so the findings do not depend on the number of jobs nor on which job
+ends first. At most a few tasks per worker are in flight at a time, so what is held while they
+run does not grow with the number of files or partitions.
+
+The number of jobs is the cores this process may run on (``os.sched_getaffinity``: ``taskset
+-c 0`` gives one), unless ``REPRO_VERIFY_JOBS`` or ``repro verify --jobs`` says otherwise.
+Worker processes are used only where they can pay for themselves: a bundle directory (a packed
+bundle is read from one open archive), a process running no other thread (forking one that does
+can deadlock the child), and, unless the number of jobs was asked for, a bundle of at least
+:data:`WORTH_BYTES`."""
+
+from __future__ import annotations
+
+import gc
+import os
+import pickle
+import threading
+from collections import deque
+from collections.abc import Callable, Generator, Iterable
+from typing import Any, TypeVar
+
+__all__ = ["ENV", "WORTH_BYTES", "Jobs", "available_cores", "requested_jobs"]
+
+#: The environment variable that sets the number of jobs (a positive integer).
+ENV = "REPRO_VERIFY_JOBS"
+#: Bytes of a bundle below which verify runs its jobs in this process unless told otherwise:
+#: starting workers costs more than such a bundle's work.
+WORTH_BYTES = 4 << 20
+#: Tasks given to each worker ahead of the result being waited for.
+_AHEAD = 2
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+#: The context of the jobs running in this process, by the token it was given with: a worker
+#: unpickles a context once, and keeps only the latest.
+_CONTEXTS: dict[int, Any] = {}
+
+
+def available_cores() -> int:
+    """The cores this process may run on."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # not on every platform
+        return max(1, os.cpu_count() or 1)
+
+
+def requested_jobs(jobs: int | None) -> int | None:
+    """The number of jobs asked for: ``jobs``, else ``REPRO_VERIFY_JOBS``; None when neither
+    says (then :class:`Jobs` decides). A value that is not a positive integer is refused."""
+    if jobs is None:
+        text = os.environ.get(ENV, "").strip()
+        if not text:
+            return None
+        try:
+            jobs = int(text)
+        except ValueError:
+            raise ValueError(f"{ENV}={text!r}: not a positive integer") from None
+    if jobs < 1:
+        raise ValueError(f"jobs: {jobs} is not a positive integer")
+    return jobs
+
+
+def _run(job: Callable[[Any, T], R], token: int, context: bytes, task: T) -> R:
+    """A job in a worker, with its context unpickled on first use."""
+    found = _CONTEXTS.get(token)
+    if found is None:
+        _CONTEXTS.clear()
+        found = _CONTEXTS[token] = pickle.loads(context)
+    return job(found, task)
+
+
+class Jobs:
+    """Where a verification runs its jobs: ``count`` worker processes, started on first use,
+    or this process (``count`` 1, or ``processes`` False). Close it when done."""
+
+    def __init__(self, count: int, processes: bool) -> None:
+        self.count = count
+        self.processes = processes and count > 1 and threading.active_count() == 1
+        self._pool: Any = None
+        self._token = 0
+
+    @classmethod
+    def choose(cls, jobs: int | None, size: int, directory: bool) -> Jobs:
+        """The jobs for a bundle of ``size`` bytes (a directory or not), ``jobs`` as asked for
+        (see :func:`requested_jobs`)."""
+        asked = requested_jobs(jobs)
+        count = asked if asked is not None else available_cores()
+        worth = asked is not None or size >= WORTH_BYTES
+        return cls(count, directory and worth)
+
+    def _executor(self) -> Any:
+        if self._pool is None:
+            import multiprocessing
+            from concurrent.futures import ProcessPoolExecutor
+
+            # What is there when the workers are forked is theirs too, never collected there:
+            # the collector of a worker then neither walks it nor copies its pages by touching
+            # them.
+            gc.freeze()
+            try:
+                self._pool = ProcessPoolExecutor(
+                    max_workers=self.count, mp_context=multiprocessing.get_context("fork")
+                )
+                self._pool.submit(int).result()  # the workers start with the first task
+            finally:
+                gc.unfreeze()
+        return self._pool
+
+    def ordered(
+        self, job: Callable[[Any, T], R], context: Any, tasks: Iterable[T]
+    ) -> Generator[R, None, None]:
+        """``job(context, task)`` for each task, in the order of ``tasks``. In workers, a few
+        tasks per worker are in flight ahead of the one whose result is taken; stopping early
+        cancels those not started. ``job`` must be a module-level function, and the context
+        and each task picklable."""
+        if not self.processes:
+            for task in tasks:
+                yield job(context, task)
+            return
+        pool = self._executor()
+        self._token += 1
+        token, blob = self._token, pickle.dumps(context, protocol=pickle.HIGHEST_PROTOCOL)
+        pending: deque[Any] = deque()
+        source = iter(tasks)
+        try:
+            for task in source:
+                pending.append(pool.submit(_run, job, token, blob, task))
+                if len(pending) >= self.count * _AHEAD:
+                    yield pending.popleft().result()
+            while pending:
+                yield pending.popleft().result()
+        finally:
+            for future in pending:
+                future.cancel()
+
+    def close(self) -> None:
+        """Stop the workers, if any were started."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
