@@ -7,6 +7,7 @@ help names them.
 from __future__ import annotations
 
 import functools
+import gc
 import importlib.metadata
 import importlib.util
 import inspect
@@ -1246,8 +1247,17 @@ def show(
 
 
 def main() -> None:
-    """Console-script entry point."""
-    app()
+    """Console-script entry point.
+
+    Whatever way the command ends, the objects it made are frozen out of the cyclic garbage
+    collector's reach first: at the interpreter's end they are all garbage at once, and the
+    collector's last passes over them (its modules, their classes and schemas, what the command
+    read) would cost a tenth of a second of every command, as long as a small verify. Their
+    memory goes back with the process; files are closed and atexit handlers run as before."""
+    try:
+        app()
+    finally:
+        gc.freeze()
 
 
 if __name__ == "__main__":
