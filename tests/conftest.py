@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from browser import chromium_or_skip
+from fresh_verifier import FreshVerifier
 from guarantees import FIGURES
 from repro.execute.studies import Backend, LocalWorkers, prepare, study
 
@@ -159,6 +160,17 @@ def study_once(
     path = base / "protocol.json"
     path.write_text(json.dumps(protocol), "utf-8")
     return run_study(path, base / "bundle")
+
+
+@pytest.fixture(scope="session")
+def fresh_verifier() -> Iterator[FreshVerifier]:
+    """A verifier in a fresh process that runs no other thread (tests/fresh_verifier.py): where
+    verify's worker processes can be forked, and a traced peak is verify's alone."""
+    verifier = FreshVerifier()
+    try:
+        yield verifier
+    finally:
+        verifier.close()
 
 
 @pytest.fixture(scope="session")

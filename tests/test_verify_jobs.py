@@ -10,6 +10,7 @@ import random
 import shutil
 import subprocess
 import sys
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ from hypothesis import strategies as st
 
 from corpus_findings import EXTRA, base_files
 from forge import reseal
+from fresh_verifier import FreshVerifier
 from repro.errors import BadInput
 from repro.json import canonical
 from repro.verify import parallel, verify
@@ -33,12 +35,13 @@ def _pid(context: None, task: int) -> int:
     return os.getpid()
 
 
-def _both(root: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """The findings of verify on ``root`` with one job and with two (in two workers)."""
-    return (
-        [f.as_dict() for f in verify(root, jobs=1)],
-        [f.as_dict() for f in verify(root, jobs=2)],
-    )
+def _both(root: Path, fresh: FreshVerifier) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The findings of verify on ``root`` with one job, in this process, and with two, in two
+    worker processes of a fresh process (this one may run other threads, and then verify forks
+    no worker: tests/fresh_verifier.py)."""
+    two = fresh.ask(verify=str(root), jobs=2)
+    assert two["workers"], "the jobs ran in worker processes"
+    return [f.as_dict() for f in verify(root, jobs=1)], two["findings"]
 
 
 @pytest.fixture(scope="module")
@@ -56,18 +59,28 @@ def base() -> Base:
 class TestJobs:
     """How many jobs, and where they run."""
 
-    def test_workers_are_other_processes(self) -> None:
-        """With two jobs asked for, the jobs run in two worker processes, not in this one, and
-        their results come in the order the tasks were given (so the comparisons below compare
-        workers with this process)."""
-        jobs = parallel.Jobs.choose(2, 0, directory=True)
+    def test_workers_are_other_processes(self, fresh_verifier: FreshVerifier) -> None:
+        """In a process running no other thread, with two jobs asked for, the jobs run in two
+        worker processes, not in that one (so the comparisons below compare workers with this
+        process)."""
+        answer = fresh_verifier.ask(pids=2)
+        assert answer["workers"]
+        assert answer["self"] not in answer["pids"]
+        assert 1 <= len(set(answer["pids"])) <= 2
+
+    def test_no_workers_beside_other_threads(self) -> None:
+        """In a process that runs another thread, verify forks no worker (a fork copies the
+        locks other threads hold): its jobs run in that process, whatever was asked."""
+        release = threading.Event()
+        other = threading.Thread(target=release.wait)
+        other.start()
         try:
-            assert jobs.processes
-            pids = list(jobs.ordered(_pid, None, range(16)))
+            jobs = parallel.Jobs.choose(2, parallel.WORTH_BYTES, directory=True)
+            assert not jobs.processes
+            assert set(jobs.ordered(_pid, None, range(3))) == {os.getpid()}
         finally:
-            jobs.close()
-        assert os.getpid() not in pids
-        assert 1 <= len(set(pids)) <= 2
+            release.set()
+            other.join()
 
     def test_one_job_runs_here(self) -> None:
         """With one job, the jobs run in this process."""
@@ -75,16 +88,15 @@ class TestJobs:
         assert not jobs.processes
         assert set(jobs.ordered(_pid, None, range(3))) == {os.getpid()}
 
-    def test_default_is_the_cores_it_may_run_on(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        """Without --jobs nor REPRO_VERIFY_JOBS, the number of jobs is the number of cores this
-        process may run on; workers only for a bundle directory of WORTH_BYTES or more."""
-        monkeypatch.delenv(parallel.ENV, raising=False)
-        cores = len(os.sched_getaffinity(0))
-        big = parallel.Jobs.choose(None, parallel.WORTH_BYTES, directory=True)
-        assert big.count == cores
-        assert big.processes == (cores > 1)
-        assert not parallel.Jobs.choose(None, parallel.WORTH_BYTES - 1, directory=True).processes
-        assert not parallel.Jobs.choose(None, parallel.WORTH_BYTES, directory=False).processes
+    def test_default_is_the_cores_it_may_run_on(self, fresh_verifier: FreshVerifier) -> None:
+        """Without --jobs nor REPRO_VERIFY_JOBS, in a process running no other thread, the
+        number of jobs is the number of cores the process may run on; workers only for a bundle
+        directory of WORTH_BYTES or more."""
+        big = fresh_verifier.ask(choose=[None, parallel.WORTH_BYTES, True])
+        assert big["count"] == big["cores"]
+        assert big["workers"] == (big["cores"] > 1)
+        for small in ([None, parallel.WORTH_BYTES - 1, True], [None, parallel.WORTH_BYTES, False]):
+            assert not fresh_verifier.ask(choose=small)["workers"]
 
     def test_taskset_one_core(self, clean: Path) -> None:
         """Under ``taskset -c 0`` verify sees one core; the JSON output is the same as with
@@ -124,35 +136,41 @@ class TestJobs:
 class TestSameFindings:
     """The findings with one job and with two are the same, in the same order."""
 
-    def test_clean(self, clean: Path) -> None:
+    def test_clean(self, clean: Path, fresh_verifier: FreshVerifier) -> None:
         """A clean bundle verifies with one job and with two."""
-        assert _both(clean) == ([], [])
+        assert _both(clean, fresh_verifier) == ([], [])
 
     @pytest.mark.parametrize("index", range(0, 1000, 25))
-    def test_corpus_case(self, index: int, base: Base, tmp_path: Path) -> None:
+    def test_corpus_case(
+        self, index: int, base: Base, tmp_path: Path, fresh_verifier: FreshVerifier
+    ) -> None:
         """Every 25th case of the tamper corpus (tests/test_corpus.py) on its base bundle."""
         root, outside = tmp_path / "bundle", tmp_path / "outside"
         outside.mkdir()
         _materialise(base.files, root)
         case = CORPUS[index]
         TAMPER[case.kind](root, random.Random(case.seed), base, outside)
-        one, two = _both(root)
+        one, two = _both(root, fresh_verifier)
         assert one, "a tampered case has findings"
         assert one == two
 
     @pytest.mark.parametrize("name", sorted(EXTRA))
-    def test_further_case(self, name: str, base: Base, tmp_path: Path) -> None:
+    def test_further_case(
+        self, name: str, base: Base, tmp_path: Path, fresh_verifier: FreshVerifier
+    ) -> None:
         """The further cases of tests/corpus_findings.py (records and partitions out of their
         place: the whole plan read again)."""
         root = tmp_path / "bundle"
         _materialise(base.files, root)
         EXTRA[name](root)
         reseal(root)
-        one, two = _both(root)
+        one, two = _both(root, fresh_verifier)
         assert one
         assert one == two
 
-    def test_capped_kinds_across_partitions(self, clean: Path, tmp_path: Path) -> None:
+    def test_capped_kinds_across_partitions(
+        self, clean: Path, tmp_path: Path, fresh_verifier: FreshVerifier
+    ) -> None:
         """Measures that are not their step rewards' sum, in every partition: at most MAX_DIFFS
         of them are named in all, the first ones in sealed order, with two jobs as with one."""
         root = tmp_path / "bundle"
@@ -162,7 +180,7 @@ class TestSameFindings:
             changed = [canonical.dumps({**json.loads(line), "measure": 1e6}) for line in lines]
             runs.write_bytes(b"".join(changed))
         reseal(root)
-        one, two = _both(root)
+        one, two = _both(root, fresh_verifier)
         assert one == two
         named = [f for f in one if f["code"] == "measure-not-sum"]
         assert len(named) == MAX_DIFFS
@@ -174,7 +192,13 @@ class TestSameFindings:
         suppress_health_check=[HealthCheck.function_scoped_fixture],
     )
     @given(data=st.data())
-    def test_edits(self, clean: Path, tmp_path_factory: pytest.TempPathFactory, data: Any) -> None:
+    def test_edits(
+        self,
+        clean: Path,
+        tmp_path_factory: pytest.TempPathFactory,
+        fresh_verifier: FreshVerifier,
+        data: Any,
+    ) -> None:
         """Random edits of a bundle with times and crate: lines dropped, swapped, duplicated
         or changed in a partition's files, a file deleted; with or without the manifests made
         again to match."""
@@ -194,7 +218,7 @@ class TestSameFindings:
             EDITS[edit](path, data)
         if data.draw(st.booleans(), label="manifests made again"):
             reseal(root)
-        one, two = _both(root)
+        one, two = _both(root, fresh_verifier)
         assert one == two
 
 

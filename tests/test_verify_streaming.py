@@ -4,11 +4,8 @@ the number of partitions."""
 
 from __future__ import annotations
 
-import gc
 import json
 import re
-import tracemalloc
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +21,7 @@ from corpus_findings import (
     case_names,
     older_findings,
 )
+from fresh_verifier import FreshVerifier
 from guarantees import record
 from repro.derive.tally import Attempt, merge, tally
 from repro.json import canonical
@@ -539,20 +537,6 @@ class TestReadAgain:
         )
 
 
-def _peak(action: Callable[[], object]) -> int:
-    """The most memory ``action`` allocated at once. A full collection first: it also empties
-    CPython's free lists, which would otherwise serve some of the allocations untraced, so that
-    the peak would depend on what ran before (run to run, some 350 KiB of the same verify's
-    allocations came and went that way)."""
-    gc.collect()
-    tracemalloc.start()
-    try:
-        action()
-        return tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
-
-
 @pytest.fixture(scope="module")
 def bundles(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """Synthetic bundles of 500 runs per condition: 4 conditions of 20 and of 400 steps, and 32
@@ -567,31 +551,36 @@ def bundles(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 class TestMemory:
     """What verify holds grows with one partition's slots and a float per valid run, not with
-    the steps of a run or the number of partitions."""
+    the steps of a run or the number of partitions. Measured in a fresh process with all its
+    jobs in it (tests/fresh_verifier.py): what this process's other threads allocate would be
+    traced too, and jobs in worker processes would not be. (benchmarks/verify_memory.py measures
+    the resident memory of a verify with its workers.)"""
 
-    def _verified_peak(self, root: Path) -> int:
-        assert verify(root) == []  # and warm: imports and caches are not the bundle's
-        findings: list[Finding] = []
-        peak = _peak(lambda: findings.extend(verify(root)))
-        assert findings == []
+    def _verified_peak(self, fresh: FreshVerifier, root: Path) -> int:
+        answer = fresh.ask(peak=str(root))
+        assert answer["findings"] == []
+        peak: int = answer["peak"]
         return peak
 
-    def test_steps_per_run(self, bundles: dict[str, Path]) -> None:
+    def test_steps_per_run(self, bundles: dict[str, Path], fresh_verifier: FreshVerifier) -> None:
         """Twenty times the steps per run (4.6 MB of runs instead of 0.9 MB) adds less than
         256 KiB to the peak."""
-        short, long = self._verified_peak(bundles["short"]), self._verified_peak(bundles["long"])
+        short = self._verified_peak(fresh_verifier, bundles["short"])
+        long = self._verified_peak(fresh_verifier, bundles["long"])
         record("peak MB verifying 2,000 runs of 400 steps", round(long / 1e6, 2))
         assert long < short + (256 << 10), (short, long)
 
-    def test_partitions(self, bundles: dict[str, Path]) -> None:
+    def test_partitions(self, bundles: dict[str, Path], fresh_verifier: FreshVerifier) -> None:
         """Eight times the partitions (16,000 runs instead of 2,000) adds less than 128 bytes
         per added run to the peak (a valid run's measure takes 32), while the runs files take
         some 450 bytes per run, and the peak stays under 40% of the runs files' bytes.
-        (Measured here, warm, after a full collection: 1.42 MB for 2,000 runs, 2.50 MB for
-        16,000, 78 bytes per added run, 35% of the 7.2 MB of runs files. The bound was a third
-        while free lists served allocations untraced, which made the peak lower and variable:
-        99 to 102 bytes per run, and the same verify's peak moving by 350 KiB run to run.)"""
-        few, many = self._verified_peak(bundles["short"]), self._verified_peak(bundles["many"])
+        (Measured in a fresh process, warm, after a full collection: 1.93 MB for 2,000 runs,
+        2.72 MB for 16,000, 56 bytes per added run, 38% of the 7.2 MB of runs files. The bound
+        was a third while free lists served allocations untraced, which made the peak lower
+        and variable: 99 to 102 bytes per run, and the same verify's peak moving by 350 KiB
+        run to run.)"""
+        few = self._verified_peak(fresh_verifier, bundles["short"])
+        many = self._verified_peak(fresh_verifier, bundles["many"])
         runs_bytes = sum(p.stat().st_size for p in (bundles["many"] / "data/runs").iterdir())
         record("peak MB verifying 16,000 runs of 20 steps", round(many / 1e6, 2))
         assert many < few + 128 * 14_000
