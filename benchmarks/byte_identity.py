@@ -26,11 +26,11 @@ import json
 import os
 import subprocess
 import sys
-import tarfile
 import tempfile
 import time
-from io import BytesIO
 from pathlib import Path
+
+from _trees import commit_tree
 
 ROOT = Path(__file__).resolve().parents[1]
 SCENARIO_DIR = ROOT.parent / "shared" / "cage2" / "scenario"
@@ -61,18 +61,8 @@ def _runnable(protocol: Path) -> str | None:
 
 def tree(ref: str | None, into: Path) -> Path:
     """The ``src`` directory of repro at commit ``ref`` (the working tree for None), extracted
-    with the ``schemas`` beside it, where a source tree's repro reads them, and the
-    ``protocols`` of that commit."""
-    if ref is None:
-        return ROOT / "src"
-    archive = subprocess.run(
-        ["git", "-C", str(ROOT), "archive", "--format=tar", ref, "src", "schemas", "protocols"],
-        check=True,
-        capture_output=True,
-    ).stdout
-    with tarfile.open(fileobj=BytesIO(archive)) as tar:
-        tar.extractall(into, filter="data")
-    return into / "src"
+    with the ``schemas`` beside it and the ``protocols`` of that commit."""
+    return ROOT / "src" if ref is None else commit_tree(ref, into, "protocols")
 
 
 def repro(src: Path, *args: str) -> float:

@@ -26,42 +26,18 @@ import shutil
 import statistics
 import subprocess
 import sys
-import tarfile
 import tempfile
 import time
 from collections.abc import Callable
-from io import BytesIO
 from pathlib import Path
+
+from _trees import commit_tree, synthetic
 
 ROOT = Path(__file__).resolve().parents[1]
 ONE, TWO = "0", "0,1"
 #: The commit before verify ran its work as jobs (main when the work on it began): the "before"
 #: of the 9,000-run figure, so that ``uvx nox -s benchmarks`` compares with it.
 BEFORE = "82faab1"
-
-
-def _generate(root: Path, conditions: int, runs: int, steps: int) -> Path:
-    """Write a synthetic bundle in a process of its own."""
-    code = (
-        "import sys; from pathlib import Path; sys.path.insert(0, sys.argv[1]); "
-        "from synthetic import synthetic_bundle; "
-        "synthetic_bundle(Path(sys.argv[2]), *map(int, sys.argv[3:]))"
-    )
-    arguments = [str(ROOT / "tests"), str(root), str(conditions), str(runs), str(steps)]
-    subprocess.run([sys.executable, "-c", code, *arguments], check=True)
-    return root
-
-
-def tree(ref: str, into: Path) -> Path:
-    """The ``src`` of repro at commit ``ref``, with its ``schemas`` beside it."""
-    archive = subprocess.run(
-        ["git", "-C", str(ROOT), "archive", "--format=tar", ref, "src", "schemas"],
-        check=True,
-        capture_output=True,
-    ).stdout
-    with tarfile.open(fileobj=BytesIO(archive)) as tar:
-        tar.extractall(into, filter="data")
-    return into / "src"
 
 
 def run(src: Path, bundle: Path, cores: str | None) -> tuple[float, int, bytes]:
@@ -142,9 +118,9 @@ def main() -> int:
     failed = False
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp)
-        small = _generate(base / "r1000", 9, 1000, args.steps)
-        large = _generate(base / "r10000", 9, 10000, args.steps)
-        baseline = tree(args.baseline, base / "baseline")
+        small = synthetic(base / "r1000", 9, 1000, args.steps)
+        large = synthetic(base / "r10000", 9, 10000, args.steps)
+        baseline = commit_tree(args.baseline, base / "baseline")
 
         print(f"load average before: {load()}")
         cores = alternate(

@@ -20,7 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from _trees import synthetic
 
 
 def peak_rss(bundle: Path) -> tuple[int, float, int]:
@@ -38,20 +38,6 @@ def peak_rss(bundle: Path) -> tuple[int, float, int]:
     return usage.ru_maxrss * 1024, time.perf_counter() - t0, child.returncode
 
 
-def _generate(root: Path, conditions: int, runs: int, steps: int) -> Path:
-    """Write the synthetic bundle in a process of its own. Generating it here would leave this
-    process large, and a child's peak resident size counts the pages it shares with its parent
-    between fork and exec: the figure would be this process's size, not verify's."""
-    code = (
-        "import sys; from pathlib import Path; sys.path.insert(0, sys.argv[1]); "
-        "from synthetic import synthetic_bundle; "
-        "synthetic_bundle(Path(sys.argv[2]), *map(int, sys.argv[3:]))"
-    )
-    arguments = [str(ROOT / "tests"), str(root), str(conditions), str(runs), str(steps)]
-    subprocess.run([sys.executable, "-c", code, *arguments], check=True)
-    return root
-
-
 def main() -> None:
     """Generate both bundles, verify each, print the peaks and their ratio."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -65,7 +51,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for runs in (args.small, args.large):
             total = runs * args.conditions
-            bundle = _generate(Path(tmp) / f"r{runs}", args.conditions, runs, args.steps)
+            bundle = synthetic(Path(tmp) / f"r{runs}", args.conditions, runs, args.steps)
             size = sum(p.stat().st_size for p in bundle.rglob("*") if p.is_file())
             measured = []
             for rep in range(args.repeats):

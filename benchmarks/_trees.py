@@ -1,0 +1,40 @@
+"""What several benchmarks make the same way: a synthetic bundle written by a process of its
+own, and the source tree of repro at a commit."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tarfile
+from io import BytesIO
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def synthetic(root: Path, conditions: int, runs: int, steps: int) -> Path:
+    """Write the synthetic bundle of tests/synthetic.py at ``root`` in a process of its own.
+    Generating it in the benchmark's process would leave that process large, and a child's
+    peak resident size counts the pages it shares with its parent between fork and exec."""
+    code = (
+        "import sys; from pathlib import Path; sys.path.insert(0, sys.argv[1]); "
+        "from synthetic import synthetic_bundle; "
+        "synthetic_bundle(Path(sys.argv[2]), *map(int, sys.argv[3:]))"
+    )
+    arguments = [str(ROOT / "tests"), str(root), str(conditions), str(runs), str(steps)]
+    subprocess.run([sys.executable, "-c", code, *arguments], check=True)
+    return root
+
+
+def commit_tree(ref: str, into: Path, *also: str) -> Path:
+    """The ``src`` directory of repro at commit ``ref``, extracted into ``into`` with the
+    ``schemas`` beside it (where a source tree's repro reads them) and the directories named
+    in ``also``."""
+    archive = subprocess.run(
+        ["git", "-C", str(ROOT), "archive", "--format=tar", ref, "src", "schemas", *also],
+        check=True,
+        capture_output=True,
+    ).stdout
+    with tarfile.open(fileobj=BytesIO(archive)) as tar:
+        tar.extractall(into, filter="data")
+    return into / "src"
