@@ -7,9 +7,9 @@ verify, which the writer itself depends on."""
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from repro._lazy import names_on_first_use
 from repro.bundle import layout
 
 if TYPE_CHECKING:
@@ -32,10 +32,4 @@ __all__ = [
     "manifest_text",
 ]
 
-_WRITER = frozenset(__all__) - {"layout"}
-
-
-def __getattr__(name: str) -> Any:
-    if name not in _WRITER:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(f"{__name__}.writer"), name)
+__getattr__ = names_on_first_use(__name__, dict.fromkeys(set(__all__) - {"layout"}, "writer"))

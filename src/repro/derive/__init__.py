@@ -20,8 +20,9 @@ the validity rules, does not import every derivation, the report and the figures
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from repro._lazy import names_on_first_use
 
 if TYPE_CHECKING:
     from repro.derive.aggregates import aggregates
@@ -42,7 +43,7 @@ __all__ = [
     "tally_records",
 ]
 
-_WHERE = {
+_WHERE: dict[str, str] = {
     "Derived": "derivation",
     "FigureRow": "figures",
     "Figures": "figures",
@@ -55,9 +56,4 @@ _WHERE = {
     "tally_records": "derivation",
 }
 
-
-def __getattr__(name: str) -> Any:
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
+__getattr__ = names_on_first_use(__name__, _WHERE)

@@ -9,8 +9,9 @@ import :mod:`~repro.execute.backends` without the study machinery behind it."""
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from repro._lazy import names_on_first_use
 
 if TYPE_CHECKING:
     from repro.execute.backends import MAX_LOCAL_WORKERS, Backend, DaskCluster, LocalWorkers
@@ -28,7 +29,7 @@ __all__ = [
     "study",
 ]
 
-_WHERE = {
+_WHERE: dict[str, str] = {
     "MAX_LOCAL_WORKERS": "backends",
     "Backend": "backends",
     "DaskCluster": "backends",
@@ -40,9 +41,4 @@ _WHERE = {
     "study": "studies",
 }
 
-
-def __getattr__(name: str) -> Any:
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
+__getattr__ = names_on_first_use(__name__, _WHERE)
