@@ -8,6 +8,8 @@ writes nothing itself; it hands each record to the caller as it is made.
 
 from __future__ import annotations
 
+import queue
+import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import suppress
 from datetime import UTC, datetime
@@ -38,10 +40,13 @@ from repro.models import (
 __all__ = [
     "AttemptResult",
     "PartitionRun",
+    "SessionOpens",
     "SlotsResult",
     "Workload",
+    "answered",
     "run_slot",
     "run_slots",
+    "serve_on_threads",
     "utc_now",
     "write_times",
 ]
@@ -84,10 +89,12 @@ class PartitionRun:
     lost_opens: int
 
     @classmethod
-    def of(cls, partition: Partition, result: SlotsResult) -> PartitionRun:
-        """What is kept of ``partition`` run whole, ``result``."""
-        lost = sum(len(t.lost_opens) for t in result.times)
-        return cls(partition.condition, result.contract, lost)
+    def of(
+        cls, partition: Partition, contract: dict[str, Any], times: Iterable[AttemptTimes]
+    ) -> PartitionRun:
+        """What is kept of ``partition`` once written: the contract facts of its first session
+        that opened and its attempts' ``times``."""
+        return cls(partition.condition, contract, sum(len(t.lost_opens) for t in times))
 
 
 def _record(entry: PlanEntry, attempt: int, **fields: object) -> RunRecord:
@@ -171,7 +178,51 @@ def run_slot(
             return
 
 
-class _ConditionSession:
+class SessionOpens:
+    """What a condition's session keeps of its opens, wherever it runs (in a worker process,
+    :class:`_ConditionSession`; on a thread of the study process,
+    :class:`repro.execute.threads._ThreadSession`): why it could not open, once it could not
+    (every later attempt fails with that cause, untried), the contract digest of the session
+    now open, and the contract facts of the first session that opened."""
+
+    def __init__(self) -> None:
+        self._open_error: str | None = None
+        self._digest: str | None = None
+        #: The contract facts of the first session that opened; the ledger records them.
+        self.contract: dict[str, Any] | None = None
+
+    def _refused(self) -> Failure | None:
+        """The failure of every attempt once the session could not open; None before."""
+        return None if self._open_error is None else Failure(self._open_error)
+
+    def _cannot_open(self, cause: str) -> Failure:
+        """The session could not open, for ``cause``: this and every later attempt fail."""
+        self._open_error = cause
+        return Failure(cause)
+
+    def _opened(self, contract: dict[str, Any]) -> None:
+        """A session opened with ``contract``."""
+        self._digest = contract_sha256(contract)
+        if self.contract is None:
+            self.contract = contract
+
+    def digest(self) -> str | None:
+        """The contract digest of the session now open."""
+        return self._digest
+
+
+def answered(kind: str, value: Any) -> AttemptResult:
+    """The attempt's result from a session's answer to a run: its evidence, or why it was
+    invalid or failed."""
+    if kind == "evidence":
+        evidence: Evidence = value
+        return evidence
+    if kind == "invalid":
+        return Invalid(str(value))
+    return Failure(str(value))
+
+
+class _ConditionSession(SessionOpens):
     """One condition's session in the worker: opened on first use, opened again after the
     worker was lost. ``meanwhile`` is done while the worker runs each attempt.
 
@@ -188,21 +239,19 @@ class _ConditionSession:
     def __init__(
         self, worker: Worker, condition: Condition, meanwhile: Callable[[], None] | None = None
     ) -> None:
+        super().__init__()
         self._worker = worker
         self._condition = condition
         self._meanwhile = meanwhile
         self._open = False
-        self._open_error: str | None = None
-        self._digest: str | None = None
-        #: The contract facts of the first session that opened; the ledger records them.
-        self.contract: dict[str, Any] | None = None
         #: The causes of the session opens lost (and retried) for the latest attempt.
         self.lost_opens: tuple[str, ...] = ()
 
     def _ensure_open(self) -> Failure | None:
         self.lost_opens = ()
-        if self._open_error is not None:
-            return Failure(self._open_error)
+        refused = self._refused()
+        if refused is not None:
+            return refused
         if self._open:
             return None
         lost: list[str] = []
@@ -212,23 +261,15 @@ class _ConditionSession:
                 break
             except WorkerLost as loss:
                 if loss.cause == "timeout" or len(lost) + 1 >= MAX_LOST_OPENS:
-                    self._open_error = f"session-open-failed:{loss.cause}"
                     self.lost_opens = tuple(lost)
-                    return Failure(self._open_error)
+                    return self._cannot_open(f"session-open-failed:{loss.cause}")
                 lost.append(loss.cause)
         self.lost_opens = tuple(lost)
         if answer[0] != "opened":
-            self._open_error = str(answer[1])
-            return Failure(self._open_error)
+            return self._cannot_open(str(answer[1]))
         self._open = True
-        self._digest = contract_sha256(answer[1])
-        if self.contract is None:
-            self.contract = answer[1]
+        self._opened(answer[1])
         return None
-
-    def digest(self) -> str | None:
-        """The contract digest of the session now open."""
-        return self._digest
 
     def attempt(self, entry: PlanEntry) -> AttemptResult:
         """Run ``entry`` once in the worker."""
@@ -240,13 +281,7 @@ class _ConditionSession:
         except WorkerLost as lost:
             self._open = False
             return Failure(lost.cause)
-        kind, value = answer
-        if kind == "evidence":
-            evidence: Evidence = value
-            return evidence
-        if kind == "invalid":
-            return Invalid(str(value))
-        return Failure(str(value))
+        return answered(*answer)
 
     def seek(self, stream: tuple[str, Any], opened: bool) -> None:
         """Set the worker's generator stream to ``stream`` (stream mode), with the session
@@ -331,6 +366,36 @@ def write_times(writer: BundleWriter, partition: str, times: Iterable[AttemptTim
     with writer.lines(layout.times_file(partition)) as emit:
         for line in times:
             emit(line)
+
+
+def serve_on_threads(
+    threads: Sequence[threading.Thread],
+    events: queue.SimpleQueue[Any],
+    on_slot: Callable[[Any], None],
+    stop: Callable[[], None],
+) -> None:
+    """Start ``threads`` and take their events in this thread until each has said it ended
+    (``("exit",)``): ``on_slot(event)`` for each ``("slot", ...)``, and an ``("error", exc)``
+    raised again here. Whatever ends this (that error, a signal raised in this thread, an error
+    of ``on_slot``), ``stop()`` is called, then every thread started is joined."""
+    started: list[threading.Thread] = []
+    try:
+        for thread in threads:
+            thread.start()
+            started.append(thread)
+        running = len(threads)
+        while running:
+            event = events.get()
+            if event[0] == "slot":
+                on_slot(event)
+            elif event[0] == "error":
+                raise event[1]
+            else:
+                running -= 1
+    finally:
+        stop()
+        for thread in started:
+            thread.join()
 
 
 def utc_now() -> str:

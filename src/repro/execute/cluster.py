@@ -171,7 +171,7 @@ def run_on_dask(
                     for record in result.records:
                         emit(record)
                 write_times(writer, done.id, result.times)
-                results[written] = PartitionRun.of(done, result)
+                results[written] = PartitionRun.of(done, result.contract, result.times)
                 written += 1
     finally:
         if written < len(results):

@@ -26,7 +26,14 @@ from typing import Any, Literal
 from repro.bundle import layout
 from repro.bundle.writer import BundleWriter
 from repro.derive.tally import SlotEnd
-from repro.execute.attempts import PartitionRun, SlotsResult, Workload, run_slots, write_times
+from repro.execute.attempts import (
+    PartitionRun,
+    SlotsResult,
+    Workload,
+    run_slots,
+    serve_on_threads,
+    write_times,
+)
 from repro.execute.threads import run_on_threads, thread_sessions
 from repro.execute.worker import Cancelled, Worker
 from repro.models import Partition, PlanEntry, Protocol, RunRecord
@@ -177,7 +184,7 @@ def _serve_partitions(
                 checkpoint = checkpoint_of(part.id, state, keep.every, keep.later)
                 writer.model(layout.checkpoint_file(part.id), checkpoint)
             write_times(writer, part.id, times)
-            results[running.index] = PartitionRun.of(part, SlotsResult((), contract, tuple(times)))
+            results[running.index] = PartitionRun.of(part, contract, times)
         while not cancel.is_set() and (took := pool.take_slots()) is not None:
             running, taken = took
             part = running.partition
@@ -253,24 +260,7 @@ def run_on_local_workers(
         )
         for number in range(count)
     ]
-    started: list[threading.Thread] = []
-    try:
-        for thread in threads:
-            thread.start()
-            started.append(thread)
-        running = len(threads)
-        while running:
-            event = events.get()
-            if event[0] == "slot":
-                slot_done(event[1], event[2])
-            elif event[0] == "error":
-                raise event[1]
-            else:
-                running -= 1
-    finally:
-        cancel.set()
-        for thread in started:
-            thread.join()
+    serve_on_threads(threads, events, lambda event: slot_done(event[1], event[2]), cancel.set)
     done = [result for result in results if result is not None]
     assert len(done) == len(results), "every partition ran"
     return done

@@ -44,16 +44,18 @@ from repro.bundle import layout
 from repro.bundle.writer import BundleWriter
 from repro.derive.scenarios import scenario_of
 from repro.derive.tally import SlotEnd, runs, slot_outcome
-from repro.derive.tiers import contract_sha256
 from repro.execute.attempts import (
     AttemptResult,
     PartitionRun,
+    SessionOpens,
     Workload,
+    answered,
     run_slot,
+    serve_on_threads,
     utc_now,
     write_times,
 )
-from repro.execute.worker import Cancelled, Failure, Invalid, Job, RunScope, _open, _run
+from repro.execute.worker import Cancelled, Failure, Job, RunScope, _open, _run
 from repro.models import AttemptTimes, Condition, Partition, PlanEntry, RunRecord
 
 __all__ = ["run_on_threads", "thread_sessions"]
@@ -159,26 +161,24 @@ class _Host:
         self.job = job
 
 
-class _ThreadSession:
+class _ThreadSession(SessionOpens):
     """One condition's session on one thread: opened on first use, opened again after a run
     that outlasted its timeout (whose session is dropped, as a lost worker's is). A session
     that cannot open fails this and every later attempt of the condition on this thread with
     its cause, as in a worker process."""
 
     def __init__(self, host: _Host, calls: _Calls, condition: Condition, timeout: float | None):
+        super().__init__()
         self._host = host
         self._calls = calls
         self._condition = condition
         self._timeout = timeout
         self._session: Session | None = None
-        self._open_error: str | None = None
-        self._digest: str | None = None
-        #: The contract facts of the first session that opened.
-        self.contract: dict[str, Any] | None = None
 
     def _ensure_open(self) -> Failure | None:
-        if self._open_error is not None:
-            return Failure(self._open_error)
+        refused = self._refused()
+        if refused is not None:
+            return refused
         if self._session is not None:
             return None
         host, job = self._host, self._host.job
@@ -195,17 +195,10 @@ class _ThreadSession:
             except _Timeout:
                 answer = ("open-failed", "session-open-failed:timeout")
         if answer[0] != "opened":
-            self._open_error = str(answer[1])
-            return Failure(self._open_error)
+            return self._cannot_open(str(answer[1]))
         self._session = answer[1]
-        self._digest = contract_sha256(answer[2])
-        if self.contract is None:
-            self.contract = answer[2]
+        self._opened(answer[2])
         return None
-
-    def digest(self) -> str | None:
-        """The contract digest of the session now open."""
-        return self._digest
 
     def attempt(self, entry: PlanEntry) -> AttemptResult:
         """Run ``entry`` once."""
@@ -219,11 +212,7 @@ class _ThreadSession:
         except _Timeout:
             self._session = None  # still running, perhaps: never used again
             return Failure("timeout")
-        if kind == "evidence":
-            return value  # type: ignore[no-any-return]
-        if kind == "invalid":
-            return Invalid(str(value))
-        return Failure(str(value))
+        return answered(kind, value)
 
     def close(self) -> None:
         """Close the session if one is open."""
@@ -236,19 +225,16 @@ class _ThreadSession:
 #: What a thread tells the main thread: a slot ran (its partition's index and the partition,
 #: its place in it, its records, their times, the contract of the session that ran it); it
 #: failed; it stopped.
-_Event = (
-    tuple[
-        Literal["slot"],
-        int,
-        Partition,
-        int,
-        list[RunRecord],
-        list[AttemptTimes],
-        dict[str, Any] | None,
-    ]
-    | tuple[Literal["error"], BaseException]
-    | tuple[Literal["exit"]]
-)
+_SlotEvent = tuple[
+    Literal["slot"],
+    int,
+    Partition,
+    int,
+    list[RunRecord],
+    list[AttemptTimes],
+    dict[str, Any] | None,
+]
+_Event = _SlotEvent | tuple[Literal["error"], BaseException] | tuple[Literal["exit"]]
 
 
 class _Slots:
@@ -419,36 +405,25 @@ def _run_on_threads(
         )
         for number in range(max(1, count))
     ]
-    started: list[threading.Thread] = []
     with contextlib.ExitStack() as files:
+
+        def took(event: _SlotEvent) -> None:
+            _, index, partition, place, records, times, contract = event
+            part = parts.get(index) or parts.setdefault(index, _Partition(partition))
+            slot_done(part.condition, slot_outcome(records[-1].status if records else None))
+            result = _collect(part, place, records, times, contract, writer, files)
+            if result is not None:
+                results[index] = result
+                del parts[index]
+
         try:
-            for thread in threads:
-                thread.start()
-                started.append(thread)
-            running = len(threads)
-            while running:
-                event = events.get()
-                if event[0] == "slot":
-                    _, index, partition, place, records, times, contract = event
-                    part = parts.get(index) or parts.setdefault(index, _Partition(partition))
-                    slot_done(part.condition, slot_outcome(records[-1].status if records else None))
-                    result = _collect(part, place, records, times, contract, writer, files)
-                    if result is not None:
-                        results[index] = result
-                        del parts[index]
-                elif event[0] == "error":
-                    raise event[1]
-                else:
-                    running -= 1
+            serve_on_threads(threads, events, took, calls.stop_all)
             for index, partition in slots.empty:  # no slot: empty runs and times files
                 with writer.lines(layout.runs_file(partition.id)):
                     pass
                 write_times(writer, partition.id, ())
                 results[index] = PartitionRun(partition.condition, {}, 0)
         finally:
-            calls.stop_all()
-            for thread in started:
-                thread.join()
             calls.join(_STOP_GRACE_SECONDS)
     done = [result for result in results if result is not None]
     assert len(done) == len(results), "every partition ran"
