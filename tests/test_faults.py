@@ -10,6 +10,7 @@ import math
 import time
 import types
 from collections import Counter
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -240,14 +241,29 @@ class TestEvidenceChecks:
 
 
 class _LoggingWorker:
-    """Stands in for a :class:`~repro.execute.worker.Worker`: logs each request as it is sent,
-    then does the caller's ``meanwhile`` work, then answers at once with good evidence."""
+    """Stands in for a :class:`~repro.execute.worker.Worker` in per-run mode: logs each request
+    as it is sent (a run sent ahead when it is sent, not when it is asked for), then does the
+    caller's ``meanwhile`` work, then answers at once with good evidence."""
+
+    stream_state = None
 
     def __init__(self, log: list[tuple[str, str]]) -> None:
         self.log = log
+        self.ahead: tuple[Any, ...] | None = None
+        self.began = self.ended = datetime.now(UTC)
 
-    def request(self, kind: str, value: Any = None, meanwhile: Any = None) -> tuple[Any, ...]:
+    def _sent(self, kind: str, value: Any) -> None:
         self.log.append(("send", value.slot if kind == "run" else kind))
+
+    def request(
+        self, kind: str, value: Any = None, meanwhile: Any = None, then: Any = None
+    ) -> tuple[Any, ...]:
+        if self.ahead != (kind, value):
+            assert self.ahead is None, "a run sent ahead is asked for next"
+            self._sent(kind, value)
+        self.ahead = then
+        if then is not None:
+            self._sent(*then)
         if meanwhile is not None:
             meanwhile()
         if kind == "open":
@@ -284,8 +300,9 @@ class TestOverlap:
     what is written or how attempts are timed."""
 
     def test_each_record_is_written_after_the_next_attempt_is_sent(self, tmp_path: Path) -> None:
-        """Slot k's record is emitted (and its slot reported done) only once slot k+1's run
-        request is on its way; the last one at the end; all in sealed order."""
+        """In per-run mode slot k+1's run request is sent with slot k's, so the worker starts
+        it without waiting; slot k's record is emitted (and its slot reported done) only once
+        slot k+2's request is on its way too; the last ones at the end; all in sealed order."""
         prepared = _prepared(tmp_path, 4)
         partition = prepared.plan.partitions[0]
         condition = prepared.plan.seal.conditions[0]
@@ -301,11 +318,52 @@ class TestOverlap:
         )
         slots = [e.slot for e in partition.entries]
         expected: list[tuple[str, str]] = [("send", "open"), ("send", slots[0])]
-        for previous, slot in itertools.pairwise(slots):
-            expected += [("send", slot), ("emit", previous), ("done", "valid")]
+        expected.append(("send", slots[1]))
+        for previous, following in zip(slots, slots[2:], strict=False):
+            expected += [("send", following), ("emit", previous), ("done", "valid")]
+        expected += [("emit", slots[-2]), ("done", "valid")]
         expected += [("emit", slots[-1]), ("done", "valid"), ("send", "close")]
         assert log == expected
         assert [r.slot for r in result.records] == slots
+
+    def test_a_run_sent_ahead_starts_without_being_asked(self, tmp_path: Path) -> None:
+        """A run sent ahead with ``then`` is answered with no further request; asking for it
+        reads that answer, and its attempt began when the answer before it arrived. Asking
+        for any other request first is refused."""
+        prepared = _prepared(tmp_path, 2)
+        job = Job(
+            adapter_target(prepared.adapter),
+            prepared.protocol,
+            prepared.options,
+            prepared.frozen,
+            stream=None,
+        )
+        worker = Worker(job, TIMEOUT)
+        first, second = prepared.plan.entries()
+        try:
+            assert worker.request("open", prepared.plan.seal.conditions[0])[0] == "opened"
+            assert worker.request("run", first, then=("run", second))[0] == "evidence"
+            assert worker.ahead == ("run", second)
+            answered_first = worker.ended
+            conn = worker._conn
+            assert conn is not None and conn.poll(OPEN_TIMEOUT), "the child ran it unasked"
+            with pytest.raises(RuntimeError):
+                worker.request("close")
+            assert worker.request("run", second)[0] == "evidence"
+            assert worker.ahead is None
+            assert worker.began == answered_first
+        finally:
+            worker.stop()
+
+    def test_attempts_sent_ahead_begin_as_the_one_before_ends(self, tmp_path: Path) -> None:
+        """In a per-run study each attempt after a partition's first began when the one before
+        it was answered (its times line says so); the first began before its session opened."""
+        root = _study(tmp_path, {**_protocol(["none"]), "runs_per_condition": 4})
+        times = _lines(root, "times", AttemptTimes)
+        assert len(times) == 4
+        for before, after in itertools.pairwise(times):
+            assert after.started_utc == before.finished_utc
+        assert all(t.started_utc <= t.finished_utc for t in times)
 
     def test_slow_work_meanwhile_is_not_a_timeout(self, tmp_path: Path) -> None:
         """The timeout counts from the sending: an answer that came in time is read even when

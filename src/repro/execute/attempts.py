@@ -234,7 +234,14 @@ class _ConditionSession(SessionOpens):
     OOM killer, say) is replaced by a fresh one and the open tried again, up to
     :data:`~repro.models.MAX_LOST_OPENS` losses in a row; the losses are kept with the
     attempt's times (:attr:`lost_opens`), and only when every try is lost does the condition
-    give up."""
+    give up.
+
+    An attempt may send the next slot's first attempt ahead (``then``, per-run mode), so the
+    worker starts it as soon as it has answered, without waiting for this process. When the
+    next attempt asked for is not that one (a retry of the slot before), the run sent ahead is
+    read first and its result kept until its slot asks for it. :attr:`began` and :attr:`ended`
+    say when the latest attempt ran: from its request's sending (or, for one sent ahead, the
+    answer before it: when the worker began it) to its answer's arrival."""
 
     def __init__(
         self, worker: Worker, condition: Condition, meanwhile: Callable[[], None] | None = None
@@ -246,6 +253,9 @@ class _ConditionSession(SessionOpens):
         self._open = False
         #: The causes of the session opens lost (and retried) for the latest attempt.
         self.lost_opens: tuple[str, ...] = ()
+        #: Results of runs sent ahead and read before their slot asked for them, by slot.
+        self._early: dict[str, tuple[AttemptResult, datetime, datetime]] = {}
+        self.began = self.ended = datetime.now(UTC)
 
     def _ensure_open(self) -> Failure | None:
         self.lost_opens = ()
@@ -271,16 +281,44 @@ class _ConditionSession(SessionOpens):
         self._opened(answer[1])
         return None
 
-    def attempt(self, entry: PlanEntry) -> AttemptResult:
-        """Run ``entry`` once in the worker."""
-        failure = self._ensure_open()
-        if failure is not None:
-            return failure
+    def _read_ahead(self, entry: PlanEntry) -> None:
+        """Read the result of ``entry``'s run, sent ahead, and keep it for its slot."""
         try:
-            answer = self._worker.request("run", entry, meanwhile=self._meanwhile)
+            result = answered(*self._worker.request("run", entry))
+            ended = self._worker.ended
         except WorkerLost as lost:
             self._open = False
+            result, ended = Failure(lost.cause), datetime.now(UTC)
+        self._early[entry.slot] = (result, self._worker.began, ended)
+
+    def attempt(self, entry: PlanEntry, then: PlanEntry | None = None) -> AttemptResult:
+        """Run ``entry`` once in the worker; send ``then`` (the next slot, in per-run mode)
+        ahead unless its result is already in."""
+        early = self._early.pop(entry.slot, None)
+        if early is not None:
+            result, self.began, self.ended = early
+            self.lost_opens = ()
+            return result
+        message = ("run", entry)
+        ahead = self._worker.ahead
+        if ahead is not None and ahead != message:
+            self._read_ahead(ahead[1])
+            ahead = None
+        began = datetime.now(UTC)
+        failure = self._ensure_open()
+        if failure is not None:
+            self.began, self.ended = began, datetime.now(UTC)
+            return failure
+        following = None if then is None or then.slot in self._early else ("run", then)
+        try:
+            answer = self._worker.request(*message, meanwhile=self._meanwhile, then=following)
+        except WorkerLost as lost:
+            self._open = False
+            self.began = self._worker.began if ahead is not None else began
+            self.ended = datetime.now(UTC)
             return Failure(lost.cause)
+        self.began = self._worker.began if ahead is not None else began
+        self.ended = self._worker.ended
         return answered(*answer)
 
     def seek(self, stream: tuple[str, Any], opened: bool) -> None:
@@ -297,6 +335,9 @@ class _ConditionSession(SessionOpens):
 
     def close(self) -> None:
         """Close the session if it is open; a worker lost while closing is let go."""
+        if self._worker.ahead is not None:  # a run nobody asked for: the worker goes with it
+            self._worker.kill()
+            self._open = False
         if self._open:
             self._open = False
             with suppress(WorkerLost):
@@ -317,7 +358,8 @@ def run_slots(
     one) on ``worker``, in one session of the condition: ``emit`` gets each record in order,
     ``slot_done`` how each slot ended, after its records; both are called while the worker runs
     the next attempt, or at the end. ``before`` is called with each entry before its first
-    attempt is asked for (where a stream's state is kept)."""
+    attempt is asked for (where a stream's state is kept). In per-run mode the next slot's
+    first attempt is sent with each slot's (:meth:`_ConditionSession.attempt`)."""
     records: list[RunRecord] = []
     # Each record is handed on while the worker runs the next attempt (on a machine with a core
     # to spare, writing it then costs no time): ``backlog`` holds the records not handed on yet,
@@ -340,25 +382,48 @@ def run_slots(
 
     session = _ConditionSession(worker, condition, catch_up)
     scenario = scenario_of(protocol, condition)
-    started: list[datetime] = []
+    stamps: list[tuple[datetime, datetime, tuple[str, ...]]] = []
+    then: PlanEntry | None = None
 
     def timed(entry: PlanEntry) -> AttemptResult:
-        started.append(datetime.now(UTC))
-        return session.attempt(entry)
+        result = session.attempt(entry, then)
+        stamps.append((session.began, session.ended, session.lost_opens))
+        return result
 
-    for entry in entries:
+    # In per-run mode each slot's first attempt is sent while the worker runs the one before
+    # (no run depends on which runs came before it), so the worker never waits for this
+    # process between runs.
+    for entry, following in _with_next(entries, worker.stream_state is None):
+        then = following if following is not None and runs(following) else None
         if before is not None:
             before(entry)
         for record in run_slot(entry, protocol, facts, session.digest, timed, scenario):
             if runs(entry):  # the record of an attempt the worker was asked to run
-                ended = datetime.now(UTC)
-                clocked.append((record.attempt_id, started.pop(), ended, session.lost_opens))
+                began, ended, lost = stamps.pop()
+                clocked.append((record.attempt_id, began, ended, lost))
             backlog.append(record)
             records.append(record)
         backlog.append(slot_outcome(records[-1].status if records else None))
     catch_up()
     session.close()
     return SlotsResult(tuple(records), session.contract or {}, tuple(times))
+
+
+def _with_next(
+    entries: Iterable[PlanEntry], look: bool
+) -> Iterator[tuple[PlanEntry, PlanEntry | None]]:
+    """Each entry with the one after it (None after the last), both taken from ``entries``
+    when the first is yielded; with None throughout unless ``look``."""
+    pending = iter(entries)
+    if not look:
+        for entry in pending:
+            yield entry, None
+        return
+    current = next(pending, None)
+    while current is not None:
+        following = next(pending, None)
+        yield current, following
+        current = following
 
 
 def write_times(writer: BundleWriter, partition: str, times: Iterable[AttemptTimes]) -> None:

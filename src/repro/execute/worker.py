@@ -31,6 +31,7 @@ import threading
 import time
 import traceback
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from datetime import UTC, datetime
 from numbers import Real
 from pathlib import Path
 from typing import Any
@@ -476,6 +477,16 @@ class Worker:
         self._stream = job.stream
         self._process: subprocess.Popen[bytes] | None = None
         self._conn: multiprocessing.connection.Connection | None = None
+        #: A run request sent ahead (:meth:`request`'s ``then``) and not yet answered: the child
+        #: starts it once it has answered the request before it.
+        self._ahead: tuple[Any, ...] | None = None
+        #: When the latest answer arrived (:func:`time.monotonic`, and UTC): the child starts a
+        #: request sent ahead then.
+        self._answered_at = 0.0
+        self._answered_utc = datetime.now(UTC)
+        #: When the latest answered request began and ended, in UTC: its sending, or, for one
+        #: sent ahead, the answer before it; and its answer's arrival.
+        self.began = self.ended = self._answered_utc
 
     @property
     def stream_state(self) -> tuple[str, Any] | None:
@@ -505,8 +516,17 @@ class Worker:
         conn.send(attrs.evolve(self._job, stream=self._stream))
         return conn
 
+    @property
+    def ahead(self) -> tuple[Any, ...] | None:
+        """The run request sent ahead and not yet answered, if any: the next request must be
+        that one."""
+        return self._ahead
+
     def request(
-        self, *message: Any, meanwhile: Callable[[], None] | None = None
+        self,
+        *message: Any,
+        meanwhile: Callable[[], None] | None = None,
+        then: tuple[Any, ...] | None = None,
     ) -> tuple[Any, ...]:
         """Send one request and return the child's answer; raise :class:`WorkerLost` (after
         killing the child) when it times out or the child dies, and :class:`Cancelled` when the
@@ -517,15 +537,33 @@ class Worker:
         start of a worker is never charged to a run. ``meanwhile`` is the caller's own work,
         done while the child works on the request (a study writes the previous run's record
         then): the timeout counts from the sending. If it raises, the child is killed and its
-        answer never read."""
+        answer never read.
+
+        ``then`` is a run request sent right after this one (per-run seeding mode only), so the
+        child starts it as soon as it has answered this one, without waiting for this process to
+        read the answer and ask: the next call must ask for it (:attr:`ahead`), and its timeout
+        counts from this answer's arrival. A lost child loses it too, unstarted: the caller asks
+        for it again. :attr:`began` and :attr:`ended` say when the request answered last ran."""
         self._check_cancel()
+        ahead = self._ahead
+        if ahead is not None and ahead != message:
+            raise RuntimeError(f"{ahead[0]!r} was sent ahead: it must be asked for next")
+        if then is not None and (then[0] != "run" or self._stream is not None):
+            raise RuntimeError("only a run request in per-run mode may be sent ahead")
         starting = self._conn is None
         try:
             conn = self._conn or self._start()
-            conn.send(message)
+            if ahead is None:
+                conn.send(message)
+                sent, self.began = time.monotonic(), datetime.now(UTC)
+            else:  # the child started it when it sent the answer before it
+                sent, self.began = self._answered_at, self._answered_utc
+            self._ahead = None
+            if then is not None:
+                conn.send(then)
+                self._ahead = then
         except OSError:
             raise WorkerLost(self._loss()) from None
-        sent = time.monotonic()
         bound = self._timeout if message[0] == "run" and not starting else self._open_timeout
         if meanwhile is not None:
             try:
@@ -541,6 +579,8 @@ class Worker:
             answer: tuple[Any, ...] = conn.recv()
         except (EOFError, OSError):
             raise WorkerLost(self._loss()) from None
+        self._answered_at, self._answered_utc = time.monotonic(), datetime.now(UTC)
+        self.ended = self._answered_utc
         if self._stream is not None:
             *rest, self._stream = answer
             answer = tuple(rest)
@@ -582,6 +622,7 @@ class Worker:
         """Kill the child, if any, and forget it; the next request starts a new one."""
         process, conn = self._process, self._conn
         self._process = self._conn = None
+        self._ahead = None  # never started, or lost with the child
         if conn is not None:
             conn.close()
         if process is not None:
@@ -593,6 +634,9 @@ class Worker:
         """Ask the child to exit, and kill it if it does not in a few seconds."""
         process, conn = self._process, self._conn
         if process is None or conn is None:
+            return
+        if self._ahead is not None:  # a run nobody will read: not worth waiting for
+            self.kill()
             return
         with contextlib.suppress(OSError):
             conn.send(("stop",))

@@ -122,7 +122,8 @@ class SlotState:
 
 @frozen
 class AttemptTimes:
-    """One line of times/<partition>.jsonl: when an attempt was asked of the worker and
+    """One line of times/<partition>.jsonl: when an attempt was asked of the worker (or, for
+    one sent ahead while the worker ran the attempt before it, when that one's answer came) and
     when its answer came (UTC, microseconds). Kept apart from the run records, which stay
     byte-identical whatever ran them and whenever; every attempt but a declared exclusion has
     one line, in the order of the runs file."""
