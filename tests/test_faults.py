@@ -281,10 +281,10 @@ def _prepared(tmp_path: Path, runs: int) -> Prepared:
     return prepare(path, {"state_dir": str(state)})
 
 
-def _worker(tmp_path: Path) -> tuple[Worker, Condition, PlanEntry]:
+def _worker_of(tmp_path: Path, runs: int) -> tuple[Worker, Condition, list[PlanEntry]]:
     """A worker of the fault adapter (no fault, timeout :data:`TIMEOUT`), the condition to open
-    and the first slot to run."""
-    prepared = _prepared(tmp_path, 1)
+    and the ``runs`` slots to run."""
+    prepared = _prepared(tmp_path, runs)
     job = Job(
         adapter_target(prepared.adapter),
         prepared.protocol,
@@ -292,7 +292,13 @@ def _worker(tmp_path: Path) -> tuple[Worker, Condition, PlanEntry]:
         prepared.frozen,
         stream=None,
     )
-    return Worker(job, TIMEOUT), prepared.plan.seal.conditions[0], prepared.plan.entries()[0]
+    return Worker(job, TIMEOUT), prepared.plan.seal.conditions[0], list(prepared.plan.entries())
+
+
+def _worker(tmp_path: Path) -> tuple[Worker, Condition, PlanEntry]:
+    """A worker of the fault adapter, the condition to open and the one slot to run."""
+    worker, condition, entries = _worker_of(tmp_path, 1)
+    return worker, condition, entries[0]
 
 
 class TestOverlap:
@@ -330,18 +336,9 @@ class TestOverlap:
         """A run sent ahead with ``then`` is answered with no further request; asking for it
         reads that answer, and its attempt began when the answer before it arrived. Asking
         for any other request first is refused."""
-        prepared = _prepared(tmp_path, 2)
-        job = Job(
-            adapter_target(prepared.adapter),
-            prepared.protocol,
-            prepared.options,
-            prepared.frozen,
-            stream=None,
-        )
-        worker = Worker(job, TIMEOUT)
-        first, second = prepared.plan.entries()
+        worker, condition, (first, second) = _worker_of(tmp_path, 2)
         try:
-            assert worker.request("open", prepared.plan.seal.conditions[0])[0] == "opened"
+            assert worker.request("open", condition)[0] == "opened"
             assert worker.request("run", first, then=("run", second))[0] == "evidence"
             assert worker.ahead == ("run", second)
             answered_first = worker.ended
