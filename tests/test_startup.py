@@ -4,6 +4,7 @@ them most of their start-up for nothing."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -23,6 +24,20 @@ STUDY_MACHINERY = (
     "distributed",
 )
 
+#: What no command imports to parse its arguments: typer 0.29 parses every argument through a
+#: pydantic ``TypeAdapter``, and importing pydantic costs each command about 0.13 s here; the lock
+#: holds typer below it (pyproject.toml, ``[tool.uv]``).
+ARGUMENT_PARSING = ("pydantic",)
+
+#: What a study has no use for: reading a verified bundle, and the verifier that does it.
+BUNDLE_READING = ("repro.present.showing", "repro.verify")
+
+#: A shell harness for a command-adapter study: it reads its spec and answers one outcome.
+_HARNESS = """#!/bin/sh
+IFS= read -r spec || :
+printf '{"value":1}\\n'
+"""
+
 #: Runs the command line with the given arguments, then prints to stderr, whatever the exit, the
 #: name of every module loaded by then.
 _CODE = """\
@@ -36,9 +51,9 @@ finally:
 """
 
 
-def _loaded(*args: str) -> tuple[int, str, set[str]]:
+def _loaded(*args: str, cwd: Path | None = None) -> tuple[int, str, set[str]]:
     done = subprocess.run(
-        [sys.executable, "-c", _CODE, *args], capture_output=True, text=True, timeout=120
+        [sys.executable, "-c", _CODE, *args], capture_output=True, text=True, timeout=120, cwd=cwd
     )
     return done.returncode, done.stdout, set(done.stderr.split())
 
@@ -49,12 +64,41 @@ def _imported(modules: set[str], names: tuple[str, ...]) -> list[str]:
 
 def test_verify_imports_no_study_machinery(tmp_path: Path) -> None:
     """A bundle that verifies is verified without the study machinery, without rich (nothing is
-    printed through it) and, its interval being normal, without NumPy or SciPy."""
+    printed through it), without pydantic and, its interval being normal, without NumPy or
+    SciPy."""
     bundle = synthetic_bundle(tmp_path / "bundle", 2, 3, 5)
     status, out, modules = _loaded("verify", str(bundle))
     assert status == 0, out
     assert "verifies" in out
-    assert _imported(modules, (*STUDY_MACHINERY, "rich", "numpy", "scipy")) == []
+    heavy = (*STUDY_MACHINERY, *ARGUMENT_PARSING, "rich", "numpy", "scipy")
+    assert _imported(modules, heavy) == []
+
+
+def test_study_imports_no_bundle_reading(tmp_path: Path) -> None:
+    """A study prints through the command line's console without importing what reads a
+    verified bundle (the verifier with it), and parses its arguments without pydantic."""
+    harness = tmp_path / "harness.sh"
+    harness.write_text(_HARNESS)
+    harness.chmod(0o755)
+    protocol = {
+        "schema": "repro.protocol/1",
+        "id": "startup-study",
+        "title": "What a study imports",
+        "adapter": {"name": "command", "options": {"harness": "harness.sh"}},
+        "matrix": [{"name": "task", "levels": ["a"]}],
+        "participants": [{"id": "m1", "kind": "agent", "params": {"model": "m1"}}],
+        "runs_per_condition": 2,
+        "seeding": {"mode": "per-run", "seed": 5},
+        "measure": {"name": "outcome_value", "key": "value", "description": "always 1"},
+        "estimand": "mean-of-condition-means",
+        "interval": {"method": "normal", "level": 0.95},
+        "retry": {"max_attempts": 1, "timeout_seconds": 30},
+    }
+    (tmp_path / "protocol.json").write_text(json.dumps(protocol))
+    status, out, modules = _loaded("study", "protocol.json", "--out", "bundle", cwd=tmp_path)
+    assert status == 0, out
+    assert (tmp_path / "bundle" / "tagmanifest-sha256.txt").is_file()
+    assert _imported(modules, (*BUNDLE_READING, *ARGUMENT_PARSING)) == []
 
 
 def test_help_imports_no_study_machinery() -> None:
@@ -62,7 +106,7 @@ def test_help_imports_no_study_machinery() -> None:
     status, out, modules = _loaded("--help")
     assert status == 0, out
     assert "verify" in out and "study" in out
-    assert _imported(modules, STUDY_MACHINERY) == []
+    assert _imported(modules, (*STUDY_MACHINERY, *ARGUMENT_PARSING)) == []
 
 
 def test_show_json_and_html_import_no_study_machinery(tmp_path: Path) -> None:

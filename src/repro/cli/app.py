@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import functools
 import gc
-import importlib.metadata
 import importlib.util
 import inspect
 import json
