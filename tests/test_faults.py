@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import attrs
 import numpy as np
 import pytest
 
@@ -23,7 +24,8 @@ from guarantees import record
 from repro.adapters.base import Evidence
 from repro.derive.disclosure import WITHHELD_CAUSE, short_cause
 from repro.execute.attempts import run_slots
-from repro.execute.studies import LocalWorkers, Prepared, prepare, study
+from repro.execute.spares import Spares
+from repro.execute.studies import DaskCluster, LocalWorkers, Prepared, Prestart, prepare, study
 from repro.execute.worker import Invalid, Job, Worker, adapter_target, check_evidence
 from repro.json.serde import structure
 from repro.models import AttemptTimes, Condition, PlanEntry, RunRecord
@@ -281,9 +283,11 @@ def _prepared(tmp_path: Path, runs: int) -> Prepared:
     return prepare(path, {"state_dir": str(state)})
 
 
-def _worker_of(tmp_path: Path, runs: int) -> tuple[Worker, Condition, list[PlanEntry]]:
-    """A worker of the fault adapter (no fault, timeout :data:`TIMEOUT`), the condition to open
-    and the ``runs`` slots to run."""
+def _worker_of(
+    tmp_path: Path, runs: int, spares: Spares | None = None
+) -> tuple[Worker, Condition, list[PlanEntry]]:
+    """A worker of the fault adapter (no fault, timeout :data:`TIMEOUT`; its first child from
+    ``spares`` when given), the condition to open and the ``runs`` slots to run."""
     prepared = _prepared(tmp_path, runs)
     job = Job(
         adapter_target(prepared.adapter),
@@ -292,7 +296,8 @@ def _worker_of(tmp_path: Path, runs: int) -> tuple[Worker, Condition, list[PlanE
         prepared.frozen,
         stream=None,
     )
-    return Worker(job, TIMEOUT), prepared.plan.seal.conditions[0], list(prepared.plan.entries())
+    worker = Worker(job, TIMEOUT, spares=spares)
+    return worker, prepared.plan.seal.conditions[0], list(prepared.plan.entries())
 
 
 def _worker(tmp_path: Path) -> tuple[Worker, Condition, PlanEntry]:
@@ -390,6 +395,102 @@ class TestOverlap:
             assert process.poll() is not None
         finally:
             worker.stop()
+
+
+def _waited(done: Any, what: str) -> None:
+    """Wait for ``done()`` to hold, at most :data:`OPEN_TIMEOUT` (a child's start on a busy
+    machine); fail naming ``what`` otherwise."""
+    deadline = time.monotonic() + OPEN_TIMEOUT
+    while not done():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.01)
+
+
+class _Threaded:
+    """An adapter whose sessions run on threads of the study process."""
+
+    thread_sessions = True
+
+
+class TestSpares:
+    """Worker processes started before the study has a job for them: a worker takes one for its
+    first child, told modules are imported as it waits, and whatever is not taken is killed."""
+
+    def test_a_worker_takes_a_spare_for_its_first_child_only(self, tmp_path: Path) -> None:
+        """The spare serves the worker's first requests; once it is lost, the next child is a
+        new one (no spare is left), and serves as well."""
+        with Spares() as spares:
+            spares.start(1)
+            assert len(spares) == 1
+            spare = spares._idle[0][0]
+            worker, condition, (entry,) = _worker_of(tmp_path, 1, spares)
+            try:
+                assert worker.request("open", condition)[0] == "opened"
+                assert worker._process is spare
+                assert len(spares) == 0
+                assert worker.request("run", entry)[0] == "evidence"
+                worker.kill()
+                assert worker.request("open", condition)[0] == "opened"
+                assert worker._process is not None and worker._process.pid != spare.pid
+                assert worker.request("run", entry)[0] == "evidence"
+            finally:
+                worker.stop()
+
+    def test_a_spare_imports_what_it_is_told_before_its_job(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """A spare told modules imports each as it waits, before any job; one that fails to
+        import leaves the child waiting, and then serving its job."""
+        marker = tmp_path / "imported"
+        (tmp_path / "spare_marker.py").write_text(f"open({str(marker)!r}, 'w').close()\n", "utf-8")
+        monkeypatch.syspath_prepend(str(tmp_path))
+        with Spares() as spares:
+            spares.start(1, ["no_such_module_here", "spare_marker"])
+            _waited(marker.exists, "the spare never imported the module it was told")
+            worker, condition, (entry,) = _worker_of(tmp_path, 1, spares)
+            try:
+                assert worker.request("open", condition)[0] == "opened"
+                assert worker.request("run", entry)[0] == "evidence"
+            finally:
+                worker.stop()
+
+    def test_children_not_taken_are_killed_and_dead_ones_passed_over(self) -> None:
+        """``close`` kills every child still waiting; ``take`` passes over one that died."""
+        spares = Spares()
+        spares.start(3)
+        (dead, _), (taken, taken_conn), (left, _) = spares._idle
+        dead.kill()
+        dead.wait()
+        assert spares.take() == (taken, taken_conn)
+        try:
+            spares.close()
+            assert left.returncode is not None
+            assert taken.poll() is None, "a child taken is the worker's to stop"
+            assert len(spares) == 0 and spares.take() is None
+        finally:
+            taken_conn.close()
+            taken.kill()
+            taken.wait()
+
+    def test_prestart_starts_one_per_worker_and_slot_or_none(self, tmp_path: Path) -> None:
+        """Once the adapter is known, a local study has one child per worker, at most one per
+        slot (2 slots here); a cluster, an adapter whose sessions run on threads and a backend
+        the protocol cannot run on (stream seeding on 3 workers) have none."""
+        prepared = _prepared(tmp_path, RUNS)
+        protocol, adapter = prepared.protocol, prepared.adapter
+        stream = attrs.evolve(protocol, seeding=attrs.evolve(protocol.seeding, mode="stream"))
+        cases: list[tuple[Any, Any, Any, int]] = [
+            (LocalWorkers(3), protocol, adapter, RUNS),
+            (LocalWorkers(1), protocol, adapter, 1),
+            (DaskCluster("tcp://127.0.0.1:1"), protocol, adapter, 0),
+            (LocalWorkers(3), protocol, _Threaded(), 0),
+            (LocalWorkers(3), stream, adapter, 0),
+        ]
+        for backend, p, a, expected in cases:
+            with Spares() as spares:
+                spares.start(1)
+                Prestart(backend, spares).early(p, a)
+                assert len(spares) == expected, backend
 
 
 class TestBusyMachine:

@@ -51,7 +51,8 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from repro.bundle.signatures import PublicKey
-    from repro.execute.studies import Prepared
+    from repro.execute.spares import Spares
+    from repro.execute.studies import Prepared, StudyResult
     from repro.models import Aggregates, Condition, Ledger, Protocol
     from repro.verify import Finding
 
@@ -461,34 +462,29 @@ def study(
 
     Ends by printing the command that verifies OUT, worded as repro was started (uv run,
     python -m repro, the repro on PATH or the script's own path)."""
-    from rich.markup import escape
-
-    from repro.execute.studies import prepare
-    from repro.execute.studies import study as run_study
-
-    err = _err()
     if scheduler is not None and workers is not None:
         raise _fail(
             "--workers and --scheduler exclude each other: the cluster's workers run the partitions"
         )
-    backend: Backend = (
-        DaskCluster(scheduler)
-        if scheduler is not None
-        else LocalWorkers(1 if workers is None else workers)
-    )
+    from repro.execute.spares import Spares
+
     try:
-        prepared = prepare(protocol, _options(option or []))
-        labels = _condition_labels(prepared.protocol, prepared.plan.seal.conditions)
-        work = _study_work(prepared)
-        progress = _BarProgress(labels, work) if err.is_terminal else _LineProgress(labels, work)
-        result = run_study(prepared, out, progress, backend)
+        with Spares() as spares:
+            if scheduler is None:
+                # A local study's first worker process starts now, and imports as the study
+                # does and prepares (repro.execute.studies.Prestart); one not taken is killed.
+                spares.start(1)
+            result = _study(protocol, out, option, workers, scheduler, spares)
     except BadInput as exc:
         raise _fail(exc) from None
     except StudyStopped as exc:
-        err.print(
+        from rich.markup import escape
+
+        _err().print(
             f"[red]error:[/red] {escape(str(exc))}", highlight=False, markup=True, soft_wrap=True
         )
         raise typer.Exit(exit_code(exc)) from None
+    err = _err()
     rep = result.derived.tiers.reproduction
     e = result.derived.aggregates.estimand
     summary = f"{e.kind} = {e.value:.4f}" if e.value is not None else f"{e.kind} undefined"
@@ -505,6 +501,32 @@ def study(
     print(command(["verify", str(out)], started()))
     if strict and lost:
         raise typer.Exit(EXIT_SLOTS_LOST)
+
+
+def _study(
+    protocol: Path,
+    out: Path,
+    option: list[str] | None,
+    workers: int | None,
+    scheduler: str | None,
+    spares: Spares,
+) -> StudyResult:
+    """Prepare and run the study of ``repro study``, its progress on stderr; local workers take
+    their first processes from ``spares``."""
+    from repro.execute.studies import Prestart, prepare
+    from repro.execute.studies import study as run_study
+
+    err = _err()
+    backend: Backend = (
+        DaskCluster(scheduler)
+        if scheduler is not None
+        else LocalWorkers(1 if workers is None else workers)
+    )
+    prepared = prepare(protocol, _options(option or []), Prestart(backend, spares).early)
+    labels = _condition_labels(prepared.protocol, prepared.plan.seal.conditions)
+    work = _study_work(prepared)
+    progress = _BarProgress(labels, work) if err.is_terminal else _LineProgress(labels, work)
+    return run_study(prepared, out, progress, backend, spares)
 
 
 def _print_losses(ledger: Ledger, aggregates: Aggregates, lost_opens: int) -> int:

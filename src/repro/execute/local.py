@@ -34,6 +34,7 @@ from repro.execute.attempts import (
     serve_on_threads,
     write_times,
 )
+from repro.execute.spares import Spares
 from repro.execute.threads import run_on_threads, thread_sessions
 from repro.execute.worker import Cancelled, Worker
 from repro.models import Partition, PlanEntry, Protocol, RunRecord
@@ -146,11 +147,13 @@ def _serve_partitions(
     results: list[PartitionRun | None],
     events: queue.SimpleQueue[_Event],
     cancel: threading.Event,
+    spares: Spares | None,
 ) -> None:
     """One thread's loop: run the next partition in sealed order until none is left, then take
     slots from running partitions until none has two left, or until the study stops. Its worker
-    process lives no longer than the thread, which stops it last."""
-    worker = Worker(work.job, work.timeout, cancel)
+    process (one of ``spares`` first, when one is left) lives no longer than the thread, which
+    stops it last."""
+    worker = Worker(work.job, work.timeout, cancel, spares)
     protocol, facts = work.job.protocol, work.job.frozen.facts
     try:
         while not cancel.is_set() and (running := pool.next_partition()) is not None:
@@ -233,6 +236,7 @@ def run_on_local_workers(
     work: Workload,
     writer: BundleWriter,
     slot_done: Callable[[str, SlotEnd], None],
+    spares: Spares | None = None,
 ) -> list[PartitionRun]:
     """Run every partition of ``work`` on ``count`` worker processes and write each one's runs
     and times files; call ``slot_done(condition, end)`` in this thread as each slot finishes.
@@ -255,7 +259,7 @@ def run_on_local_workers(
     threads = [
         threading.Thread(
             target=_serve_partitions,
-            args=(work, writer, pool, results, events, cancel),
+            args=(work, writer, pool, results, events, cancel, spares),
             name=f"repro-worker-{number}",
         )
         for number in range(count)

@@ -52,7 +52,9 @@ from repro.execute.backends import (
 )
 from repro.execute.interrupts import stop_on_signals
 from repro.execute.local import run_on_local_workers
-from repro.execute.worker import Job, adapter_target
+from repro.execute.spares import Spares
+from repro.execute.threads import sessions_on_threads
+from repro.execute.worker import Job, adapter_target, preloads
 from repro.json import canonical
 from repro.json.serde import structure, unstructure
 from repro.models import (
@@ -64,7 +66,7 @@ from repro.models import (
     Protocol,
     RunRecord,
 )
-from repro.plan.sealing import SealedPlan, seal
+from repro.plan.sealing import SealedPlan, conditions_of, seal
 from repro.protocol.freeze import freeze
 from repro.protocol.load import load_protocol
 
@@ -73,6 +75,7 @@ __all__ = [
     "Backend",
     "DaskCluster",
     "LocalWorkers",
+    "Prestart",
     "Progress",
     "StudyResult",
     "check_backend",
@@ -132,14 +135,22 @@ class StudyResult:
     lost_opens: int = 0
 
 
-def prepare(protocol_path: Path, options: Mapping[str, str]) -> Prepared:
+def prepare(
+    protocol_path: Path,
+    options: Mapping[str, str],
+    early: Callable[[Protocol, Adapter], None] | None = None,
+) -> Prepared:
     """Load, validate, freeze and seal; raises :class:`repro.errors.BadInput` before any write.
 
     Module targets (a callable policy, an agent class) are looked up first in the protocol
-    file's directory, here and in every worker process."""
+    file's directory, here and in every worker process. ``early`` is called with the protocol
+    and its adapter once both are known, before the adapter freezes (which imports the
+    simulator): a study starts its worker processes then (:class:`Prestart`)."""
     protocol = load_protocol(protocol_path)
     fp = freeze(protocol)
     adapter = get_adapter(protocol.adapter.name)
+    if early is not None:
+        early(protocol, adapter)
     root = protocol_path.resolve().parent
     with targets_in(root):
         frozen_adapter = adapter.freeze(protocol, options)
@@ -193,6 +204,39 @@ def _versions(names: list[str]) -> dict[str, str]:
     return out
 
 
+class Prestart:
+    """What a study on ``backend`` does with the worker processes it started before it needed
+    them (``spares``: a local study starts its first one before it even imports its machinery)
+    once :func:`prepare` knows the protocol and its adapter (:meth:`early`, ``prepare``'s
+    ``early``): each is told to import the adapter's modules, and more start, one per local
+    worker and at most one per slot, all while the adapter freezes and the plan is sealed. An
+    adapter whose sessions run on threads of the study process, a backend the protocol cannot
+    run on (:func:`check_backend` refuses it after the preparation) or a cluster gets none: any
+    already started is killed. Pass ``spares`` to :func:`study`."""
+
+    def __init__(self, backend: Backend, spares: Spares) -> None:
+        self._backend = backend
+        self.spares = spares
+
+    def early(self, protocol: Protocol, adapter: Adapter) -> None:
+        """Told the protocol and its adapter: preload, and start the rest, or kill them all."""
+        backend = self._backend
+        if not isinstance(backend, LocalWorkers) or sessions_on_threads(
+            type(adapter), protocol.seeding.mode != "stream"
+        ):
+            self.spares.close()
+            return
+        try:
+            check_backend(protocol, backend, adapter)
+        except BadInput:
+            self.spares.close()
+            return
+        modules = preloads(adapter)
+        self.spares.preload(modules)
+        slots = len(conditions_of(protocol)) * protocol.runs_per_condition
+        self.spares.start(min(backend.count, slots) - 1, modules)
+
+
 def check_backend(protocol: Protocol, backend: Backend, adapter: object = None) -> None:
     """Refuse, before anything is written, a backend the protocol cannot run on: more than one
     worker, or a cluster, for a ``stream`` study (its one generator stream runs the whole plan
@@ -227,13 +271,12 @@ class _Runner:
 
 
 @contextmanager
-def _partition_runner(backend: Backend) -> Iterator[_Runner]:
+def _partition_runner(backend: Backend, spares: Spares | None) -> Iterator[_Runner]:
     """How the partitions will run; for a cluster, connected before the root is created, so an
     unreachable scheduler writes nothing."""
     if isinstance(backend, LocalWorkers):
-        yield _Runner(
-            functools.partial(run_on_local_workers, backend.count), "local", backend.count
-        )
+        run = functools.partial(run_on_local_workers, backend.count, spares=spares)
+        yield _Runner(run, "local", backend.count)
         return
     with cluster.connect(backend.address) as client:
         workers = len(client.scheduler_info().get("workers", {}))
@@ -259,10 +302,14 @@ def _workload(prepared: Prepared) -> Workload:
 
 
 def study(
-    prepared: Prepared, out: Path, progress: Progress, backend: Backend = LocalWorkers()
+    prepared: Prepared,
+    out: Path,
+    progress: Progress,
+    backend: Backend = LocalWorkers(),
+    spares: Spares | None = None,
 ) -> StudyResult:
     """Execute a prepared study into the fresh root ``out`` on ``backend`` and write the whole
-    bundle.
+    bundle; local workers take their first processes from ``spares`` (:class:`Prestart`).
 
     Raises :class:`BadInput` (nothing written) when the backend cannot run the protocol or
     cannot be reached, or ``out`` cannot be created; and :class:`StudyStopped` when a signal,
@@ -270,7 +317,7 @@ def study(
     left incomplete (no tag manifest), so it never verifies.
     """
     check_backend(prepared.protocol, backend, prepared.adapter)
-    with _partition_runner(backend) as runner:
+    with _partition_runner(backend, spares) as runner:
         create_root(out)
         return _study_stopping_cleanly(prepared, out, progress, runner)
 

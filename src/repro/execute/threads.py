@@ -58,20 +58,23 @@ from repro.execute.attempts import (
 from repro.execute.worker import Cancelled, Failure, Job, RunScope, _open, _run
 from repro.models import AttemptTimes, Condition, Partition, PlanEntry, RunRecord
 
-__all__ = ["run_on_threads", "thread_sessions"]
+__all__ = ["run_on_threads", "sessions_on_threads", "thread_sessions"]
 
 #: How long a stopping study waits for the runs it stopped to end, all told.
 _STOP_GRACE_SECONDS = 5.0
 
 
+def sessions_on_threads(adapter: type | None, per_run: bool) -> bool:
+    """Whether the sessions of an ``adapter`` class run on threads of this process: the class
+    says ``thread_sessions = True`` and the protocol seeds per run."""
+    return per_run and getattr(adapter, THREAD_SESSIONS, False) is True
+
+
 def thread_sessions(work: Workload) -> bool:
-    """Whether ``work`` runs on threads of this process: its adapter's class says
-    ``thread_sessions = True`` and the protocol seeds per run."""
-    if work.job.stream is not None:
-        return False
+    """Whether ``work`` runs on threads of this process (:func:`sessions_on_threads`)."""
     module, _, name = work.job.adapter.partition(":")
     cls = getattr(importlib.import_module(module), name, None)
-    return getattr(cls, THREAD_SESSIONS, False) is True
+    return sessions_on_threads(cls, work.job.stream is None)
 
 
 class _Timeout(Exception):

@@ -19,12 +19,13 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import gc
+import importlib
 import multiprocessing
 import multiprocessing.connection
 import os
 import random
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -40,10 +41,18 @@ from typing import Protocol as TypingProtocol
 import attrs
 from attrs import frozen
 
-from repro.adapters.base import Adapter, Evidence, Frozen, Session, targets_in
+from repro.adapters.base import (
+    SIMULATOR_MODULES,
+    Adapter,
+    Evidence,
+    Frozen,
+    Session,
+    targets_in,
+)
 from repro.derive.disclosure import scan, short_cause
 from repro.errors import ReproError, RunFailed, RunInvalid
-from repro.execute.interrupts import STOP_SIGNALS, held
+from repro.execute.interrupts import STOP_SIGNALS
+from repro.execute.spares import Spares, spawn
 from repro.json import canonical
 from repro.models import (
     MAX_OUTCOME_BYTES,
@@ -70,6 +79,7 @@ __all__ = [
     "check_evidence",
     "die_with_parent",
     "main",
+    "preloads",
     "seed_global_generators",
     "stopped_with_run",
 ]
@@ -442,14 +452,40 @@ def _serve_job(conn: multiprocessing.connection.Connection, job: Job) -> None:
 def main() -> None:
     """A worker process's entry point:
     ``python -c "from repro.execute.worker import main; main()" FD PARENT_PID``, serving the job
-    that arrives first on the socket FD."""
+    that arrives on the socket FD. A child started before its job (:class:`Spares`) may first
+    be told modules to import as it waits, its adapter's (``("import", MODULES)``); one that
+    fails to import is left to the job, whose own import of it fails as it would have.
+
+    However it ends, what it made is frozen out of the cyclic garbage collector's reach first,
+    as the command line's own process does (:func:`repro.cli.app.main`): the study waits for
+    this process to exit, and the collector's last passes over the adapter's modules and what
+    its runs left would be that wait."""
     conn = multiprocessing.connection.Connection(int(sys.argv[1]))
     die_with_parent(int(sys.argv[2]))
     try:
-        job = conn.recv()
-    except (EOFError, OSError):  # the parent stopped before it sent the job
-        return
-    _serve(conn, job)
+        try:
+            job = conn.recv()
+            while isinstance(job, tuple) and job[0] == "import":
+                for module in job[1]:
+                    with contextlib.suppress(Exception):
+                        importlib.import_module(module)
+                job = conn.recv()
+        except (EOFError, OSError):  # the parent stopped before it sent the job
+            return
+        _serve(conn, job)
+    finally:
+        gc.freeze()
+
+
+def preloads(adapter: Adapter) -> tuple[str, ...]:
+    """What a child started before its job may import as it waits, for ``adapter``: its class's
+    module, and its simulator's when the class states exactly one (``simulator_modules``; of
+    several, any one is enough, and which one a session imports is not known before it does)."""
+    stated = getattr(type(adapter), SIMULATOR_MODULES, None)
+    module = type(adapter).__module__
+    if isinstance(stated, tuple) and len(stated) == 1 and isinstance(stated[0], str):
+        return (module, stated[0])
+    return (module,)
 
 
 class Worker:
@@ -459,15 +495,24 @@ class Worker:
     :mod:`multiprocessing`, so it never re-imports the parent's main script (which a library
     user may not have guarded), inherits no lock held by a parent thread, and needs no helper
     process. It sees the parent's ``sys.path``, and writes what it prints to the parent's stderr
-    so the study's stdout stays the study's own.
+    so the study's stdout stays the study's own. With ``spares``, its first child is one of
+    theirs when one is left (:class:`Spares`); a child that replaces a lost one is started anew.
 
     A worker is used by one thread. Another thread (or process) stops it through ``cancel``:
     once that is set, the request in progress and every later one kill the child and raise
     :class:`Cancelled` (within :data:`_CANCEL_POLL_SECONDS`).
     """
 
-    def __init__(self, job: Job, timeout: float | None, cancel: CancelFlag | None = None) -> None:
+    def __init__(
+        self,
+        job: Job,
+        timeout: float | None,
+        cancel: CancelFlag | None = None,
+        spares: Spares | None = None,
+    ) -> None:
         self._job = job
+        #: Where the first child comes from when one was started before the job existed.
+        self._spares = spares
         self._timeout = timeout
         #: The bound on everything but a run: starting the child (a fresh interpreter that
         #: imports and freezes the adapter, slow on a busy machine), opening and closing a
@@ -495,23 +540,8 @@ class Worker:
         return self._stream
 
     def _start(self) -> multiprocessing.connection.Connection:
-        ours, theirs = socket.socketpair()
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
-        command = [sys.executable, "-c", "from repro.execute.worker import main; main()"]
-        try:
-            # A signal while the child starts would stop it half-started; it is held until the
-            # start is done, then stops the study as usual.
-            with held():
-                process = subprocess.Popen(
-                    [*command, str(theirs.fileno()), str(os.getpid())],
-                    stdin=subprocess.DEVNULL,
-                    stdout=sys.__stderr__.fileno() if sys.__stderr__ else subprocess.DEVNULL,
-                    pass_fds=(theirs.fileno(),),
-                    env=env,
-                )
-        finally:
-            theirs.close()
-        conn = multiprocessing.connection.Connection(ours.detach())
+        spare = self._spares.take() if self._spares is not None else None
+        process, conn = spare or spawn()
         self._process, self._conn = process, conn
         conn.send(attrs.evolve(self._job, stream=self._stream))
         return conn

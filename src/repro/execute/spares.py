@@ -1,0 +1,108 @@
+"""Worker processes started before a study has a job for them (:class:`Spares`): each starts
+its interpreter and imports :mod:`repro.execute.worker` while the study still imports and
+prepares. This module imports little, so that a study can start its first one before its own
+imports."""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing.connection
+import os
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Sequence
+
+from repro.execute.interrupts import held
+
+__all__ = ["Child", "Spares", "spawn"]
+
+#: A worker process and this side of its socket.
+Child = tuple[subprocess.Popen[bytes], multiprocessing.connection.Connection]
+
+
+def spawn() -> Child:
+    """Start a worker process (:func:`repro.execute.worker.main`) and return it with this side of
+    its socket; it imports its module, then waits for its job."""
+    ours, theirs = socket.socketpair()
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    command = [sys.executable, "-c", "from repro.execute.worker import main; main()"]
+    try:
+        # A signal while the child starts would stop it half-started; it is held until the
+        # start is done, then stops the study as usual.
+        with held():
+            process = subprocess.Popen(
+                [*command, str(theirs.fileno()), str(os.getpid())],
+                stdin=subprocess.DEVNULL,
+                stdout=sys.__stderr__.fileno() if sys.__stderr__ else subprocess.DEVNULL,
+                pass_fds=(theirs.fileno(),),
+                env=env,
+            )
+    finally:
+        theirs.close()
+    return process, multiprocessing.connection.Connection(ours.detach())
+
+
+class Spares:
+    """Worker processes started before the study has a job for them, so that each starts its
+    interpreter and imports :mod:`repro.execute.worker` (and, once told, its adapter's modules)
+    while the study still imports and prepares (the adapter's freeze, the seal): a
+    :class:`~repro.execute.worker.Worker` given them takes one for its first child rather than
+    start its own. A child never taken is killed
+    (:meth:`close`): it has run nothing but imports. Taken from any thread.
+
+    A child learns nothing of the study before its job, so which child serves a job leaves no
+    trace in what it does."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._idle: list[Child] = []
+
+    def __enter__(self) -> Spares:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    def __len__(self) -> int:
+        """How many children wait to be taken."""
+        with self._lock:
+            return len(self._idle)
+
+    def start(self, count: int, modules: Sequence[str] = ()) -> None:
+        """Start ``count`` children, each told to import ``modules``."""
+        for _ in range(count):
+            child = spawn()
+            with self._lock:
+                self._idle.append(child)
+        if modules:
+            self.preload(modules)
+
+    def preload(self, modules: Sequence[str]) -> None:
+        """Tell every child not yet taken to import ``modules`` as it waits."""
+        with self._lock:
+            idle = list(self._idle)
+        for _, conn in idle:
+            with contextlib.suppress(OSError):  # it died: take() passes it over
+                conn.send(("import", tuple(modules)))
+
+    def take(self) -> Child | None:
+        """A child started here and still running, or None when none is left."""
+        with self._lock:
+            while self._idle:
+                process, conn = self._idle.pop(0)
+                if process.poll() is None:
+                    return process, conn
+                conn.close()  # it died waiting (killed from outside): a new one is started
+        return None
+
+    def close(self) -> None:
+        """Kill every child not taken."""
+        with self._lock:
+            idle, self._idle = self._idle, []
+        for process, conn in idle:
+            conn.close()
+            if process.poll() is None:
+                process.kill()
+            process.wait()
