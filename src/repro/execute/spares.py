@@ -49,8 +49,8 @@ class Spares:
     interpreter and imports :mod:`repro.execute.worker` (and, once told, its adapter's modules)
     while the study still imports and prepares (the adapter's freeze, the seal): a
     :class:`~repro.execute.worker.Worker` given them takes one for its first child rather than
-    start its own. A child never taken is killed
-    (:meth:`close`): it has run nothing but imports. Taken from any thread.
+    start its own. A child never taken is killed (:meth:`close`): it has run nothing but
+    imports. Taken from any thread.
 
     A child learns nothing of the study before its job, so which child serves a job leaves no
     trace in what it does."""
@@ -72,20 +72,17 @@ class Spares:
 
     def start(self, count: int, modules: Sequence[str] = ()) -> None:
         """Start ``count`` children, each told to import ``modules``."""
-        for _ in range(count):
-            child = spawn()
-            with self._lock:
-                self._idle.append(child)
+        started = [spawn() for _ in range(count)]
         if modules:
-            self.preload(modules)
+            _tell(started, modules)
+        with self._lock:
+            self._idle += started
 
     def preload(self, modules: Sequence[str]) -> None:
         """Tell every child not yet taken to import ``modules`` as it waits."""
         with self._lock:
             idle = list(self._idle)
-        for _, conn in idle:
-            with contextlib.suppress(OSError):  # it died: take() passes it over
-                conn.send(("import", tuple(modules)))
+        _tell(idle, modules)
 
     def take(self) -> Child | None:
         """A child started here and still running, or None when none is left."""
@@ -106,3 +103,10 @@ class Spares:
             if process.poll() is None:
                 process.kill()
             process.wait()
+
+
+def _tell(children: Sequence[Child], modules: Sequence[str]) -> None:
+    """Tell each of ``children`` to import ``modules`` as it waits."""
+    for _, conn in children:
+        with contextlib.suppress(OSError):  # it died: Spares.take passes it over
+            conn.send(("import", tuple(modules)))

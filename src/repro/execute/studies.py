@@ -216,25 +216,30 @@ class Prestart:
 
     def __init__(self, backend: Backend, spares: Spares) -> None:
         self._backend = backend
-        self.spares = spares
+        self._spares = spares
 
     def early(self, protocol: Protocol, adapter: Adapter) -> None:
         """Told the protocol and its adapter: preload, and start the rest, or kill them all."""
         backend = self._backend
-        if not isinstance(backend, LocalWorkers) or sessions_on_threads(
-            type(adapter), protocol.seeding.mode != "stream"
-        ):
-            self.spares.close()
-            return
-        try:
-            check_backend(protocol, backend, adapter)
-        except BadInput:
-            self.spares.close()
+        if not isinstance(backend, LocalWorkers) or not _on_processes(protocol, backend, adapter):
+            self._spares.close()
             return
         modules = preloads(adapter)
-        self.spares.preload(modules)
+        self._spares.preload(modules)
         slots = len(conditions_of(protocol)) * protocol.runs_per_condition
-        self.spares.start(min(backend.count, slots) - 1, modules)
+        self._spares.start(min(backend.count, slots) - 1, modules)
+
+
+def _on_processes(protocol: Protocol, backend: LocalWorkers, adapter: Adapter) -> bool:
+    """Whether ``protocol`` will run on worker processes on ``backend``: its adapter's sessions
+    do not run on threads, and :func:`check_backend` accepts the backend."""
+    if sessions_on_threads(type(adapter), protocol.seeding.mode != "stream"):
+        return False
+    try:
+        check_backend(protocol, backend, adapter)
+    except BadInput:
+        return False
+    return True
 
 
 def check_backend(protocol: Protocol, backend: Backend, adapter: object = None) -> None:
