@@ -16,32 +16,14 @@ runs inside nox itself): run it by hand, as every session does before it stops.
 from __future__ import annotations
 
 import argparse
-import os
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+from _busy import burners
+
 ROOT = Path(__file__).resolve().parents[1]
-#: What a burner runs: an endless loop of arithmetic, never sleeping, never allocating.
-_SPIN = "x = 0\nwhile True:\n    x = (x * 1103515245 + 12345) & 0xFFFFFFFF\n"
-
-
-def _burners(count: int) -> list[subprocess.Popen[bytes]]:
-    return [
-        subprocess.Popen([sys.executable, "-c", _SPIN], stdin=subprocess.DEVNULL)
-        for _ in range(count)
-    ]
-
-
-def _cpu_seconds(process: subprocess.Popen[bytes]) -> float:
-    """CPU time a running burner has used (Linux /proc), to show that it really ran."""
-    try:
-        fields = Path(f"/proc/{process.pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return float("nan")
-    ticks = os.sysconf("SC_CLK_TCK")
-    return (int(fields[11]) + int(fields[12])) / ticks
 
 
 def main() -> int:
@@ -50,16 +32,10 @@ def main() -> int:
     parser.add_argument("--burners", type=int, default=2, help="CPU-bound processes beside it")
     parser.add_argument("nox_args", nargs="*", help="arguments for nox (after --)")
     args = parser.parse_args()
-    burners = _burners(args.burners)
     started = time.perf_counter()
-    try:
+    with burners(args.burners) as used:
         code = subprocess.call(["uvx", "nox", *args.nox_args], cwd=ROOT)
-    finally:
         wall = time.perf_counter() - started
-        used = [_cpu_seconds(b) for b in burners]
-        for burner in burners:
-            burner.kill()
-            burner.wait()
     print(
         f"busy suite: uvx nox {' '.join(args.nox_args)} exited {code} after {wall:.0f} s wall, "
         f"beside {args.burners} CPU-bound process(es) that used "

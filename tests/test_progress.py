@@ -1,14 +1,17 @@
 """The study's progress: the time left weighed by what each slot costs (a CAGE-2 episode's
-trial length), not by the count of slots alone."""
+trial length and the reset before it), not by the count of slots alone."""
 
 from __future__ import annotations
+
+import sys
+from pathlib import Path
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from repro.adapters.base import slot_costs
-from repro.adapters.cyborg import CybORGAdapter
+from repro.adapters.cyborg import RESET_STEPS, CybORGAdapter
 from repro.adapters.gymnasium import GymnasiumAdapter
 from repro.cli.app import _LineProgress, _Work
 from repro.models import Condition
@@ -32,9 +35,12 @@ class TestWeights:
     """What a slot costs, as the adapter says."""
 
     def test_cyborg_weighs_an_episode_by_its_trial_length(self) -> None:
-        """The CAGE-2 adapter's slot of trial length 100 costs 100, of 30 costs 30."""
+        """The CAGE-2 adapter's slot of trial length 100 costs its 100 steps and the reset
+        before them, of 30 its 30 steps and the same reset."""
         conditions = [_condition("c00", trial_length=30), _condition("c01", trial_length=100)]
-        assert slot_costs(CybORGAdapter(), conditions) == {"c00": 30.0, "c01": 100.0}
+        reset = RESET_STEPS
+        assert reset > 0
+        assert slot_costs(CybORGAdapter(), conditions) == {"c00": 30 + reset, "c01": 100 + reset}
 
     def test_without_a_cost_every_slot_counts_one(self) -> None:
         """An adapter that states no cost (Gymnasium's episodes vary) weighs every slot 1."""
@@ -87,3 +93,25 @@ class TestTimeLeft:
                 work.advance(cid)
                 elapsed += cost * per_unit
                 assert work.left(elapsed) == pytest.approx(total - elapsed, rel=1e-9, abs=1e-9)
+
+
+def test_the_eta_benchmark_reads_every_line(capsys: pytest.CaptureFixture[str]) -> None:
+    """benchmarks/eta.py reads the line progress's figures back, a line with runs not valid
+    included: were the wording to change, the benchmark would stop reading it here first."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    try:
+        from eta import _progress
+    finally:
+        sys.path.pop(0)
+    clock = _Clock()
+    work = _Work({"c00": 1.0}, {"c00": 20})
+    progress = _LineProgress({"c00": "c00 [x] / p"}, work, clock)
+    progress.start(20)
+    for i in range(20):
+        clock.now = 0.5 * (i + 1)
+        progress.advance("c00", "failed" if i == 3 else "valid")
+    read = _progress(capsys.readouterr().err)
+    assert [(n, total, pct) for n, total, pct, _, _ in read] == [
+        (2 * k, 20, 10 * k) for k in range(1, 11)
+    ]
+    assert read[4][3:] == (5.0, 5.0)  # 10 of 20 in 5 s: 5 s left
