@@ -149,6 +149,12 @@ def _sampled(command: list[str], env: dict[str, str], cwd: Path) -> tuple[float,
     return time.perf_counter() - t0, peak[0]
 
 
+def _xargs(n: int, harness: Path, specs: Path, outs: Path) -> list[str]:
+    """``xargs -P n`` running ``harness`` once per spec name read on its stdin, each run's spec
+    from ``specs`` and its outcome into ``outs``: what a user would otherwise write."""
+    return ["xargs", "-P", str(n), "-I{}", "sh", "-c", f"{harness} < {specs}/{{}} > {outs}/{{}}"]
+
+
 def _first_run(command: list[str], stdin: bytes, env: dict[str, str], saved: Path) -> float:
     """Run ``command`` with its harnesses saving their specs into ``saved`` as they start;
     the seconds from the command's start to its first run's: the earliest modification time
@@ -199,7 +205,7 @@ def main() -> None:
     args = parser.parse_args()
     print(f"cores: {os.cpu_count()}; load average: {os.getloadavg()[0]:.2f}", flush=True)
     ratios: dict[int, float] = {}
-    medians: dict[int, float] = {}
+    xargs_medians: dict[int, float] = {}
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         harness = work / "harness.sh"
@@ -235,7 +241,6 @@ def main() -> None:
         expected = _outcomes_repro(work / "recorded")
         # How soon each side's first run starts: one more run of each, untimed and unsampled,
         # whose harnesses save their specs again, into a directory of their own.
-        saving = f"{harness} < {specs}/{{}} > {work}/xargs-outs/{{}}"
         (work / "xargs-outs").mkdir()
         firsts = {
             "repro": _first_run(
@@ -245,7 +250,7 @@ def main() -> None:
                 work / "repro-specs",
             ),
             "xargs": _first_run(
-                ["xargs", "-P", str(largest), "-I{}", "sh", "-c", saving],
+                _xargs(largest, harness, specs, work / "xargs-outs"),
                 "\n".join(names).encode(),
                 env,
                 work / "xargs-specs",
@@ -257,9 +262,8 @@ def main() -> None:
             for rep in range(args.repeats):
                 outs, bundle = work / f"x{n}-{rep}", work / f"b{n}-{rep}"
                 outs.mkdir()
-                one_run = f"{harness} < {specs}/{{}} > {outs}/{{}}"
                 commands = {
-                    "xargs": ["xargs", "-P", str(n), "-I{}", "sh", "-c", one_run],
+                    "xargs": _xargs(n, harness, specs, outs),
                     "repro": [*study, "--out", str(bundle), "--workers", str(n)],
                 }
                 stdin = {"xargs": "\n".join(names).encode(), "repro": b""}
@@ -282,14 +286,14 @@ def main() -> None:
             ratios[n] = r / x
             print(f"N={n:3d}: xargs median {x:7.2f} s; repro median {r:7.2f} s", flush=True)
             print(f"N={n:3d}: ratio (repro / xargs) {r / x:.3f} (target <= 1.10)", flush=True)
-            medians[n] = x
+            xargs_medians[n] = x
         bare, floor = _import_floor(env, work)
     print(f"load average after: {os.getloadavg()[0]:.2f}")
     print("ratios: " + ", ".join(f"N={n}: {ratio:.3f}" for n, ratio in ratios.items()))
     print(f"peak RSS at N = {largest}: {peak / 1024:.1f} MiB (target < 1024 MiB)")
     print(
-        f"N = {largest}: the target leaves {0.1 * medians[largest]:.3f} s over xargs' "
-        f"{medians[largest]:.2f} s, for everything repro does that xargs does not"
+        f"N = {largest}: the target leaves {0.1 * xargs_medians[largest]:.3f} s over xargs' "
+        f"{xargs_medians[largest]:.2f} s, for everything repro does that xargs does not"
     )
     print(
         f"first run started after: repro {firsts['repro']:.3f} s, xargs {firsts['xargs']:.3f} s "
