@@ -47,29 +47,88 @@ def bare_loop(protocol: dict[str, Any]) -> list[list[float]]:
     env_ids = protocol["matrix"][0]["levels"]
     participants = protocol["participants"]
     runs, master = protocol["runs_per_condition"], protocol["seeding"]["seed"]
-    condition_width = max(2, len(str(len(env_ids) * len(participants) - 1)))
-    run_width = max(4, len(str(runs - 1)))
+    condition_width, run_width = _widths(protocol)
     totals = []
     for number, (env_id, participant) in enumerate(itertools.product(env_ids, participants)):
         env = gym.make(env_id)
         constant = participant["params"].get("action")
         returns = []
         for replicate in range(runs):
-            seed = _seed(master, f"c{number:0{condition_width}d}-r{replicate:0{run_width}d}")
-            if constant is None:
-                env.action_space.seed(seed)
-            env.reset(seed=seed)
-            total = 0.0
-            while True:
-                action = env.action_space.sample() if constant is None else constant
-                _obs, reward, terminated, truncated, _info = env.step(action)
-                total += float(reward)
-                if terminated or truncated:
-                    break
-            returns.append(total)
+            slot = _slot(number, replicate, condition_width, run_width)
+            returns.append(_bare_episode(env, _seed(master, slot), constant))
         env.close()
         totals.append(returns)
     return totals
+
+
+def _widths(protocol: dict[str, Any]) -> tuple[int, int]:
+    """The widths of the condition and replicate numbers in repro's slot IDs."""
+    conditions = len(protocol["matrix"][0]["levels"]) * len(protocol["participants"])
+    return max(2, len(str(conditions - 1))), max(4, len(str(protocol["runs_per_condition"] - 1)))
+
+
+def _slot(number: int, replicate: int, condition_width: int, run_width: int) -> str:
+    return f"c{number:0{condition_width}d}-r{replicate:0{run_width}d}"
+
+
+def _bare_episode(env: Any, seed: int, constant: Any) -> float:
+    """One episode as one would write it by hand: its return."""
+    if constant is None:
+        env.action_space.seed(seed)
+    env.reset(seed=seed)
+    total = 0.0
+    while True:
+        action = env.action_space.sample() if constant is None else constant
+        _obs, reward, terminated, truncated, _info = env.step(action)
+        total += float(reward)
+        if terminated or truncated:
+            return total
+
+
+def in_process(protocol: dict[str, Any], episodes: int) -> list[tuple[str, float, float, int]]:
+    """Per condition (named ``env_id participant``): the CPU seconds of its first ``episodes``
+    episodes run by the bare loop and by the adapter's own session (what a worker process calls
+    for each run, the trace digest included), interleaved episode by episode in this one
+    process, which goes first alternating; and the episodes' steps. No process, pipe, file or
+    parent is in it: what it shows is what a run costs in the worker over the bare loop."""
+    import gymnasium as gym
+
+    from repro.adapters.gymnasium import _GymSession
+    from repro.models import Condition, Participant, PlanEntry
+
+    env_ids, participants = protocol["matrix"][0]["levels"], protocol["participants"]
+    master = protocol["seeding"]["seed"]
+    widths = _widths(protocol)
+    out = []
+    for number, (env_id, participant) in enumerate(itertools.product(env_ids, participants)):
+        condition = f"c{number:0{widths[0]}d}"
+        env = gym.make(env_id)
+        session = _GymSession(
+            Condition(id=condition, factors={"env_id": env_id}, participant=participant["id"]),
+            Participant(**participant),
+            stream=False,
+        )
+        constant = participant["params"].get("action")
+        bare = adapter = 0.0
+        steps = 0
+        for replicate in range(episodes):
+            slot = _slot(number, replicate, *widths)
+            seed = _seed(master, slot)
+            entry = PlanEntry(
+                slot=slot, condition=condition, replicate=replicate, order=0, seed=seed
+            )
+            for side in ("bare", "adapter") if replicate % 2 == 0 else ("adapter", "bare"):
+                t0 = time.process_time()
+                if side == "bare":
+                    _bare_episode(env, seed, constant)
+                    bare += time.process_time() - t0
+                else:
+                    steps += session.run(entry).steps or 0
+                    adapter += time.process_time() - t0
+        session.close()
+        env.close()
+        out.append((f"{env_id} {participant['id']}", bare, adapter, steps))
+    return out
 
 
 def _children_cpu() -> float:
@@ -91,6 +150,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=1000, help="episodes per condition")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument(
+        "--in-process",
+        type=int,
+        default=100,
+        metavar="EPISODES",
+        help="episodes per condition of the in-process comparison (0: none)",
+    )
     parser.add_argument("--bare", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--bare-out", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -145,6 +211,30 @@ def main() -> None:
     # On a shared machine the wall ratio moves with the load; the CPU ratio much less.
     cb, cr = statistics.median(cpus["bare"]), statistics.median(cpus["repro"])
     print(f"CPU medians: bare {cb:.2f} s, repro {cr:.2f} s; ratio {cr / cb:.3f}")
+    if args.in_process <= 0:
+        return
+    # Where the gap goes: the part a run costs in the worker over the bare loop, measured without
+    # processes, and scaled to the study's episodes, beside the gap of the medians.
+    episodes_each = min(args.in_process, args.runs)
+    print(
+        f"in one process, {episodes_each} episodes per condition, bare loop and the adapter's "
+        "session run interleaved (CPU time):",
+        flush=True,
+    )
+    scaled = 0.0
+    for name, bare_cpu, adapter_cpu, steps in in_process(protocol, episodes_each):
+        extra = adapter_cpu - bare_cpu
+        scaled += extra / episodes_each * args.runs
+        print(
+            f"  {name}: bare {1e3 * bare_cpu / episodes_each:.3f} ms, adapter "
+            f"{1e3 * adapter_cpu / episodes_each:.3f} ms an episode ({steps / episodes_each:.1f} "
+            f"steps); {1e6 * extra / steps:+.2f} us a step, ratio {adapter_cpu / bare_cpu:.3f}",
+            flush=True,
+        )
+    print(
+        f"the adapter's runs over the bare loop, scaled to {episodes} episodes: {scaled:.2f} s "
+        f"CPU, of a gap of the wall medians of {r - b:.2f} s"
+    )
 
 
 if __name__ == "__main__":
