@@ -49,6 +49,12 @@ def run(src: Path, bundle: Path, cores: str | None) -> tuple[float, int, bytes]:
     command = [sys.executable, "-m", "repro", "verify", "--json", str(bundle)]
     if cores is not None:
         command = ["taskset", "-c", cores, *command]
+    return _timed(command, src)
+
+
+def _timed(command: list[str], src: Path) -> tuple[float, int, bytes]:
+    """Wall time, exit status and stdout of ``command`` with the repro in ``src`` (and no
+    ``REPRO_VERIFY_JOBS``)."""
     env = {k: v for k, v in os.environ.items() if k != "REPRO_VERIFY_JOBS"}
     env["PYTHONPATH"] = str(src)
     start = time.perf_counter()
@@ -63,11 +69,7 @@ IMPORTS = "import repro.cli.app, repro.verify"
 def imports(src: Path) -> tuple[float, int, bytes]:
     """Wall time, exit status and stdout of ``python -c IMPORTS`` with the repro in ``src``: the
     part of a verification that does not depend on the bundle."""
-    env = {k: v for k, v in os.environ.items() if k != "REPRO_VERIFY_JOBS"}
-    env["PYTHONPATH"] = str(src)
-    start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-c", IMPORTS], env=env, capture_output=True)
-    return time.perf_counter() - start, done.returncode, done.stdout
+    return _timed([sys.executable, "-c", IMPORTS], src)
 
 
 def load() -> str:
