@@ -17,13 +17,14 @@ slot alone, so which thread ran a slot leaves no trace in the records; the main 
 partition's records back in sealed order and writes its runs file (and its times file, at its
 end), so every file is written by one thread, and reports progress.
 
-What a worker process guarantees is kept per run. Each attempt runs on a thread of its own,
-which its slot's thread waits on at most ``retry.timeout_seconds`` (``retry.open_bound`` for a
-session's opening): past it the attempt fails with cause ``timeout``, the run is stopped
-(:class:`~repro.execute.worker.RunScope`: the command adapter kills its harness's process
-group) and its session is dropped, as a lost worker's is. A stop signal (delivered to the main
-thread) stops every run under way the same way at once and leaves the runs files unfinished,
-under their temporary names. A harness started from a thread dies with the study process
+What a worker process guarantees is kept per run. Each attempt runs on a thread other than its
+slot's (the slot thread's runner, which makes its calls one after another), which the slot's
+thread waits on at most ``retry.timeout_seconds`` (``retry.open_bound`` for a session's
+opening): past it the attempt fails with cause ``timeout``, the runner is given up, the run is
+stopped (:class:`~repro.execute.worker.RunScope`: the command adapter kills its harness's
+process group) and its session is dropped, as a lost worker's is. A stop signal (delivered to
+the main thread) stops every run under way the same way at once and leaves the runs files
+unfinished, under their temporary names. A harness started from a thread dies with the study process
 (:func:`~repro.execute.worker.die_with_parent`). What the adapter returns is checked as a worker
 checks it (:func:`~repro.execute.worker.check_evidence`); an exception is the attempt's failure.
 """
@@ -82,16 +83,16 @@ class _Timeout(Exception):
 
 
 class _Call:
-    """One adapter call on a thread of its own, and its result."""
+    """One adapter call, run on its slot thread's runner (:class:`_Runner`), and its result."""
 
     def __init__(self, fn: Callable[[], tuple[Any, ...]]) -> None:
         self.scope = RunScope()
         self.done = threading.Event()
         self.result: tuple[Any, ...] | None = None
         self._fn = fn
-        self.thread = threading.Thread(target=self._main, daemon=True, name="repro-run")
 
-    def _main(self) -> None:
+    def run(self) -> None:
+        """Make the call in this thread, within its scope."""
         self.scope.enter()
         try:
             self.result = self._fn()
@@ -101,53 +102,105 @@ class _Call:
             self.done.set()
 
 
+class _Runner:
+    """The thread that makes one slot thread's calls, one after another: a call waited on with
+    a bound must run on a thread other than the waiting one, and starting a thread per call
+    cost the study process more than the rest of a run's own work (a thread start waits for
+    the new thread to take the interpreter lock, with a hundred threads wanting it). A runner
+    whose call outlasts its bound, or is stopped, is given up: it ends once that call returns,
+    and its slot thread starts another for its next call."""
+
+    def __init__(self) -> None:
+        self._calls: queue.SimpleQueue[_Call | None] = queue.SimpleQueue()
+        self.thread = threading.Thread(target=self._main, daemon=True, name="repro-run")
+        self.thread.start()
+
+    def _main(self) -> None:
+        while (call := self._calls.get()) is not None:
+            call.run()
+
+    def make(self, call: _Call) -> None:
+        """Make ``call`` on this runner's thread (without waiting for it)."""
+        self._calls.put(call)
+
+    def end(self) -> None:
+        """End the thread once the call it makes, if any, returns."""
+        self._calls.put(None)
+
+
 class _Calls:
-    """The calls under way; a stopping study stops them all at once."""
+    """The calls under way, each on its slot thread's runner; a stopping study stops them all
+    at once."""
 
     def __init__(self, cancel: threading.Event) -> None:
         self._lock = threading.Lock()
         self._cancel = cancel
-        self._live: set[_Call] = set()
-        self._stopped: list[_Call] = []
+        self._live: dict[_Call, _Runner] = {}
+        self._stopped: list[_Runner] = []
+        #: Each slot thread's runner (``runner``), while it has one.
+        self._mine = threading.local()
+
+    def _runner(self) -> _Runner:
+        """The calling slot thread's runner, started on its first call."""
+        runner: _Runner | None = getattr(self._mine, "runner", None)
+        if runner is None:
+            runner = self._mine.runner = _Runner()
+        return runner
+
+    def _give_up(self) -> None:
+        """Give up the calling slot thread's runner: it ends once its call returns."""
+        runner: _Runner | None = getattr(self._mine, "runner", None)
+        self._mine.runner = None
+        if runner is not None:
+            runner.end()
 
     def call(self, fn: Callable[[], tuple[Any, ...]], bound: float | None) -> tuple[Any, ...]:
-        """``fn()`` on a thread of its own; :class:`_Timeout` (the call stopped) when it takes
-        longer than ``bound`` seconds, :class:`Cancelled` when the study stops meanwhile."""
+        """``fn()`` on the calling slot thread's runner; :class:`_Timeout` (the call stopped)
+        when it takes longer than ``bound`` seconds, :class:`Cancelled` when the study stops
+        meanwhile."""
         call = _Call(fn)
+        runner = self._runner()
         with self._lock:
             if self._cancel.is_set():
                 raise Cancelled("the study is stopping")
-            self._live.add(call)
+            self._live[call] = runner
         try:
-            call.thread.start()
+            runner.make(call)
             finished = call.done.wait(bound)
             if self._cancel.is_set():
                 call.scope.stop()
+                self._give_up()
                 raise Cancelled("the study is stopping")
             if not finished:
                 call.scope.stop()
+                self._give_up()
                 raise _Timeout
             assert call.result is not None
             return call.result
         finally:
             with self._lock:
-                self._live.discard(call)
+                self._live.pop(call, None)
+
+    def done(self) -> None:
+        """The calling slot thread makes no more calls: its runner ends."""
+        self._give_up()
 
     def stop_all(self) -> None:
         """Stop every call under way and wake the threads that wait on them (the cancel flag is
         set first, so no call starts after)."""
         with self._lock:
             self._cancel.set()
-            self._stopped = list(self._live)
-        for call in self._stopped:
+            live = list(self._live.items())
+        self._stopped = [runner for _, runner in live]
+        for call, _ in live:
             call.scope.stop()
             call.done.set()
 
     def join(self, seconds: float) -> None:
-        """Wait at most ``seconds`` in all for the threads of the calls stopped to end."""
+        """Wait at most ``seconds`` in all for the runners of the calls stopped to end."""
         deadline = time.monotonic() + seconds
-        for call in self._stopped:
-            call.thread.join(max(0.0, deadline - time.monotonic()))
+        for runner in self._stopped:
+            runner.thread.join(max(0.0, deadline - time.monotonic()))
 
 
 class _Host:
@@ -292,6 +345,7 @@ def _serve(
     finally:
         for session in sessions.values():
             session.close()
+        calls.done()
         events.put(("exit",))
 
 
