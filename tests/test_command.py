@@ -119,6 +119,46 @@ class TestHarnessFaults:
                     continue
 
 
+class TestSpecOnStdin:
+    def test_a_spec_the_pipe_holds_is_written_before_the_harness_starts(self) -> None:
+        """A spec that fits the pipe is in it, whole and ended, before the harness starts: the
+        harness reads it at once, with nothing left for the study to write."""
+        from repro.adapters.command import _filled_pipe
+
+        fd, rest = _filled_pipe(b'{"slot":"c00-r0000"}\n')
+        try:
+            assert rest is None
+            assert os.read(fd, 1 << 16) == b'{"slot":"c00-r0000"}\n'
+            assert os.read(fd, 1) == b""  # the write end is closed: the harness sees its end
+        finally:
+            os.close(fd)
+
+    def test_a_spec_longer_than_the_pipe_is_written_as_the_harness_reads(self) -> None:
+        """A spec longer than a pipe holds is left whole for the study to write."""
+        import subprocess
+
+        from repro.adapters.command import _filled_pipe
+
+        spec = b"x" * (4 << 20)
+        assert _filled_pipe(spec) == (subprocess.PIPE, spec)
+
+    def test_the_harness_reads_a_long_spec_whole(self, tmp_path: Path) -> None:
+        """A participant whose params make the spec longer than a pipe holds: every run's
+        harness parses the whole spec (it reports the length of what it read)."""
+        protocol = copy.deepcopy(BAD)
+        del protocol["adapter"]["options"]["outcome_schema"]
+        pad = "p" * (300 << 10)
+        protocol["participants"] = [
+            {"id": "long", "kind": "agent", "params": {"mode": "pad", "pad": pad}},
+            {"id": "short", "kind": "agent", "params": {"mode": "pad", "pad": "p"}},
+        ]
+        records = _records(_study(tmp_path, protocol))
+        assert {(r["condition"], r["status"], r["outcome"]["score"]) for r in records} == {
+            ("c00", "valid", len(pad)),
+            ("c01", "valid", 1),
+        }
+
+
 class TestRelease:
     def test_the_release_is_pinned_by_its_tree(self, tmp_path: Path) -> None:
         """The release directory is pinned in the ledger by the digest of its tree: a changed

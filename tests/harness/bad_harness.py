@@ -28,6 +28,9 @@ def main() -> None:
     if mode == "schema":
         sys.stdout.write(json.dumps({"score": "high"}))
         return
+    if mode == "pad":  # a spec too long for a pipe to hold at once still arrives whole
+        sys.stdout.write(json.dumps({"score": len(spec["participant"]["params"]["pad"])}))
+        return
     if mode == "echo-host":  # a careless harness that tells where and by whom it ran
         text = f"ran as {getpass.getuser()} in {Path.cwd()} with home {Path.home()}"
         sys.stdout.write(json.dumps({"score": 1, "text": text, "pid": os.getpid() % 1}))

@@ -147,6 +147,10 @@ class CommandAdapter:
 
     def __init__(self) -> None:
         self._options: dict[str, Any] = {}
+        #: The harness's and the release's absolute paths, resolved once at freeze: a session
+        #: opens for each condition on each thread, and resolving a path is a system call a
+        #: component.
+        self._paths: dict[str, Path] = {}
 
     def freeze(self, protocol: Protocol, options: Mapping[str, str]) -> Frozen:
         """Check options and participants; pin the harness file and the release tree. The
@@ -195,12 +199,13 @@ class CommandAdapter:
             measure_inputs="reported",
         )
         self._options = merged
+        self._paths = {k: Path(merged[k]).resolve() for k in ("harness", "release") if k in merged}
         return Frozen(facts=facts, sources=tuple(sources))
 
     def open(self, protocol: Protocol, condition: Condition, frozen: Frozen) -> _CommandSession:
         """Prepare the condition's harness call."""
         participant = next(p for p in protocol.participants if p.id == condition.participant)
-        return _CommandSession(protocol, condition, participant, self._options, frozen)
+        return _CommandSession(protocol, condition, participant, self._options, self._paths, frozen)
 
 
 def _version() -> str:
@@ -216,15 +221,15 @@ class _CommandSession:
         condition: Condition,
         participant: Participant,
         options: Mapping[str, Any],
+        paths: Mapping[str, Path],
         frozen: Frozen,
     ) -> None:
         self._protocol = protocol
         self._condition = condition
         self._participant = participant
         pinned = {s.role: s for s in frozen.sources}
-        self._harness = Path(options["harness"]).resolve()
-        release = options.get("release")
-        self._release = str(Path(release).resolve()) if release is not None else None
+        self._harness = paths["harness"]
+        self._release = str(paths["release"]) if "release" in paths else None
         self._release_sha256 = pinned["release"].sha256 if "release" in pinned else None
         schema = options.get("outcome_schema")
         self._validator = _validator(schema) if schema is not None else None
@@ -262,21 +267,26 @@ class _CommandSession:
         return [str(self._harness)]
 
     def run(self, entry: PlanEntry) -> Evidence:
-        stdin = canonical.dumps(self._spec(entry))
+        spec = canonical.dumps(self._spec(entry))
         launcher = _death_launcher()
-        process = subprocess.Popen(
-            [*launcher, *self._command()],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,  # its own process group, killed whole on a timeout
-            # and killed with this worker (or thread), should the study kill it first.
-            preexec_fn=None if launcher else functools.partial(die_with_parent, os.getpid()),
-        )
+        stdin, rest = _filled_pipe(spec)
+        try:
+            process = subprocess.Popen(
+                [*launcher, *self._command()],
+                stdin=stdin,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,  # its own process group, killed whole on a timeout
+                # and killed with this worker (or thread), should the study kill it first.
+                preexec_fn=None if launcher else functools.partial(die_with_parent, os.getpid()),
+            )
+        finally:
+            if stdin != subprocess.PIPE:
+                os.close(stdin)
         try:
             # On a thread session, the study ends a run it stops by killing the group.
             with stopped_with_run(functools.partial(_signal_group, process)):
-                stdout, stderr = process.communicate(stdin, timeout=self._timeout)
+                stdout, stderr = process.communicate(rest, timeout=self._timeout)
         except subprocess.TimeoutExpired:
             _kill_group(process)
             raise RunFailed("timeout") from None
@@ -316,6 +326,26 @@ class _CommandSession:
 
     def close(self) -> None:
         """Nothing stays open between runs."""
+
+
+def _filled_pipe(spec: bytes) -> tuple[int, bytes | None]:
+    """The harness's stdin and what is left to write to it once it runs: a pipe that already
+    holds the whole ``spec`` and its end (the read end's descriptor, and None), so that the
+    harness reads it as soon as it starts, with nothing more for this process to do; or, for a
+    spec the pipe cannot hold at once, a pipe :mod:`subprocess` makes and the whole spec, which
+    :meth:`subprocess.Popen.communicate` writes as the harness reads."""
+    read_end, write_end = os.pipe()
+    try:
+        os.set_blocking(write_end, False)
+        written = os.write(write_end, spec) if spec else 0
+    except BlockingIOError:
+        written = 0
+    finally:
+        os.close(write_end)
+    if written == len(spec):
+        return read_end, None
+    os.close(read_end)
+    return subprocess.PIPE, spec
 
 
 _launcher_lock = threading.Lock()
