@@ -244,6 +244,58 @@ class TestStopping:
                     os.kill(pid, signal.SIGKILL)
 
 
+class TestMeanwhile:
+    def test_idle_is_called_once_when_no_slot_ends_for_a_while(self) -> None:
+        """The study's thread calls ``idle`` once, the first time no event came for
+        IDLE_SECONDS, however long the threads then wait."""
+        import queue
+        import threading
+
+        from repro.execute.attempts import IDLE_SECONDS, serve_on_threads
+
+        events: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        called = threading.Event()
+        calls: list[int] = []
+
+        def idle() -> None:
+            calls.append(1)
+            called.set()
+
+        def waits() -> None:
+            called.wait(60)
+            time.sleep(3 * IDLE_SECONDS)  # idle again, but called no more
+            events.put(("exit",))
+
+        serve_on_threads(
+            [threading.Thread(target=waits)], events, lambda _: None, lambda: None, idle
+        )
+        assert calls == [1]
+
+    def test_a_study_whose_runs_wait_does_its_after_work_meanwhile(
+        self, tmp_path: Path, write_protocol: Callable[..., Path]
+    ) -> None:
+        """A command study whose runs only wait calls ``meanwhile`` once while they run, after
+        importing what it needs after them; the bundle records every package's version and
+        verifies."""
+        from repro.execute.studies import AFTER_RUNS, CORE_PACKAGES
+
+        protocol = copy.deepcopy(BAD)
+        del protocol["adapter"]["options"]["outcome_schema"]
+        protocol["participants"] = [{"id": "nap", "kind": "agent", "params": {"mode": "nap"}}]
+        seen: list[list[str]] = []
+
+        def meanwhile() -> None:
+            seen.append([m for m in AFTER_RUNS if m in sys.modules])
+
+        path = write_protocol(protocol)
+        out = tmp_path / "out"
+        study(prepare(path, {}), out, _Quiet(), LocalWorkers(2), meanwhile=meanwhile)
+        assert seen == [list(AFTER_RUNS)]
+        environment = json.loads((out / layout.ENVIRONMENT).read_text())
+        assert set(CORE_PACKAGES) <= set(environment["packages"])
+        assert verify(out) == []
+
+
 class TestLimits:
     def _protocol(self, data: dict[str, Any]) -> Protocol:
         return structure(data, Protocol, what="protocol")

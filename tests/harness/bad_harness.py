@@ -19,6 +19,8 @@ def main() -> None:
         sys.exit(3)
     if mode == "sleep":
         time.sleep(60)
+    if mode == "nap":  # a run that only waits, briefly
+        time.sleep(0.5)
     if mode == "garbage":
         sys.stdout.write("this is not json")
         return

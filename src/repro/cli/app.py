@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import functools
 import gc
+import importlib
 import importlib.util
 import inspect
 import json
 import math
+import os
 import sys
 import time
 from pathlib import Path
@@ -516,7 +518,6 @@ def _study(
     from repro.execute.studies import Prestart, prepare
     from repro.execute.studies import study as run_study
 
-    err = _err()
     backend: Backend = (
         DaskCluster(scheduler)
         if scheduler is not None
@@ -525,8 +526,30 @@ def _study(
     prepared = prepare(protocol, _options(option or []), Prestart(backend, spares).early)
     labels = _condition_labels(prepared.protocol, prepared.plan.seal.conditions)
     work = _study_work(prepared)
-    progress = _BarProgress(labels, work) if err.is_terminal else _LineProgress(labels, work)
-    return run_study(prepared, out, progress, backend, spares)
+    terminal = _stderr_is_terminal()
+    progress = _BarProgress(labels, work) if terminal else _LineProgress(labels, work)
+    return run_study(prepared, out, progress, backend, spares, _console_meanwhile)
+
+
+def _console_meanwhile() -> None:
+    """Import what a study's last lines print through (:func:`_err`'s console), while its runs
+    only wait: after them, it would cost the study's end."""
+    importlib.import_module("repro.present.terminal")
+
+
+def _stderr_is_terminal() -> bool:
+    """Whether :func:`_err`'s console is a terminal's, without importing rich where it plainly
+    is not: stderr is no terminal, and neither ``TTY_COMPATIBLE=1`` nor a non-empty
+    ``FORCE_COLOR`` (which rich honours) says otherwise. A study that prints plain lines then
+    starts its first run without rich."""
+    environ = os.environ
+    if environ.get("TTY_COMPATIBLE") != "1" and not environ.get("FORCE_COLOR"):
+        try:
+            if not sys.stderr.isatty():
+                return False
+        except ValueError:  # closed: no terminal
+            return False
+    return _err().is_terminal
 
 
 def _print_losses(ledger: Ledger, aggregates: Aggregates, lost_opens: int) -> int:

@@ -433,24 +433,40 @@ def write_times(writer: BundleWriter, partition: str, times: Iterable[AttemptTim
             emit(line)
 
 
+#: How long no slot may end before the study's thread, waiting for the next, calls ``idle``.
+IDLE_SECONDS = 0.1
+
+
 def serve_on_threads(
     threads: Sequence[threading.Thread],
     events: queue.SimpleQueue[Any],
     on_slot: Callable[[Any], None],
     stop: Callable[[], None],
+    idle: Callable[[], None] | None = None,
 ) -> None:
     """Start ``threads`` and take their events in this thread until each has said it ended
     (``("exit",)``): ``on_slot(event)`` for each ``("slot", ...)``, and an ``("error", exc)``
-    raised again here. Whatever ends this (that error, a signal raised in this thread, an error
-    of ``on_slot``), ``stop()`` is called, then every thread started is joined."""
+    raised again here; ``idle()`` once, the first time no event came for
+    :data:`IDLE_SECONDS` (the runs under way then only wait, and so does this thread). Whatever
+    ends this (that error, a signal raised in this thread, an error of ``on_slot`` or
+    ``idle``), ``stop()`` is called, then every thread started is joined."""
     started: list[threading.Thread] = []
     try:
         for thread in threads:
             thread.start()
             started.append(thread)
         running = len(threads)
+        waiting: Callable[[], None] | None = idle
         while running:
-            event = events.get()
+            if waiting is None:
+                event = events.get()
+            else:
+                try:
+                    event = events.get(timeout=IDLE_SECONDS)
+                except queue.Empty:
+                    meanwhile, waiting = waiting, None
+                    meanwhile()
+                    continue
             if event[0] == "slot":
                 on_slot(event)
             elif event[0] == "error":

@@ -237,11 +237,14 @@ def run_on_local_workers(
     writer: BundleWriter,
     slot_done: Callable[[str, SlotEnd], None],
     spares: Spares | None = None,
+    idle: Callable[[], None] | None = None,
 ) -> list[PartitionRun]:
     """Run every partition of ``work`` on ``count`` worker processes and write each one's runs
-    and times files; call ``slot_done(condition, end)`` in this thread as each slot finishes.
-    Return what the study keeps of each partition, in sealed order: its records are in its
-    runs file, and none is held longer than its partition runs.
+    and times files; call ``slot_done(condition, end)`` in this thread as each slot finishes,
+    and ``idle()`` once, the first time no slot has ended for a while
+    (:func:`~repro.execute.attempts.serve_on_threads`). Return what the study keeps of each
+    partition, in sealed order: its records are in its runs file, and none is held longer than
+    its partition runs.
 
     Whatever stops this function (a signal raised in this thread, a thread's I/O error, which is
     raised again here) first stops every thread and its worker process.
@@ -250,7 +253,7 @@ def run_on_local_workers(
     process instead, no worker process at all (:mod:`repro.execute.threads`)."""
     # ---- thread sessions: a separate path, in repro.execute.threads
     if thread_sessions(work):
-        return run_on_threads(count, work, writer, slot_done)
+        return run_on_threads(count, work, writer, slot_done, idle)
     # ---- worker processes
     pool = _Pool(work.partitions)
     results: list[PartitionRun | None] = [None] * len(work.partitions)
@@ -264,7 +267,7 @@ def run_on_local_workers(
         )
         for number in range(count)
     ]
-    serve_on_threads(threads, events, lambda event: slot_done(event[1], event[2]), cancel.set)
+    serve_on_threads(threads, events, lambda event: slot_done(event[1], event[2]), cancel.set, idle)
     done = [result for result in results if result is not None]
     assert len(done) == len(results), "every partition ran"
     return done

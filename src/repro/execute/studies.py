@@ -9,6 +9,7 @@ has one generator stream for the whole plan and so runs on one worker only.
 from __future__ import annotations
 
 import functools
+import importlib
 import importlib.metadata
 import os
 import platform
@@ -18,8 +19,8 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING, TypeVar
 from typing import Protocol as TypingProtocol
-from typing import TypeVar
 
 import orjson
 from attrs import frozen
@@ -28,10 +29,7 @@ from repro import __version__
 from repro.adapters.base import Adapter, Frozen, get_adapter, targets_in
 from repro.bundle import layout
 from repro.bundle.writer import BundleWriter, create_root
-from repro.derive.crate import ActionFacts, CrateBuilder
-from repro.derive.derivation import Derived, derive, tally_partitions
 from repro.derive.disclosure import refuse_disclosing_protocol, scan
-from repro.derive.ledger import source_ledger
 from repro.derive.tally import RunTally, SlotEnd
 from repro.errors import (
     EXIT_SIGNAL_BASE,
@@ -41,7 +39,6 @@ from repro.errors import (
     Interrupted,
     StudyStopped,
 )
-from repro.execute import cluster
 from repro.execute.attempts import PartitionRun, Workload
 from repro.execute.backends import (
     MAX_LOCAL_WORKERS,
@@ -83,7 +80,15 @@ __all__ = [
     "study",
 ]
 
+if TYPE_CHECKING:
+    from repro.derive.derivation import Derived
+
 T = TypeVar("T")
+
+#: What a study imports only once its runs are done (the derivations, the ledger, the crate),
+#: not before its first run: it imports them while its runs only wait (:func:`_meanwhile`), or
+#: after them.
+AFTER_RUNS = ("repro.derive.derivation", "repro.derive.ledger", "repro.derive.crate")
 
 #: Distributions whose versions every environment.json records, beside the adapter's packages.
 CORE_PACKAGES = ("attrs", "cattrs", "orjson", "numpy", "scipy", "jsonschema")
@@ -276,13 +281,18 @@ class _Runner:
 
 
 @contextmanager
-def _partition_runner(backend: Backend, spares: Spares | None) -> Iterator[_Runner]:
-    """How the partitions will run; for a cluster, connected before the root is created, so an
-    unreachable scheduler writes nothing."""
+def _partition_runner(
+    backend: Backend, spares: Spares | None, idle: Callable[[], None] | None = None
+) -> Iterator[_Runner]:
+    """How the partitions will run (local workers call ``idle`` once while their runs only
+    wait); for a cluster, connected before the root is created, so an unreachable scheduler
+    writes nothing."""
     if isinstance(backend, LocalWorkers):
-        run = functools.partial(run_on_local_workers, backend.count, spares=spares)
+        run = functools.partial(run_on_local_workers, backend.count, spares=spares, idle=idle)
         yield _Runner(run, "local", backend.count)
         return
+    from repro.execute import cluster
+
     with cluster.connect(backend.address) as client:
         workers = len(client.scheduler_info().get("workers", {}))
         yield _Runner(functools.partial(cluster.run_on_dask, client), "dask", workers)
@@ -312,9 +322,12 @@ def study(
     progress: Progress,
     backend: Backend = LocalWorkers(),
     spares: Spares | None = None,
+    meanwhile: Callable[[], None] | None = None,
 ) -> StudyResult:
     """Execute a prepared study into the fresh root ``out`` on ``backend`` and write the whole
-    bundle; local workers take their first processes from ``spares`` (:class:`Prestart`).
+    bundle; local workers take their first processes from ``spares`` (:class:`Prestart`). What
+    the study needs only after its runs is imported while they only wait (on local workers),
+    and ``meanwhile()`` is called then too: what the caller would otherwise do after them.
 
     Raises :class:`BadInput` (nothing written) when the backend cannot run the protocol or
     cannot be reached, or ``out`` cannot be created; and :class:`StudyStopped` when a signal,
@@ -322,13 +335,42 @@ def study(
     left incomplete (no tag manifest), so it never verifies.
     """
     check_backend(prepared.protocol, backend, prepared.adapter)
-    with _partition_runner(backend, spares) as runner:
+    versions: dict[str, str] = {}
+    idle = _meanwhile(_packages(prepared), versions, meanwhile)
+    with _partition_runner(backend, spares, idle) as runner:
         create_root(out)
-        return _study_stopping_cleanly(prepared, out, progress, runner)
+        return _study_stopping_cleanly(prepared, out, progress, runner, versions)
+
+
+def _packages(prepared: Prepared) -> list[str]:
+    """The distributions whose versions environment.json records."""
+    sources = prepared.frozen.sources
+    return sorted({*CORE_PACKAGES, *(s.name for s in sources if s.kind == "package")})
+
+
+def _meanwhile(
+    packages: list[str], versions: dict[str, str], then: Callable[[], None] | None
+) -> Callable[[], None]:
+    """What a study does while its runs only wait: import what it needs after them
+    (:data:`AFTER_RUNS`), read the versions of ``packages`` into ``versions``, then ``then()``.
+    A study whose runs never wait does each after its runs."""
+
+    def idle() -> None:
+        for module in AFTER_RUNS:
+            importlib.import_module(module)
+        versions.update(_versions(packages))
+        if then is not None:
+            then()
+
+    return idle
 
 
 def _study_stopping_cleanly(
-    prepared: Prepared, out: Path, progress: Progress, runner: _Runner
+    prepared: Prepared,
+    out: Path,
+    progress: Progress,
+    runner: _Runner,
+    versions: dict[str, str],
 ) -> StudyResult:
     """Run the study into the root it created; turn whatever stops it into one
     :class:`StudyStopped` that says how far it got."""
@@ -337,7 +379,7 @@ def _study_stopping_cleanly(
     try:
         with stop_on_signals():
             try:
-                return _study(prepared, out, progress, runner, done, total)
+                return _study(prepared, out, progress, runner, done, total, versions)
             finally:
                 progress.finish()
     except Interrupted as exc:
@@ -383,6 +425,8 @@ def _read_back(out: Path, name: str, cls: type[T]) -> Iterator[T]:
 
 def _tally(prepared: Prepared, out: Path, facts: Ledger) -> RunTally:
     """The tally of the runs files written into ``out``, one partition at a time."""
+    from repro.derive.derivation import tally_partitions
+
     return tally_partitions(
         prepared.frozen_protocol,
         (
@@ -399,6 +443,8 @@ def _crate(
     """data/ro-crate-metadata.json of the bundle written so far into ``out`` (every other
     payload file), piece by piece: each partition's actions are made from its runs and times
     files read back, one partition at a time."""
+    from repro.derive.crate import ActionFacts, CrateBuilder
+
     fp, seal = prepared.frozen_protocol, prepared.plan.seal
     names = [ref.id for ref in seal.partitions]
     builder = CrateBuilder(fp, ledger, environment, layout.payload_files(fp, names))
@@ -434,7 +480,10 @@ def _study(
     runner: _Runner,
     done: list[int],
     total: int,
+    versions: dict[str, str],
 ) -> StudyResult:
+    """Write the plan, run the partitions, derive, write the rest of the bundle; ``versions``:
+    the packages' versions if they were read while the runs waited."""
     p, fp, plan = prepared.protocol, prepared.frozen_protocol, prepared.plan
     writer = BundleWriter(out)
     writer.begin()
@@ -465,11 +514,13 @@ def _study(
         disagreements=(),
         losses=(),
     )
+    from repro.derive.derivation import derive
+    from repro.derive.ledger import source_ledger
+
     # The ledger and environment are derivation inputs: written, and so scanned, before derive.
     runs = _tally(prepared, out, facts)
     ledger = source_ledger(fp, runs, facts)
     writer.model(layout.LEDGER, ledger)
-    packages = [*CORE_PACKAGES, *(s.name for s in prepared.frozen.sources if s.kind == "package")]
     environment = Environment(
         schema="repro.environment/1",
         repro_version=__version__,
@@ -477,7 +528,7 @@ def _study(
         implementation=platform.python_implementation(),
         platform=f"{platform.system()} {platform.release()}",
         machine=platform.machine(),
-        packages=_versions(sorted(set(packages))),
+        packages=versions or _versions(_packages(prepared)),
         started_utc=started,
         finished_utc=_utc(),
         wall_seconds=round(wall, 3),

@@ -427,17 +427,20 @@ def run_on_threads(
     work: Workload,
     writer: BundleWriter,
     slot_done: Callable[[str, SlotEnd], None],
+    idle: Callable[[], None] | None = None,
 ) -> list[PartitionRun]:
     """Run every slot of ``work`` on ``count`` threads of this process and write each
     partition's runs and times files; call ``slot_done(condition, end)`` in this thread as each
-    slot finishes. Return what the study keeps of each partition, in sealed order: its records
-    are in its runs file, and none is held after it is written.
+    slot finishes, and ``idle()`` once, the first time no slot has ended for a while
+    (:func:`~repro.execute.attempts.serve_on_threads`). Return what the study keeps of each
+    partition, in sealed order: its records are in its runs file, and none is held after it is
+    written.
 
     Whatever stops this function (a signal raised in this thread, a thread's error, which is
     raised again here) first stops every run under way and every thread."""
     root = work.job.target_root
     with targets_in(None if root is None else Path(root)):
-        return _run_on_threads(count, work, writer, slot_done)
+        return _run_on_threads(count, work, writer, slot_done, idle)
 
 
 def _run_on_threads(
@@ -445,6 +448,7 @@ def _run_on_threads(
     work: Workload,
     writer: BundleWriter,
     slot_done: Callable[[str, SlotEnd], None],
+    idle: Callable[[], None] | None,
 ) -> list[PartitionRun]:
     host = _Host(work.job)
     results: list[PartitionRun | None] = [None] * len(work.partitions)
@@ -474,7 +478,7 @@ def _run_on_threads(
                 del parts[index]
 
         try:
-            serve_on_threads(threads, events, took, calls.stop_all)
+            serve_on_threads(threads, events, took, calls.stop_all, idle)
             for index, partition in slots.empty:  # no slot: empty runs and times files
                 with writer.lines(layout.runs_file(partition.id)):
                     pass
