@@ -115,6 +115,75 @@ class TestPath:
         assert not thread_sessions(_workload(prepare(write_protocol(protocol), {})))
 
 
+class TestNoSpareWorker:
+    def test_thread_adapters_names_the_built_in_adapters_that_run_on_threads(self) -> None:
+        """THREAD_ADAPTERS, which a study reads before it imports an adapter, is exactly the
+        set of repro's own adapters whose classes say ``thread_sessions``."""
+        import importlib
+
+        from repro import DISTRIBUTION
+        from repro.adapters.base import THREAD_SESSIONS, registered_adapters
+        from repro.execute.spares import THREAD_ADAPTERS
+
+        built_in = {
+            r.name: r.target for r in registered_adapters() if r.distribution == DISTRIBUTION
+        }
+        on_threads = set()
+        for name, target in built_in.items():
+            module, _, attribute = target.partition(":")
+            cls = getattr(importlib.import_module(module), attribute, None)
+            if getattr(cls, THREAD_SESSIONS, False) is True:
+                on_threads.add(name)
+        assert {"command", "gymnasium"} <= set(built_in)
+        assert on_threads == THREAD_ADAPTERS
+
+    def test_a_protocol_is_read_for_its_adapter_before_it_is_loaded(self, tmp_path: Path) -> None:
+        """A per-run protocol of a thread adapter says so; stream seeding, another adapter, and
+        whatever is not such a protocol (no file, not JSON, another shape, over the size limit)
+        say no."""
+        from repro.execute.spares import runs_on_threads
+
+        def peek(text: str) -> bool:
+            path = tmp_path / "protocol.json"
+            path.write_text(text)
+            return runs_on_threads(path)
+
+        stream = {**BAD, "seeding": {"mode": "stream", "seed": 5}}
+        gym = {**BAD, "adapter": {"name": "gymnasium", "options": {}}}
+        assert peek(json.dumps(BAD))
+        assert not peek(json.dumps(stream))
+        assert not peek(json.dumps(gym))
+        assert not peek("[1, 2]")
+        assert not peek('{"adapter": "command"}')
+        assert not peek("not json")
+        assert not peek(json.dumps({**BAD, "pad": "x" * (1 << 20)}))
+        assert not runs_on_threads(tmp_path / "missing.json")
+
+    def test_a_command_study_starts_no_worker_process(
+        self, tmp_path: Path, write_protocol: Callable[..., Path], monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """``repro study`` of a per-run command protocol starts no worker process, not even
+        the one a study starts before its imports (a spawn fails the test), and writes a
+        bundle that verifies."""
+        from typer.testing import CliRunner
+
+        from repro.cli.app import app
+        from repro.execute import spares
+
+        def refuse() -> Any:
+            raise AssertionError("a worker process was started")
+
+        monkeypatch.setattr(spares, "spawn", refuse)
+        protocol = copy.deepcopy(BAD)
+        protocol["participants"] = protocol["participants"][:1]
+        out = tmp_path / "out"
+        done = CliRunner().invoke(
+            app, ["study", str(write_protocol(protocol)), "--out", str(out), "--workers", "2"]
+        )
+        assert done.exit_code == 0, done.output
+        assert verify(out) == []
+
+
 class TestSameRecords:
     def test_records_do_not_depend_on_threads_or_processes(
         self, tmp_path: Path, write_protocol: Callable[..., Path], monkeypatch: pytest.MonkeyPatch

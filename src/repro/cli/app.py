@@ -468,13 +468,14 @@ def study(
         raise _fail(
             "--workers and --scheduler exclude each other: the cluster's workers run the partitions"
         )
-    from repro.execute.spares import Spares
+    from repro.execute.spares import Spares, runs_on_threads
 
     try:
         with Spares() as spares:
-            if scheduler is None:
+            if scheduler is None and not runs_on_threads(protocol):
                 # A local study's first worker process starts now, and imports as the study
                 # does and prepares (repro.execute.studies.Prestart); one not taken is killed.
+                # A study whose sessions run on threads starts none: it would only slow it.
                 spares.start(1)
             result = _study(protocol, out, option, workers, scheduler, spares)
     except BadInput as exc:

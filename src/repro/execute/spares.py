@@ -13,10 +13,40 @@ import subprocess
 import sys
 import threading
 from collections.abc import Sequence
+from pathlib import Path
+
+import orjson
 
 from repro.execute.interrupts import held
 
-__all__ = ["Child", "Spares", "spawn"]
+__all__ = ["THREAD_ADAPTERS", "Child", "Spares", "runs_on_threads", "spawn"]
+
+#: The built-in adapters whose sessions run on threads of the study process (their classes say
+#: ``thread_sessions``), by the name a protocol gives them.
+THREAD_ADAPTERS = frozenset({"command"})
+
+#: The most of a protocol file :func:`runs_on_threads` reads (the loader's own limit).
+_PEEK_BYTES = 1 << 20
+
+
+def runs_on_threads(protocol: Path) -> bool:
+    """Whether the protocol file ``protocol`` names a built-in adapter whose sessions run on
+    threads, in per-run seeding, read before the protocol is loaded and checked: a study of one
+    starts no worker process before its imports (where one would only slow them, and be
+    killed). A protocol that turns out otherwise, or cannot be read so, costs time, never a
+    result: :class:`~repro.execute.studies.Prestart` starts what it needs once it is known."""
+    try:
+        with open(protocol, "rb") as file:
+            data = file.read(_PEEK_BYTES + 1)
+        if len(data) > _PEEK_BYTES:
+            return False
+        raw = orjson.loads(data)
+        return bool(
+            raw["adapter"]["name"] in THREAD_ADAPTERS and raw["seeding"]["mode"] == "per-run"
+        )
+    except Exception:  # unreadable, not JSON, not shaped like a protocol: the loader says why
+        return False
+
 
 #: A worker process and this side of its socket.
 Child = tuple[subprocess.Popen[bytes], multiprocessing.connection.Connection]

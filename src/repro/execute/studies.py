@@ -232,7 +232,7 @@ class Prestart:
         modules = preloads(adapter)
         self._spares.preload(modules)
         slots = len(conditions_of(protocol)) * protocol.runs_per_condition
-        self._spares.start(min(backend.count, slots) - 1, modules)
+        self._spares.start(min(backend.count, slots) - len(self._spares), modules)
 
 
 def _on_processes(protocol: Protocol, backend: LocalWorkers, adapter: Adapter) -> bool:
