@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 from typing import Protocol as TypingProtocol
 
 import orjson
@@ -437,6 +437,16 @@ def _tally(prepared: Prepared, out: Path, facts: Ledger) -> RunTally:
     )
 
 
+def _parsed(out: Path, name: str) -> Iterator[dict[str, Any]]:
+    """Each line of the JSON Lines file ``name`` that this study wrote into ``out``, parsed but
+    not made into its model: what the crate takes of a line is a few of its fields, and the
+    model's checks ran as the study made the line (and, for a run record, again as
+    :func:`_tally` read it back)."""
+    with open(out / name, "rb") as fh:
+        for line in fh:
+            yield orjson.loads(line)
+
+
 def _crate(
     prepared: Prepared, out: Path, ledger: Ledger, environment: Environment
 ) -> Iterator[bytes]:
@@ -450,22 +460,23 @@ def _crate(
     builder = CrateBuilder(fp, ledger, environment, layout.payload_files(fp, names))
     yield builder.head()
     for name in names:
-        times = {t.attempt_id: t for t in _read_back(out, layout.times_file(name), AttemptTimes)}
+        times = {t["attempt_id"]: t for t in _parsed(out, layout.times_file(name))}
         yield from builder.partition(
             name,
             (
                 ActionFacts(
-                    r.attempt_id, r.slot, r.condition, r.status, r.cause, times[r.attempt_id]
+                    r["attempt_id"],
+                    r["slot"],
+                    r["condition"],
+                    r["status"],
+                    r["cause"],
+                    structure(times[r["attempt_id"]], AttemptTimes, what=layout.times_file(name)),
                 )
-                for r in _read_back(out, layout.runs_file(name), RunRecord)
-                if r.attempt_id in times
+                for r in _parsed(out, layout.runs_file(name))
+                if r["attempt_id"] in times
             ),
         )
-    ran = (
-        t.attempt_id
-        for name in names
-        for t in _read_back(out, layout.times_file(name), AttemptTimes)
-    )
+    ran = (t["attempt_id"] for name in names for t in _parsed(out, layout.times_file(name)))
     yield from builder.tail(ran)
 
 
