@@ -124,11 +124,12 @@ def test_show_json_and_html_import_no_study_machinery(tmp_path: Path) -> None:
 
 def test_the_study_machinery_imports_no_derivation() -> None:
     """What a study runs before its first run imports none of the derivations, the ledger or
-    the crate (``repro.execute.studies.AFTER_RUNS``), nor rich: it imports them while its runs
-    wait, or after them."""
+    the crate (``repro.execute.studies.AFTER_RUNS``), nor rich, nor the figures its progress
+    labels conditions with: it imports them while its runs wait, or after them."""
     code = (
         "import sys, repro.cli.app, repro.execute.studies as s; "
-        "print(*sorted(m for m in (*s.AFTER_RUNS, 'rich') if m in sys.modules))"
+        "after = (*s.AFTER_RUNS, 'rich', 'repro.derive.figures'); "
+        "print(*sorted(m for m in after if m in sys.modules))"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr

@@ -6,6 +6,7 @@ help names them.
 
 from __future__ import annotations
 
+import collections.abc
 import functools
 import gc
 import importlib
@@ -48,7 +49,7 @@ from repro.execute.backends import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping, Sequence
+    from collections.abc import Callable, Iterator, Mapping, Sequence
 
     from rich.console import Console
 
@@ -284,7 +285,7 @@ class _BarProgress:
     last by ``labels`` (condition ID to ``c01 env_id=CartPole-v1 / random``). The bar fills,
     and the ETA runs, by the work's cost (:class:`_Work`); the count beside it is of runs."""
 
-    def __init__(self, labels: dict[str, str], work: _Work) -> None:
+    def __init__(self, labels: Mapping[str, str], work: _Work) -> None:
         from rich.markup import escape
         from rich.progress import (
             BarColumn,
@@ -339,7 +340,7 @@ class _LineProgress:
 
     def __init__(
         self,
-        labels: dict[str, str],
+        labels: Mapping[str, str],
         work: _Work,
         clock: Callable[[], float] = time.perf_counter,
     ) -> None:
@@ -387,14 +388,37 @@ def _study_work(prepared: Prepared) -> _Work:
     return _Work(slot_costs(prepared.adapter, prepared.plan.seal.conditions), slots)
 
 
-def _condition_labels(protocol: Protocol, conditions: Sequence[Condition]) -> dict[str, str]:
+class _Labels(collections.abc.Mapping[str, str]):
     """Each condition's ID and label, as the progress display names it: ``c01
     env_id=CartPole-v1 / random`` (the label as every table words it,
-    :func:`repro.derive.figures.condition_label`)."""
-    from repro.derive.figures import condition_label
+    :func:`repro.derive.figures.condition_label`), made when first read: a study's plain
+    progress lines name a condition only at a tenth of its work, and what makes the labels is
+    then imported (while the runs wait, with the console), not before the first run."""
 
-    order = [factor.name for factor in protocol.matrix]
-    return {c.id: f"{c.id} {condition_label(c.factors, c.participant, order)}" for c in conditions}
+    def __init__(self, protocol: Protocol, conditions: Sequence[Condition]) -> None:
+        self._protocol = protocol
+        self._conditions = conditions
+        self._made: dict[str, str] | None = None
+
+    def _labels(self) -> dict[str, str]:
+        if self._made is None:
+            from repro.derive.figures import condition_label
+
+            order = [factor.name for factor in self._protocol.matrix]
+            self._made = {
+                c.id: f"{c.id} {condition_label(c.factors, c.participant, order)}"
+                for c in self._conditions
+            }
+        return self._made
+
+    def __getitem__(self, condition: str) -> str:
+        return self._labels()[condition]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._labels())
+
+    def __len__(self) -> int:
+        return len(self._conditions)
 
 
 def _fail(error: ReproError | str) -> typer.Exit:
@@ -525,7 +549,7 @@ def _study(
         else LocalWorkers(1 if workers is None else workers)
     )
     prepared = prepare(protocol, _options(option or []), Prestart(backend, spares).early)
-    labels = _condition_labels(prepared.protocol, prepared.plan.seal.conditions)
+    labels = _Labels(prepared.protocol, prepared.plan.seal.conditions)
     work = _study_work(prepared)
     terminal = _stderr_is_terminal()
     progress = _BarProgress(labels, work) if terminal else _LineProgress(labels, work)
