@@ -3,16 +3,28 @@ the tally gives."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from repro.derive.tally import RunTally
+from repro.json import canonical
 from repro.models import (
     FrozenProtocol,
     Ledger,
     Source,
 )
 
-__all__ = ["source_differences", "source_ledger"]
+__all__ = ["contract_digests", "contract_sha256", "source_differences", "source_ledger"]
+
+
+def contract_sha256(facts: dict[str, object]) -> str:
+    """Digest of one condition's contract facts (as the ledger keeps them), as each run records
+    it."""
+    return canonical.sha256_hex(canonical.dumps(facts))
+
+
+def contract_digests(ledger: Ledger) -> Mapping[str, str]:
+    """The contract digest each run of a condition must record, by condition."""
+    return {c: contract_sha256(facts) for c, facts in ledger.contracts.items()}
 
 
 def source_ledger(frozen_protocol: FrozenProtocol, runs: RunTally, facts: Ledger) -> Ledger:

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 from repro.derive.disclosure import FileHits
+from repro.derive.ledger import contract_digests, contract_sha256
 from repro.derive.reproduction import reproduction
 from repro.derive.tally import RunTally
-from repro.json import canonical
 from repro.models import (
     Aggregates,
     FrozenProtocol,
@@ -34,16 +34,6 @@ __all__ = [
 
 #: At most this many disclosure hits are named one by one in the tier's evidence.
 MAX_DISCLOSURES_LISTED = 10
-
-
-def contract_sha256(facts: dict[str, object]) -> str:
-    """Digest of one condition's contract facts, as each run records it."""
-    return canonical.sha256_hex(canonical.dumps(facts))
-
-
-def contract_digests(ledger: Ledger) -> Mapping[str, str]:
-    """The contract digest each run of a condition must record, by condition."""
-    return {c: contract_sha256(facts) for c, facts in ledger.contracts.items()}
 
 
 # --------------------------------------------------------------------------- the six tiers

@@ -20,9 +20,9 @@ from attrs import frozen
 from repro.adapters.base import Evidence
 from repro.bundle import layout
 from repro.bundle.writer import BundleWriter
+from repro.derive.ledger import contract_sha256
 from repro.derive.scenarios import scenario_of
 from repro.derive.tally import SlotEnd, attempt_id, declared_exclusion, runs, slot_outcome
-from repro.derive.tiers import contract_sha256
 from repro.derive.validity import judge
 from repro.execute.worker import Failure, Invalid, Job, Worker, WorkerLost
 from repro.models import (

@@ -85,10 +85,9 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-#: What a study imports only once its runs are done (the derivations, the ledger, the crate),
-#: not before its first run: it imports them while its runs only wait (:func:`_meanwhile`), or
-#: after them.
-AFTER_RUNS = ("repro.derive.derivation", "repro.derive.ledger", "repro.derive.crate")
+#: What a study imports only once its runs are done (the derivations, the crate), not before
+#: its first run: it imports them while its runs only wait (:func:`_meanwhile`), or after them.
+AFTER_RUNS = ("repro.derive.derivation", "repro.derive.crate")
 
 #: Distributions whose versions every environment.json records, beside the adapter's packages.
 CORE_PACKAGES = ("attrs", "cattrs", "orjson", "numpy", "scipy", "jsonschema")
