@@ -53,8 +53,9 @@ from repro.execute.spares import Spares
 from repro.execute.threads import sessions_on_threads
 from repro.execute.worker import Job, adapter_target, preloads
 from repro.json import canonical
-from repro.json.serde import structure, unstructure
+from repro.json.serde import ready, structure, unstructure
 from repro.models import (
+    Aggregates,
     AttemptTimes,
     BackendName,
     Environment,
@@ -62,6 +63,7 @@ from repro.models import (
     Ledger,
     Protocol,
     RunRecord,
+    Tiers,
 )
 from repro.plan.sealing import SealedPlan, conditions_of, seal
 from repro.protocol.freeze import freeze
@@ -351,12 +353,17 @@ def _meanwhile(
     packages: list[str], versions: dict[str, str], then: Callable[[], None] | None
 ) -> Callable[[], None]:
     """What a study does while its runs only wait: import what it needs after them
-    (:data:`AFTER_RUNS`), read the versions of ``packages`` into ``versions``, then ``then()``.
-    A study whose runs never wait does each after its runs."""
+    (:data:`AFTER_RUNS`), make the converter's hooks for the files it reads back and writes
+    after them, read the versions of ``packages`` into ``versions``, then ``then()``. A study
+    whose runs never wait does each after its runs."""
 
     def idle() -> None:
         for module in AFTER_RUNS:
             importlib.import_module(module)
+        ready(
+            structured=(RunRecord, AttemptTimes),
+            unstructured=(Ledger, Environment, Aggregates, Tiers),
+        )
         versions.update(_versions(packages))
         if then is not None:
             then()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from typing import Any, Literal, TypeVar, get_args, get_origin
 
 import attrs
@@ -20,7 +21,7 @@ from repro.errors import BadInput
 from repro.json import canonical
 from repro.models import FieldError, Level
 
-__all__ = ["converter", "found", "structure", "to_bytes", "unstructure"]
+__all__ = ["converter", "found", "ready", "structure", "to_bytes", "unstructure"]
 
 T = TypeVar("T")
 
@@ -208,6 +209,16 @@ def structure(data: Any, cls: type[T], *, what: str) -> T:
         raise BadInput(f"{what}: " + "; ".join(lines)) from None
     except (TypeError, ValueError) as exc:
         raise BadInput(f"{what}: {exc} @ $") from None
+
+
+def ready(*, structured: Iterable[type] = (), unstructured: Iterable[type] = ()) -> None:
+    """Make the converter's hooks now for the classes a caller will structure and unstructure,
+    rather than on their first use (cattrs writes and compiles each hook then, milliseconds a
+    model): for a caller with time to spare before it needs them."""
+    for cls in structured:
+        converter.get_structure_hook(cls)
+    for cls in unstructured:
+        converter.get_unstructure_hook(cls)
 
 
 def unstructure(value: Any) -> Any:
