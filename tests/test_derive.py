@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import random
 from pathlib import Path
@@ -9,12 +10,15 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from conftest import SMALL
 from repro.bundle.layout import is_derivation_input
 from repro.derive.derivation import derive, tally_partitions, tally_records
 from repro.derive.disclosure import FileHits, scan_hits
+from repro.derive.tally import measure_of
+from repro.derive.validity import judge
 from repro.json import canonical
 from repro.json.serde import structure, to_bytes
-from repro.models import FrozenProtocol, Ledger, Partition, RunRecord, Seal
+from repro.models import AdapterFacts, FrozenProtocol, Ledger, Partition, Protocol, RunRecord, Seal
 
 
 def _input_disclosures(bundle: Path) -> list[FileHits]:
@@ -113,3 +117,35 @@ class TestLazyPlan:
             assert partition_ref(plan[i]) == seal.partitions[i]
         assert plan[-1] == parts[-1]
         assert list(plan[1:]) == parts[1:]
+
+
+class TestJudgedWithTheSum:
+    """verify judges a record with the sum of its step rewards it made for the tally: the
+    verdict is the one judge gives when it sums them itself."""
+
+    @settings(max_examples=200, deadline=None)
+    @given(
+        rewards=st.none() | st.lists(st.floats(allow_nan=False, allow_infinity=False), max_size=6),
+        reported=st.none() | st.floats(allow_nan=False),
+        steps=st.none() | st.integers(0, 6),
+        inputs=st.sampled_from(["step-rewards", "reported"]),
+        bounds=st.sampled_from([(None, None), (-1.0, 1.0), (0.0, None)]),
+    )
+    def test_same_verdict(
+        self,
+        rewards: list[float] | None,
+        reported: float | None,
+        steps: int | None,
+        inputs: str,
+        bounds: tuple[float | None, float | None],
+    ) -> None:
+        data = copy.deepcopy(SMALL)
+        data["measure"] = {**data["measure"], "minimum": bounds[0], "maximum": bounds[1]}
+        protocol = structure(data, Protocol, what="protocol")
+        facts = AdapterFacts("a", "1", "full", "n", inputs)  # type: ignore[arg-type]
+        try:
+            summed = measure_of(rewards) if rewards is not None else None
+        except OverflowError:  # verify names the record before it judges it
+            return
+        alone = judge(protocol, facts, None, rewards, reported, steps, None)
+        assert judge(protocol, facts, None, rewards, reported, steps, None, summed=summed) == alone

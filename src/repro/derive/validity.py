@@ -111,6 +111,8 @@ def judge(
     reported: float | None,
     steps: int | None,
     outcome: dict[str, Any] | None,
+    *,
+    summed: float | None = None,
 ) -> Judged:
     """The record of a completed attempt with this evidence, under the protocol's rules, in
     this order: an outcome that would disclose something is withheld (invalid); an adapter whose
@@ -136,7 +138,10 @@ def judge(
     if protocol.measure.name == "outcome_value":
         measure = outcome_value(outcome, protocol.measure.key)
     else:
-        measure = measure_of(rewards) if rewards is not None else reported
+        if rewards is None:
+            measure = reported
+        else:
+            measure = summed if summed is not None else measure_of(rewards)
     if rewards is None and facts.measure_inputs == "step-rewards":
         cause = "evidence-step-rewards-missing"
     elif rewards is not None and steps is not None and steps != len(rewards):
@@ -169,12 +174,17 @@ def _holds_evidence(record: RunRecord) -> bool:
 
 
 def record_problem(
-    protocol: Protocol, facts: AdapterFacts, scenario: Scenario | None, record: RunRecord
+    protocol: Protocol,
+    facts: AdapterFacts,
+    scenario: Scenario | None,
+    record: RunRecord,
+    summed: float | None = None,
 ) -> str | None:
     """What is wrong with ``record`` under the validity rules, or None: a completed attempt's
     status, cause and measure must be what :func:`judge` gives for the evidence it keeps; an
     attempt that failed, or whose evidence the worker refused, keeps none. (Declared exclusions
-    and the chaining of attempts are the plan join's to judge.)"""
+    and the chaining of attempts are the plan join's to judge.) ``summed``: the sum of its step
+    rewards, when the caller has it (see :func:`judge`)."""
     status, cause = record.status, record.cause or ""
     judged = status == "valid" or cause in JUDGED_CAUSES or cause.startswith(SUPERSEDED)
     if status == "excluded" and not cause.startswith(SUPERSEDED):
@@ -213,6 +223,7 @@ def record_problem(
         record.measure,
         record.steps,
         record.outcome,
+        summed=summed,
     )
     found = (record.status, record.cause, record.measure)
     expected = (verdict.status, verdict.cause, verdict.measure)

@@ -221,7 +221,8 @@ class _RecordChecks:
                 )
         elif self._facts is not None:
             scenario = self.scenarios.get(a.condition)
-            problem = record_problem(self._protocol, self._facts, scenario, record)
+            # The step rewards were summed once already, for the attempt.
+            problem = record_problem(self._protocol, self._facts, scenario, record, a.recomputed)
             if problem is not None and self._counted("validity-rules"):
                 self.findings.append(
                     Finding(
