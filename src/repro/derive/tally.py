@@ -12,6 +12,7 @@ one partition at a time, and both hand the tally to the same derivation.
 from __future__ import annotations
 
 import math
+import operator
 import sys
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -139,10 +140,16 @@ def _attempts_by_slot(attempts: Iterable[Attempt]) -> dict[str, tuple[Attempt, .
     by_slot: dict[str, list[Attempt]] = defaultdict(list)
     for a in attempts:
         by_slot[a.slot].append(a)
+    # Most slots have one attempt, which needs no sorting.
     return {
-        slot: tuple(sorted(group, key=lambda a: (a.attempt, a.attempt_id)))
+        slot: tuple(group) if len(group) == 1 else tuple(sorted(group, key=_attempt_order))
         for slot, group in by_slot.items()
     }
+
+
+def _attempt_order(a: Attempt) -> tuple[int, str]:
+    """Where an attempt comes among its slot's: by number, then ID."""
+    return a.attempt, a.attempt_id
 
 
 def _outcomes(
@@ -150,11 +157,15 @@ def _outcomes(
 ) -> list[SlotOutcome]:
     """Each plan entry in sealed order with its attempts."""
     out = []
-    for entry in sorted(entries, key=lambda e: e.order):
+    for entry in sorted(entries, key=_ORDER):
         attempts = by_slot.get(entry.slot, ())
         outcome = slot_outcome(attempts[-1].status if attempts else None)
-        out.append(SlotOutcome(entry=entry, outcome=outcome, attempts=attempts))
+        out.append(SlotOutcome(entry, outcome, attempts))
     return out
+
+
+#: A plan entry's place in sealed order (one C call per entry, where a tally sorts them).
+_ORDER = operator.attrgetter("order")
 
 
 def slot_outcome(last: str | None) -> SlotEnd:
@@ -500,38 +511,37 @@ class RunTally:
 
 def _condition_tally(slots: Sequence[SlotOutcome]) -> ConditionTally:
     """One condition's counts, valid measures and scored outcomes, from its slots in sealed
-    order."""
-    ended = [(o.outcome, o.terminal) for o in slots]
-    measured = [
-        o.entry.replicate
-        for o in slots
-        if o.outcome == "valid" and o.terminal is not None and o.terminal.measure is not None
-    ]
+    order (in one pass over them: verify tallies every slot)."""
+    valid = failed = excluded = superseded = 0
+    measures: list[float] = []
+    replicates: list[int] = []
+    scored: list[tuple[str, dict[str, Any], float | None]] = []
+    scored_replicates: list[int] = []
+    for o in slots:
+        outcome, last = o.outcome, o.terminal
+        if outcome == "valid":
+            valid += 1
+            if last is not None and last.measure is not None:
+                measures.append(last.measure)
+                replicates.append(o.entry.replicate)
+            if last is not None and last.outcome is not None:
+                scored.append((last.attempt_id, last.outcome, last.measure))
+                scored_replicates.append(o.entry.replicate)
+        elif outcome == "failed":
+            failed += 1
+        elif outcome == "excluded":
+            excluded += 1
+            superseded += last is not None and (last.cause or "").startswith(SUPERSEDED)
     return ConditionTally(
         scheduled=len(slots),
-        valid=sum(outcome == "valid" for outcome, _ in ended),
-        failed=sum(outcome == "failed" for outcome, _ in ended),
-        excluded=sum(outcome == "excluded" for outcome, _ in ended),
-        measures=tuple(
-            last.measure
-            for outcome, last in ended
-            if outcome == "valid" and last is not None and last.measure is not None
-        ),
-        superseded=sum(
-            outcome == "excluded" and last is not None and (last.cause or "").startswith(SUPERSEDED)
-            for outcome, last in ended
-        ),
-        scored=tuple(
-            (last.attempt_id, last.outcome, last.measure)
-            for outcome, last in ended
-            if outcome == "valid" and last is not None and last.outcome is not None
-        ),
-        replicates=tuple(measured),
-        scored_replicates=tuple(
-            o.entry.replicate
-            for o in slots
-            if o.outcome == "valid" and o.terminal is not None and o.terminal.outcome is not None
-        ),
+        valid=valid,
+        failed=failed,
+        excluded=excluded,
+        measures=tuple(measures),
+        superseded=superseded,
+        scored=tuple(scored),
+        replicates=tuple(replicates),
+        scored_replicates=tuple(scored_replicates),
     )
 
 
