@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from conftest import SMALL
 from repro.json.serde import structure, to_bytes
 from repro.models import Protocol, Source
-from repro.plan.sealing import derive_seed, seal, slot_ids
+from repro.plan.sealing import derive_seed, partition_ref, seal, slot_id, slot_ids
 from repro.protocol.freeze import freeze
 
 levels = st.lists(
@@ -96,3 +96,21 @@ class TestSeal:
         p = structure(data, Protocol, what="protocol")
         marked = [e for e in seal(p, "0" * 64, ()).entries() if e.excluded]
         assert [(e.slot, e.excluded) for e in marked] == [("c01-r0003", "known bad")]
+
+    @settings(max_examples=30, deadline=None)
+    @given(st.lists(levels, min_size=1, max_size=2), st.integers(1, 2), st.integers(1, 12_000))
+    def test_partitions_as_the_seal_digests_them(
+        self, factors: list[list[str]], participants: int, runs: int
+    ) -> None:
+        """Each partition's slot IDs are slot_id's, and the seal digests its canonical bytes
+        (partition_ref writes them without looking for non-finite numbers, which a partition
+        never holds)."""
+        p = _protocol(factors, participants, runs)
+        plan = seal(p, "0" * 64, ())
+        assert [e.slot for e in plan.entries()] == slot_ids(p)
+        for ref, part in zip(plan.seal.partitions, plan.partitions, strict=True):
+            assert ref == partition_ref(part)
+            assert ref.sha256 == hashlib.sha256(to_bytes(part)).hexdigest()
+            assert [e.slot for e in part.entries] == [
+                slot_id(part.condition, e.replicate, runs) for e in part.entries
+            ]
