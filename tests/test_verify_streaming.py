@@ -25,7 +25,7 @@ from fresh_verifier import FreshVerifier
 from guarantees import record
 from repro.derive.tally import Attempt, merge, tally
 from repro.json import canonical
-from repro.models import RunRecord
+from repro.models import Partition, RunRecord
 from repro.verify import BundleReader, Finding, Limits, content, verify
 from repro.verify import reader as reading
 from synthetic import synthetic_bundle
@@ -439,6 +439,159 @@ _FRAGMENTS = st.sampled_from(
         b"0123456789",
     ]
 )
+
+
+def _partition_model(
+    data: bytes, quick: bool, limits: Limits | None = None
+) -> tuple[Any, str | None, list[Finding]]:
+    """What the reader makes of ``data`` as a partition file: the model, the sha256 of its
+    canonical bytes and the findings, read the quick way where it can be, or only strictly."""
+    findings: list[Finding] = []
+    reader = BundleReader({}, findings, limits or Limits())
+    reader.raw = lambda name: data  # type: ignore[method-assign]
+    kept = dict(reading._QUICK_MODELS)
+    if not quick:
+        reading._QUICK_MODELS.clear()
+    try:
+        value, digest = reader._model("data/plans/c00.json", "partition", Partition)
+    finally:
+        reading._QUICK_MODELS.update(kept)
+    return value, digest, findings
+
+
+@st.composite
+def _partition_files(draw: st.DrawFn) -> bytes:
+    """A partition file as a study writes it, or changed: a value replaced (by any JSON value,
+    a boolean, a float or a large integer for an integer), a key dropped, added or doubled, the
+    schema changed, the entries not an array, written with spaces, unsorted or with non-ASCII
+    escaped, or raw text spliced in."""
+    ints = st.integers(-(2**65), 2**65)
+    texts = st.text(max_size=6)
+    entries = [
+        {
+            "slot": draw(texts),
+            "condition": draw(texts),
+            "replicate": draw(st.integers(0, 10**6)),
+            "order": draw(st.integers(0, 10**6)),
+            "seed": draw(st.none() | st.integers(0, 2**63 - 1)),
+            "excluded": draw(st.none() | texts),
+        }
+        for _ in range(draw(st.integers(0, 4)))
+    ]
+    part: dict[str, Any] = {
+        "schema": "repro.partition/1",
+        "id": draw(texts),
+        "condition": draw(texts),
+        "entries": entries,
+    }
+    how = draw(
+        st.sampled_from(["same", "value", "typed", "drop", "add", "schema", "array", "splice"])
+    )
+    target = draw(st.sampled_from(entries)) if entries and draw(st.booleans()) else part
+    key = draw(st.sampled_from(sorted(target)))
+    if how == "value":
+        target[key] = draw(_json_values)
+    elif how == "typed":
+        target[key] = draw(st.booleans() | st.floats(allow_nan=False) | ints)
+    elif how == "drop":
+        del target[key]
+    elif how == "add":
+        target[draw(texts)] = draw(_json_values)
+    elif how == "schema":
+        part["schema"] = draw(st.sampled_from(["repro.partition/2", "", 1]))
+    elif how == "array":
+        part["entries"] = draw(_json_values)
+    style = draw(st.sampled_from(["canonical", "spaced", "unsorted", "ascii"]))
+    try:
+        if style == "canonical":
+            data = canonical.dumps(part)
+        else:
+            if style == "unsorted":
+                part = {k: part[k] for k in draw(st.permutations(sorted(part)))}
+            data = (
+                json.dumps(
+                    part,
+                    sort_keys=style != "unsorted",
+                    separators=(", ", ": ") if style == "spaced" else (",", ":"),
+                    ensure_ascii=style == "ascii",
+                ).encode()
+                + b"\n"
+            )
+    except (TypeError, ValueError):  # no canonical form: an integer past 64 bits
+        data = json.dumps(part).encode() + b"\n"
+    if how == "splice":
+        at = draw(st.integers(0, len(data)))
+        text = draw(
+            st.sampled_from(
+                [b"1e400", b"NaN", b'"\\ud800"', b"18446744073709551615", b" ", b"\xff", b"{}"]
+            )
+        )
+        data = data[:at] + text + data[at:]
+    if how == "same" and entries and draw(st.booleans()):  # a key twice, as the file holds it
+        data = data.replace(b'"order":', b'"order":0,"order":', 1)
+    return data
+
+
+class TestQuickPartitions:
+    """A partition file is read the quick way (the standard parser, the canonical bytes
+    compared, the types checked) only where the strict way (the strict parser, the schema, the
+    model, the canonical form) gives the same partition, digest and findings: none."""
+
+    @settings(max_examples=500, deadline=None)
+    @given(data=_partition_files())
+    def test_quick_is_strict(self, data: bytes) -> None:
+        """Whatever the bytes, the reader's answer is the strict way's."""
+        quick = reading.canonical_partition(data)
+        strict = _partition_model(data, quick=False)
+        assert _partition_model(data, quick=True) == strict
+        if quick is not None:
+            assert strict == (quick, canonical.sha256_hex(data), [])
+
+    def test_every_kind_of_value_under_every_key(self) -> None:
+        """Each key of a partition and of its entries, holding each kind of JSON value in turn
+        and written canonically, is read the quick way exactly when the strict way accepts it
+        without a finding, as the same partition; so is one a study writes."""
+        entry = {
+            "condition": "c00",
+            "excluded": None,
+            "order": 3,
+            "replicate": 3,
+            "seed": 7,
+            "slot": "c00-r0003",
+        }
+        part = {"condition": "c00", "entries": [entry], "id": "c00", "schema": "repro.partition/1"}
+        # (Integers past 53 bits, which orjson writes otherwise, go the strict way.)
+        kinds = [None, True, False, 0, 7, -1, 2**53 - 1, 0.0, 2.5, "", "c00", [], [1], {}]
+        for where in ("partition", "entry"):
+            for key in sorted(part if where == "partition" else entry):
+                for value in kinds:
+                    changed = (
+                        {**part, key: value}
+                        if where == "partition"
+                        else {
+                            **part,
+                            "entries": [{**entry, key: value}],
+                        }
+                    )
+                    try:
+                        data = canonical.dumps(changed)
+                    except (TypeError, ValueError):
+                        continue
+                    value_, _, findings = _partition_model(data, quick=False)
+                    expected = None if findings else value_
+                    assert reading.canonical_partition(data) == expected, (where, key, value)
+
+    def test_limits_leave_it_to_the_strict_way(self) -> None:
+        """Under a nesting limit below a partition's, or a byte limit below its size, the
+        strict way refuses the file and names why; the quick way does not read it."""
+        entry = {"condition": "c", "excluded": None, "order": 0, "replicate": 0, "seed": None}
+        entries = [{**entry, "slot": "c-r0000"}]
+        part = {"condition": "c", "entries": entries, "id": "c", "schema": "repro.partition/1"}
+        data = canonical.dumps(part)
+        for limits in (Limits(max_json_depth=2), Limits(max_file_bytes=len(data) - 1)):
+            got = _partition_model(data, quick=True, limits=limits)
+            assert got == _partition_model(data, quick=False, limits=limits)
+            assert got[0] is None and [f.code for f in got[2]] == ["json-parse"]
 
 
 class TestChunkedReading:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import itertools
+import json
 import types
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -26,6 +27,8 @@ from repro.json.serde import structure, to_bytes
 from repro.models import (
     MAX_RECORD_VALUES,
     AttemptTimes,
+    Partition,
+    PlanEntry,
     RunRecord,
 )
 from repro.verify.findings import MAX_DIFFS, Finding, Findings, Location
@@ -117,26 +120,29 @@ def _json_types(hint: Any) -> tuple[type, ...]:
         return (list,)
     if hint in (str, int, float, type(None)):
         return (hint,)
-    raise TypeError(f"no JSON type for a run record field of type {hint!r}")
+    raise TypeError(f"no JSON type for a model field of type {hint!r}")
 
 
-#: The type of JSON value a canonical run line holds under each key of a run record (those it
-#: always has: the fields written even when null), derived from the model, so the record's
-#: shape is defined there alone. Exact types, as the strict converter's: a boolean is not an
-#: integer. Narrower than the converter where it converts: an integer where a float is expected
-#: becomes a float, which is written back with a fraction, so such a line is not canonical.
-_RUN_LINE_TYPES: dict[str, tuple[type, ...]] = {
-    f.name: _json_types(hint)
-    for f in attrs.fields(RunRecord)
-    if not f.metadata.get("omit_if_default")
-    for hint in [get_type_hints(RunRecord)[f.name]]
-}
-_RUN_LINE_KEYS = tuple(sorted(_RUN_LINE_TYPES))
+def _shapes(cls: type) -> tuple[tuple[str, ...], frozenset[tuple[type, ...]]]:
+    """The keys a canonical object of the model ``cls`` always holds (the fields written even
+    when they hold their default), in sorted order, and every combination of value types, key by
+    key, that it can hold under them: one set lookup checks them all. Derived from the model, so
+    the shape is defined there alone. Exact types, as the strict converter's: a boolean is not
+    an integer. Narrower than the converter where it converts: an integer where a float is
+    expected becomes a float, which is written back with a fraction, so such a value is not
+    canonical."""
+    hints = get_type_hints(cls)
+    kinds = {
+        f.name: _json_types(hints[f.name])
+        for f in attrs.fields(cls)
+        if not f.metadata.get("omit_if_default")
+    }
+    keys = tuple(sorted(kinds))
+    return keys, frozenset(itertools.product(*(kinds[k] for k in keys)))
 
 
-#: Every combination of value types, key by key, that a canonical run line can hold: one set
-#: lookup checks them all.
-_RUN_LINE_SHAPES = frozenset(itertools.product(*(_RUN_LINE_TYPES[k] for k in _RUN_LINE_KEYS)))
+#: The keys of a run line and the types of their values (see :func:`_shapes`).
+_RUN_LINE_KEYS, _RUN_LINE_SHAPES = _shapes(RunRecord)
 
 
 _STATUSES = frozenset(get_args(get_type_hints(RunRecord)["status"]))
@@ -156,6 +162,22 @@ def _canonical_object(line: bytes) -> dict[str, Any] | None:
         if orjson.dumps(raw, option=_RUN_LINE_DUMP) + b"\n" != line:
             return None
     except (orjson.JSONDecodeError, orjson.JSONEncodeError):
+        return None
+    return raw if type(raw) is dict else None
+
+
+def _canonical_document(data: bytes) -> dict[str, Any] | None:
+    """:func:`_canonical_object` for a whole file, parsed by the standard library's parser
+    without the strict reader's hooks: orjson holds some sixteen times its input while it
+    parses, three times what this parser does, and a file is read whole. The comparison with
+    the canonical bytes leaves out all the strict reader would refuse, as for a line: a
+    duplicate key, NaN or Infinity (which this parser reads), a number out of range, a lone
+    surrogate (which orjson refuses to write)."""
+    try:
+        raw = json.loads(data.decode())
+        if orjson.dumps(raw, option=_RUN_LINE_DUMP) + b"\n" != data:
+            return None
+    except (ValueError, RecursionError, orjson.JSONEncodeError):  # not UTF-8, not JSON
         return None
     return raw if type(raw) is dict else None
 
@@ -212,6 +234,56 @@ def _canonical_times(line: bytes) -> AttemptTimes | None:
         return AttemptTimes(**raw)
     except ValueError:
         return None
+
+
+_PARTITION_KEYS, _PARTITION_SHAPES = _shapes(Partition)
+_PARTITION_SCHEMAS = frozenset(get_args(get_type_hints(Partition)["schema"]))
+_ENTRY_KEYS, _ENTRY_SHAPES = _shapes(PlanEntry)
+_ENTRY_KEY_SET = frozenset(_ENTRY_KEYS)
+#: The same for each of a partition's entries, key by key (the shapes are every combination of
+#: them): the types each key's value may have. Checked without a tuple per entry, of which
+#: CPython would keep two thousand, unused, in its free list of tuples of that size for as long
+#: as verify runs.
+_ENTRY_KINDS = tuple(frozenset(kinds) for kinds in zip(*_ENTRY_SHAPES, strict=True))
+
+
+def canonical_partition(data: bytes) -> Partition | None:
+    """The partition whose canonical bytes are exactly ``data``, or None for any other bytes:
+    the quick way of :func:`canonical_record` for a plans/<partition>.json, whose strict reading
+    (the strict parser's hooks and the converter, an entry at a time) costs several times what
+    :func:`_canonical_document` and these checks do. The parsed object and each of its entries
+    are checked as the strict converter would check them (the keys are the fields, each value
+    has a type the field takes, the schema is the model's), and the partition is built of the
+    checked values."""
+    raw = _canonical_document(data)
+    if (
+        raw is None
+        or tuple(raw) != _PARTITION_KEYS
+        or tuple(map(type, raw.values())) not in _PARTITION_SHAPES
+        or raw["schema"] not in _PARTITION_SCHEMAS
+    ):
+        return None
+    entries = raw["entries"]
+    for index, entry in enumerate(entries):
+        if (
+            type(entry) is not dict
+            # (In sorted order, as the file is canonical.)
+            or entry.keys() != _ENTRY_KEY_SET
+            or not all(map(frozenset.__contains__, _ENTRY_KINDS, map(type, entry.values())))
+        ):
+            return None
+        # Each parsed entry is let go as its model takes its place: what is held at once is
+        # the partition once, not twice.
+        entries[index] = PlanEntry(**entry)
+    raw["entries"] = tuple(entries)
+    return Partition(**raw)
+
+
+#: The models read a quick way where the limits allow it (:meth:`BundleReader.json`): each
+#: model's reader of canonical bytes, and the JSON nesting its files need.
+_QUICK_MODELS: dict[type, tuple[Callable[[bytes], Any], int]] = {
+    Partition: (canonical_partition, 3)
+}
 
 
 def _times_id(line: bytes) -> str | None:
@@ -565,12 +637,29 @@ class BundleReader:
         ``kind``; None (with findings) when it is not."""
         return self._model(name, kind, cls)[0]
 
+    def _quick(self, data: bytes, cls: type[T]) -> T | None:
+        """The ``cls`` whose canonical bytes are exactly ``data``, read the quick way of
+        :data:`_QUICK_MODELS` where the limits allow it (the strict way refuses bytes past
+        ``max_file_bytes`` and nesting past ``max_json_depth``, and names why); None for any
+        other bytes, and for a model without a quick way. A value read this way is one the
+        strict way accepts as the same value, without a finding (see
+        :func:`canonical_record`)."""
+        quick, depth = _QUICK_MODELS.get(cls, (None, 0))
+        limits = self.limits
+        if quick is None or depth > limits.max_json_depth or len(data) > limits.max_file_bytes:
+            return None
+        return cast("T | None", quick(data))
+
     def _model(self, name: str, kind: str, cls: type[T]) -> tuple[T | None, str | None]:
         """:meth:`json`, and the sha256 of the model's canonical bytes (which are the file's
         when it is canonical)."""
         data = self.raw(name)
         if data is None:
             return None, None
+        quick = self._quick(data, cls)
+        if quick is not None:
+            # The bytes are the value's canonical form: they are what the model is written as.
+            return quick, canonical.sha256_hex(data)
         try:
             raw = canonical.loads(
                 data,
