@@ -255,16 +255,21 @@ class CrateBuilder:
         """The actions of one partition's attempts that ran, in the order of its runs file, one
         at a time."""
         v = self._version
+        # What every action of the partition says alike, made once (each action's entity holds
+        # the same values, which are only written).
+        instrument, agent = _ref("#adapter"), _ref("#repro")
+        made_of = _one_or_list([_ref(f"plans/{partition}.json")], v)
+        result = _one_or_list([_ref(f"runs/{partition}.jsonl")], v)
         for a in actions:
             status = _COMPLETED if a.status in ("valid", "excluded") else _FAILED
             entity: dict[str, Any] = {
                 "@id": f"#{a.attempt_id}",
                 "@type": "CreateAction",
                 "name": f"attempt {a.attempt_id} of slot {a.slot} (condition {a.condition})",
-                "instrument": _ref("#adapter"),
-                "agent": _ref("#repro"),
-                "object": _one_or_list([_ref(f"plans/{partition}.json")], v),
-                "result": _one_or_list([_ref(f"runs/{partition}.jsonl")], v),
+                "instrument": instrument,
+                "agent": agent,
+                "object": made_of,
+                "result": result,
                 "startTime": _time(a.times.started_utc, v),
                 "endTime": _time(a.times.finished_utc, v),
                 # The profile checks the status as its IRI written as a string.
