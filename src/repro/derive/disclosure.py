@@ -746,12 +746,13 @@ class _Stream:
             pos = resume[i]
             if pos >= limit:
                 continue
-            needles = _present(pattern, view) if pattern.needles else []
-            if (
-                (pattern.gate and pattern.gate not in data)
-                or (pattern.cased and view.lowered == data)
-                or (pattern.needles and not needles)
-            ):
+            skipped = bool(pattern.gate and pattern.gate not in data) or (
+                pattern.cased and view.lowered == data
+            )
+            # Looking for needles costs a search through the data each: only where the gates
+            # leave the pattern to run (a runs file holds no "/" for file URLs).
+            needles = _present(pattern, view) if pattern.needles and not skipped else []
+            if skipped or (pattern.needles and not needles):
                 # No match lies wholly in ``data``, so none starts before ``limit``.
                 resume[i] = limit
             else:
