@@ -219,6 +219,8 @@ def canonical_record(line: bytes) -> RunRecord | None:
 
 
 _TIMES_KEYS = ("attempt_id", "finished_utc", "started_utc")
+#: The type of each of them (one C pass checks all three: verify reads each line twice).
+_TIMES_TYPES = (str, str, str)
 
 
 def _canonical_times(line: bytes) -> AttemptTimes | None:
@@ -226,9 +228,7 @@ def _canonical_times(line: bytes) -> AttemptTimes | None:
     any other line, which the strict way then names: the quick way of :func:`canonical_record`
     for the times files. (A line with lost session opens, which is rare, goes the strict way.)"""
     raw = _canonical_object(line)
-    if raw is None or tuple(raw) != _TIMES_KEYS:
-        return None
-    if not all(type(v) is str for v in raw.values()):
+    if raw is None or tuple(raw) != _TIMES_KEYS or tuple(map(type, raw.values())) != _TIMES_TYPES:
         return None
     try:
         return AttemptTimes(**raw)
@@ -292,7 +292,7 @@ def _times_id(line: bytes) -> str | None:
     reading again a file whose lines were each parsed strictly already (the times' formats are
     not checked again; a file that changed since is named as changed)."""
     raw = _canonical_object(line)
-    if raw is None or tuple(raw) != _TIMES_KEYS or not all(type(v) is str for v in raw.values()):
+    if raw is None or tuple(raw) != _TIMES_KEYS or tuple(map(type, raw.values())) != _TIMES_TYPES:
         return None
     return raw["attempt_id"]  # type: ignore[no-any-return]
 
