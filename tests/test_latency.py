@@ -13,6 +13,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -158,6 +159,25 @@ class TestNoSpareWorker:
         assert not peek("not json")
         assert not peek(json.dumps({**BAD, "pad": "x" * (1 << 20)}))
         assert not runs_on_threads(tmp_path / "missing.json")
+
+    def test_what_is_no_regular_file_is_not_read_for_its_adapter(self, tmp_path: Path) -> None:
+        """A FIFO (opening it to read would wait for a writer), a character device (endless),
+        a directory and a dangling link say no at once; the peek runs on a daemon thread so
+        that a peek that blocks fails the test instead of hanging the suite."""
+        from repro.execute.spares import runs_on_threads
+
+        fifo = tmp_path / "protocol.fifo"
+        os.mkfifo(fifo)
+        (tmp_path / "dir.json").mkdir()
+        (tmp_path / "link.json").symlink_to(tmp_path / "gone.json")
+        for path in (fifo, Path("/dev/zero"), tmp_path / "dir.json", tmp_path / "link.json"):
+            said: list[bool] = []
+            peek = threading.Thread(
+                target=lambda p=path, s=said: s.append(runs_on_threads(p)), daemon=True
+            )
+            peek.start()
+            peek.join(120)  # a generous bound, far above a busy machine's few milliseconds
+            assert said == [False], path
 
     def test_a_command_study_starts_no_worker_process(
         self, tmp_path: Path, write_protocol: Callable[..., Path], monkeypatch: pytest.MonkeyPatch

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import orjson
 
+from repro._files import read_regular
 from repro.execute.interrupts import held
 
 __all__ = ["THREAD_ADAPTERS", "Child", "Spares", "runs_on_threads", "spawn"]
@@ -36,11 +37,11 @@ def runs_on_threads(protocol: Path) -> bool:
     killed). A protocol that turns out otherwise, or cannot be read so, costs time, never a
     result: :class:`~repro.execute.studies.Prestart` starts what it needs once it is known."""
     try:
-        with open(protocol, "rb") as file:
-            data = file.read(_PEEK_BYTES + 1)
-        if len(data) > _PEEK_BYTES:
+        # Never blocks: a FIFO or a device given as the protocol is not opened for reading.
+        read = read_regular(protocol, _PEEK_BYTES)
+        if read is None or read[0] > _PEEK_BYTES or len(read[1]) > _PEEK_BYTES:
             return False
-        raw = orjson.loads(data)
+        raw = orjson.loads(read[1])
         return bool(
             raw["adapter"]["name"] in THREAD_ADAPTERS and raw["seeding"]["mode"] == "per-run"
         )

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from repro._files import read_regular
 from repro.errors import BadInput
 from repro.json import canonical
 from repro.json.canonical import json_path
@@ -29,18 +30,16 @@ COMMENT = "$comment"
 def load_protocol(path: Path) -> Protocol:
     """Read and validate the protocol at ``path``; every refusal names the JSON path."""
     try:
-        if not path.is_file():
-            raise BadInput(f"protocol {path}: not a readable file")
-        size = path.stat().st_size
-        if size > MAX_PROTOCOL_BYTES:
-            raise BadInput(
-                f"protocol: {size} bytes is over the limit of {MAX_PROTOCOL_BYTES} bytes @ $"
-            )
-        # Read one byte past the limit: a file may grow, or (in /proc) report a size of 0.
-        with path.open("rb") as file:
-            data = file.read(MAX_PROTOCOL_BYTES + 1)
+        read = read_regular(path, MAX_PROTOCOL_BYTES)
     except OSError as exc:
         raise BadInput(f"protocol {path}: cannot read ({exc.strerror})") from None
+    if read is None:
+        raise BadInput(f"protocol {path}: not a readable file")
+    size, data = read
+    if size > MAX_PROTOCOL_BYTES:
+        raise BadInput(
+            f"protocol: {size} bytes is over the limit of {MAX_PROTOCOL_BYTES} bytes @ $"
+        )
     return parse_protocol(data)
 
 
