@@ -15,7 +15,7 @@ from pathlib import Path
 __all__ = ["read_regular"]
 
 #: The errors under which ``Path.is_file`` says False: nothing (or a dangling link) is there.
-_ABSENT = frozenset({errno.ENOENT, errno.ENOTDIR, errno.ELOOP, errno.ENAMETOOLONG})
+_ABSENT = frozenset({errno.ENOENT, errno.ENOTDIR, errno.ELOOP})
 
 
 def read_regular(path: Path, limit: int) -> tuple[int, bytes] | None:
