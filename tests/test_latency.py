@@ -320,14 +320,16 @@ class TestStopping:
 
     def test_a_killed_study_takes_its_harnesses_with_it(self, tmp_path: Path) -> None:
         """SIGKILL of the study process (no handler runs) kills every harness it started from
-        its threads, through the kernel's parent-death signal."""
+        its threads, and the harness's child in its process group, through the study's reaper
+        (repro.execute.reaper)."""
         process, pids = self._start(tmp_path, runs=2, workers=4)
         try:
             process.kill()
             process.communicate(timeout=60)
-            harnesses = _noted(pids, "harness")
-            _wait_for(lambda: not any(_alive(pid) for pid in harnesses))
-        finally:  # the harnesses' own children outlive them, as with a worker process
+            noted = _noted(pids, "harness") + _noted(pids, "child")
+            assert len(noted) == 8
+            _wait_for(lambda: not any(_alive(pid) for pid in noted))
+        finally:  # whatever the assertions found, nothing is left running
             for pid in _noted(pids, "child"):
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)

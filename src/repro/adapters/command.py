@@ -40,6 +40,7 @@ from typing import Any
 
 from repro.adapters.base import Evidence, Frozen, file_source, refuse_unbounded_outcome_runs
 from repro.errors import BadInput, RunFailed, RunInvalid
+from repro.execute.reaper import reaper
 from repro.execute.worker import die_with_parent, stopped_with_run
 from repro.json import canonical
 from repro.json.canonical import json_path
@@ -268,7 +269,11 @@ class _CommandSession:
 
     def run(self, entry: PlanEntry) -> Evidence:
         spec = canonical.dumps(self._spec(entry))
-        launcher = _death_launcher()
+        # The harness dies with this process (the study's, or its worker's), however that ends:
+        # this process's reaper kills its group (repro.execute.reaper); where no reaper can
+        # start, the kernel's parent-death signal kills the harness.
+        guard = reaper()
+        launcher = () if guard is not None else _death_launcher()
         stdin, rest = _filled_pipe(spec)
         try:
             process = subprocess.Popen(
@@ -277,13 +282,16 @@ class _CommandSession:
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 start_new_session=True,  # its own process group, killed whole on a timeout
-                # and killed with this worker (or thread), should the study kill it first.
-                preexec_fn=None if launcher else functools.partial(die_with_parent, os.getpid()),
+                preexec_fn=None
+                if guard is not None or launcher
+                else functools.partial(die_with_parent, os.getpid()),
             )
         finally:
             if stdin != subprocess.PIPE:
                 os.close(stdin)
         try:
+            if guard is not None:
+                guard.watch(process.pid)
             # On a thread session, the study ends a run it stops by killing the group.
             with stopped_with_run(functools.partial(_signal_group, process)):
                 stdout, stderr = process.communicate(rest, timeout=self._timeout)
@@ -293,6 +301,8 @@ class _CommandSession:
         finally:
             if process.poll() is None:
                 _kill_group(process)
+            if guard is not None:
+                guard.unwatch(process.pid)
         harness = HarnessFacts(
             exit_code=process.returncode,
             stderr_bytes=len(stderr),
@@ -359,12 +369,12 @@ def _death_launcher() -> tuple[str, ...]:
 
 @functools.cache
 def _find_death_launcher() -> tuple[str, ...]:
-    """What starts the harness so that the kernel kills it when the thread that started it
-    ends (the study's, or its worker's): on Linux, util-linux's ``setpriv --pdeathsig KILL``
-    when it is there, which lets :mod:`subprocess` start the child with ``vfork`` (a few ms);
-    else nothing, and :func:`~repro.execute.worker.die_with_parent` runs in the forked child
-    (``preexec_fn``, which forces a full ``fork`` of the study process: tens of ms with many
-    threads)."""
+    """Where no reaper can start (:mod:`repro.execute.reaper`): what starts the harness so that
+    the kernel kills it when the thread that started it ends (the study's, or its worker's): on
+    Linux, util-linux's ``setpriv --pdeathsig KILL`` when it is there, which lets
+    :mod:`subprocess` start the child with ``vfork`` (a few ms); else nothing, and
+    :func:`~repro.execute.worker.die_with_parent` runs in the forked child (``preexec_fn``,
+    which forces a full ``fork`` of the study process: tens of ms with many threads)."""
     if not sys.platform.startswith("linux"):
         return ()
     setpriv = shutil.which("setpriv")

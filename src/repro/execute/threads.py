@@ -25,7 +25,7 @@ stopped (:class:`~repro.execute.worker.RunScope`: the command adapter kills its 
 process group) and its session is dropped, as a lost worker's is. A stop signal (delivered to
 the main thread) stops every run under way the same way at once and leaves the runs files
 unfinished, under their temporary names. A harness started from a thread dies with the study process
-(:func:`~repro.execute.worker.die_with_parent`). What the adapter returns is checked as a worker
+(:mod:`~repro.execute.reaper`). What the adapter returns is checked as a worker
 checks it (:func:`~repro.execute.worker.check_evidence`); an exception is the attempt's failure.
 """
 
