@@ -6,6 +6,8 @@ The process that starts a harness (in its own session, so its process group is i
 the reaper of it as soon as it has started (``+PGID``) and again once it has reaped it
 (``-PGID``), over a pipe that only it holds. When the pipe ends, because that process exited or
 was killed, the reaper kills every group it was told of and not told was reaped, and exits.
+A process killed between starting a harness and telling its reaper (after
+:class:`subprocess.Popen` returns, before the pipe's write) leaves that harness running.
 The reaper runs in a session of its own, so a signal to the study's terminal or process group
 does not end it first; it reads only its pipe, and writes nothing.
 
