@@ -4,6 +4,7 @@ release under test is pinned, and runs on a superseded scenario version are excl
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 import os
@@ -125,22 +126,34 @@ class TestSpecOnStdin:
         harness reads it at once, with nothing left for the study to write."""
         from repro.adapters.command import _filled_pipe
 
-        fd, rest = _filled_pipe(b'{"slot":"c00-r0000"}\n')
+        fd, feed, rest = _filled_pipe(b'{"slot":"c00-r0000"}\n')
         try:
-            assert rest is None
+            assert feed is None and rest is None
             assert os.read(fd, 1 << 16) == b'{"slot":"c00-r0000"}\n'
             assert os.read(fd, 1) == b""  # the write end is closed: the harness sees its end
         finally:
             os.close(fd)
 
     def test_a_spec_longer_than_the_pipe_is_written_as_the_harness_reads(self) -> None:
-        """A spec longer than a pipe holds is left whole for the study to write."""
-        import subprocess
-
+        """A spec longer than a pipe holds: the pipe (this process's own, which the reaper
+        knows the harness by) holds what it could take, and the rest is left for the study to
+        write through its write end, which blocks as subprocess's own pipes do."""
         from repro.adapters.command import _filled_pipe
 
         spec = b"x" * (4 << 20)
-        assert _filled_pipe(spec) == (subprocess.PIPE, spec)
+        fd, feed, rest = _filled_pipe(spec)
+        try:
+            assert feed is not None and rest is not None and os.get_blocking(feed)
+            os.set_blocking(fd, False)
+            held = bytearray()
+            with contextlib.suppress(BlockingIOError):
+                while block := os.read(fd, 1 << 16):
+                    held += block
+            assert held and bytes(held) + rest == spec
+        finally:
+            os.close(fd)
+            if feed is not None:
+                os.close(feed)
 
     def test_the_harness_reads_a_long_spec_whole(self, tmp_path: Path) -> None:
         """A participant whose params make the spec longer than a pipe holds: every run's

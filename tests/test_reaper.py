@@ -1,6 +1,7 @@
 """The harnesses' reaper (repro.execute.reaper): the process groups a process was told to watch
-die with it, however it ends; those it was told were reaped do not; a reaper that is gone is
-replaced and told of every group still watched."""
+die with it, however it ends; those it was told were reaped do not; a harness it was told was
+starting dies with it too, its group never told (the process killed in between); a reaper that
+is gone is replaced and told of every group still watched and every harness still starting."""
 
 from __future__ import annotations
 
@@ -17,10 +18,14 @@ import pytest
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 
-#: A process that starts groups (a shell and its child, each group in a session of its own),
-#: watches or unwatches them as its arguments say, prints the IDs it started (and its
-#: reaper's), then waits to be killed. Arguments: ``watch``, ``unwatch`` or ``kill-reaper``,
-#: in order (``kill-reaper`` kills the reaper and waits for it to end before going on).
+#: A process that starts groups (a shell and its child, each group in a session of its own,
+#: the shell's standard input a pipe), tells its reaper of each as its arguments say, prints the
+#: IDs it started (and its reaper's), then waits to be killed. Arguments, in order: ``watch``
+#: (told it is starting, then its group), ``unwatch`` (then told it was reaped), ``untold``
+#: (told it is starting, never its group: as if killed in between), ``started-not`` (told it
+#: is starting, then that it did not start, though it runs), ``forked`` (told a harness is
+#: starting, it forks instead: a process of its own session that holds the harness's standard
+#: input) or ``kill-reaper`` (kills the reaper and waits for it to end before going on).
 DRIVER = """
 import os, signal, subprocess, sys, time
 from repro.execute import reaper as module
@@ -32,14 +37,28 @@ for step in sys.argv[1:]:
         os.kill(guard._pid, signal.SIGKILL)
         os.waitpid(guard._pid, 0)
         continue
+    stdin, spec = os.pipe()
+    inode = guard.starting(stdin)
+    if step == "forked":
+        fork = os.fork()
+        if fork == 0:
+            time.sleep(300)
+            os._exit(0)
+        os.close(stdin)
+        pids.append(fork)
+        continue
     group = subprocess.Popen(
         ["sh", "-c", "sleep 300 & echo $!; wait"],
-        stdout=subprocess.PIPE, text=True, start_new_session=True,
+        stdin=stdin, stdout=subprocess.PIPE, text=True, start_new_session=True,
     )
+    os.close(stdin)
     child = int(group.stdout.readline())
-    guard.watch(group.pid)
+    if step in ("watch", "unwatch"):
+        guard.watch(group.pid, inode)
     if step == "unwatch":
         guard.unwatch(group.pid)
+    if step == "started-not":
+        guard.not_started(inode)
     pids += [group.pid, child]
 print(" ".join(map(str, pids)), guard._pid, flush=True)
 time.sleep(300)
@@ -67,8 +86,14 @@ def _driver(*steps: str) -> Iterator[tuple[subprocess.Popen[str], list[int], int
     """The driver with ``steps`` started: the process, the IDs it started (group, child, in
     order of the steps) and its reaper's; everything it started is killed afterwards."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    # In a session of its own: a group of its session that the reaper killed by mistake would
+    # be its own, never the tests'.
     process = subprocess.Popen(
-        [sys.executable, "-c", DRIVER, *steps], stdout=subprocess.PIPE, text=True, env=env
+        [sys.executable, "-c", DRIVER, *steps],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+        start_new_session=True,
     )
     pids: list[int] = []
     try:
@@ -106,11 +131,25 @@ def test_a_group_unwatched_is_left_alone() -> None:
         assert all(_alive(pid) for pid in pids[:2])
 
 
+def test_a_harness_whose_group_was_never_told_dies_with_the_process() -> None:
+    """The process killed after it told its reaper a harness was starting and before it told
+    the harness's group: the reaper finds the harness by its standard input and kills its
+    group, the child included; a harness it was told did not start is left alone, and so is a
+    process of the killed process's own session that holds such a standard input (a fork of
+    it), whose group is that process's."""
+    with _driver("started-not", "untold", "watch", "forked") as (process, pids, reaper):
+        assert len(pids) == 7 and all(_alive(pid) for pid in pids)
+        process.kill()
+        process.wait()
+        _wait_for(lambda: not any(_alive(pid) for pid in [*pids[2:6], reaper]))
+        assert all(_alive(pid) for pid in [*pids[:2], pids[6]])
+
+
 def test_a_reaper_that_is_gone_is_replaced_and_told_of_every_watched_group() -> None:
-    """The reaper killed while a group is watched: the next watch starts another reaper, which
-    is told of both groups, and kills both when the process dies."""
-    with _driver("watch", "kill-reaper", "watch") as (process, pids, reaper):
-        assert len(pids) == 4 and all(_alive(pid) for pid in pids)
+    """The reaper killed while a group is watched and a harness is starting: the next start
+    starts another reaper, which is told of all three, and kills them when the process dies."""
+    with _driver("watch", "untold", "kill-reaper", "watch") as (process, pids, reaper):
+        assert len(pids) == 6 and all(_alive(pid) for pid in pids)
         process.kill()
         process.wait()
         _wait_for(lambda: not any(_alive(pid) for pid in [*pids, reaper]))

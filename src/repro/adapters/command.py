@@ -274,8 +274,13 @@ class _CommandSession:
         # start, the kernel's parent-death signal kills the harness.
         guard = reaper()
         launcher = () if guard is not None else _death_launcher()
-        stdin, rest = _filled_pipe(spec)
+        stdin, feed, rest = _filled_pipe(spec)
+        inode = None
         try:
+            # The reaper is told of the harness's standard input before the harness starts, so
+            # that it finds the harness even if this process is killed before it tells the
+            # reaper its group.
+            inode = None if guard is None else guard.starting(stdin)
             process = subprocess.Popen(
                 [*launcher, *self._command()],
                 stdin=stdin,
@@ -286,12 +291,21 @@ class _CommandSession:
                 if guard is not None or launcher
                 else functools.partial(die_with_parent, os.getpid()),
             )
+        except BaseException:
+            if guard is not None and inode is not None:
+                guard.not_started(inode)
+            if feed is not None:
+                os.close(feed)
+            raise
         finally:
-            if stdin != subprocess.PIPE:
-                os.close(stdin)
+            os.close(stdin)
+        if feed is not None:
+            # What is left of the spec, written by communicate as the harness reads, as it
+            # writes to the pipe it makes for ``stdin=subprocess.PIPE``.
+            process.stdin = open(feed, "wb")  # noqa: SIM115 (communicate closes it)
         try:
             if guard is not None:
-                guard.watch(process.pid)
+                guard.watch(process.pid, inode)
             # On a thread session, the study ends a run it stops by killing the group.
             with stopped_with_run(functools.partial(_signal_group, process)):
                 stdout, stderr = process.communicate(rest, timeout=self._timeout)
@@ -338,24 +352,29 @@ class _CommandSession:
         """Nothing stays open between runs."""
 
 
-def _filled_pipe(spec: bytes) -> tuple[int, bytes | None]:
-    """The harness's stdin and what is left to write to it once it runs: a pipe that already
-    holds the whole ``spec`` and its end (the read end's descriptor, and None), so that the
-    harness reads it as soon as it starts, with nothing more for this process to do; or, for a
-    spec the pipe cannot hold at once, a pipe :mod:`subprocess` makes and the whole spec, which
-    :meth:`subprocess.Popen.communicate` writes as the harness reads."""
+def _filled_pipe(spec: bytes) -> tuple[int, int | None, bytes | None]:
+    """The harness's stdin, a pipe of this process's own (always: the reaper knows the harness
+    by it), as its read end's descriptor; its write end; and what is left to write to it once
+    the harness runs. A pipe that holds the whole ``spec`` and its end (write end closed: None,
+    and None left), so that the harness reads it as soon as it starts, with nothing more for
+    this process to do; for a spec the pipe cannot hold at once, the pipe holds what it could
+    take, and the rest is written through its write end (blocking) by
+    :meth:`subprocess.Popen.communicate` as the harness reads."""
     read_end, write_end = os.pipe()
     try:
         os.set_blocking(write_end, False)
         written = os.write(write_end, spec) if spec else 0
     except BlockingIOError:
         written = 0
-    finally:
+    except BaseException:
+        os.close(read_end)
         os.close(write_end)
+        raise
     if written == len(spec):
-        return read_end, None
-    os.close(read_end)
-    return subprocess.PIPE, spec
+        os.close(write_end)
+        return read_end, None, None
+    os.set_blocking(write_end, True)
+    return read_end, write_end, spec[written:]
 
 
 _launcher_lock = threading.Lock()

@@ -3,13 +3,18 @@ process group of every harness still running when that process ends, however it 
 included), so that a study killed outright leaves no run going on behind it.
 
 The process that starts a harness (in its own session, so its process group is its ID) tells
-the reaper of it as soon as it has started (``+PGID``) and again once it has reaped it
-(``-PGID``), over a pipe that only it holds. When the pipe ends, because that process exited or
-was killed, the reaper kills every group it was told of and not told was reaped, and exits.
-A process killed between starting a harness and telling its reaper (after
-:class:`subprocess.Popen` returns, before the pipe's write) leaves that harness running.
-The reaper runs in a session of its own, so a signal to the study's terminal or process group
-does not end it first; it reads only its pipe, and writes nothing.
+the reaper, over a pipe that only it holds: before it starts it, the inode of the pipe that
+will be the harness's standard input (``?INODE``); once it has started it, its group
+(``+PGID INODE``), or that it did not start (``!INODE``); and once it has reaped it
+(``-PGID``). When the pipe ends, because that process exited or was killed, the reaper kills
+every group it was told of and not told was reaped; and where a harness was about to start or
+had started but the reaper was not yet told its group (the process was killed in between, which
+a study killed while its threads start harnesses can be, by milliseconds), it kills the group of
+every process that holds that harness's standard input open (read from ``/proc``: on Linux). It
+then exits. A harness that closed its standard input within those milliseconds, and so
+escapes the search, is the one way left for a harness to outlive its study. The reaper runs in
+a session of its own, so a signal to the study's terminal or process group does not end it
+first; it reads only its pipe and ``/proc``, and writes nothing.
 
 It replaces a parent-death signal set for each harness: util-linux's ``setpriv --pdeathsig
 KILL`` costs an ``exec`` of its own per run (about 1 ms of CPU here, which 128 harnesses
@@ -33,14 +38,40 @@ __all__ = ["Reaper", "reaper"]
 #: The reaper's program (the standard library only, run with ``-I -S``: no site, no user path).
 PROGRAM = """\
 import os, signal, sys
-live = set()
+live, starting = set(), set()
 for line in sys.stdin.buffer:
-    (live.add if line[:1] == b"+" else live.discard)(int(line[1:]))
+    kind, numbers = line[:1], [int(n) for n in line[1:].split()]
+    if kind == b"+":
+        live.add(numbers[0])
+        starting.difference_update(numbers[1:])
+    elif kind == b"-":
+        live.discard(numbers[0])
+    elif kind == b"?":
+        starting.add(numbers[0])
+    else:
+        starting.discard(numbers[0])
 for group in live:
     try:
         os.killpg(group, signal.SIGKILL)
     except OSError:
         pass
+# A harness runs in a session of its own, as its children do unless they leave it: a process of
+# its owner's session (a fork of the owner, say) is never one, and its group is not killed.
+owner_session = int(sys.argv[1])
+marks = {"pipe:[%d]" % inode for inode in starting}
+for pid in os.listdir("/proc") if marks else ():
+    try:
+        fds = os.listdir("/proc/%s/fd" % pid) if pid.isdigit() else ()
+    except OSError:
+        continue
+    for fd in fds:
+        try:
+            if os.readlink("/proc/%s/fd/%s" % (pid, fd)) in marks:
+                if os.getsid(int(pid)) != owner_session:
+                    os.killpg(os.getpgid(int(pid)), signal.SIGKILL)
+                break
+        except OSError:
+            pass
 """
 
 
@@ -50,6 +81,8 @@ class Reaper:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._live: set[int] = set()
+        #: The standard inputs (their pipes' inodes) of harnesses about to start.
+        self._starting: set[int] = set()
         self._pipe: int | None = None
         self._pid: int | None = None
 
@@ -58,12 +91,37 @@ class Reaper:
         with self._lock:
             return self._pipe is not None or self._spawn()
 
-    def watch(self, group: int) -> None:
-        """Tell the reaper of a harness started in the process group ``group``. Raises
-        OSError when no reaper can be started (the caller then kills the group itself)."""
+    def starting(self, stdin: int) -> int:
+        """Tell the reaper that a harness is about to start with the pipe ``stdin`` (a
+        descriptor of it) as its standard input, before it starts; the pipe's inode, which
+        :meth:`watch` is given with the harness's group once it has started (or
+        :meth:`not_started`, if it did not). Raises OSError when no reaper can be started (the
+        harness must then not be started this way)."""
+        inode = os.fstat(stdin).st_ino
+        with self._lock:
+            self._starting.add(inode)
+            self._tell(b"?%d\n" % inode)
+        return inode
+
+    def not_started(self, inode: int) -> None:
+        """Tell the reaper that the harness of :meth:`starting` did not start."""
+        with self._lock:
+            self._starting.discard(inode)
+            with contextlib.suppress(OSError):  # a new reaper, if one is needed, is not told it
+                self._tell(b"!%d\n" % inode)
+
+    def watch(self, group: int, inode: int | None = None) -> None:
+        """Tell the reaper of a harness started in the process group ``group``, and that the
+        harness whose standard input's ``inode`` :meth:`starting` told it of is that one.
+        Raises OSError when no reaper can be started (the caller then kills the group
+        itself)."""
         with self._lock:
             self._live.add(group)
-            self._tell(b"+%d\n" % group)
+            if inode is None:
+                self._tell(b"+%d\n" % group)
+            else:
+                self._starting.discard(inode)
+                self._tell(b"+%d %d\n" % (group, inode))
 
     def unwatch(self, group: int) -> None:
         """Tell the reaper that the harness of ``group`` was reaped (its group is never killed
@@ -83,14 +141,16 @@ class Reaper:
         if not self._spawn():
             raise OSError("cannot start the harnesses' reaper")
         assert self._pipe is not None
-        os.write(self._pipe, b"".join(b"+%d\n" % group for group in sorted(self._live)))
+        told = [b"+%d\n" % group for group in sorted(self._live)]
+        told += [b"?%d\n" % inode for inode in sorted(self._starting)]
+        os.write(self._pipe, b"".join(told))
 
     def _spawn(self) -> bool:
         read_end, write_end = os.pipe()
         try:
             self._pid = os.posix_spawn(
                 sys.executable,
-                [sys.executable, "-I", "-S", "-c", PROGRAM],
+                [sys.executable, "-I", "-S", "-c", PROGRAM, str(os.getsid(0))],
                 os.environ,
                 file_actions=[
                     (os.POSIX_SPAWN_DUP2, read_end, 0),
@@ -120,6 +180,7 @@ class Reaper:
         """In a forked child: the parent's reaper is the parent's."""
         self._lock = threading.Lock()
         self._live = set()
+        self._starting = set()
         if self._pipe is not None:
             with contextlib.suppress(OSError):
                 os.close(self._pipe)
