@@ -280,7 +280,8 @@ class _CommandSession:
             # The reaper is told of the harness's standard input before the harness starts, so
             # that it finds the harness even if this process is killed before it tells the
             # reaper its group.
-            inode = None if guard is None else guard.starting(stdin)
+            if guard is not None:
+                inode = guard.starting(stdin)
             process = subprocess.Popen(
                 [*launcher, *self._command()],
                 stdin=stdin,
@@ -304,7 +305,7 @@ class _CommandSession:
             # writes to the pipe it makes for ``stdin=subprocess.PIPE``.
             process.stdin = open(feed, "wb")  # noqa: SIM115 (communicate closes it)
         try:
-            if guard is not None:
+            if guard is not None and inode is not None:
                 guard.watch(process.pid, inode)
             # On a thread session, the study ends a run it stops by killing the group.
             with stopped_with_run(functools.partial(_signal_group, process)):

@@ -110,18 +110,15 @@ class Reaper:
             with contextlib.suppress(OSError):  # a new reaper, if one is needed, is not told it
                 self._tell(b"!%d\n" % inode)
 
-    def watch(self, group: int, inode: int | None = None) -> None:
+    def watch(self, group: int, inode: int) -> None:
         """Tell the reaper of a harness started in the process group ``group``, and that the
         harness whose standard input's ``inode`` :meth:`starting` told it of is that one.
         Raises OSError when no reaper can be started (the caller then kills the group
         itself)."""
         with self._lock:
             self._live.add(group)
-            if inode is None:
-                self._tell(b"+%d\n" % group)
-            else:
-                self._starting.discard(inode)
-                self._tell(b"+%d %d\n" % (group, inode))
+            self._starting.discard(inode)
+            self._tell(b"+%d %d\n" % (group, inode))
 
     def unwatch(self, group: int) -> None:
         """Tell the reaper that the harness of ``group`` was reaped (its group is never killed
