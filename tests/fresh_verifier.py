@@ -10,6 +10,9 @@ line on stdin and answers one JSON line on stdout, in this order:
 - ``{"verify": PATH, "jobs": N}``: the findings of ``verify(PATH, jobs=N)``, each as
   ``Finding.as_dict()`` gives it, and whether its jobs ran in worker processes;
 - ``{"pids": N}``: this process's ID and the IDs of the processes 16 jobs ran in, with N jobs;
+- ``{"unordered": DIRECTORY}``: the tasks and results of ``Jobs.unordered`` with two jobs, of
+  :data:`HANDSHAKE_TASKS` tasks of which the first waits for the last to have run (a file in
+  DIRECTORY says it has), in the order they were taken;
 - ``{"choose": [JOBS, SIZE, DIRECTORY]}``: ``Jobs.choose``'s count and whether it uses workers,
   and the cores this process may run on;
 - ``{"peak": PATH}``: the most memory one ``verify(PATH, jobs=1)`` allocated at once (its jobs
@@ -27,6 +30,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 import tracemalloc
 from pathlib import Path
 from typing import Any
@@ -35,6 +39,25 @@ from typing import Any
 def _pid(context: None, task: int) -> int:
     """A job: the process it runs in."""
     return os.getpid()
+
+
+#: Tasks of the ``unordered`` request: more than two workers hold in flight at once.
+HANDSHAKE_TASKS = 8
+
+
+def _handshake(directory: str, task: int) -> bool:
+    """A job: the first task waits (up to 60 s) for the last one to have run, which says so by
+    a file in ``directory``; whether it saw that file. Every other task: True."""
+    marker = Path(directory) / "last-ran"
+    if task == HANDSHAKE_TASKS - 1:
+        marker.touch()
+    if task != 0:
+        return True
+    for _ in range(600):
+        if marker.exists():
+            return True
+        time.sleep(0.1)
+    return False
 
 
 def _answer(request: dict[str, Any]) -> dict[str, Any]:
@@ -51,6 +74,13 @@ def _answer(request: dict[str, Any]) -> dict[str, Any]:
         finally:
             pool.close()
         return {"self": os.getpid(), "pids": pids, "workers": pool.processes}
+    if "unordered" in request:
+        pool = parallel.Jobs.choose(2, 0, directory=True)
+        try:
+            got = list(pool.unordered(_handshake, request["unordered"], range(HANDSHAKE_TASKS)))
+        finally:
+            pool.close()
+        return {"results": got, "workers": pool.processes}
     if "choose" in request:
         asked, size, directory = request["choose"]
         chosen = parallel.Jobs.choose(asked, size, directory)

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from corpus_findings import EXTRA, base_files
 from forge import reseal
-from fresh_verifier import FreshVerifier
+from fresh_verifier import HANDSHAKE_TASKS, FreshVerifier
 from repro.errors import BadInput
 from repro.json import canonical
 from repro.verify import parallel, verify
@@ -81,6 +81,25 @@ class TestJobs:
         finally:
             release.set()
             other.join()
+
+    def test_unordered_long_task_holds_up_no_worker(
+        self, fresh_verifier: FreshVerifier, tmp_path: Path
+    ) -> None:
+        """Jobs.unordered, in two workers, gives the next tasks as others end while the first
+        still runs: the first task, which waits for the last to have run, sees that it has
+        (taken in order, as Jobs.ordered takes them, the last would be given only once the
+        first ended). Every task's result is taken once, the first's last."""
+        answer = fresh_verifier.ask(unordered=str(tmp_path))
+        assert answer["workers"]
+        results = answer["results"]
+        assert sorted(task for task, _ in results) == list(range(HANDSHAKE_TASKS))
+        assert results[-1] == [0, True]
+        assert all(ok for _, ok in results)
+
+    def test_unordered_here_in_order(self) -> None:
+        """With one job, Jobs.unordered runs the tasks here, in their order."""
+        jobs = parallel.Jobs.choose(1, 1 << 40, directory=True)
+        assert list(jobs.unordered(_pid, None, range(3))) == [(t, os.getpid()) for t in range(3)]
 
     def test_one_job_runs_here(self) -> None:
         """With one job, the jobs run in this process."""

@@ -1,6 +1,7 @@
 """How verify uses the cores it has: the per-file and per-partition work of a verification run
 as jobs, in worker processes (forked, so they start with what the verifier has imported and
-read so far) or in this process, with results taken in the order the jobs were given.
+read so far) or in this process, with results taken in the order the jobs were given (or,
+for work whose results are kept by task, such as files read ahead, as the jobs end).
 
 A job is a pure function of its task and of the context given with it: it reads the bundle's
 files through a reader of its own and returns what it found (findings included), which the
@@ -19,11 +20,13 @@ can deadlock the child), and, unless the number of jobs was asked for, a bundle 
 from __future__ import annotations
 
 import gc
+import itertools
 import os
 import pickle
 import threading
 from collections import deque
 from collections.abc import Callable, Generator, Iterable
+from concurrent.futures import FIRST_COMPLETED, wait
 from typing import Any, TypeVar
 
 __all__ = ["ENV", "WORTH_BYTES", "Jobs", "available_cores", "requested_jobs"]
@@ -33,7 +36,8 @@ ENV = "REPRO_VERIFY_JOBS"
 #: Bytes of a bundle below which verify runs its jobs in this process unless told otherwise:
 #: starting workers costs more than such a bundle's work.
 WORTH_BYTES = 4 << 20
-#: Tasks given to each worker ahead of the result being waited for.
+#: Tasks given to each worker and not yet taken: ahead of the result being waited for
+#: (:meth:`Jobs.ordered`), or in flight (:meth:`Jobs.unordered`).
 _AHEAD = 2
 
 T = TypeVar("T")
@@ -139,6 +143,39 @@ class Jobs:
                 yield pending.popleft().result()
         finally:
             for future in pending:
+                future.cancel()
+
+    def unordered(
+        self, job: Callable[[Any, T], R], context: Any, tasks: Iterable[T]
+    ) -> Generator[tuple[T, R], None, None]:
+        """Each task with ``job(context, task)``, in the order they end: for work whose results
+        are kept by task, whatever their order (a file read ahead, by its name). In workers, a
+        few tasks per worker are in flight, and one that ends makes room for the next whatever
+        the others do: a long task holds up no other worker (as :meth:`ordered` does while it
+        waits for it, its results being taken in order). Here, the tasks run in their order.
+        Stopping early cancels those not started. ``job``, context and tasks as for
+        :meth:`ordered`."""
+        if not self.processes:
+            for task in tasks:
+                yield task, job(context, task)
+            return
+        pool = self._executor()
+        self._token += 1
+        token, blob = self._token, pickle.dumps(context, protocol=pickle.HIGHEST_PROTOCOL)
+        running: dict[Any, T] = {}
+        source = iter(tasks)
+        try:
+            while True:
+                for task in itertools.islice(source, self.count * _AHEAD - len(running)):
+                    running[pool.submit(_run, job, token, blob, task)] = task
+                if not running:
+                    return
+                ended, _ = wait(running, return_when=FIRST_COMPLETED)
+                # Taken in the order they were given among those that ended together.
+                for future in [f for f in running if f in ended]:
+                    yield running.pop(future), future.result()
+        finally:
+            for future in running:
                 future.cancel()
 
     def close(self) -> None:

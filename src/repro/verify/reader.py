@@ -542,7 +542,9 @@ class BundleReader:
             key=lambda n: (-sizes[n], n),
         )
         context = (self.source, self.limits)
-        for name, got in zip(wanted, jobs.ordered(_read_ahead, context, wanted), strict=True):
+        # Taken as they end: a file as large as the rest together (a crate of many runs) then
+        # holds up only the worker reading it.
+        for name, got in jobs.unordered(_read_ahead, context, wanted):
             if got is not None:
                 self._prefetched[name] = got
 
