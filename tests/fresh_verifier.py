@@ -13,6 +13,10 @@ line on stdin and answers one JSON line on stdout, in this order:
 - ``{"unordered": DIRECTORY}``: the tasks and results of ``Jobs.unordered`` with two jobs, of
   :data:`HANDSHAKE_TASKS` tasks of which the first waits for the last to have run (a file in
   DIRECTORY says it has), in the order they were taken;
+- ``{"ordered": DIRECTORY}``: the results of ``Jobs.ordered`` with two jobs, of
+  :func:`ordered_tasks` tasks of which the first waits for the last that ``Jobs.ordered`` may
+  give before the first is taken (:func:`ordered_reach`), and how many tasks had started when
+  the first result was taken;
 - ``{"choose": [JOBS, SIZE, DIRECTORY]}``: ``Jobs.choose``'s count and whether it uses workers,
   and the cores this process may run on;
 - ``{"peak": PATH}``: the most memory one ``verify(PATH, jobs=1)`` allocated at once (its jobs
@@ -45,11 +49,26 @@ def _pid(context: None, task: int) -> int:
 HANDSHAKE_TASKS = 8
 
 
-def _handshake(directory: str, task: int) -> bool:
-    """A job: the first task waits (up to 60 s) for the last one to have run, which says so by
-    a file in ``directory``; whether it saw that file. Every other task: True."""
+def ordered_reach() -> int:
+    """The last task ``Jobs.ordered`` may give, with two jobs, before the first is taken."""
+    from repro.verify import parallel
+
+    return 2 * parallel._HELD - 1
+
+
+def ordered_tasks() -> int:
+    """Tasks of the ``ordered`` request: more than it may give before the first is taken."""
+    return ordered_reach() + 5
+
+
+def _handshake(context: tuple[str, int], task: int) -> bool:
+    """A job, given a directory and a last task: the first task waits (up to 60 s) for the last
+    one to have run, which says so by a file in the directory; whether it saw that file. Every
+    other task: True. Each task leaves a file of its own there as it starts."""
+    directory, last = context
+    (Path(directory) / f"started-{task}").touch()
     marker = Path(directory) / "last-ran"
-    if task == HANDSHAKE_TASKS - 1:
+    if task == last:
         marker.touch()
     if task != 0:
         return True
@@ -77,10 +96,24 @@ def _answer(request: dict[str, Any]) -> dict[str, Any]:
     if "unordered" in request:
         pool = parallel.Jobs.choose(2, 0, directory=True)
         try:
-            got = list(pool.unordered(_handshake, request["unordered"], range(HANDSHAKE_TASKS)))
+            context = (request["unordered"], HANDSHAKE_TASKS - 1)
+            got = list(pool.unordered(_handshake, context, range(HANDSHAKE_TASKS)))
         finally:
             pool.close()
         return {"results": got, "workers": pool.processes}
+    if "ordered" in request:
+        directory = Path(request["ordered"])
+        pool = parallel.Jobs.choose(2, 0, directory=True)
+        try:
+            results = pool.ordered(
+                _handshake, (str(directory), ordered_reach()), range(ordered_tasks())
+            )
+            ordered = [next(results)]
+            started = len(list(directory.glob("started-*")))
+            ordered.extend(results)
+        finally:
+            pool.close()
+        return {"results": ordered, "started": started, "workers": pool.processes}
     if "choose" in request:
         asked, size, directory = request["choose"]
         chosen = parallel.Jobs.choose(asked, size, directory)

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from corpus_findings import EXTRA, base_files
 from forge import reseal
-from fresh_verifier import HANDSHAKE_TASKS, FreshVerifier
+from fresh_verifier import HANDSHAKE_TASKS, FreshVerifier, ordered_reach, ordered_tasks
 from repro.errors import BadInput
 from repro.json import canonical
 from repro.verify import parallel, verify
@@ -95,6 +95,19 @@ class TestJobs:
         assert sorted(task for task, _ in results) == list(range(HANDSHAKE_TASKS))
         assert results[-1] == [0, True]
         assert all(ok for _, ok in results)
+
+    def test_ordered_goes_on_while_the_first_runs(
+        self, fresh_verifier: FreshVerifier, tmp_path: Path
+    ) -> None:
+        """Jobs.ordered, in two workers, goes on giving tasks while the first still runs, up to
+        a bound of tasks given and not yet taken: the first task, which waits for the last task
+        within that bound to have run, sees that it has (with only the tasks in flight given,
+        that task would wait for the first to end); no task beyond the bound had started when
+        the first result was taken; the results come in the tasks' order."""
+        answer = fresh_verifier.ask(ordered=str(tmp_path))
+        assert answer["workers"]
+        assert answer["results"] == [True] * ordered_tasks()
+        assert answer["started"] <= ordered_reach() + 1
 
     def test_unordered_here_in_order(self) -> None:
         """With one job, Jobs.unordered runs the tasks here, in their order."""

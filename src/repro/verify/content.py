@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import math
+import pickle
 import zlib
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, cast
@@ -436,9 +437,7 @@ class _CrateCheck:
         if broken:
             self.whole = False
 
-    def finish(
-        self, read: BundleReader, mentions: Iterable[tuple[str, tuple[_Read, list[str]]]]
-    ) -> None:
+    def finish(self, read: BundleReader, mentions: Iterable[tuple[str, _Mentioned]]) -> None:
         """Compare the re-derived crate with the file, if every partition was made. The root's
         mentions are the attempts of the times files, read again one line at a time, a
         partition's by a job (:func:`_mentions`): ``mentions``, each file's in sealed order."""
@@ -446,9 +445,9 @@ class _CrateCheck:
             return
 
         def attempts() -> Iterator[str]:
-            for name, (got, ids) in mentions:
+            for name, (got, packed) in mentions:
                 got.into(read, name)
-                yield from ids
+                yield from _mentioned(packed)
 
         for piece in self.builder.tail(attempts()):
             self._hash.update(piece)
@@ -523,8 +522,10 @@ class _JobReader:
         return got
 
 
-#: What :func:`_mentions` gives.
-_Mentioned = tuple[_Read, list[str]]
+#: What :func:`_mentions` gives: the attempt IDs pickled and deflated (a tenth of the list's
+#: bytes, so that the verifier may hold several while a partition's job ends; see
+#: :func:`_mentioned`).
+_Mentioned = tuple[_Read, bytes]
 
 
 def _mentions(context: tuple[FileSource, Limits], task: tuple[str, dict[str, Any]]) -> _Mentioned:
@@ -534,7 +535,13 @@ def _mentions(context: tuple[FileSource, Limits], task: tuple[str, dict[str, Any
     job = _JobReader(*context, seen)
     with job.read._repeating():
         ids = [t for t in job.read.times_ids(name) or () if t is not None]
-    return job.stretch(), ids
+    return job.stretch(), zlib.compress(pickle.dumps(ids, protocol=pickle.HIGHEST_PROTOCOL), 1)
+
+
+def _mentioned(packed: bytes) -> list[str]:
+    """The attempt IDs :func:`_mentions` gave."""
+    ids: list[str] = pickle.loads(zlib.decompress(packed))
+    return ids
 
 
 def _crate_partition(

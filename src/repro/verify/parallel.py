@@ -7,8 +7,8 @@ A job is a pure function of its task and of the context given with it: it reads 
 files through a reader of its own and returns what it found (findings included), which the
 verifier merges in sealed order. The same jobs run, and are merged the same way, whether they
 run here or in workers, so the findings do not depend on the number of jobs nor on which job
-ends first. At most a few tasks per worker are in flight at a time, so what is held while they
-run does not grow with the number of files or partitions.
+ends first. At most a few tasks per worker are given and not yet taken at a time, so what is
+held while they run does not grow with the number of files or partitions.
 
 The number of jobs is the cores this process may run on (``os.sched_getaffinity``: ``taskset
 -c 0`` gives one), unless ``REPRO_VERIFY_JOBS`` or ``repro verify --jobs`` says otherwise.
@@ -36,9 +36,11 @@ ENV = "REPRO_VERIFY_JOBS"
 #: Bytes of a bundle below which verify runs its jobs in this process unless told otherwise:
 #: starting workers costs more than such a bundle's work.
 WORTH_BYTES = 4 << 20
-#: Tasks given to each worker and not yet taken: ahead of the result being waited for
-#: (:meth:`Jobs.ordered`), or in flight (:meth:`Jobs.unordered`).
+#: Tasks in flight (given, not ended) per worker.
 _AHEAD = 2
+#: Tasks given and not yet taken, ended or not, per worker, in :meth:`Jobs.ordered`: while the
+#: first runs, the other workers go on with the next ones until this many wait to be taken.
+_HELD = 4
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -122,8 +124,9 @@ class Jobs:
         self, job: Callable[[Any, T], R], context: Any, tasks: Iterable[T]
     ) -> Generator[R, None, None]:
         """``job(context, task)`` for each task, in the order of ``tasks``. In workers, a few
-        tasks per worker are in flight ahead of the one whose result is taken; stopping early
-        cancels those not started. ``job`` must be a module-level function, and the context
+        tasks per worker are in flight, and while the first runs the others go on with the next
+        ones, until a few per worker wait to be taken (:data:`_HELD`); stopping early cancels
+        those not started. ``job`` must be a module-level function, and the context
         and each task picklable."""
         if not self.processes:
             for task in tasks:
@@ -134,13 +137,20 @@ class Jobs:
         token, blob = self._token, pickle.dumps(context, protocol=pickle.HIGHEST_PROTOCOL)
         pending: deque[Any] = deque()
         source = iter(tasks)
+        flight, held = self.count * _AHEAD, self.count * _HELD
         try:
-            for task in source:
-                pending.append(pool.submit(_run, job, token, blob, task))
-                if len(pending) >= self.count * _AHEAD:
+            while True:
+                running = sum(not f.done() for f in pending)
+                room = min(flight - running, held - len(pending))
+                for task in itertools.islice(source, max(room, 0)):
+                    pending.append(pool.submit(_run, job, token, blob, task))
+                if not pending:
+                    return
+                if pending[0].done():
                     yield pending.popleft().result()
-            while pending:
-                yield pending.popleft().result()
+                else:
+                    # Until the first ends, or another does and makes room for the next task.
+                    wait([f for f in pending if not f.done()], return_when=FIRST_COMPLETED)
         finally:
             for future in pending:
                 future.cancel()
