@@ -13,7 +13,7 @@ line on stdin and answers one JSON line on stdout, in this order:
 - ``{"unordered": DIRECTORY}``: the tasks and results of ``Jobs.unordered`` with two jobs, of
   :data:`HANDSHAKE_TASKS` tasks of which the first waits for the last to have run (a file in
   DIRECTORY says it has), in the order they were taken;
-- ``{"ordered": DIRECTORY}``: the results of ``Jobs.ordered`` with two jobs, of
+- ``{"ordered": DIRECTORY}``: each task and result of ``Jobs.ordered`` with two jobs, of
   :func:`ordered_tasks` tasks of which the first waits for the last that ``Jobs.ordered`` may
   give before the first is taken (:func:`ordered_reach`), and how many tasks had started when
   the first result was taken;
@@ -79,6 +79,11 @@ def _handshake(context: tuple[str, int], task: int) -> bool:
     return False
 
 
+def _numbered_handshake(context: tuple[str, int], task: int) -> tuple[int, bool]:
+    """A job: the task with :func:`_handshake`'s result, so that their order can be seen."""
+    return task, _handshake(context, task)
+
+
 def _answer(request: dict[str, Any]) -> dict[str, Any]:
     from repro.verify import parallel, verify
 
@@ -106,7 +111,7 @@ def _answer(request: dict[str, Any]) -> dict[str, Any]:
         pool = parallel.Jobs.choose(2, 0, directory=True)
         try:
             results = pool.ordered(
-                _handshake, (str(directory), ordered_reach()), range(ordered_tasks())
+                _numbered_handshake, (str(directory), ordered_reach()), range(ordered_tasks())
             )
             ordered = [next(results)]
             started = len(list(directory.glob("started-*")))

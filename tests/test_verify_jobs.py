@@ -106,7 +106,7 @@ class TestJobs:
         the first result was taken; the results come in the tasks' order."""
         answer = fresh_verifier.ask(ordered=str(tmp_path))
         assert answer["workers"]
-        assert answer["results"] == [True] * ordered_tasks()
+        assert answer["results"] == [[task, True] for task in range(ordered_tasks())]
         assert answer["started"] <= ordered_reach() + 1
 
     def test_unordered_here_in_order(self) -> None:

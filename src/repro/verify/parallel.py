@@ -26,7 +26,7 @@ import pickle
 import threading
 from collections import deque
 from collections.abc import Callable, Generator, Iterable
-from concurrent.futures import FIRST_COMPLETED, wait
+from concurrent.futures import FIRST_COMPLETED, Future, wait
 from typing import Any, TypeVar
 
 __all__ = ["ENV", "WORTH_BYTES", "Jobs", "available_cores", "requested_jobs"]
@@ -120,6 +120,14 @@ class Jobs:
                 gc.unfreeze()
         return self._pool
 
+    def _submitter(self, job: Callable[[Any, T], R], context: Any) -> Callable[[T], Future[R]]:
+        """A function that gives one task to the workers, to run ``job`` with ``context``
+        (pickled once, here; each worker unpickles it once, by its token: :func:`_run`)."""
+        pool = self._executor()
+        self._token += 1
+        token, blob = self._token, pickle.dumps(context, protocol=pickle.HIGHEST_PROTOCOL)
+        return lambda task: pool.submit(_run, job, token, blob, task)
+
     def ordered(
         self, job: Callable[[Any, T], R], context: Any, tasks: Iterable[T]
     ) -> Generator[R, None, None]:
@@ -132,10 +140,8 @@ class Jobs:
             for task in tasks:
                 yield job(context, task)
             return
-        pool = self._executor()
-        self._token += 1
-        token, blob = self._token, pickle.dumps(context, protocol=pickle.HIGHEST_PROTOCOL)
-        pending: deque[Any] = deque()
+        submit = self._submitter(job, context)
+        pending: deque[Future[R]] = deque()
         source = iter(tasks)
         flight, held = self.count * _AHEAD, self.count * _HELD
         try:
@@ -143,7 +149,7 @@ class Jobs:
                 running = sum(not f.done() for f in pending)
                 room = min(flight - running, held - len(pending))
                 for task in itertools.islice(source, max(room, 0)):
-                    pending.append(pool.submit(_run, job, token, blob, task))
+                    pending.append(submit(task))
                 if not pending:
                     return
                 if pending[0].done():
@@ -161,23 +167,21 @@ class Jobs:
         """Each task with ``job(context, task)``, in the order they end: for work whose results
         are kept by task, whatever their order (a file read ahead, by its name). In workers, a
         few tasks per worker are in flight, and one that ends makes room for the next whatever
-        the others do: a long task holds up no other worker (as :meth:`ordered` does while it
-        waits for it, its results being taken in order). Here, the tasks run in their order.
-        Stopping early cancels those not started. ``job``, context and tasks as for
-        :meth:`ordered`."""
+        the others do: a long task holds up no other worker (as :meth:`ordered` does once a few
+        per worker wait behind it, its results being taken in order). Here, the tasks run in
+        their order. Stopping early cancels those not started. ``job``, context and tasks as
+        for :meth:`ordered`."""
         if not self.processes:
             for task in tasks:
                 yield task, job(context, task)
             return
-        pool = self._executor()
-        self._token += 1
-        token, blob = self._token, pickle.dumps(context, protocol=pickle.HIGHEST_PROTOCOL)
-        running: dict[Any, T] = {}
+        submit = self._submitter(job, context)
+        running: dict[Future[R], T] = {}
         source = iter(tasks)
         try:
             while True:
                 for task in itertools.islice(source, self.count * _AHEAD - len(running)):
-                    running[pool.submit(_run, job, token, blob, task)] = task
+                    running[submit(task)] = task
                 if not running:
                     return
                 ended, _ = wait(running, return_when=FIRST_COMPLETED)
