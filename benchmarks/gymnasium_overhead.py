@@ -22,7 +22,6 @@ import hashlib
 import itertools
 import json
 import os
-import resource
 import statistics
 import subprocess
 import sys
@@ -30,6 +29,8 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+from _usage import children_cpu
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -131,13 +132,6 @@ def in_process(protocol: dict[str, Any], episodes: int) -> list[tuple[str, float
     return out
 
 
-def _children_cpu() -> float:
-    """User and system CPU seconds of the child processes waited for so far (a study's worker
-    processes included: each is waited for by its study)."""
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
-
-
 def _repro_returns(bundle: Path) -> list[list[float]]:
     return [
         [json.loads(line)["measure"] for line in path.read_text().splitlines()]
@@ -183,9 +177,9 @@ def main() -> None:
             }
             commands["repro"] += ["--out", str(bundle)]
             for name in ("bare", "repro") if rep % 2 == 0 else ("repro", "bare"):
-                t0, cpu0 = time.perf_counter(), _children_cpu()
+                t0, cpu0 = time.perf_counter(), children_cpu()
                 subprocess.run(commands[name], check=True, capture_output=True)
-                elapsed, cpu = time.perf_counter() - t0, _children_cpu() - cpu0
+                elapsed, cpu = time.perf_counter() - t0, children_cpu() - cpu0
                 times[name].append(elapsed)
                 cpus[name].append(cpu)
                 print(

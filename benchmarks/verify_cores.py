@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import shutil
 import statistics
 import subprocess
@@ -38,6 +37,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from _trees import commit_tree, synthetic
+from _usage import children_cpu
 
 ROOT = Path(__file__).resolve().parents[1]
 ONE, TWO = "0", "0,1"
@@ -65,19 +65,12 @@ def _timed(command: list[str], src: Path) -> tuple[float, int, bytes]:
     ``REPRO_VERIFY_JOBS``); its CPU time is kept in :data:`CPU`."""
     env = {k: v for k, v in os.environ.items() if k != "REPRO_VERIFY_JOBS"}
     env["PYTHONPATH"] = str(src)
-    cpu = _children_cpu()
+    cpu = children_cpu()
     start = time.perf_counter()
     done = subprocess.run(command, env=env, capture_output=True, check=False)
     wall = time.perf_counter() - start
-    CPU.setdefault((str(src), command[-1]), []).append(_children_cpu() - cpu)
+    CPU.setdefault((str(src), command[-1]), []).append(children_cpu() - cpu)
     return wall, done.returncode, done.stdout
-
-
-def _children_cpu() -> float:
-    """User and system CPU seconds of the child processes waited for so far (and of theirs that
-    they waited for: verify's workers are)."""
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
 
 
 #: What ``repro verify`` imports before it reads a bundle: the command line and the verifier.
