@@ -28,9 +28,10 @@ and checks that every repro run's outcome is the one ``xargs`` got from the same
 (otherwise the comparison is void).
 
 Last, what bounds the ratio at the largest N from below, where 320 runs take three rounds of
-about 1 s and the target leaves a tenth of that: how long after its command starts each side's
-first run starts (the harness saves its spec as it starts: the earliest file's modification
-time, in one more run of each side, untimed and unsampled), and the wall
+about 1 s and the target leaves a tenth of that: in one more run of each side, untimed and
+unsampled, how long after its command starts each side's first run starts and its last run
+starts (the harness saves its spec as it starts: the earliest and latest files' modification
+times), and how long after that last start it ends; and the wall
 time of ``python -c "import repro.cli.app, repro.models"`` (the command line and the models
 every protocol is read into, which a study imports before it can read one) against
 ``python -c pass`` (medians of seven, alternating).
@@ -155,10 +156,12 @@ def _xargs(n: int, harness: Path, specs: Path, outs: Path) -> list[str]:
     return ["xargs", "-P", str(n), "-I{}", "sh", "-c", f"{harness} < {specs}/{{}} > {outs}/{{}}"]
 
 
-def _first_run(command: list[str], stdin: bytes, env: dict[str, str], saved: Path) -> float:
+def _run_starts(
+    command: list[str], stdin: bytes, env: dict[str, str], saved: Path
+) -> tuple[float, float, float]:
     """Run ``command`` with its harnesses saving their specs into ``saved`` as they start;
-    the seconds from the command's start to its first run's: the earliest modification time
-    of those files."""
+    the seconds from the command's start to its first run's start, to its last run's start
+    (the modification times of those files) and to its end."""
     saved.mkdir()
     launched = time.time()
     subprocess.run(
@@ -169,7 +172,9 @@ def _first_run(command: list[str], stdin: bytes, env: dict[str, str], saved: Pat
         env={**env, "BENCH_SPECS": str(saved)},
         cwd=saved.parent,
     )
-    return min(p.stat().st_mtime_ns for p in saved.glob("*.json")) / 1e9 - launched
+    ended = time.time()
+    starts = [p.stat().st_mtime_ns / 1e9 - launched for p in saved.glob("*.json")]
+    return min(starts), max(starts), ended - launched
 
 
 def _import_floor(env: dict[str, str], cwd: Path, repeats: int = 7) -> tuple[float, float]:
@@ -239,17 +244,18 @@ def main() -> None:
             flush=True,
         )
         expected = _outcomes_repro(work / "recorded")
-        # How soon each side's first run starts: one more run of each, untimed and unsampled,
-        # whose harnesses save their specs again, into a directory of their own.
+        # When each side's first and last runs start, and when it ends: one more run of each,
+        # untimed and unsampled, whose harnesses save their specs again, into a directory of
+        # their own.
         (work / "xargs-outs").mkdir()
-        firsts = {
-            "repro": _first_run(
+        starts = {
+            "repro": _run_starts(
                 [*study, "--out", str(work / "again"), "--workers", str(largest)],
                 b"",
                 env,
                 work / "repro-specs",
             ),
-            "xargs": _first_run(
+            "xargs": _run_starts(
                 _xargs(largest, harness, specs, work / "xargs-outs"),
                 "\n".join(names).encode(),
                 env,
@@ -296,9 +302,17 @@ def main() -> None:
         f"{xargs_medians[largest]:.2f} s, for everything repro does that xargs does not"
     )
     print(
-        f"first run started after: repro {firsts['repro']:.3f} s, xargs {firsts['xargs']:.3f} s "
-        f"(--workers / -P {largest})"
+        f"first run started after: repro {starts['repro'][0]:.3f} s, xargs "
+        f"{starts['xargs'][0]:.3f} s (--workers / -P {largest})"
     )
+    # The rest of each side's wall time: from its first run's start to its last run's (the
+    # runs started N at a time, each taking its 1 s), and from there to its end (the last
+    # run's 1 s, then what the side does after its runs).
+    for side, (first, last, end) in starts.items():
+        print(
+            f"{side}: runs started from {first:.3f} to {last:.3f} s ({last - first:.3f} s), "
+            f"ended {end - last:.3f} s after the last run started ({end:.3f} s in all)"
+        )
     print(
         f"importing the command line and the models ({FLOOR!r}): {floor:.3f} s; "
         f"the interpreter alone ('pass'): {bare:.3f} s"
