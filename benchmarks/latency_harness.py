@@ -301,17 +301,14 @@ def main() -> None:
         f"N = {largest}: the target leaves {0.1 * xargs_medians[largest]:.3f} s over xargs' "
         f"{xargs_medians[largest]:.2f} s, for everything repro does that xargs does not"
     )
-    print(
-        f"first run started after: repro {starts['repro'][0]:.3f} s, xargs "
-        f"{starts['xargs'][0]:.3f} s (--workers / -P {largest})"
-    )
-    # The rest of each side's wall time: from its first run's start to its last run's (the
-    # runs started N at a time, each taking its 1 s), and from there to its end (the last
-    # run's 1 s, then what the side does after its runs).
+    # Each side's wall time in three parts: until its first run starts, from there until its
+    # last run starts (the runs start N at a time, each taking its 1 s), and from there to its
+    # end (the last run's 1 s, then what the side does after its runs).
     for side, (first, last, end) in starts.items():
         print(
-            f"{side}: runs started from {first:.3f} to {last:.3f} s ({last - first:.3f} s), "
-            f"ended {end - last:.3f} s after the last run started ({end:.3f} s in all)"
+            f"{side} (--workers / -P {largest}): first run started after {first:.3f} s, the "
+            f"last {last - first:.3f} s later, ended {end - last:.3f} s after that "
+            f"({end:.3f} s in all)"
         )
     print(
         f"importing the command line and the models ({FLOOR!r}): {floor:.3f} s; "
