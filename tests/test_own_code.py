@@ -117,8 +117,9 @@ def test_a_module_next_to_the_protocol_imports_without_pythonpath(tmp_path: Path
 
 def test_replay_looks_targets_up_in_sources(tmp_path: Path) -> None:
     """replay finds the study's own module in --sources (the protocol's directory): the slot
-    comes out byte-identical; from a directory without it, replay refuses (exit 2) and says
-    where it looked."""
+    comes out byte-identical. Without --sources it imports nothing the bundle names, even run
+    from the directory that holds the module: it refuses (exit 2), naming --sources and the
+    target's JSON path."""
     protocol = _study_dir(
         tmp_path,
         "rp_heuristics",
@@ -136,12 +137,13 @@ def test_replay_looks_targets_up_in_sources(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert "byte-identical" in done.stdout
-    done = subprocess.run([*base, "replay", str(bundle), "c00-r0001"], cwd=tmp_path, **kw)
-    assert done.returncode == 2
-    message = " ".join(done.stderr.split())
-    assert "cannot import 'rp_heuristics:energy'" in message
-    assert f"looked up in {tmp_path.resolve()}" in message
-    assert "--sources" in message
+    for cwd in (tmp_path, protocol.parent):
+        done = subprocess.run([*base, "replay", str(bundle), "c00-r0001"], cwd=cwd, **kw)
+        assert done.returncode == 2
+        message = " ".join(done.stderr.split())
+        assert "target 'rp_heuristics:energy'" in message
+        assert "--sources DIR" in message
+        assert message.endswith("@ $.participants[0].params.target")
 
 
 def test_arguments_reach_the_callable(tmp_path: Path) -> None:

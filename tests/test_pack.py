@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner, Result
 
+from conftest import ROOT
 from corpus_findings import PACKED, TOP, _member, _write_tar, _write_zip, base_files
 from repro.bundle.layout import TAGMANIFEST
 from repro.cli.app import app
@@ -176,7 +177,8 @@ class TestReadPacked:
             assert result.exit_code == 0, result.output
             tables.append(out.read_bytes())
         assert tables[0] == tables[1]
-        audited = _invoke("audit", packed_zip, "--sample", "3", "--json")
+        # The example's harness is named from the checkout's root, where the study ran.
+        audited = _invoke("audit", packed_zip, "--sample", "3", "--json", "--sources", ROOT)
         assert audited.exit_code == 0, audited.output
 
     def test_a_file_that_is_no_archive(self, tmp_path: Path) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import sys
 import json
 import shutil
 from collections.abc import Callable
@@ -127,23 +128,32 @@ class TestRefusals:
         small_protocol: dict[str, Any],
         monkeypatch: pytest.MonkeyPatch,
     ) -> None:
-        """When a pinned source file has changed since the study, replay names it and runs
-        nothing."""
-        module = tmp_path / "replay_policy_module.py"
+        """When a pinned source file has changed since the study, replay names it, with the
+        digest the bundle pins and the one found here, and runs nothing: not even the changed
+        module's top-level code."""
+        sources = tmp_path / "sources"
+        sources.mkdir()
+        module = sources / "replay_policy_module.py"
         module.write_text("def act(observation, rng):\n    return 0\n", "utf-8")
-        monkeypatch.syspath_prepend(str(tmp_path))
+        monkeypatch.syspath_prepend(str(sources))
         small_protocol["participants"] = [
             {"id": "p", "kind": "callable", "params": {"target": "replay_policy_module:act"}}
         ]
         small_protocol["runs_per_condition"] = 2
         bundle = run_study(write_protocol(small_protocol), tmp_path / "bundle")
         before = hashlib.sha256(module.read_bytes()).hexdigest()
-        module.write_text("def act(observation, rng):\n    return 1\n", "utf-8")
+        ran = tmp_path / "ran"
+        module.write_text(
+            f"open({str(ran)!r}, 'w').close()\ndef act(observation, rng):\n    return 1\n",
+            "utf-8",
+        )
         after = hashlib.sha256(module.read_bytes()).hexdigest()
-        result = runner.invoke(app, ["replay", str(bundle), "c00-r0000"])
+        sys.modules.pop("replay_policy_module", None)
+        result = runner.invoke(
+            app, ["replay", str(bundle), "c00-r0000", "--sources", str(sources)]
+        )
         assert result.exit_code == 2
-        # The role, the file and both digests: which source changed, and from what to what.
-        assert (
-            f"policy p: file replay_policy_module.py sha256 {before} in the bundle, "
-            f"file replay_policy_module.py sha256 {after} here"
-        ) in " ".join(result.stderr.split())
+        said = " ".join(result.stderr.split())
+        assert f"replay_policy_module.py has sha256 {after} here" in said
+        assert f"the bundle's ledger pins {before}" in said
+        assert not ran.exists()

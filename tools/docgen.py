@@ -176,7 +176,8 @@ matrix factors, each participant's `kind` and `params`) is the adapter's to chec
 A module target in `params.target` (`"module:attribute"`: a Gymnasium `callable` policy, a
 CybORG `agent_class`) is looked up first in the directory of the protocol file, then on the
 import path; a module found in that directory must lie inside it, and the module's source file
-is pinned by sha256. `repro replay` looks it up in `--sources DIR` first. The contract of a
+is pinned by sha256. `repro replay` and `repro audit` import it only from `--sources DIR` (then the
+import path), at the digest the bundle's ledger pins, checked before it runs. The contract of a
 `callable` policy (its arguments, `params.arguments`, the `factory` form): README.md, "Your
 own policy".
 

@@ -7,11 +7,12 @@ import hashlib
 import importlib
 import importlib.machinery
 import importlib.metadata
+import importlib.util
 import inspect
 import keyword
 import struct
 import sys
-from collections.abc import Callable, Collection, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 from typing import Protocol as TypingProtocol
@@ -42,6 +43,7 @@ __all__ = [
     "Session",
     "TraceDigest",
     "accepts",
+    "code_of_bundle",
     "file_source",
     "frame",
     "get_adapter",
@@ -50,6 +52,7 @@ __all__ = [
     "module_file_source",
     "package_source",
     "pinned_target_source",
+    "protocol_path",
     "refuse_unbounded_outcome_runs",
     "registered_adapters",
     "slot_costs",
@@ -212,13 +215,18 @@ def module_file_source(role: str, module_name: str) -> Source:
     if file is None:
         raise BadInput(f"module {module_name!r} has no source file to pin")
     path = Path(file)
-    depth = module_name.count(".") + (1 if path.name == "__init__.py" else 0)
-    relative = Path(*path.parts[len(path.parts) - depth - 1 :]).as_posix()
     try:
         data = path.read_bytes()
     except OSError as exc:
         raise BadInput(f"module {module_name!r}: cannot read its source ({exc.strerror})") from None
-    return file_source(role, relative, data)
+    return file_source(role, _relative_name(module_name, path), data)
+
+
+def _relative_name(module_name: str, path: Path) -> str:
+    """What the ledger calls a module's file: its path below its import root
+    (``pkg/sub/mod.py`` for ``pkg.sub.mod``, ``pkg/__init__.py`` for a package)."""
+    depth = module_name.count(".") + (1 if path.name == "__init__.py" else 0)
+    return Path(*path.parts[len(path.parts) - depth - 1 :]).as_posix()
 
 
 def _dotted(name: str) -> bool:
@@ -227,6 +235,22 @@ def _dotted(name: str) -> bool:
 
 #: The directory a protocol's module targets are looked up in first (see :func:`targets_in`).
 _target_root: Path | None = None
+
+
+@frozen
+class _BundleCode:
+    """What code a bundle may run here while it is re-executed (:func:`code_of_bundle`): the
+    directory the user gave for its own modules and files (None when none was given), and the
+    sha256 digests its ledger pins, by file name."""
+
+    root: Path | None
+    #: (file name, sha256) of every file the ledger pins.
+    pins: frozenset[tuple[str, str]]
+
+
+#: Set while a bundle someone else may have made is re-executed (``repro replay``, ``repro
+#: audit``: :func:`code_of_bundle`); None during a study, whose protocol is the user's own.
+_bundle_code: _BundleCode | None = None
 
 
 @contextlib.contextmanager
@@ -241,6 +265,53 @@ def targets_in(directory: Path | None) -> Iterator[None]:
         yield
     finally:
         _target_root = previous
+
+
+@contextlib.contextmanager
+def code_of_bundle(sources: Path | None, pinned: Sequence[Source]) -> Iterator[None]:
+    """Re-execute a bundle that someone else may have made. While the block runs, a module the
+    bundle names (a participant's target, an inspect task) is imported only when the user gave
+    ``sources``, the directory it is looked up in first (then the import path, as the study
+    did); never from the standard library; and only once its file, found without running
+    anything, has a sha256 that ``pinned`` (the bundle's ledger) records for a file of its
+    name. Its code then runs from the very bytes whose digest was checked, never from a cached
+    compilation. A path the protocol names (:func:`protocol_path`) must lie inside
+    ``sources``."""
+    global _bundle_code
+    previous = _bundle_code
+    _bundle_code = _BundleCode(
+        None if sources is None else Path(sources).resolve(),
+        frozenset((s.name, s.sha256) for s in pinned if s.kind == "file" and s.sha256),
+    )
+    try:
+        with targets_in(sources):
+            yield
+    finally:
+        _bundle_code = previous
+
+
+#: How a replay is told where a bundle's own code lives.
+_SOURCES_HINT = "--sources DIR (the directory the study's protocol file was in)"
+
+
+def protocol_path(value: str, where: str) -> Path:
+    """A file or directory the protocol names (the command adapter's harness, its release), as
+    this process finds it: during a study, as given; while a bundle is re-executed
+    (:func:`code_of_bundle`), only inside the directory the user gave, never elsewhere: a bundle
+    does not choose which program of this machine runs."""
+    code = _bundle_code
+    if code is None:
+        return Path(value)
+    if code.root is None:
+        raise BadInput(
+            f"protocol: the bundle names {value!r}, and replay runs no program or file a bundle "
+            f"names unless you say where it lives: {_SOURCES_HINT}, or --option with its path "
+            f"@ {where}"
+        )
+    path = code.root / value
+    if not path.resolve().is_relative_to(code.root):
+        raise BadInput(f"protocol: {value!r} lies outside --sources {code.root} @ {where}")
+    return path
 
 
 def target_root() -> Path | None:
@@ -264,32 +335,202 @@ def _spec_path(spec: importlib.machinery.ModuleSpec) -> Path | None:
     return Path(locations[0]).resolve() if locations else None
 
 
-def _import_from_root(module_name: str, root: Path) -> Any:
-    """Import ``module_name`` from ``root`` when its top-level name is there, else from the
-    import path; a module found in ``root`` must lie inside it (no link out of the tree), and a
-    module of that name already imported from elsewhere is refused rather than used."""
-    top = module_name.partition(".")[0]
-    spec = importlib.machinery.PathFinder.find_spec(top, [str(root)])
-    if spec is None:
-        return importlib.import_module(module_name)
-    found = _spec_path(spec)
-    if found is None or not found.is_relative_to(root):
-        raise BadInput(f"module {top!r} in {root} lies outside that directory ({found})")
-    loaded = sys.modules.get(top)
-    if loaded is not None and _module_path(loaded) != found:
-        raise BadInput(
-            f"module {top!r} is already imported from {_module_path(loaded)}, not from {found}: "
-            "rename the protocol's module"
-        )
-    sys.path.insert(0, str(root))
+def _find_spec(name: str, path: Sequence[str] | None) -> importlib.machinery.ModuleSpec | None:
+    """The spec the import system finds for ``name`` (top-level when ``path`` is None, else in
+    its package's ``path``), asked of the same finders in the same order, none of which runs a
+    module's code."""
+    for finder in sys.meta_path:
+        find = getattr(finder, "find_spec", None)
+        if find is not None:
+            spec: importlib.machinery.ModuleSpec | None = find(name, path)
+            if spec is not None:
+                return spec
+    return None
+
+
+@frozen
+class _Found:
+    """A module found and not yet run: its spec and those of the packages above it (top
+    first), its file and that file's bytes, read once: what is pinned is what runs."""
+
+    specs: tuple[importlib.machinery.ModuleSpec, ...]
+    file: Path
+    data: bytes
+
+    @property
+    def name(self) -> str:
+        return self.specs[-1].name
+
+
+def _find_module(module_name: str, root: Path | None) -> _Found:
+    """Find ``module_name`` as an import would, running none of its code nor its packages': its
+    top-level name in ``root`` when it is there (it must then lie inside ``root``, and no module
+    of that name may already be imported from elsewhere), else on the import path."""
+    parts = module_name.split(".")
+    in_root = None
+    if root is not None:
+        in_root = importlib.machinery.PathFinder.find_spec(parts[0], [str(root)])
+    if in_root is not None:
+        assert root is not None
+        found = _spec_path(in_root)
+        if found is None or not found.is_relative_to(root):
+            raise BadInput(f"module {parts[0]!r} in {root} lies outside that directory ({found})")
+        loaded = sys.modules.get(parts[0])
+        if loaded is not None and _module_path(loaded) != found:
+            raise BadInput(
+                f"module {parts[0]!r} is already imported from {_module_path(loaded)}, not from "
+                f"{found}: rename the protocol's module"
+            )
+    specs: list[importlib.machinery.ModuleSpec] = []
+    search: Sequence[str] | None = None
+    for i in range(len(parts)):
+        name = ".".join(parts[: i + 1])
+        loaded = sys.modules.get(name)
+        spec = getattr(loaded, "__spec__", None)
+        if spec is None:
+            spec = in_root if i == 0 and in_root is not None else _find_spec(name, search)
+        if spec is None:
+            raise ModuleNotFoundError(f"No module named {name!r}")
+        specs.append(spec)
+        if i + 1 < len(parts):
+            locations = getattr(loaded, "__path__", None) or spec.submodule_search_locations
+            if locations is None:
+                raise ModuleNotFoundError(f"No module named {module_name!r}: {name} is no package")
+            search = list(locations)
+    leaf = specs[-1]
+    if leaf.origin is None or not leaf.has_location:
+        raise BadInput(f"module {module_name!r} has no source file to pin")
+    file = Path(leaf.origin)
+    if in_root is not None and root is not None and not file.resolve().is_relative_to(root):
+        raise BadInput(f"module {module_name!r} lies outside {root} ({file.resolve()})")
+    return _Found(tuple(specs), file, file.read_bytes())
+
+
+def _run_module(found: _Found, root: Path | None) -> Any:
+    """Import what ``found`` found: each package above it by its own loader, the module itself
+    from the bytes ``found`` read (a source file compiled from them, so that no stale or planted
+    cached compilation runs in its place), with ``root`` first on the import path while they
+    run, for the modules they import in turn."""
+    if root is not None:
+        sys.path.insert(0, str(root))
     try:
-        module = importlib.import_module(module_name)
+        parent = None
+        for spec in found.specs:
+            module = sys.modules.get(spec.name)
+            if module is None:
+                module = importlib.util.module_from_spec(spec)
+                sys.modules[spec.name] = module
+                try:
+                    if spec is found.specs[-1] and found.file.suffix == ".py":
+                        code = compile(found.data, str(found.file), "exec", dont_inherit=True)
+                        exec(code, module.__dict__)
+                    elif spec.loader is not None:
+                        spec.loader.exec_module(module)
+                except BaseException:
+                    sys.modules.pop(spec.name, None)
+                    raise
+                # A module may put another object in its place, as the import system allows.
+                module = sys.modules[spec.name]
+                if parent is not None:
+                    setattr(parent, spec.name.rpartition(".")[2], module)
+            parent = module
+        return parent
     finally:
-        sys.path.remove(str(root))
-    path = _module_path(module)
-    if path is None or not path.is_relative_to(root):
-        raise BadInput(f"module {module_name!r} lies outside {root} ({path})")
+        if root is not None:
+            sys.path.remove(str(root))
+
+
+def _check_bundle_pin(found: _Found, module_name: str) -> None:
+    """While a bundle is re-executed, refuse a module it names that the user gave no
+    ``--sources`` for, that is part of the standard library, or whose file the bundle's ledger
+    does not pin at the digest found here."""
+    code = _bundle_code
+    if code is None:
+        return
+    source = file_source("module", _relative_name(module_name, found.file), found.data)
+    if (source.name, source.sha256) not in code.pins:
+        recorded = ", ".join(sorted(d for n, d in code.pins if n == source.name))
+        recorded = recorded or "no file of that name"
+        raise BadInput(
+            f"its file {source.name} has sha256 {source.sha256} here, and the bundle's ledger "
+            f"pins {recorded}: replay runs no code the bundle does not pin, so nothing ran"
+        )
+
+
+def _refuse_unchosen(module_name: str) -> None:
+    """While a bundle is re-executed, refuse to look a module it names up at all unless the
+    user said where its code comes from, and never in the standard library."""
+    code = _bundle_code
+    if code is None:
+        return
+    if code.root is None:
+        raise BadInput(
+            "replay and audit import no module a bundle names unless you say where it comes "
+            f"from: {_SOURCES_HINT}"
+        )
+    top = module_name.partition(".")[0]
+    if top in sys.stdlib_module_names or top in sys.builtin_module_names:
+        raise BadInput(
+            f"{top!r} is a module of Python's standard library, which replay never imports "
+            "for a bundle"
+        )
+
+
+def _find(module_name: str) -> _Found:
+    """``module_name`` found as :func:`import_target` looks it up, none of its code run."""
+    _refuse_unchosen(module_name)
+    return _find_module(module_name, _target_root)
+
+
+def _import_module(module_name: str, found: _Found | None = None) -> Any:
+    """The module, imported as :func:`import_target` says, from what ``found`` found of it (by
+    default, what is found now)."""
+    root = _target_root
+    key = (module_name, root, _bundle_code)
+    module = sys.modules.get(module_name)
+    if module is not None and _imported.get(key) is module:
+        return module
+    if found is None:
+        found = _find(module_name)
+    _check_bundle_pin(found, module_name)
+    module = _run_module(found, root)
+    _imported[key] = module
     return module
+
+
+#: Each module :func:`import_target` imported and checked, by its name and the root and pins
+#: it was imported under: a policy is looked up at every run, and its file is read only once.
+_imported: dict[tuple[str, Path | None, _BundleCode | None], Any] = {}
+
+
+def _split_target(target: str, where: str) -> tuple[str, str]:
+    """The module and attribute of ``"module:attribute"``, refused unless the module is a
+    dotted name of Python identifiers other than ``__main__`` and the attribute one identifier."""
+    module_name, _, attribute = target.partition(":")
+    if not (_dotted(module_name) and attribute.isidentifier() and not keyword.iskeyword(attribute)):
+        raise BadInput(
+            f"protocol: target {target!r} must look like 'module:attribute', a dotted module "
+            f"name of Python identifiers (no file path, no relative import) @ {where}"
+        )
+    if module_name == "__main__":
+        raise BadInput(f"protocol: target {target!r} names the running script @ {where}")
+    return module_name, attribute
+
+
+@contextlib.contextmanager
+def _importing(target: str, where: str) -> Iterator[None]:
+    """Whatever finding or importing ``target`` raises, as :class:`BadInput` at ``where``."""
+    root = _target_root
+    try:
+        yield
+    except BadInput as exc:
+        raise BadInput(f"protocol: target {target!r}: {exc} @ {where}") from None
+    except Exception as exc:  # an import runs the module's code, which may raise anything
+        searched = "the import path" if root is None else f"{root}, then the import path"
+        raise BadInput(
+            f"protocol: cannot import {target!r} ({type(exc).__name__}: {exc}); looked up in "
+            f"{searched} @ {where}"
+        ) from None
 
 
 def import_target(target: str, where: str) -> Any:
@@ -299,31 +540,12 @@ def import_target(target: str, where: str) -> Any:
     The module is a dotted name of Python identifiers: never a file path, a relative import
     (``.x``) or ``__main__`` (whatever script happens to be running); the attribute is one
     identifier. It is looked up first in the directory :func:`targets_in` names (the protocol
-    file's directory during a study), then on the import path."""
-    module_name, _, attribute = target.partition(":")
-    if not (_dotted(module_name) and attribute.isidentifier() and not keyword.iskeyword(attribute)):
-        raise BadInput(
-            f"protocol: target {target!r} must look like 'module:attribute', a dotted module "
-            f"name of Python identifiers (no file path, no relative import) @ {where}"
-        )
-    if module_name == "__main__":
-        raise BadInput(f"protocol: target {target!r} names the running script @ {where}")
-    root = _target_root
-    try:
-        module = (
-            importlib.import_module(module_name)
-            if root is None
-            else _import_from_root(module_name, root)
-        )
-        return getattr(module, attribute)
-    except BadInput as exc:
-        raise BadInput(f"protocol: target {target!r}: {exc} @ {where}") from None
-    except Exception as exc:  # an import runs the module's code, which may raise anything
-        searched = "the import path" if root is None else f"{root}, then the import path"
-        raise BadInput(
-            f"protocol: cannot import {target!r} ({type(exc).__name__}: {exc}); looked up in "
-            f"{searched} @ {where}"
-        ) from None
+    file's directory during a study), then on the import path; its file is found and read
+    before any of its code runs, and it runs from those bytes. While a bundle is re-executed,
+    :func:`code_of_bundle` says what may be imported."""
+    module_name, attribute = _split_target(target, where)
+    with _importing(target, where):
+        return getattr(_import_module(module_name), attribute)
 
 
 def accepts(target: Any, arguments: int, keywords: Collection[str] = ()) -> bool:
@@ -343,23 +565,26 @@ def accepts(target: Any, arguments: int, keywords: Collection[str] = ()) -> bool
 
 def pinned_target_source(role: str, params: Mapping[str, Any], where: str) -> Source:
     """The source file of a participant's ``params.target``, checked against ``params.sha256``
-    when the protocol pins it: a malformed pin or a mismatch refuses the run."""
+    when the protocol pins it before any of the module's code runs: a malformed pin or a
+    mismatch refuses the run, and the module is not imported."""
     target = params.get("target")
     if not isinstance(target, str):
         raise BadInput(f"protocol: target must be a string @ {where}.target")
     expected = params.get("sha256")
     if expected is not None and not (isinstance(expected, str) and SHA256_HEX.fullmatch(expected)):
         raise BadInput(f"protocol: sha256 must be 64 lower-case hex digits @ {where}.sha256")
-    import_target(target, f"{where}.target")
-    try:
-        source = module_file_source(role, target.partition(":")[0])
-    except BadInput as exc:
-        raise BadInput(f"protocol: {exc} @ {where}.target") from None
+    module_name, _ = _split_target(target, f"{where}.target")
+    with _importing(target, f"{where}.target"):
+        found = _find(module_name)
+    source = file_source(role, _relative_name(module_name, found.file), found.data)
     if expected is not None and expected != source.sha256:
         raise BadInput(
             f"protocol: {role}: pinned sha256 {expected} does not match {source.name} "
             f"({source.sha256}) @ {where}.sha256"
         )
+    with _importing(target, f"{where}.target"):
+        _import_module(module_name, found)
+    import_target(target, f"{where}.target")
     return source
 
 

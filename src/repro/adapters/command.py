@@ -38,7 +38,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from repro.adapters.base import Evidence, Frozen, file_source, refuse_unbounded_outcome_runs
+from repro.adapters.base import (
+    Evidence,
+    Frozen,
+    file_source,
+    protocol_path,
+    refuse_unbounded_outcome_runs,
+)
 from repro.errors import BadInput, RunFailed, RunInvalid
 from repro.execute.reaper import reaper
 from repro.execute.worker import die_with_parent, stopped_with_run
@@ -168,7 +174,16 @@ class CommandAdapter:
                 )
         if "outcome_schema" in merged:
             _validator(merged["outcome_schema"])
-        harness = Path(merged["harness"])
+        # A path given with --option is the user's; one the protocol gives is the protocol's,
+        # which a replay finds only where the user says (repro.adapters.base.protocol_path).
+        paths = {
+            key: Path(merged[key])
+            if key in options
+            else protocol_path(merged[key], json_path("$.adapter.options", key))
+            for key in ("harness", "release")
+            if key in merged
+        }
+        harness = paths["harness"]
         if not harness.is_file():
             raise BadInput(f"harness {merged['harness']!r} is not a file")
         if harness.suffix != ".py" and not os.access(harness, os.X_OK):
@@ -184,8 +199,8 @@ class CommandAdapter:
                 version=importlib.metadata.version("jsonschema"),
             ),
         ]
-        if "release" in merged:
-            release = Path(merged["release"])
+        if "release" in paths:
+            release = paths["release"]
             if not release.exists():
                 raise BadInput(f"release {merged['release']!r} does not exist")
             sources.append(tree_source("release", release, _pin_name("release", options, release)))
@@ -200,7 +215,7 @@ class CommandAdapter:
             measure_inputs="reported",
         )
         self._options = merged
-        self._paths = {k: Path(merged[k]).resolve() for k in ("harness", "release") if k in merged}
+        self._paths = {key: path.resolve() for key, path in paths.items()}
         return Frozen(facts=facts, sources=tuple(sources))
 
     def open(self, protocol: Protocol, condition: Condition, frozen: Frozen) -> _CommandSession:

@@ -183,9 +183,11 @@ _Sources = Annotated[
     Path | None,
     typer.Option(
         "--sources",
-        help="The directory the study's protocol file was in: the protocol's module "
-        "targets (a callable policy, an agent class) are looked up there first, as the "
-        "study did [default: the current directory].",
+        help="The directory the study's protocol file was in. The modules the bundle names "
+        "(a callable policy, an agent class, an inspect task) are looked up there first, then "
+        "on the import path, and the files it names (a command harness) there only; each "
+        "must match the bundle's ledger before it runs. Without it, nothing the bundle names "
+        "is imported or run.",
         show_default=False,
     ),
 ]
@@ -784,8 +786,8 @@ def replay(
 ) -> None:
     """Re-execute one slot and compare its records with the bundle's, byte for byte.
 
-    The simulator and the protocol's own modules must be installed or in --sources, pinning
-    what the bundle pins; in stream mode the slot's partition is re-executed from its
+    The simulator must be installed and the protocol's own modules and files in --sources,
+    pinning what the bundle pins; in stream mode the slot's partition is re-executed from its
     checkpoint. With --traceback, see why a failed slot failed."""
     import attrs
 

@@ -19,7 +19,6 @@ from typing import Any
 
 from attrs import frozen
 
-from repro.adapters.base import targets_in
 from repro.derive.audit import (
     AUDIT,
     AUDIT_LEVEL,
@@ -106,9 +105,7 @@ def audit(
     does, and for a sample below 1."""
     if sample is not None and sample < 1:
         raise BadInput(f"--sample must be at least 1, not {sample}")
-    with targets_in(Path.cwd() if sources is None else sources):
-        prepared = prepare(root, options, tracebacks)
-        return _audit(prepared, sample)
+    return _audit(prepare(root, options, tracebacks, sources), sample)
 
 
 def _audit(prepared: Prepared, sample: int | None) -> Audit:

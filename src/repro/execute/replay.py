@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 
 from attrs import frozen
 
-from repro.adapters.base import Adapter, Frozen, get_adapter, target_root, targets_in
+from repro.adapters.base import Adapter, Frozen, code_of_bundle, get_adapter
 from repro.derive.ledger import source_differences
 from repro.derive.scenarios import scenario_of
 from repro.errors import BadInput, NotVerified
@@ -99,12 +99,12 @@ def replay(
 ) -> Replay:
     """Re-execute ``slot`` of the bundle at ``root`` and compare. Raises :class:`BadInput` when
     the bundle does not verify, the slot is unknown, or the installed simulator pins other
-    sources than the bundle's. Module targets are looked up first in ``sources`` (the directory
-    the study's protocol file was in; default the current directory), as the study did. With
-    ``tracebacks``, the traceback of every exception the adapter raises is printed to stderr
-    (never recorded)."""
-    with targets_in(Path.cwd() if sources is None else sources):
-        return _replay(root, slot, options, tracebacks)
+    sources than the bundle's. A module or program the bundle names comes only from
+    ``sources`` (the directory the study's protocol file was in), or for modules the import
+    path after it, and only at the digest its ledger pins (:func:`prepare`); without
+    ``sources`` none is imported or run. With ``tracebacks``, the traceback of every exception
+    the adapter raises is printed to stderr (never recorded)."""
+    return _replay(prepare(root, options, tracebacks, sources), slot)
 
 
 @frozen
@@ -116,11 +116,20 @@ class Prepared:
     frozen: Frozen
     options: Mapping[str, str]
     tracebacks: bool
+    #: The directory the user gave for the bundle's own modules and files, if any.
+    sources: Path | None
 
 
-def prepare(root: Path, options: Mapping[str, str], tracebacks: bool) -> Prepared:
+def prepare(
+    root: Path, options: Mapping[str, str], tracebacks: bool, sources: Path | None
+) -> Prepared:
     """Verify the bundle at ``root`` and freeze its adapter here. Raises :class:`BadInput` when
-    the bundle does not verify or the installed simulator pins other sources than its ledger."""
+    the bundle does not verify or the installed simulator pins other sources than its ledger.
+
+    The bundle may be anyone's: its adapter is frozen under
+    :func:`repro.adapters.base.code_of_bundle`, so no module it names is imported, and no
+    program it names is found, but in ``sources`` (modules: then on the import path) and at a
+    digest its ledger pins, checked before any of its code runs."""
     try:
         bundle = open_verified(root)
     except NotVerified as exc:
@@ -130,13 +139,8 @@ def prepare(root: Path, options: Mapping[str, str], tracebacks: bool) -> Prepare
         ) from None
     protocol, ledger = bundle.protocol.protocol, bundle.ledger
     adapter = get_adapter(protocol.adapter.name)
-    try:
+    with code_of_bundle(sources, ledger.sources):
         frozen_adapter = adapter.freeze(protocol, options)
-    except BadInput as exc:
-        raise BadInput(
-            f"{exc} (replay looks the protocol's modules up in --sources DIR first, the "
-            "directory the study's protocol file was in; default the current directory)"
-        ) from None
     if (frozen_adapter.facts, frozen_adapter.sources) != (ledger.adapter, ledger.sources):
         differing = source_differences(ledger.sources, frozen_adapter.sources)
         was, now = unstructure(ledger.adapter), unstructure(frozen_adapter.facts)
@@ -149,7 +153,7 @@ def prepare(root: Path, options: Mapping[str, str], tracebacks: bool) -> Prepare
             "the installed sources are not the ones the bundle pins, so replay runs nothing: "
             + "; ".join(differing)
         )
-    return Prepared(bundle, adapter, frozen_adapter, options, tracebacks)
+    return Prepared(bundle, adapter, frozen_adapter, options, tracebacks, sources)
 
 
 def new_worker(prepared: Prepared, start: tuple[str, Any] | None) -> Worker:
@@ -163,7 +167,8 @@ def new_worker(prepared: Prepared, start: tuple[str, Any] | None) -> Worker:
             prepared.frozen,
             start,
             prepared.tracebacks,
-            None if target_root() is None else str(target_root()),
+            None if prepared.sources is None else str(prepared.sources.resolve()),
+            replaying=True,
         ),
         protocol.retry.timeout_seconds,
     )
@@ -223,9 +228,8 @@ def bundled_records(bundle: VerifiedBundle, partition: str) -> dict[str, list[Ru
     return out
 
 
-def _replay(root: Path, slot: str, options: Mapping[str, str], tracebacks: bool) -> Replay:
-    prepared = prepare(root, options, tracebacks)
-    bundle = prepared.bundle
+def _replay(prepared: Prepared, slot: str) -> Replay:
+    bundle, root = prepared.bundle, prepared.bundle.root
     partition = next(
         (part for part in bundle.partitions() if any(e.slot == slot for e in part.entries)), None
     )

@@ -47,6 +47,7 @@ from repro.adapters.base import (
     Evidence,
     Frozen,
     Session,
+    code_of_bundle,
     targets_in,
 )
 from repro.derive.disclosure import scan, short_cause
@@ -218,6 +219,10 @@ class Job:
     #: The directory the protocol's module targets are looked up in first: the protocol file's
     #: (:func:`repro.adapters.base.targets_in`).
     target_root: str | None = None
+    #: Whether the job re-executes a bundle (replay, audit): then the child imports and runs
+    #: only what the bundle's ledger pins, from ``target_root``, as the parent did
+    #: (:func:`repro.adapters.base.code_of_bundle`; ``frozen.sources`` are the ledger's).
+    replaying: bool = False
 
 
 # --------------------------------------------------------------------------- the child
@@ -387,7 +392,8 @@ def _serve(conn: multiprocessing.connection.Connection, job: Job) -> None:
     # while it started this child, and the mask is inherited: unblock the others.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
-    with targets_in(None if job.target_root is None else Path(job.target_root)):
+    root = None if job.target_root is None else Path(job.target_root)
+    with code_of_bundle(root, job.frozen.sources) if job.replaying else targets_in(root):
         _serve_job(conn, job)
 
 
