@@ -582,13 +582,21 @@ def _audit(event: str, args: tuple[Any, ...]) -> None:
 @pytest.fixture(scope="module")
 def reads(base: Base, tmp_path_factory: pytest.TempPathFactory) -> _Reads:
     """The audit log, with the hook installed (once per process: a hook cannot be removed) and
-    verify warmed up, so that lazy imports and cached schema loads happen before any case."""
+    verify warmed up, so that lazy imports and cached schema loads happen before any case: a
+    clean bundle, and one with a value its model refuses, which only then is checked against
+    its schema (the import of jsonschema lists the import path's directories, which are no
+    bundle reads). Without the second, a case that is the first to refuse a value, run alone,
+    would count those listings."""
     if not _READS.installed:
         sys.addaudithook(_audit)
         _READS.installed = True
     warm = tmp_path_factory.mktemp("warm") / "bundle"
     _materialise(base.files, warm)
     assert verify(warm) == []
+    refused = tmp_path_factory.mktemp("warm-refused") / "bundle"
+    _materialise({**base.files, "data/aggregates.json": b'{"schema": 1}\n'}, refused)
+    assert verify(refused)
+    assert "jsonschema" in sys.modules
     return _READS
 
 
