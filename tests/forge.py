@@ -16,7 +16,7 @@ from repro.bundle.writer import manifest_text
 from repro.derive.crate import CRATE_VERSION, ActionFacts, CrateBuilder
 from repro.derive.derivation import derive, tally_records
 from repro.derive.disclosure import scan_hits
-from repro.derive.ledger import source_ledger
+from repro.derive.ledger import contract_sha256, source_ledger
 from repro.json import canonical
 from repro.json.serde import structure, to_bytes, unstructure
 from repro.models import (
@@ -34,6 +34,7 @@ __all__ = [
     "edit_records",
     "forge",
     "forge_ledger",
+    "forge_ledger_facts",
     "forge_plan",
     "rederive",
     "reseal",
@@ -174,12 +175,29 @@ def forge_ledger(root: Path, edit: Callable[[list[dict[str, Any]]], None]) -> No
     dicts, changed in place), write the seal's digest of the sources anew, then re-derive every
     derived file and regenerate both manifests (:func:`rederive`): the pins a forger with repro
     at hand would record for another simulator."""
+    forge_ledger_facts(root, lambda ledger: edit(ledger["sources"]))
+
+
+def forge_ledger_facts(root: Path, edit: Callable[[dict[str, Any]], None]) -> None:
+    """Apply ``edit`` to the ledger of the bundle at ``root`` (a plain dict, changed in place:
+    its adapter facts, sources, contracts), write the seal's digest of the sources anew, give
+    every run the digest of its condition's contract as the ledger now has it, then re-derive
+    every derived file and regenerate both manifests (:func:`rederive`): the facts a forger with
+    repro at hand would record."""
     path = root / "data/source-ledger.json"
     ledger = canonical.loads(path.read_bytes(), what="ledger")
-    edit(ledger["sources"])
+    edit(ledger)
     facts = structure(ledger, Ledger, what="ledger")
     path.write_bytes(to_bytes(facts))
     seal = unstructure(_model(root, "data/plans/seal.json", Seal))
     seal["sources_sha256"] = sources_sha256(facts.sources)
     (root / "data/plans/seal.json").write_bytes(canonical.dumps(seal))
+    digests = {c: contract_sha256(contract) for c, contract in facts.contracts.items()}
+
+    def contracts(records: list[dict[str, Any]]) -> None:
+        for record in records:
+            if record.get("contract_sha256") is not None and record["condition"] in digests:
+                record["contract_sha256"] = digests[record["condition"]]
+
+    edit_records(root, contracts)
     rederive(root)

@@ -50,6 +50,7 @@ from repro.adapters.base import (
     package_source,
     refuse_unbounded_outcome_runs,
 )
+from repro.derive.facts import DEFAULT_SOLVER, inspect_role, sample_factor
 from repro.errors import BadInput, RunFailed, RunInvalid
 from repro.json import canonical
 from repro.json.canonical import json_path
@@ -60,8 +61,6 @@ __all__ = ["MAX_TEXT", "InspectAdapter", "sample_digest"]
 #: Characters of the model's output (or of a score's answer and explanation) a record keeps;
 #: a longer text is kept as its length and sha256.
 MAX_TEXT = 16_384
-#: The solver level that keeps the task's own solver.
-DEFAULT_SOLVER = "default"
 _FACTORS = {"task", "model", "solver"}
 _OPTIONS = {"log_dir"}
 #: The type name at the start of inspect's error message, as in ``RuntimeError('...')``.
@@ -70,11 +69,6 @@ _ERROR_TYPE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?=[(:])")
 
 def _version() -> str:
     return importlib.metadata.version("inspect_ai")
-
-
-def sample_factor(protocol: Protocol) -> str:
-    """The factor whose levels are sample IDs: the scoring's scenario factor, else ``sample``."""
-    return protocol.scoring.scenario_factor if protocol.scoring is not None else "sample"
 
 
 def _is_model_name(level: object) -> bool:
@@ -99,15 +93,10 @@ def _target(level: object, where: str) -> tuple[Any, Source]:
     if not callable(function):
         raise BadInput(f"protocol: {level!r} is not callable @ {where}")
     try:
-        source = module_file_source(_role(level), level.partition(":")[0])
+        source = module_file_source(inspect_role(level), level.partition(":")[0])
     except BadInput as exc:
         raise BadInput(f"protocol: {exc} @ {where}") from None
     return function, source
-
-
-def _role(level: str) -> str:
-    """The ledger role of a target's module: one pin per file, however many targets it holds."""
-    return f"inspect module {level.partition(':')[0]}"
 
 
 def _call(function: Any, what: str, where: str) -> Any:
@@ -280,11 +269,11 @@ class _InspectSession:
         pins = _pins(frozen)
         self.contract: dict[str, Any] = {
             "task": factors["task"],
-            "task_sha256": pins[_role(str(factors["task"]))],
+            "task_sha256": pins[inspect_role(str(factors["task"]))],
             "model": model,
-            "model_sha256": None if _is_model_name(model) else pins[_role(str(model))],
+            "model_sha256": None if _is_model_name(model) else pins[inspect_role(str(model))],
             "solver": solver,
-            "solver_sha256": None if solver == DEFAULT_SOLVER else pins[_role(str(solver))],
+            "solver_sha256": None if solver == DEFAULT_SOLVER else pins[inspect_role(str(solver))],
             "sample": self._sample,
             "participant": participant.id,
             "config": self._config,

@@ -30,6 +30,7 @@ from repro.adapters.base import Adapter, Frozen, get_adapter, targets_in
 from repro.bundle import layout
 from repro.bundle.writer import BundleWriter, create_root
 from repro.derive.disclosure import refuse_disclosing_protocol, scan
+from repro.derive.facts import facts_problems
 from repro.derive.tally import RunTally, SlotEnd
 from repro.errors import (
     EXIT_SIGNAL_BASE,
@@ -168,6 +169,7 @@ def prepare(
             f"protocol: the {protocol.adapter.name} adapter's runs end in step rewards, not in an "
             "outcome object: use the episode_return measure @ $.measure.name"
         )
+    _refuse_contradicting_facts(protocol, frozen_adapter)
     # After the adapter's checks, whose messages say more about a field than this one does.
     refuse_disclosing_protocol(fp)
     _refuse_disclosing_pins(protocol.adapter.name, frozen_adapter)
@@ -180,6 +182,19 @@ def prepare(
         seal(protocol, fp.sha256, frozen_adapter.sources),
         root,
     )
+
+
+def _refuse_contradicting_facts(protocol: Protocol, frozen: Frozen) -> None:
+    """Refuse an adapter whose facts or pinned sources contradict the protocol
+    (:func:`repro.derive.facts.facts_problems`, the rule verify applies to the ledger): an
+    adapter that says it is another, or pins a source the protocol gives it no reason to."""
+    problems = facts_problems(protocol, frozen.facts, frozen.sources)
+    if problems:
+        p = problems[0]
+        raise BadInput(
+            f"the {protocol.adapter.name} adapter's facts contradict the protocol: {p.what} is "
+            f"{p.found}, not {p.expected} (source-ledger.json {p.path}) @ $.adapter.name"
+        )
 
 
 def _refuse_disclosing_pins(adapter: str, frozen: Frozen) -> None:

@@ -51,6 +51,7 @@ from repro.adapters.base import (
     targets_in,
 )
 from repro.derive.disclosure import scan, short_cause
+from repro.derive.facts import contract_problems
 from repro.errors import ReproError, RunFailed, RunInvalid
 from repro.execute.interrupts import STOP_SIGNALS
 from repro.execute.spares import Spares, spawn
@@ -364,6 +365,9 @@ def _open(adapter: Adapter, job: Job, condition: Condition) -> tuple[Any, ...]:
     hits = scan("", data)
     if hits:  # nor may it say where or by whom the study ran
         return ("open-failed", f"session-open-failed:contract-discloses:{hits[0].kind}")
+    # nor contradict the protocol or the pins (the rule verify applies to the ledger)
+    if contract_problems(job.protocol, condition, contract, job.frozen.sources):
+        return ("open-failed", "session-open-failed:contract-inconsistent")
     return ("opened", session, contract)
 
 

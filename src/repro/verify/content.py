@@ -21,6 +21,7 @@ from repro.bundle.layout import CRATE
 from repro.derive.crate import CRATE_VERSION, VERSIONS, ActionFacts, CrateBuilder, version_of
 from repro.derive.derivation import Derived, derive
 from repro.derive.disclosure import FileHits
+from repro.derive.facts import ledger_fact_problems
 from repro.derive.pins import ledger_problems
 from repro.derive.scenarios import by_condition
 from repro.derive.tally import Attempt, RunTally, attempt_id, merge, runs, tally
@@ -905,6 +906,23 @@ def _pin_findings(protocol: Protocol, ledger: Ledger) -> list[Finding]:
     ]
 
 
+def _fact_findings(protocol: Protocol, seal: Seal, ledger: Ledger) -> list[Finding]:
+    """Each fact of the ledger (the adapter's name and what it says of itself, the roles of
+    its sources, each contract) that the protocol contradicts
+    (:func:`repro.derive.facts.ledger_fact_problems`, the rules the study applied at freeze and
+    as each session opened)."""
+    return [
+        Finding(
+            "ledger-facts",
+            layout.LEDGER,
+            f"{problem.what}: the ledger contradicts {layout.PROTOCOL} @ {problem.path}",
+            problem.expected,
+            problem.found,
+        )
+        for problem in ledger_fact_problems(protocol, seal.conditions, ledger)
+    ]
+
+
 def _crate_check(
     read: BundleReader, stored: Stored, fp: FrozenProtocol, seal: Seal
 ) -> _CrateCheck | None:
@@ -1216,6 +1234,7 @@ def check_content(read: BundleReader, limits: Limits, jobs: Jobs | None = None) 
     protocol = fp.protocol
     if ledger is not None:
         read.findings.extend(_pin_findings(protocol, ledger))
+        read.findings.extend(_fact_findings(protocol, seal, ledger))
     checks = _RecordChecks(
         contract_digests(ledger) if ledger is not None else {},
         by_condition(protocol, seal.conditions),
