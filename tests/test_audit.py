@@ -339,6 +339,88 @@ class TestSignedAudits:
         assert verify(root) == []  # without the key, the bundle alone still verifies
 
 
+#: Figures of a clean audit's statement, each changed as a statement that contradicts its own
+#: counts or the bundle would carry it: the key, and its new value (or how to make it from the
+#: statement's own predicate).
+RESTATED: dict[str, Callable[[dict[str, Any]], None]] = {
+    "bound-inflated": lambda p: p.update(excluded_fraction=p["excluded_fraction"] / 10),
+    "bound-of-the-whole": lambda p: p.update(excluded_fraction=None),
+    "level-raised": lambda p: p.update(level=0.99),
+    "identical-with-a-difference": lambda p: p.update(differing=1),
+    "difference-named-not-counted": lambda p: p.update(differing_slots=[p["_first"]]),
+    "a-slot-never-re-executed": lambda p: p.update(
+        identical=False, differing=1, differing_slots=[p["_other"]]
+    ),
+    "fewer-re-executed": lambda p: p.update(reexecuted_slots=p["reexecuted_slots"] - 1),
+    "more-chained": lambda p: p.update(chained=p["chained"] + 1),
+    "attempts-not-the-bundle's": lambda p: p.update(attempts=p["attempts"] + 1),
+    "broken-more-than-chained": lambda p: p.update(
+        identical=False, broken=p["chained"] + 1, broken_links=[]
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def audited(
+    stream_bundle: Path, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[Path, Path, Path]:
+    """The stream bundle with a signed clean audit of 4 slots, and the reviewer's keys."""
+    from test_signatures import openssh_key
+
+    tmp = tmp_path_factory.mktemp("audited")
+    root = _copy(stream_bundle, tmp)
+    key, public = openssh_key(tmp / "reviewer")
+    result = runner.invoke(app, ["audit", str(root), "--sample", "4", "--sign", str(key)])
+    assert result.exit_code == 0, result.output
+    return root, key, public
+
+
+class TestStatementsDerivedAgain:
+    """Every figure an audit statement carries is derived again from its own facts and the
+    bundle, whoever signed it: a statement whose counts contradict each other, or whose bound
+    is inflated, is signature-predicate with the auditor's key trusted, and without any key."""
+
+    def test_the_genuine_statement(self, audited: tuple[Path, Path, Path]) -> None:
+        """The audit's own statement gives no finding, with the key or without."""
+        root, _, public = audited
+        assert verify_with(root, public) == []
+        assert verify(root) == []
+
+    @pytest.mark.parametrize("case", list(RESTATED))
+    def test_a_restated_figure(
+        self, audited: tuple[Path, Path, Path], tmp_path: Path, case: str
+    ) -> None:
+        """The statement re-signed by the reviewer with one figure changed is named."""
+        from repro.bundle.signatures import parse_envelope, sign_statement
+
+        root, key, public = audited
+        root = _copy(root, tmp_path)
+        (path,) = (root / "signatures").glob("*.audit.dsse.json")
+        signed = parse_envelope(f"signatures/{path.name}", path.read_bytes())
+        statement = signed.statement
+        predicate = dict(statement["predicate"])
+        assert predicate["identical"] is True and predicate["excluded_fraction"] is not None
+        predicate["_first"], predicate["_other"] = _slots_of(root, predicate)
+        RESTATED[case](predicate)
+        del predicate["_first"], predicate["_other"]
+        path.unlink()
+        sign_statement(root, {**statement, "predicate": predicate}, key, "audit")
+        assert [f.code for f in verify_with(root, public)] == ["signature-predicate"]
+        assert [f.code for f in verify(root)] == ["signature-predicate"]
+
+
+def _slots_of(root: Path, predicate: dict[str, Any]) -> tuple[str, str]:
+    """The first slot the audit re-executed, and the first it did not."""
+    from repro.derive.audit import audit_plan, audit_population, audit_sample
+    from repro.verify import open_verified
+
+    bundle = open_verified(root)
+    population = audit_population(bundle.protocol.protocol)
+    drawn = audit_sample(bundle.bundle_sha256, population, predicate["sample"])
+    plan = audit_plan(list(bundle.partitions()), drawn, lambda p: bundle.checkpoint(p).every)
+    return plan.slots[0], next(s for s in population if s not in plan.slots)
+
+
 def verify_with(root: Path, *public: Path) -> list[Any]:
     """verify's findings with ``public`` trusted."""
     from repro.bundle.signatures import load_public_key

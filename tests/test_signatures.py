@@ -206,11 +206,16 @@ class TestRoundTrip:
     def test_another_envelope_by_the_same_key_is_not_replaced(
         self, root: Path, author: tuple[Path, Path]
     ) -> None:
-        """A signature file by this key that holds other bytes is refused, never replaced."""
+        """A signature file by this key that holds other bytes is refused, never replaced; and
+        a bundle holding a statement its files contradict does not verify, so sign_bundle
+        refuses it before that."""
         claim = statement("bundle", bundle_sha256(root), {"reproduction": "exact"})
         path = sign_statement(root, claim, author[0], "bundle")
         changed = path.read_bytes()
+        other = statement("bundle", bundle_sha256(root), {"reproduction": "bounded"})
         with pytest.raises(BadInput, match="never replaces"):
+            sign_statement(root, other, author[0], "bundle")
+        with pytest.raises(BadInput, match="does not verify"):
             sign_bundle(root, author[0])
         assert path.read_bytes() == changed
 
@@ -388,13 +393,17 @@ class TestForgeries:
     def test_caught_by_the_signature(
         self, root: Path, author: tuple[Path, Path], case: str
     ) -> None:
-        """After the forgery the author's signature is about another bundle."""
+        """After the forgery the author's signature is about another bundle: with the author's
+        key, and, the signature left in place, without any key too (it is stale). A forgery
+        verify alone does not see is invisible once the forger removes the signature."""
         sign_bundle(root, author[0])
         edit, unseen = FORGERIES[case]
         edit(root)
-        if unseen:
-            assert verify(root) == [], "the forgery was to be invisible without the signature"
         assert "signature-subject" in _codes(root, author[1])
+        assert "signature-subject" in {f.code for f in verify(root)}
+        if unseen:
+            shutil.rmtree(root / "signatures")
+            assert verify(root) == [], "the forgery was to be invisible without the signature"
 
     def test_re_signed_by_the_forger(
         self, root: Path, author: tuple[Path, Path], tmp_path: Path

@@ -13,7 +13,7 @@ exactly what the ledger pins, as for ``repro replay``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,21 +22,21 @@ from attrs import frozen
 from repro.derive.audit import (
     AUDIT,
     AUDIT_LEVEL,
+    MAX_NAMED,
     audit_population,
     audit_sample,
     excluded_fraction,
+    kept_after,
     sample_sha256,
+    stream_stretches,
 )
 from repro.errors import BadInput
 from repro.execute.replay import Prepared, bundled_records, new_worker, prepare, run_stretch
 from repro.execute.worker import Worker
-from repro.models import Checkpoint, GeneratorState, Partition, RunRecord
-from repro.plan.streams import segment_of, state_at, stream_of
+from repro.models import Partition, RunRecord
+from repro.plan.streams import state_at, stream_of
 
 __all__ = ["Audit", "Chained", "SlotAudit", "audit", "audit_predicate", "sign_audit"]
-
-#: Differing slots and broken links an audit statement names one by one; the rest are counted.
-MAX_NAMED = 100
 
 
 @frozen
@@ -129,8 +129,7 @@ def _audit(prepared: Prepared, sample: int | None) -> Audit:
                 done = run_stretch(prepared, worker, part, entries, bundled, None)
                 slots += _slot_audits(done.differences, done.attempts, chosen)
                 continue
-            following = parts[i + 1] if i + 1 < len(parts) else None
-            slots_, chained_ = _stream_part(prepared, worker, part, wanted, bundled, following)
+            slots_, chained_ = _stream_part(prepared, worker, parts, i, wanted, bundled)
             slots += slots_
             chained += chained_
     finally:
@@ -157,57 +156,40 @@ def _slot_audits(
 def _stream_part(
     prepared: Prepared,
     worker: Worker,
-    part: Partition,
+    parts: Sequence[Partition],
+    index: int,
     wanted: list[int],
     bundled: Mapping[str, list[RunRecord]],
-    following: Partition | None,
 ) -> tuple[list[SlotAudit], list[Chained]]:
-    """Re-execute the stretches of ``part`` that hold a wanted slot, each from its kept state,
-    and chain each to the next kept state. A ``repro.checkpoint/1`` keeps only the first state:
-    its one stretch runs up to the last wanted slot, and is chained only when that is the
-    partition's last."""
+    """Re-execute the stretches of ``parts[index]`` that hold a wanted slot, each from its kept
+    state (:func:`repro.derive.audit.stream_stretches`), and chain each to the next kept state
+    (:func:`repro.derive.audit.kept_after`). A ``repro.checkpoint/1`` keeps only the first
+    state: its one stretch runs up to the last wanted slot, and is chained only when that is
+    the partition's last."""
     bundle = prepared.bundle
+    part = parts[index]
     checkpoint = bundle.checkpoint(part.id)
     entries = part.entries
-    if checkpoint.every is None:
-        stretches = [(0, max(wanted) + 1)]
-    else:
-        stretches = sorted({segment_of(checkpoint, entries, j) for j in wanted})
     slots: list[SlotAudit] = []
     chained: list[Chained] = []
     chosen = {entries[j].slot for j in wanted}
-    for start, stop in stretches:
+    for start, stop in stream_stretches(len(entries), checkpoint.every, wanted):
         at_end = stop == len(entries)
         seek = (stream_of(state_at(checkpoint, entries, start)), start > 0)
         done = run_stretch(
             prepared, worker, part, entries[start:stop], bundled, seek, close_first=at_end
         )
         slots += _slot_audits(done.differences, done.attempts, chosen)
-        kept = _kept_after(bundle.checkpoint, checkpoint, part, stop, following)
-        if kept is not None and done.end is not None:
-            before, state = kept
+        following = parts[index + 1] if index + 1 < len(parts) else None
+        before = kept_after(part, following, stop, checkpoint.every)
+        if before is not None and done.end is not None:
+            state = (
+                bundle.checkpoint(following.id).python_random
+                if at_end and following is not None
+                else state_at(checkpoint, entries, stop)
+            )
             chained.append(Chained(part.id, before, state == done.end))
     return slots, chained
-
-
-def _kept_after(
-    read: Callable[[str], Checkpoint],
-    checkpoint: Checkpoint,
-    part: Partition,
-    stop: int,
-    following: Partition | None,
-) -> tuple[str, GeneratorState] | None:
-    """The state the bundle keeps before the slot at ``stop`` of ``part`` (a later checkpoint
-    of the partition), or, at the partition's end, before the next partition's first slot;
-    None past the last partition, or between two kept states a ``repro.checkpoint/1`` lacks."""
-    entries = part.entries
-    if stop < len(entries):
-        if checkpoint.every is None:
-            return None
-        return entries[stop].slot, state_at(checkpoint, entries, stop)
-    if following is None or not following.entries:
-        return None
-    return following.entries[0].slot, read(following.id).python_random
 
 
 def audit_predicate(result: Audit, repro_version: str) -> dict[str, Any]:

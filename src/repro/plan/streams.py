@@ -27,6 +27,7 @@ __all__ = [
     "checkpoint_slots",
     "checkpoint_spacing",
     "generator_state",
+    "segment",
     "segment_of",
     "state_at",
     "stream_of",
@@ -80,10 +81,16 @@ def segment_of(checkpoint: Checkpoint, entries: Sequence[PlanEntry], index: int)
     the stretch it starts ends: the index of the nearest kept state at or before it, and the
     index of the next kept state (or the partition's end). A ``repro.checkpoint/1`` keeps only
     the first state: the stretch is the whole partition."""
-    if checkpoint.every is None:
-        return 0, len(entries)
-    start = index - index % checkpoint.every
-    return start, min(start + checkpoint.every, len(entries))
+    return segment(checkpoint.every, len(entries), index)
+
+
+def segment(every: int | None, count: int, index: int) -> tuple[int, int]:
+    """:func:`segment_of` by a checkpoint's spacing (``every``, None for a
+    ``repro.checkpoint/1``) and the partition's number of slots."""
+    if every is None:
+        return 0, count
+    start = index - index % every
+    return start, min(start + every, count)
 
 
 def state_at(checkpoint: Checkpoint, entries: Sequence[PlanEntry], index: int) -> GeneratorState:

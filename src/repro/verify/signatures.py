@@ -17,6 +17,7 @@ from repro.verify.findings import Finding
 
 if TYPE_CHECKING:
     from repro.bundle.signatures import PublicKey, SignedStatement
+    from repro.derive.audit import AuditPlan
     from repro.verify.content import Stored
     from repro.verify.limits import Limits
     from repro.verify.reader import BundleReader
@@ -153,11 +154,12 @@ def _check(
     signed: SignedStatement,
     key: PublicKey,
     digest: str | None,
-    stored: Stored | None,
+    facts: _BundleFacts,
 ) -> Finding | None:
-    """The first thing wrong with a signature by a trusted key, cheapest last: the signature
-    itself, then the subject, then (for repro's own kind) the predicate."""
-    from repro.bundle.signatures import BUNDLE, signature_valid
+    """The first thing wrong with a signature by a trusted key, cheapest first: the signature
+    itself, then what it states (:func:`_statement_problem`), then, for an audit, whether the
+    trusted auditor found the slots it re-executed byte-identical."""
+    from repro.bundle.signatures import signature_valid
     from repro.derive.audit import AUDIT
 
     name = signed.file
@@ -169,7 +171,34 @@ def _check(
             "a valid Ed25519 signature over the envelope's payload",
             "a signature that does not verify",
         )
-    if signed.subject_sha256 != digest:
+    problem = _statement_problem(signed, digest, facts)
+    if problem is not None or signed.kind != AUDIT:
+        return problem
+    predicate = signed.statement["predicate"]
+    if predicate.get("identical") is not True:
+        return _finding(
+            "audit-differs",
+            name,
+            "a trusted auditor re-executed slots that differ from the bundle's: "
+            + audit_summary(predicate),
+            "every re-executed slot byte-identical",
+            ", ".join(predicate.get("differing_slots") or []) or "broken links",
+        )
+    return None
+
+
+def _statement_problem(
+    signed: SignedStatement, digest: str | None, facts: _BundleFacts
+) -> Finding | None:
+    """What a statement says that the bundle as it is now contradicts, whoever signed it (no
+    key is needed to see it): its subject, another bundle (the bundle changed after it was
+    signed); for repro's own statement, claims other than the bundle's files make; for an
+    audit, figures other than its own facts and the bundle give (:func:`_audit_problem`)."""
+    from repro.bundle.signatures import BUNDLE
+    from repro.derive.audit import AUDIT
+
+    name = signed.file
+    if digest is not None and signed.subject_sha256 != digest:
         return _finding(
             "signature-subject",
             name,
@@ -178,9 +207,9 @@ def _check(
             f"bundle sha256 {digest}",
         )
     if signed.kind == AUDIT:
-        return _audit_problem(signed, digest, stored)
+        return _audit_problem(signed, digest, facts)
     if signed.kind == BUNDLE:
-        expected = _expected_predicate(stored)
+        expected = _expected_predicate(facts.stored)
         found = signed.statement["predicate"]
         if expected is not None and found != expected:
             differ = ", ".join(
@@ -196,13 +225,59 @@ def _check(
     return None
 
 
+@frozen
+class _BundleFacts:
+    """What the statements are checked against: the parsed files, the reader to read the plan,
+    checkpoints and run records an audit statement's figures are derived again from, and
+    whether the bundle verified so far (else those are not read again: it fails anyway)."""
+
+    stored: Stored | None
+    read: BundleReader
+    clean: bool
+
+    def audit_plan(self, drawn: Sequence[str]) -> tuple[AuditPlan, int] | None:
+        """What an audit of ``drawn`` re-executes (:func:`repro.derive.audit.audit_plan`) and
+        the bundle's records of those slots; None when the bundle did not verify so far."""
+        from repro.derive.audit import audit_plan
+        from repro.models import Checkpoint, Partition
+
+        s = self.stored
+        if not self.clean or s is None or s.protocol is None or s.seal is None:
+            return None
+        read = self.read
+        stream = s.protocol.protocol.seeding.mode == "stream"
+
+        def every(partition: str) -> int | None:
+            checkpoint = read.json(layout.checkpoint_file(partition), "checkpoint", Checkpoint)
+            return None if checkpoint is None else checkpoint.every
+
+        partitions = (
+            read.json(layout.DATA + ref.file, "partition", Partition) for ref in s.seal.partitions
+        )
+        plan = audit_plan(
+            (p for p in partitions if p is not None), drawn, every if stream else None
+        )
+        slots, attempts = set(plan.slots), 0
+        for partition in plan.partitions:
+            for record in read.run_records(layout.runs_file(partition)) or ():
+                attempts += record is not None and record.slot in slots
+        return plan, attempts
+
+
 def _audit_problem(
-    signed: SignedStatement, digest: str | None, stored: Stored | None
+    signed: SignedStatement, digest: str | None, facts: _BundleFacts
 ) -> Finding | None:
-    """An audit statement by a trusted key: its sample must be the one the bundle's identity
-    draws (:func:`repro.derive.audit.sample_problems`), and what it found must be a match; a
-    trusted auditor who found a slot that differs is a finding."""
-    from repro.derive.audit import sample_problems
+    """An audit statement, whoever signed it: its sample must be the one the bundle's identity
+    draws (:func:`repro.derive.audit.sample_problems`), and every other figure it carries what
+    that sample, its own counts and the bundle give (:func:`repro.derive.audit.
+    statement_problems`): the slots it re-executed and links it chained, ``identical``, the
+    named slots and links, the bound of a clean sample, the attempts."""
+    from repro.derive.audit import (
+        audit_population,
+        audit_sample,
+        sample_problems,
+        statement_problems,
+    )
 
     predicate = signed.statement["predicate"]
     name = signed.file
@@ -214,25 +289,28 @@ def _audit_problem(
             "an object",
             type(predicate).__name__,
         )
-    if stored is not None and stored.protocol is not None and digest is not None:
-        problems = sample_problems(stored.protocol.protocol, digest, predicate)
-        if problems:
-            return _finding(
-                "signature-predicate",
-                name,
-                "the audit's sample is not the one the bundle's identity draws: "
-                + "; ".join(problems),
-                "the sample drawn from the bundle's sha256",
-                "another sample",
-            )
-    if predicate.get("identical") is not True:
+    stored = facts.stored
+    if stored is None or stored.protocol is None or digest is None:
+        return None
+    protocol = stored.protocol.protocol
+    problems = sample_problems(protocol, digest, predicate)
+    if not problems:
+        population = audit_population(protocol)
+        requested = predicate["sample"]
+        drawn = population if requested == "all" else audit_sample(digest, population, requested)
+        derived = facts.audit_plan(drawn)
+        if derived is not None:
+            plan, attempts = derived
+            max_attempts = protocol.retry.max_attempts
+            problems = statement_problems(predicate, plan, len(population), attempts, max_attempts)
+    if problems:
         return _finding(
-            "audit-differs",
+            "signature-predicate",
             name,
-            "a trusted auditor re-executed slots that differ from the bundle's: "
-            + audit_summary(predicate),
-            "every re-executed slot byte-identical",
-            ", ".join(predicate.get("differing_slots") or []) or "broken links",
+            "the audit's statement is not what its sample, its own counts and the bundle give: "
+            + "; ".join(problems),
+            "the figures derived from the bundle's sha256 and files",
+            "other figures",
         )
     return None
 
@@ -266,10 +344,9 @@ def check_signatures(
     # The subject is checked only against a tag manifest that is there: a missing one is named
     # by integrity already, and a bundle without signatures or keys reads nothing here.
     digest = (
-        read.sha256(layout.TAGMANIFEST)
-        if names and by_key and layout.TAGMANIFEST in listing.sizes
-        else None
+        read.sha256(layout.TAGMANIFEST) if names and layout.TAGMANIFEST in listing.sizes else None
     )
+    facts = _BundleFacts(stored, read, clean=not findings)
     statuses: list[SignatureStatus] = []
     signed_by_trusted = False
     for name in names:
@@ -277,15 +354,13 @@ def check_signatures(
         if signed is None:
             statuses.append(SignatureStatus(name, None, None, "failed", "signature-malformed"))
             continue
-        summary = _summary(signed)
-        if not by_key:
-            statuses.append(
-                SignatureStatus(name, signed.keyid, signed.kind, "not-checked", None, summary)
-            )
-            continue
+        problem: Finding | None
         key = by_key.get(signed.keyid)
-        if key is None:
-            problem: Finding | None = _finding(
+        if not by_key:
+            # No key says who signed it, but what it states is checked all the same.
+            problem = _statement_problem(signed, digest, facts)
+        elif key is None:
+            problem = _finding(
                 "signature-untrusted",
                 name,
                 f"signed by {signed.keyid}, a key not among the trusted ones",
@@ -294,16 +369,22 @@ def check_signatures(
             )
         else:
             signed_by_trusted = True
-            problem = _check(signed, key, digest, stored)
-        if problem is None:
-            statuses.append(
-                SignatureStatus(name, signed.keyid, signed.kind, "verified", None, summary)
-            )
-        else:
+            problem = _check(signed, key, digest, facts)
+        if problem is not None:
             findings.append(problem)
-            statuses.append(
-                SignatureStatus(name, signed.keyid, signed.kind, "failed", problem.code, summary)
+        status: Literal["not-checked", "verified", "failed"] = (
+            "failed" if problem is not None else "verified" if by_key else "not-checked"
+        )
+        statuses.append(
+            SignatureStatus(
+                name,
+                signed.keyid,
+                signed.kind,
+                status,
+                None if problem is None else problem.code,
+                _summary(signed),
             )
+        )
     if by_key and not signed_by_trusted:
         findings.append(
             _finding(
