@@ -123,24 +123,25 @@ def _deadline(seconds: float) -> Iterator[None]:
         signal.signal(signal.SIGALRM, previous)
 
 
-def _seconds(data: bytes, bound: float) -> float:
-    """CPU seconds to scan ``data`` (CPU time, so that a busy machine counts less), failing once
-    ``bound`` seconds of wall time have passed."""
+def _seconds(data: bytes, bound: float, file: str = "f") -> float:
+    """CPU seconds to scan ``data`` as bundle file ``file`` (CPU time, so that a busy machine
+    counts less), failing once ``bound`` seconds of wall time have passed."""
     with _deadline(bound):
         started = time.process_time()
-        SCAN("f", data)
+        SCAN(file, data)
         return time.process_time() - started
 
 
-def _linear(make: Callable[[int], bytes]) -> tuple[float, float]:
-    """The time for a MiB of ``make``'s text, and for four; asserts the bounds."""
+def _linear(make: Callable[[int], bytes], file: str = "f") -> tuple[float, float]:
+    """The time for a MiB of ``make``'s text, and for four, scanned as bundle file ``file``;
+    asserts the bounds."""
     small, large = make(MIB), make(4 * MIB)
-    one = _seconds(small, BOUND)
+    one = _seconds(small, BOUND, file)
     assert one < BOUND
-    four = _seconds(large, 4 * RATIO * BOUND)
+    four = _seconds(large, 4 * RATIO * BOUND, file)
     if four > RATIO * max(one, FLOOR):
         # Once more, in case a burst of other work fell into one of them.
-        one, four = _seconds(small, BOUND), _seconds(large, 4 * RATIO * BOUND)
+        one, four = _seconds(small, BOUND, file), _seconds(large, 4 * RATIO * BOUND, file)
     assert four <= RATIO * max(one, FLOOR), (one, four)
     return one, four
 

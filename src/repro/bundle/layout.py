@@ -21,6 +21,7 @@ __all__ = [
     "CONTRASTS",
     "CRATE",
     "DATA",
+    "DESCRIPTION_LABEL",
     "ENVIRONMENT",
     "FIXED_PAYLOAD",
     "LEDGER",
@@ -51,6 +52,8 @@ __all__ = [
 DATA = "data/"
 BAGIT = "bagit.txt"
 BAG_INFO = "bag-info.txt"
+#: The bag-info.txt label under which a study writes its protocol's title.
+DESCRIPTION_LABEL = "External-Description"
 MANIFEST = "manifest-sha256.txt"
 TAGMANIFEST = "tagmanifest-sha256.txt"
 #: The tag files at the bag's top, in the order a study writes them (the tag manifest last).

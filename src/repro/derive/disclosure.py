@@ -53,12 +53,15 @@ from typing import Any, Literal
 
 from attrs import frozen
 
+from repro.bundle import layout
 from repro.errors import BadInput
 from repro.json import canonical
 from repro.json.serde import to_bytes, unstructure
 from repro.models import FrozenProtocol
 
 __all__ = [
+    "CONTACT_LABELS",
+    "IDENTITY_FILES",
     "MAX_HITS_KEPT",
     "WITHHELD_CAUSE",
     "Disclosure",
@@ -69,9 +72,10 @@ __all__ = [
     "scan",
     "scan_hits",
     "short_cause",
+    "withheld",
 ]
 
-Kind = Literal["host-path", "traceback", "credential"]
+Kind = Literal["host-path", "traceback", "credential", "identity"]
 
 #: How many hits of one file a :class:`Scanner` keeps (the first ones in sorted order); it counts
 #: every other hit without keeping it.
@@ -504,10 +508,154 @@ _PATTERNS: tuple[_Pattern, ...] = (
     ),
 )
 
-#: Per pattern, the group where its hits start (0: the match).
-_PREPARED = tuple(
-    (pattern, "at" if "at" in pattern.regex.groupindex else 0) for pattern in _PATTERNS
+
+# Who and where: in the files that record the environment a study ran in, an address that names a
+# person or a machine. Elsewhere (a harness's outcome, a protocol's text) such strings are the
+# study's own data. Each is judged by :func:`_identity`, which wants a name, not a version
+# number: a domain's last label is a word of letters, and some label before it holds a letter.
+
+#: The labels of bag-info.txt whose text its maker chose: those the BagIt specification gives
+#: them to name themselves, and the description (a study writes its protocol's title there).
+#: What is on their lines is said on purpose, and is not a disclosure.
+CONTACT_LABELS = (
+    "Source-Organization",
+    "Organization-Address",
+    "Contact-Name",
+    "Contact-Phone",
+    "Contact-Email",
+    layout.DESCRIPTION_LABEL,
 )
+#: A DNS label, at most 63 bytes.
+_LABEL = rb"[A-Za-z0-9-]{1,63}+"
+#: Characters of a line read before an address on it, at most: an address further along a
+#: longer line of bag-info.txt is not looked for.
+_LINE = 1024
+
+
+def _named(match: re.Match[bytes]) -> int | None:
+    """The start of an email address's hit: its domain ends in a word of 2 to 24 letters, and
+    a label before that holds a letter ("1.2.3.dev" is a version)."""
+    labels = match.group("domain").split(b".")
+    if len(labels) < 2 or not (labels[-1].isalpha() and 2 <= len(labels[-1]) <= 24):
+        return None
+    if not any(any(c in _LETTERS for c in label) for label in labels[:-1]):
+        return None
+    return match.start("at")
+
+
+#: The top-level domains a bare host name is taken to end in: every two-letter country code,
+#: the generic ones hosts are named under, and the suffixes of private networks. A dotted name
+#: ending otherwise ("repro.environment", a schema's; "ruamel.yaml", a package's) is no host.
+_HOST_DOMAINS = frozenset(
+    b"com org net edu gov mil int info biz dev app cloud "
+    b"local localdomain internal intranet lan home corp private cluster".split()
+)
+
+
+def _host(match: re.Match[bytes]) -> int | None:
+    """The start of a host name's hit: an email address's domain rule (:func:`_named`), and a
+    top-level domain of :data:`_HOST_DOMAINS` (or two letters)."""
+    last = match.group("domain").rpartition(b".")[2].lower()
+    if not (len(last) == 2 or last in _HOST_DOMAINS):
+        return None
+    return _named(match)
+
+
+_LETTERS = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
+
+
+def _private_ipv4(match: re.Match[bytes]) -> int | None:
+    """The start of a private, link-local or shared-space IPv4 address (every part <= 255)."""
+    parts = [int(p) for p in match.group("address").split(b".")]
+    if any(p > 255 for p in parts):
+        return None
+    a, b = parts[0], parts[1]
+    private = (
+        a == 10
+        or (a == 172 and 16 <= b <= 31)
+        or (a == 192 and b == 168)
+        or (a == 169 and b == 254)
+        or (a == 100 and 64 <= b <= 127)
+    )
+    return match.start("at") if private else None
+
+
+#: What the identity patterns match, by name: each regex begins at the address (group "at"),
+#: with its kind, what its judge reads, and how far it reads.
+_IDENTITY: tuple[tuple[str, bytes, _Judge, int, bytes], ...] = (
+    (
+        "email-address",
+        rb"(?P<at>(?<![A-Za-z0-9._%+-])[A-Za-z0-9._%+-]{1,64}+@(?P<domain>"
+        + _LABEL
+        + rb"(?:\."
+        + _LABEL
+        + rb"){1,8}+))(?![A-Za-z0-9-])",
+        _named,
+        64 + 1 + 63 + 8 * 64 + 1,
+        b"@",
+    ),
+    (
+        "private-ip-address",
+        rb"(?P<at>(?<![0-9.])(?P<address>[0-9]{1,3}+(?:\.[0-9]{1,3}+){3}+))(?![0-9]|\.[0-9])",
+        _private_ipv4,
+        15 + 2,
+        b".",
+    ),
+    (
+        "private-ipv6-address",
+        rb"(?P<at>(?<![0-9A-Fa-f:])(?i:f[cd][0-9a-f]{2}|fe[89ab][0-9a-f]):"
+        rb"[0-9A-Fa-f]{0,4}+:[0-9A-Fa-f:]{0,32}+)",
+        lambda match: match.start("at"),
+        4 + 1 + 4 + 1 + 32,
+        b":",
+    ),
+    (
+        "host-name",
+        rb"(?P<at>(?<![A-Za-z0-9.@-])(?P<domain>" + _LABEL + rb"(?:\." + _LABEL + rb"){1,8}+))"
+        rb"(?![A-Za-z0-9@-]|\.[A-Za-z0-9])",
+        _host,
+        63 + 8 * 64 + 2,
+        b".",
+    ),
+)
+
+
+def _identity_patterns(per_line: bool) -> tuple[_Pattern, ...]:
+    """The identity patterns; ``per_line`` (bag-info.txt): each looked for from the start of a
+    line, on a line that is none of :data:`CONTACT_LABELS` (one hit per line and pattern at
+    most, within its first :data:`_LINE` characters)."""
+    contact = b"|".join(label.encode() for label in CONTACT_LABELS)
+    out = []
+    for name, body, judge, reach, gate in _IDENTITY:
+        if per_line:
+            regex = rb"(?m)^(?!(?i:" + contact + rb")[ \t]{0,16}:)[^\n]{0," + str(_LINE).encode()
+            regex += rb"}?" + body
+            reach += _LINE
+        else:
+            regex = body
+        out.append(
+            _Pattern(name, "identity", re.compile(regex), reach=reach, judge=judge, gate=gate)
+        )
+    return tuple(out)
+
+
+def _prepared(patterns: tuple[_Pattern, ...]) -> tuple[tuple[_Pattern, str | int], ...]:
+    """Per pattern, the group where its hits start (0: the match)."""
+    return tuple((p, "at" if "at" in p.regex.groupindex else 0) for p in patterns)
+
+
+_PREPARED = _prepared(_PATTERNS)
+#: The files that record where, when and how a study ran (and so must name no one and no
+#: machine), by bundle name, and what is looked for in each.
+IDENTITY_FILES = {
+    layout.ENVIRONMENT: _prepared(_PATTERNS + _identity_patterns(per_line=False)),
+    layout.BAG_INFO: _prepared(_PATTERNS + _identity_patterns(per_line=True)),
+}
+
+
+def _prepared_for(file: str) -> tuple[tuple[_Pattern, str | int], ...]:
+    """What is looked for in bundle file ``file``."""
+    return IDENTITY_FILES.get(file, _PREPARED)
 
 
 def _search(
@@ -694,7 +842,8 @@ class _Stream:
     :class:`Scanner` and :func:`scan`. Hits come out as (file offset, kind, pattern), in no
     particular order, once nothing that follows can change them."""
 
-    def __init__(self) -> None:
+    def __init__(self, prepared: tuple[tuple[_Pattern, str | int], ...] = _PREPARED) -> None:
+        self._prepared = prepared
         self._gathered = bytearray()
         #: File bytes not yet normalised: the end of a block that may begin a hidden character.
         self._held = b""
@@ -704,7 +853,7 @@ class _Stream:
         self._tail = b""
         self._tail_at = 0
         #: Per pattern, the view offset its next search starts at.
-        self._resume = [0] * len(_PATTERNS)
+        self._resume = [0] * len(prepared)
 
     def feed(self, block: bytes) -> list[_Hit]:
         """The hits that ``block`` (the next bytes of the stream) settles."""
@@ -741,7 +890,7 @@ class _Stream:
         view = _View(data)
         found: list[_Hit] = []
         resume = self._resume
-        for i, (pattern, at) in enumerate(_PREPARED):
+        for i, (pattern, at) in enumerate(self._prepared):
             limit = end if final else end - pattern.reach
             pos = resume[i]
             if pos >= limit:
@@ -786,7 +935,7 @@ class Scanner:
         self._file = file
         self._start = start
         self._keep = keep
-        self._stream = _Stream()
+        self._stream = _Stream(_prepared_for(file))
         #: The first ``keep`` hits so far, sorted, as (offset, kind, pattern).
         self._first: list[_Hit] = []
         self._count = 0
@@ -828,17 +977,17 @@ def scan_hits(file: str, data: bytes, start: int = 0, keep: int = MAX_HITS_KEPT)
     return scanner.finish()
 
 
-def _whole(data: bytes) -> list[_Hit]:
+def _whole(data: bytes, prepared: tuple[tuple[_Pattern, str | int], ...]) -> list[_Hit]:
     """The hits in ``data``, a whole stream: what a :class:`_Stream` fed it and finished finds,
     without the stream's bookkeeping (which a scan of one line at a time would pay for)."""
     if len(data) > ROUND:
-        stream = _Stream()
+        stream = _Stream(prepared)
         return stream.feed(data) + stream.finish()
     offsets = _Offsets()
     normalised = _normalise(bytes(data), 0, offsets)
     view = _View(normalised)
     found: list[_Hit] = []
-    for pattern, at in _PREPARED:
+    for pattern, at in prepared:
         if (pattern.gate and pattern.gate not in normalised) or (
             pattern.cased and view.lowered == normalised
         ):
@@ -861,7 +1010,7 @@ def scan(file: str, data: bytes, start: int = 0) -> list[Disclosure]:
     """Every hit in ``data``, the bytes of bundle file ``file`` from byte ``start`` on, sorted by
     offset (then kind and pattern). For small inputs: a :class:`Scanner` keeps a bounded number
     of hits of a file of any size."""
-    return sorted(_disclosure(file, start, hit) for hit in _whole(data))
+    return sorted(_disclosure(file, start, hit) for hit in _whole(data, _prepared_for(file)))
 
 
 # --------------------------------------------------------------------------- callers' helpers
@@ -905,6 +1054,13 @@ def refuse_disclosing_protocol(frozen_protocol: FrozenProtocol) -> None:
 _CAUSE_CODE = re.compile(r"[A-Za-z0-9_.:;,=+ -]{1,120}")
 #: Recorded instead of an adapter's cause that is no short code or would disclose something.
 WITHHELD_CAUSE = "cause-withheld"
+
+
+def withheld(file: str, value: str) -> str:
+    """``value``, a string a study writes into bundle file ``file``, or ``"withheld"`` when it
+    would disclose there (:func:`scan`, as verify scans the file): what a study records of the
+    machine it ran on (its platform, its packages' versions) never names the machine."""
+    return "withheld" if scan(file, canonical.dumps(value, newline=False)) else value
 
 
 def short_cause(cause: str) -> str:

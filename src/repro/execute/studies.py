@@ -29,7 +29,7 @@ from repro import __version__
 from repro.adapters.base import Adapter, Frozen, get_adapter, targets_in
 from repro.bundle import layout
 from repro.bundle.writer import BundleWriter, create_root
-from repro.derive.disclosure import refuse_disclosing_protocol, scan
+from repro.derive.disclosure import refuse_disclosing_protocol, scan, withheld
 from repro.derive.facts import facts_problems
 from repro.derive.tally import RunTally, SlotEnd
 from repro.errors import (
@@ -553,14 +553,23 @@ def _study(
     runs = _tally(prepared, out, facts)
     ledger = source_ledger(fp, runs, facts)
     writer.model(layout.LEDGER, ledger)
+
+    # What is recorded of this machine names no one and no machine: a value that would (a
+    # kernel release or a local version label holding a host name) is withheld.
+    def kept(value: str) -> str:
+        return withheld(layout.ENVIRONMENT, value)
+
     environment = Environment(
         schema="repro.environment/1",
         repro_version=__version__,
-        python=platform.python_version(),
-        implementation=platform.python_implementation(),
-        platform=f"{platform.system()} {platform.release()}",
-        machine=platform.machine(),
-        packages=versions or _versions(_packages(prepared)),
+        python=kept(platform.python_version()),
+        implementation=kept(platform.python_implementation()),
+        platform=kept(f"{platform.system()} {platform.release()}"),
+        machine=kept(platform.machine()),
+        packages={
+            name: kept(version)
+            for name, version in (versions or _versions(_packages(prepared))).items()
+        },
         started_utc=started,
         finished_utc=_utc(),
         wall_seconds=round(wall, 3),
@@ -585,7 +594,7 @@ def _study(
             "Bag-Software-Agent": f"repro {__version__}",
             "Bagging-Date": started[:10],
             "External-Identifier": f"sha256:{fp.sha256}",
-            "External-Description": p.title,
+            layout.DESCRIPTION_LABEL: p.title,
         }
     )
     lost_opens = sum(result.lost_opens for result in results)

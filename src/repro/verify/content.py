@@ -124,7 +124,9 @@ def disclosure_findings(hits: FileHits) -> list[Finding]:
             "disclosure",
             hits.file,
             f"disclosure: {hit.kind} at byte {hit.offset}",
-            "no host path, traceback or credential-looking string",
+            "no personal or host identity"
+            if hit.kind == "identity"
+            else "no host path, traceback or credential-looking string",
             hit.pattern,
         )
         for hit in hits.first[:MAX_DIFFS]
