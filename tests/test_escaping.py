@@ -30,6 +30,7 @@ from markdown_it.token import Token
 from conftest import ROOT, run_study
 from htmlpage import Element, parse
 from repro._escape import json_text, markdown_code, markdown_text, visible
+from repro.derive.report import version_of
 from repro.present.publishing import table
 from repro.present.showing import load
 
@@ -302,6 +303,16 @@ class TestReport:
             "outcome-evaluation",
             "disclosure",
         }
+
+    def test_the_version_marker(self) -> None:
+        """A report's version is its first line's marker: none is version 1 (every report
+        written before the marker), a marker verify does not know is None, and only a report's
+        first 64 bytes are read for it."""
+        assert version_of(b"<!-- repro.report/2 -->\n# Validation report: t\n") == 2
+        assert version_of(b"# Validation report: <!-- repro.report/2 -->\n") == 1
+        assert version_of(b"<!-- repro.report/3 -->\n# Validation report: t\n") is None
+        assert version_of(b"<!-- repro.report/2 -->") == 1
+        assert version_of(b"<!-- repro.report/" + b"2" * 64 + b" -->\n") == 1
 
     def test_the_hostile_bundle_verifies(self, hostile_bundle: Path) -> None:
         """A study never writes a bundle its own verify rejects: the escaped report is what

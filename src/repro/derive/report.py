@@ -34,7 +34,7 @@ from repro.models import (
     Tiers,
 )
 
-__all__ = ["MARKERS", "REPORT_VERSION", "validation_report", "version_of"]
+__all__ = ["MARKERS", "MARKER_BYTES", "REPORT_VERSION", "validation_report", "version_of"]
 
 #: The version a study writes.
 REPORT_VERSION = 2
@@ -42,6 +42,8 @@ REPORT_VERSION = 2
 MARKERS = {2: "<!-- repro.report/2 -->"}
 #: A first line that is a marker's shape (an HTML comment naming a report version).
 _MARKER = re.compile(rb"<!-- repro\.report/[^\n]* -->")
+#: How many bytes of a report are read for its marker: a first line longer than that is none.
+MARKER_BYTES = 64
 
 
 @frozen
@@ -59,10 +61,11 @@ _WRITERS = {
 
 
 def version_of(report: bytes) -> int | None:
-    """The version a stored report declares by its first line: 1 for a report without a marker,
-    None for a marker of a version verify does not know."""
-    first = report.split(b"\n", 1)[0]
-    if _MARKER.fullmatch(first) is None:
+    """The version a stored report declares by its first line (read from its first
+    :data:`MARKER_BYTES` bytes alone): 1 for a report without a marker, None for a marker of a
+    version verify does not know."""
+    first, newline, _ = report[:MARKER_BYTES].partition(b"\n")
+    if not newline or _MARKER.fullmatch(first) is None:
         return 1
     known = {marker.encode(): version for version, marker in MARKERS.items()}
     return known.get(first)

@@ -22,7 +22,7 @@ from repro.derive.crate import CRATE_VERSION, VERSIONS, ActionFacts, CrateBuilde
 from repro.derive.derivation import Derived, derive
 from repro.derive.disclosure import FileHits
 from repro.derive.pins import ledger_problems
-from repro.derive.report import MARKERS, REPORT_VERSION
+from repro.derive.report import MARKER_BYTES, MARKERS, REPORT_VERSION
 from repro.derive.report import version_of as report_version_of
 from repro.derive.scenarios import by_condition
 from repro.derive.tally import Attempt, RunTally, attempt_id, merge, runs, tally
@@ -1181,7 +1181,7 @@ def _report_version(read: BundleReader, report: bytes | None) -> int | None:
                 layout.REPORT,
                 "validation report declares a version verify does not know",
                 " or ".join(MARKERS.values()) + " or none",
-                _short(report.split(b"\n", 1)[0].decode("utf-8", "replace")),
+                _short(report[:MARKER_BYTES].partition(b"\n")[0].decode("utf-8", "replace")),
             )
         )
     return version
