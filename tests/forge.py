@@ -17,6 +17,7 @@ from repro.derive.crate import CRATE_VERSION, ActionFacts, CrateBuilder
 from repro.derive.derivation import derive, tally_records
 from repro.derive.disclosure import scan_hits
 from repro.derive.ledger import contract_sha256, source_ledger
+from repro.derive.report import REPORT_VERSION
 from repro.json import canonical
 from repro.json.serde import structure, to_bytes, unstructure
 from repro.models import (
@@ -78,13 +79,16 @@ def _lines(root: Path, name: str, cls: type[T]) -> list[T]:
     return [structure(json.loads(line), cls, what=name) for line in data.splitlines()]
 
 
-def rederive(root: Path, crate_version: int = CRATE_VERSION) -> None:
+def rederive(
+    root: Path, crate_version: int = CRATE_VERSION, report_version: int = REPORT_VERSION
+) -> None:
     """Regenerate, with repro's own derivations, every file of the bundle at ``root`` that is
     derived from the recorded ones (the ledger's losses, aggregates, tiers, scores, contrasts,
-    rliable's aggregates, report and RO-Crate metadata, as ``crate_version``), from its protocol,
-    plan, runs, times, ledger facts and environment as they now are; then :func:`reseal` it.
-    What a forger with repro at hand does after editing the recorded files (and, with an earlier
-    ``crate_version``, what an earlier repro wrote)."""
+    rliable's aggregates, the report as ``report_version`` and the RO-Crate metadata as
+    ``crate_version``), from its protocol, plan, runs, times, ledger facts and environment as
+    they now are; then :func:`reseal` it. What a forger with repro at hand does after editing
+    the recorded files (and, with an earlier ``crate_version`` or ``report_version``, what an
+    earlier repro wrote)."""
     fp = _model(root, "data/protocol.json", FrozenProtocol)
     seal = _model(root, "data/plans/seal.json", Seal)
     facts = _model(root, "data/source-ledger.json", Ledger)
@@ -100,7 +104,7 @@ def rederive(root: Path, crate_version: int = CRATE_VERSION) -> None:
         for name in inputs
         if is_derivation_input(name) and (root / name).is_file()
     ]
-    derived = derive(fp, seal, runs, ledger, hits)
+    derived = derive(fp, seal, runs, ledger, hits, report_version)
     (root / "data/aggregates.json").write_bytes(to_bytes(derived.aggregates))
     (root / "data/tiers.json").write_bytes(to_bytes(derived.tiers))
     if derived.scores is not None:

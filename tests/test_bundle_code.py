@@ -33,8 +33,7 @@ def _marker_module(directory: Path, name: str, marker: Path, body: str = "") -> 
     """A module ``name`` in ``directory`` whose top-level code creates ``marker``."""
     path = directory / f"{name}.py"
     path.write_text(
-        f"open({str(marker)!r}, 'w').close()\n{body}\n"
-        "def act(observation, rng):\n    return 0\n",
+        f"open({str(marker)!r}, 'w').close()\n{body}\ndef act(observation, rng):\n    return 0\n",
         "utf-8",
     )
     return path
@@ -252,9 +251,7 @@ class TestReplayOfAHarness:
         assert "byte-identical" in result.stdout
         assert (study_dir / "runs").read_text() == "x"
 
-    def test_changed_harness_not_run(
-        self, harness_bundle: Callable[[], tuple[Path, Path]]
-    ) -> None:
+    def test_changed_harness_not_run(self, harness_bundle: Callable[[], tuple[Path, Path]]) -> None:
         """A harness in --sources that is not the one the ledger pins does not run."""
         study_dir, bundle = harness_bundle()
         harness = study_dir / "h.py"

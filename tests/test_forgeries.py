@@ -427,6 +427,44 @@ class TestDerivedFiles:
         reseal(root)
         _caught(root, "report-differs")
 
+    def test_the_report_rendered_unescaped(self, small_bundle: Path, tmp_path: Path) -> None:
+        """The report re-rendered with its bundle's strings written as they are (the first
+        format's rendering, repro's own), its version marker kept: named, since a report of
+        that version escapes them."""
+        root = _copy(small_bundle, tmp_path)
+        path = root / "data/validation-report.md"
+        escaped = path.read_text("utf-8")
+        marker, _ = escaped.split("\n", 1)
+        rederive(root, report_version=1)
+        unescaped = path.read_text("utf-8")
+        assert marker == "<!-- repro.report/2 -->" and unescaped != escaped.split("\n", 1)[1]
+        path.write_text(f"{marker}\n{unescaped}", "utf-8")
+        reseal(root)
+        _caught(root, "report-differs")
+
+    def test_a_report_of_an_unknown_version(self, small_bundle: Path, tmp_path: Path) -> None:
+        """A report whose marker names a version verify does not know: named as such, and not
+        compared."""
+        root = _copy(small_bundle, tmp_path)
+        path = root / "data/validation-report.md"
+        text = path.read_text("utf-8").replace("repro.report/2", "repro.report/9", 1)
+        path.write_text(text, "utf-8")
+        reseal(root)
+        codes = _codes(_caught(root, "report-version"))
+        assert "report-differs" not in codes
+
+    def test_a_report_rewritten_in_the_first_format_verifies(
+        self, small_bundle: Path, tmp_path: Path
+    ) -> None:
+        """What repro does not claim: a report rewritten whole in the first format (no marker,
+        its strings as they are), as an earlier repro wrote every report, verifies, as every
+        bundle written before the marker must. It says what its bundle's files say, figure for
+        figure; only its strings are not escaped."""
+        root = _copy(small_bundle, tmp_path)
+        rederive(root, report_version=1)
+        assert not (root / "data/validation-report.md").read_text("utf-8").startswith("<!--")
+        assert verify(root) == []
+
 
 #: The published protocol under the family-wise criterion: its estimand's intervals still
 #: exclude each other's point estimates at the family-wise level, so its class is failed.

@@ -34,6 +34,7 @@ from htmlpage import (
     plot_runs,
     without_section,
 )
+from repro._escape import visible
 from repro.derive.figures import POINTS_LIMIT, condition_label, forest_model
 from repro.models import ConditionAggregate, ContrastResult, IntervalValue
 from repro.present.html import MAX_SLOTS_LISTED, _slot_list, render, repro_version
@@ -389,30 +390,32 @@ def _with_text(shown: Shown, title: str, level: str, reason: str, cause: str) ->
     reason="</td></tr></table><p>",
     cause="&lt;&amp;<!--",
 )
+@example(title="\u202egnp.exe", level="\x1b[2J", reason="\u009b2J\r", cause="\x1b]0;t\x07")
 def test_user_text_stays_text(
     published: Shown, title: str, level: str, reason: str, cause: str
 ) -> None:
     """Whatever a title, a factor level, a tier's reason or a loss's cause holds (markup,
-    quotes, ampersands, entities), the page has the same elements as with plain text, and each
-    reads back exactly where it belongs."""
+    quotes, ampersands, entities, control characters), the page has the same elements as with
+    plain text, and each reads back exactly where it belongs, its control characters (the
+    bidirectional ones too) shown as their escapes."""
     changed = _with_text(published, title, level, reason, cause)
     elements = parse(_render(changed))
     plain = parse(_render(_with_text(published, "t", "l", "r", "c")))
     assert _tags(elements) == _tags(plain)
     head = next(e for e in elements if e.tag == "head")
-    assert [e.text for e in head.children if e.tag == "title"] == [title]
-    assert [e.text for e in elements if e.tag == "h1"] == [title]
+    assert [e.text for e in head.children if e.tag == "title"] == [visible(title)]
+    assert [e.text for e in elements if e.tag == "h1"] == [visible(title)]
     labels = [e.text for e in elements if e.tag == "td" and e.attrs.get("class") == "label"]
     second = published.aggregates.conditions[1]
-    assert labels[1] == f"env_id={level} / {second.participant}"
+    assert labels[1] == f"env_id={visible(level)} / {second.participant}"
     tier_rows = [e for e in elements if e.attrs.get("data-tier") == published.tiers.tiers[0].name]
-    assert tier_rows[0].children[2].text == reason
+    assert tier_rows[0].children[2].text == visible(reason)
     causes = [e.attrs["data-cause"] for e in elements if e.attrs.get("data-field") == "slots"]
-    assert causes == [cause]
+    assert causes == [visible(cause)]
     loss_rows = [
         e for e in elements if e.tag == "tr" and any("data-cause" in c.attrs for c in e.children)
     ]
-    assert [row.children[1].text for row in loss_rows] == [cause]
+    assert [row.children[1].text for row in loss_rows] == [visible(cause)]
 
 
 # --------------------------------------------------------------------------- the plot

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import hashlib
-import sys
 import json
 import shutil
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -149,9 +149,7 @@ class TestRefusals:
         )
         after = hashlib.sha256(module.read_bytes()).hexdigest()
         sys.modules.pop("replay_policy_module", None)
-        result = runner.invoke(
-            app, ["replay", str(bundle), "c00-r0000", "--sources", str(sources)]
-        )
+        result = runner.invoke(app, ["replay", str(bundle), "c00-r0000", "--sources", str(sources)])
         assert result.exit_code == 2
         said = " ".join(result.stderr.split())
         assert f"replay_policy_module.py has sha256 {after} here" in said

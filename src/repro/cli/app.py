@@ -12,7 +12,6 @@ import gc
 import importlib
 import importlib.util
 import inspect
-import json
 import math
 import os
 import sys
@@ -25,6 +24,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 # ``repro --help`` have no use for.
 import typer
 
+from repro._escape import json_text, visible
 from repro.errors import (
     EXIT_BAD_INPUT,
     EXIT_OK,
@@ -232,7 +232,7 @@ def _version() -> str:
 
 def _print_version(value: bool) -> None:
     if value:
-        print(f"repro {_version()}")
+        _out(f"repro {_version()}")
         raise typer.Exit(EXIT_OK)
 
 
@@ -249,6 +249,15 @@ def _root(
     ] = False,
 ) -> None:
     del version  # handled, eagerly, by its callback
+
+
+def _out(line: str, *, err: bool = False) -> None:
+    """Print ``line`` on stdout (on stderr with ``err``) as it is, but for its control
+    characters, shown as text (:func:`repro._escape.visible`): whatever a bundle or a protocol
+    holds (a file name, a factor level) reaches the terminal as text. Every line the command
+    line prints without rich goes through here; everything it prints with rich, through a
+    console of :func:`repro.present.terminal.console`, which does the same."""
+    print(visible(line), file=sys.stderr if err else sys.stdout, flush=err)
 
 
 @functools.cache
@@ -358,7 +367,7 @@ class _LineProgress:
     def start(self, total: int) -> None:
         self._total, self._t0 = total, self._clock()
         self._next = max(1, total // 10)
-        print(f"study: {total} runs to go", file=sys.stderr, flush=True)
+        _out(f"study: {total} runs to go", err=True)
 
     def advance(self, condition: str, end: str) -> None:
         self._done += 1
@@ -368,12 +377,11 @@ class _LineProgress:
             elapsed = self._clock() - self._t0
             left = self._work.left(elapsed)
             lost = f", {self._lost} not valid" if self._lost else ""
-            print(
+            _out(
                 f"study: {self._done}/{self._total} runs ({100 * self._done // self._total}%)"
                 f"{lost}, {elapsed:.1f} s elapsed, about {left:.1f} s left "
                 f"({self._labels.get(condition, condition)})",
-                file=sys.stderr,
-                flush=True,
+                err=True,
             )
             self._next += max(1, self._total // 10)
 
@@ -407,8 +415,12 @@ class _Labels(collections.abc.Mapping[str, str]):
             from repro.derive.figures import condition_label
 
             order = [factor.name for factor in self._protocol.matrix]
+            # One line each, its control characters shown as text: the bar's own text column
+            # writes a label to the terminal as it is, past a console's rendering of strings.
             self._made = {
-                c.id: f"{c.id} {condition_label(c.factors, c.participant, order)}"
+                c.id: visible(
+                    f"{c.id} {condition_label(c.factors, c.participant, order)}", newlines=False
+                )
                 for c in self._conditions
             }
         return self._made
@@ -527,7 +539,7 @@ def study(
     # The command as repro was started: a bare `repro` is not on PATH after `uv run repro`.
     from repro.cli.started import command, started
 
-    print(command(["verify", str(out)], started()))
+    _out(command(["verify", str(out)], started()))
     if strict and lost:
         raise typer.Exit(EXIT_SLOTS_LOST)
 
@@ -609,11 +621,11 @@ def _print_losses(ledger: Ledger, aggregates: Aggregates, lost_opens: int) -> in
 
 
 def _refused(refused: Refused, prefix: str, outcome: str | None = None) -> typer.Exit:
-    """Name every reason on stderr, each after ``prefix`` (and the count with ``outcome``); the
-    exit the table gives."""
+    """Name every reason on stderr, each on one line after ``prefix`` (a newline it quotes shown
+    as text), and the count with ``outcome``; the exit the table gives."""
     err = _err()
     for reason in refused.reasons:
-        err.print(f"{prefix} {reason}", highlight=False, markup=False)
+        err.print(visible(f"{prefix} {reason}", newlines=False))
     if outcome is not None:
         err.print(f"{len(refused.reasons)} reason(s): {outcome}", highlight=False)
     return typer.Exit(exit_code(refused))
@@ -629,13 +641,15 @@ def _verify_report(findings: Sequence[Finding], digest: str | None) -> dict[str,
 
 
 def _print_findings(bundle: Path, findings: Sequence[Finding]) -> None:
-    """Name every finding on stderr, then say whether the root is unfinished or tampered."""
+    """Name every finding on stderr, one line each (a newline in what it quotes, such as a file
+    name the bundle holds, shown as text like any control character), then say whether the root
+    is unfinished or tampered."""
     err = _err()
     for f in findings:
         err.print(
-            f"FAIL {f.file}: {f.what}: expected {f.expected}, found {f.found}",
-            highlight=False,
-            markup=False,
+            visible(
+                f"FAIL {f.file}: {f.what}: expected {f.expected}, found {f.found}", newlines=False
+            )
         )
     if findings[0].incomplete:
         err.print(
@@ -691,21 +705,21 @@ def verify(
         report = _verify_report(findings, digest)
         if done.signatures or keys:  # a bundle without signatures reports as it always did
             report["signatures"] = [s.as_dict() for s in done.signatures]
-        print(json.dumps(report, indent=2))
+        _out(json_text(report))
     elif findings:
         _print_findings(bundle, findings)
     else:
-        print(
+        _out(
             f"OK: {bundle} verifies (integrity, schema, joins, re-derived aggregates, tiers, class)"
         )
         # What was verified, by its identity: compare it with a published digest to know that
         # the files no re-derivation covers (environment.json, bag-info.txt) are the originals.
-        print(f"bundle sha256: {digest}")
+        _out(f"bundle sha256: {digest}")
         for s in done.signatures:
             said = "not checked" if s.status == "not-checked" else f"{s.kind} statement verified"
-            print(f"signature {s.file}: key {s.keyid} {said}")
+            _out(f"signature {s.file}: key {s.keyid} {said}")
             if s.summary is not None:
-                print(f"  {s.kind}: {s.summary}")
+                _out(f"  {s.kind}: {s.summary}")
     if findings:
         raise typer.Exit(EXIT_VERIFY_FAILED)
 
@@ -751,7 +765,7 @@ def sign(
         path = sign_bundle(bundle, key)
     except BadInput as exc:
         raise _fail(exc) from None
-    print(f"signed {bundle}: wrote {path} (key {signing.public.fingerprint})")
+    _out(f"signed {bundle}: wrote {path} (key {signing.public.fingerprint})")
 
 
 @_command(app, "pack")
@@ -770,7 +784,7 @@ def pack(
         written = pack_bundle(bundle, out)
     except BadInput as exc:
         raise _fail(exc) from None
-    print(f"packed {bundle}: wrote {written}")
+    _out(f"packed {bundle}: wrote {written}")
 
 
 @_command(app, "replay")
@@ -801,7 +815,7 @@ def replay(
         _print_findings(bundle, exc.findings)
         raise typer.Exit(exit_code(exc)) from None
     if as_json:
-        print(json.dumps(attrs.asdict(result) | {"identical": result.identical}, indent=2))
+        _out(json_text(attrs.asdict(result) | {"identical": result.identical}))
     else:
         how = (
             f"replayed {result.replayed_slots} slot(s) of {result.partition} from its checkpoint"
@@ -811,9 +825,9 @@ def replay(
         if result.kept_before is not None:
             how += f" (the state kept before {result.kept_before})"
         for difference in result.differences:
-            _err().print(f"DIFF {difference}", highlight=False, markup=False)
+            _err().print(visible(f"DIFF {difference}", newlines=False))
         verdict = "byte-identical" if result.identical else "differs"
-        print(f"{result.slot}: {how}; {result.attempts} attempt(s); {verdict}")
+        _out(f"{result.slot}: {how}; {result.attempts} attempt(s); {verdict}")
     if not result.identical:
         raise typer.Exit(EXIT_VERIFY_FAILED)
 
@@ -881,11 +895,11 @@ def audit(
             "attempts": result.attempts,
             "excluded_fraction": result.excluded_fraction,
         }
-        print(json.dumps(attrs.asdict(result) | extra, indent=2))
+        _out(json_text(attrs.asdict(result) | extra))
     else:
         _print_audit(result)
         if signed is not None:
-            print(f"signed: wrote {signed}")
+            _out(f"signed: wrote {signed}")
     if not result.identical:
         raise typer.Exit(EXIT_VERIFY_FAILED)
 
@@ -894,7 +908,7 @@ def _print_audit(result: Any) -> None:
     """The audit's lines: what was drawn, what was re-executed, what matched, what it bounds."""
     for slot in result.slots:
         for difference in slot.differences:
-            _err().print(f"DIFF {difference}", highlight=False, markup=False)
+            _err().print(visible(f"DIFF {difference}", newlines=False))
     for link in result.chained:
         if not link.matched:
             _err().print(
@@ -912,19 +926,19 @@ def _print_audit(result: Any) -> None:
     )
     differing = sum(1 for s in result.slots if s.differences)
     broken = sum(1 for c in result.chained if not c.matched)
-    print(f"audit: {how}")
-    print(
+    _out(f"audit: {how}")
+    _out(
         f"re-executed {len(result.slots)} slot(s), {result.attempts} attempt(s): "
         f"{len(result.slots) - differing} byte-identical, {differing} differ; "
         f"{len(result.chained)} kept state(s) chained, {broken} broken"
     )
     fraction = result.excluded_fraction
     if not result.identical:
-        print("audit: FAILED")
+        _out("audit: FAILED")
     elif fraction is None:
-        print("audit: clean; every slot that ran was re-executed")
+        _out("audit: clean; every slot that ran was re-executed")
     else:
-        print(
+        _out(
             f"audit: clean; at 95%, it excludes that {fraction:.2%} or more of the slots that "
             "ran differ from what this simulator gives"
         )
@@ -949,8 +963,8 @@ def publish(
     except Refused as refused:
         raise _refused(refused, "REFUSED", "no table written") from None
     for gate in gates:
-        print(f"gate {gate.name}: holds ({gate.detail})")
-    print(f"OK: wrote {out}")
+        _out(f"gate {gate.name}: holds ({gate.detail})")
+    _out(f"OK: wrote {out}")
 
 
 @_command(app, "compare")
@@ -973,9 +987,9 @@ def compare(
     except Refused as refused:
         raise _refused(refused, "FAIL") from None
     if as_json:
-        print(json.dumps(result.as_dict(), indent=2))
+        _out(json_text(result.as_dict()))
     else:
-        print(result.text())
+        _out(result.text())
     if result.regression:
         raise typer.Exit(EXIT_VERIFY_FAILED)
 
@@ -1015,10 +1029,10 @@ def adapters(
             }
             for r, error, others, simulator in listed
         ]
-        print(json.dumps({"adapters": rows}, indent=2))
+        _out(json_text({"adapters": rows}))
         return
     if not listed:
-        print("no adapter is registered in the repro.adapters entry-point group")
+        _out("no adapter is registered in the repro.adapters entry-point group")
         return
     table = [("name", "distribution", "version", "object", "loads", "simulator")]
     for r, error, others, simulator in listed:
@@ -1029,7 +1043,7 @@ def adapters(
     widths = [max(len(line[i]) for line in table) for i in range(5)]
     for line in table:
         cells = [cell.ljust(width) for cell, width in zip(line, widths, strict=False)]
-        print("  ".join([*cells, line[5]]))
+        _out("  ".join([*cells, line[5]]))
 
 
 def _simulator(
@@ -1101,23 +1115,23 @@ def protocol_check(
         "sources": sources,
     }
     if as_json:
-        print(json.dumps(summary, indent=2))
+        _out(json_text(summary))
         return
-    print(f"OK: {protocol} is valid (nothing was run or written)")
-    print(f"protocol  {prepared.protocol.id}")
-    print(f"sha256    {summary['sha256']}")
-    print(
+    _out(f"OK: {protocol} is valid (nothing was run or written)")
+    _out(f"protocol  {prepared.protocol.id}")
+    _out(f"sha256    {summary['sha256']}")
+    _out(
         f"adapter   {facts.name} {facts.version} (observation {facts.observation_scope}, "
         f"measure from {facts.measure_inputs})"
     )
-    print(
+    _out(
         f"plan      {summary['conditions']} conditions, {summary['partitions']} partitions, "
         f"{summary['slots']} slots"
     )
-    print(f"sources   {len(sources)}, sha256 {summary['sources_sha256']}")
+    _out(f"sources   {len(sources)}, sha256 {summary['sources_sha256']}")
     for source in prepared.frozen.sources:
         pin = source.version if source.sha256 is None else f"sha256 {source.sha256}"
-        print(f"  {source.role}: {source.kind} {source.name} {pin}")
+        _out(f"  {source.role}: {source.kind} {source.name} {pin}")
 
 
 @_command(protocol_app, "power")
@@ -1184,7 +1198,7 @@ def protocol_power(
         _print_findings(pilot, exc.findings)
         raise _fail(f"--pilot {pilot}: the pilot does not verify") from None
     if as_json:
-        print(json.dumps(unstructure(plan), indent=2))
+        _out(json_text(unstructure(plan)))
         return
     from repro.present.terminal import console
 
@@ -1233,7 +1247,7 @@ def protocol_new(
         raise _fail(f"{out}: cannot write ({exc.strerror})") from None
     from repro.cli.started import command, started
 
-    print(f"wrote {out}; check it with: {command(['protocol', 'check', str(out)], started())}")
+    _out(f"wrote {out}; check it with: {command(['protocol', 'check', str(out)], started())}")
 
 
 def _write_new(path: Path, text: str) -> None:
@@ -1290,12 +1304,12 @@ def show(
         raise _fail(exc) from None
     except NotVerified as exc:
         if as_json:
-            print(json.dumps(_verify_report(exc.findings, None), indent=2))
+            _out(json_text(_verify_report(exc.findings, None)))
         else:
             _print_findings(bundle, exc.findings)
         raise typer.Exit(exit_code(exc)) from None
     if as_json:
-        print(json.dumps(shown.as_dict(), indent=2))
+        _out(json_text(shown.as_dict()))
     else:
         from repro.present.terminal import console, print_identity, print_tables
 
@@ -1303,10 +1317,9 @@ def show(
         print_identity(shown.protocol, bundle, shown.bundle_sha256, out)
         print_tables(shown.figures(runs=False), shown.tiers, out, shown.contrasts, shown.rl)
     # With --json, stdout holds the JSON object alone: notes go to stderr.
-    note = sys.stderr if as_json else sys.stdout
     if html is not None:
         _write_new(html, shown.html())
-        print(f"html written to {html}", file=note)
+        _out(f"html written to {html}", err=as_json)
     if plot is not None:
         from repro.present.plot import plot as draw
 
@@ -1314,7 +1327,7 @@ def show(
             draw(shown.figures(), plot)
         except ImportError:
             raise _fail(_NEEDS_MATPLOTLIB) from None
-        print(f"plot written to {plot}", file=note)
+        _out(f"plot written to {plot}", err=as_json)
 
 
 def main() -> None:

@@ -101,19 +101,24 @@ def derive(
     runs: RunTally,
     ledger: Ledger,
     disclosures: Sequence[FileHits],
+    report_version: int = report.REPORT_VERSION,
 ) -> Derived:
     """Derive aggregates, tiers, the ledger's losses and the report. ``runs`` is the tally of
     the runs against the sealed plan; ``ledger`` supplies the facts gathered at run time
     (adapter, sources, contracts), and its losses are re-derived. ``disclosures`` are the hits
     of :class:`repro.derive.disclosure.Scanner` in the bytes of each input file
-    (:func:`repro.bundle.layout.is_derivation_input`) as written or read."""
+    (:func:`repro.bundle.layout.is_derivation_input`) as written or read. The report is written
+    as ``report_version`` (:func:`repro.derive.report.validation_report`): a study's the
+    current one, verify's the one the stored report declares."""
     agg = aggregates(frozen_protocol, seal, runs)
     full_ledger = source_ledger(frozen_protocol, runs, ledger)
     judged = tiers(frozen_protocol, seal, runs, full_ledger, agg, disclosures)
     scored = scores(frozen_protocol, seal, runs)
     compared = contrasts(frozen_protocol, seal, runs, scored)
     rl = rl_aggregates(frozen_protocol, seal, runs)
-    text = report.validation_report(frozen_protocol, agg, judged, full_ledger, scored, compared, rl)
+    text = report.validation_report(
+        frozen_protocol, agg, judged, full_ledger, scored, compared, rl, report_version
+    )
     return Derived(
         aggregates=agg,
         tiers=judged,

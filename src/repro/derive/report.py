@@ -1,11 +1,26 @@
 """validation-report.md, a pure function of bundle data. Its conditions table and the labels
 of its published figures read the figures model (:mod:`repro.derive.figures`), as every other
-view of the bundle does."""
+view of the bundle does.
+
+Two versions are made, and verify re-derives the one a stored report declares
+(:func:`version_of`), as it does the crate's:
+
+- version 1 (no marker): every string from the bundle (a title, a factor level, a reason, a
+  piece of evidence) written as it is, so that one holding Markdown or HTML is markup there.
+- ``repro.report/2`` (what a study writes): the first line is the marker, an HTML comment
+  (:data:`MARKERS`), which a Markdown renderer shows as nothing; every string from the bundle
+  is written as Markdown text (:func:`repro._escape.markdown_text`) or a code span
+  (:func:`repro._escape.markdown_code`), so that it renders as itself and nothing else.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Callable, Sequence
 
+from attrs import frozen
+
+from repro._escape import markdown_code, markdown_text
 from repro.derive.figures import FigureRow, figures
 from repro.models import (
     Aggregates,
@@ -19,26 +34,61 @@ from repro.models import (
     Tiers,
 )
 
-__all__ = ["validation_report"]
+__all__ = ["MARKERS", "MARKER_BYTES", "REPORT_VERSION", "validation_report", "version_of"]
+
+#: The version a study writes.
+REPORT_VERSION = 2
+#: Each version's first line, by version: version 1 has none (its first line is its title).
+MARKERS = {2: "<!-- repro.report/2 -->"}
+#: A first line that is a marker's shape (an HTML comment naming a report version).
+_MARKER = re.compile(rb"<!-- repro\.report/[^\n]* -->")
+#: How many bytes of a report are read for its marker: a first line longer than that is none.
+MARKER_BYTES = 64
+
+
+@frozen
+class _Markdown:
+    """How a version writes a string from the bundle: as text, and as a code span."""
+
+    text: Callable[[str], str]
+    code: Callable[[str], str]
+
+
+_WRITERS = {
+    1: _Markdown(text=str, code=lambda value: f"`{value}`"),
+    2: _Markdown(text=markdown_text, code=markdown_code),
+}
+
+
+def version_of(report: bytes) -> int | None:
+    """The version a stored report declares by its first line (read from its first
+    :data:`MARKER_BYTES` bytes alone): 1 for a report without a marker, None for a marker of a
+    version verify does not know."""
+    first, newline, _ = report[:MARKER_BYTES].partition(b"\n")
+    if not newline or _MARKER.fullmatch(first) is None:
+        return 1
+    known = {marker.encode(): version for version, marker in MARKERS.items()}
+    return known.get(first)
 
 
 def _num(value: float | None, places: int = 4) -> str:
     return "n/a" if value is None else f"{value:.{places}f}"
 
 
-def _head(fp: FrozenProtocol, ledger: Ledger) -> list[str]:
+def _head(fp: FrozenProtocol, ledger: Ledger, md: _Markdown) -> list[str]:
     """The title, the protocol's identity and the adapter's."""
     p = fp.protocol
+    adapter = ledger.adapter
     return [
-        f"# Validation report: {p.title}",
+        f"# Validation report: {md.text(p.title)}",
         "",
-        f"Protocol `{p.id}`, sha256 `{fp.sha256}`.",
-        f"Adapter `{ledger.adapter.name}` {ledger.adapter.version}.",
+        f"Protocol {md.code(p.id)}, sha256 {md.code(fp.sha256)}.",
+        f"Adapter {md.code(adapter.name)} {md.text(adapter.version)}.",
         "",
     ]
 
 
-def _claim(agg: Aggregates, tiers: Tiers, rows: Sequence[FigureRow]) -> list[str]:
+def _claim(agg: Aggregates, tiers: Tiers, rows: Sequence[FigureRow], md: _Markdown) -> list[str]:
     """The claim: the valid runs and the estimand with its interval, the reproduction class,
     and the published figures against the observed ones."""
     e = agg.estimand
@@ -49,15 +99,16 @@ def _claim(agg: Aggregates, tiers: Tiers, rows: Sequence[FigureRow]) -> list[str
     if e.value is not None and e.interval is not None:
         lines.append(
             f"Under this sealed protocol, {valid} of {total} scheduled runs ended valid, and the "
-            f"{e.kind.replace('-', ' ')} of `{agg.measure}` is {e.value:.6f} with a "
-            f"{e.interval.level:.0%} {e.interval.method} interval [{e.interval.low:.6f}, "
+            f"{md.text(e.kind.replace('-', ' '))} of {md.code(agg.measure)} is {e.value:.6f} "
+            f"with a {e.interval.level:.0%} {md.text(e.interval.method)} interval "
+            f"[{e.interval.low:.6f}, "
             f"{e.interval.high:.6f}] (half-width {e.interval.halfwidth:.6f})."
         )
     else:
         lines.append(f"{valid} of {total} scheduled runs ended valid; the estimand is undefined.")
-    lines += ["", f"Reproduction class: **{rep.verdict}** ({rep.reason})."]
+    lines += ["", f"Reproduction class: **{md.text(rep.verdict)}** ({md.text(rep.reason)})."]
     if rep.figures:
-        lines += ["", *_figures(rep.figures, rows, rep.familywise)]
+        lines += ["", *_figures(rep.figures, rows, rep.familywise, md)]
     return lines
 
 
@@ -65,6 +116,7 @@ def _figures(
     compared: Sequence[FigureComparison],
     rows: Sequence[FigureRow],
     familywise: FamilywiseLevels | None,
+    md: _Markdown,
 ) -> list[str]:
     """The table of published figures against the observed ones; a condition's mean is named
     with its label, and each check with its interval's level under the family-wise
@@ -90,14 +142,15 @@ def _figures(
         ]
         gap = "n/a" if f.observed is None else f"{f.observed - f.published:+.6f}"
         lines.append(
-            f"| {labels.get(f.figure, f.figure)} | {f.published} | {_num(f.observed, 6)} | "
+            f"| {md.text(labels.get(f.figure, f.figure))} | {f.published} | "
+            f"{_num(f.observed, 6)} | "
             f"{f.observed_rounded or 'n/a'} | {'yes' if f.equal_at_precision else 'no'} | "
             f"{gap} | {'; '.join(checks) or 'n/a'} |"
         )
     return lines
 
 
-def _conditions(rows: Sequence[FigureRow]) -> list[str]:
+def _conditions(rows: Sequence[FigureRow], md: _Markdown) -> list[str]:
     """Each condition's n, mean, sd and interval."""
     lines = [
         "",
@@ -108,11 +161,14 @@ def _conditions(rows: Sequence[FigureRow]) -> list[str]:
     ]
     for r in rows:
         iv = f"[{r.interval.low:.4f}, {r.interval.high:.4f}]" if r.interval else "n/a"
-        lines.append(f"| {r.key} | {r.label} | {r.n} | {_num(r.mean)} | {_num(r.sd)} | {iv} |")
+        lines.append(
+            f"| {md.text(r.key)} | {md.text(r.label)} | {r.n} | {_num(r.mean)} | {_num(r.sd)} "
+            f"| {iv} |"
+        )
     return lines
 
 
-def _scores(scores: Scores) -> list[str]:
+def _scores(scores: Scores, md: _Markdown) -> list[str]:
     """How many runs the checks scored, and whether each publish gate holds."""
     runs = sum(c.valid_runs for c in scores.cells)
     superseded = sum(c.superseded_runs for c in scores.cells)
@@ -127,27 +183,29 @@ def _scores(scores: Scores) -> list[str]:
         "superseded scenario version excluded.",
     ]
     lines += [
-        f"- gate {g.name}: {'holds' if g.holds else 'fails'} ({g.detail})" for g in scores.gates
+        f"- gate {md.text(g.name)}: {'holds' if g.holds else 'fails'} ({md.text(g.detail)})"
+        for g in scores.gates
     ]
     return lines
 
 
-def _tiers(tiers: Tiers) -> list[str]:
+def _tiers(tiers: Tiers, md: _Markdown) -> list[str]:
     """Each tier's verdict, its reason and its evidence."""
     lines = ["", "## Tiers", ""]
     for t in tiers.tiers:
-        lines.append(f"- **{t.name}**: {t.verdict}" + (f": {t.reason}" if t.reason else ""))
-        lines += [f"  - {item}" for item in t.evidence]
+        reason = f": {md.text(t.reason)}" if t.reason else ""
+        lines.append(f"- **{md.text(t.name)}**: {md.text(t.verdict)}{reason}")
+        lines += [f"  - {md.text(item)}" for item in t.evidence]
     return lines
 
 
-def _not_claimed(tiers: Tiers, ledger: Ledger) -> list[str]:
+def _not_claimed(tiers: Tiers, ledger: Ledger, md: _Markdown) -> list[str]:
     """What the bundle does not claim: each tier short of pass, anything outside the protocol,
     fitness to share when it discloses, the losses, and the sources' disagreements."""
     lines = ["", "## Not claimed", ""]
     lines.append("- Agreement of scores upgrades no tier: each tier stands on its own evidence.")
     lines += [
-        f"- {t.name} equivalence is not claimed ({t.verdict})."
+        f"- {md.text(t.name)} equivalence is not claimed ({md.text(t.verdict)})."
         for t in tiers.tiers
         if t.verdict != "pass"
     ]
@@ -163,8 +221,8 @@ def _not_claimed(tiers: Tiers, ledger: Ledger) -> list[str]:
             "(listed in source-ledger.json); nothing was imputed."
         )
     lines += [
-        f"- Source disagreement on {d.topic}: published: {d.published}; "
-        f"source: {d.source}; followed: {d.resolution}."
+        f"- Source disagreement on {md.text(d.topic)}: published: {md.text(d.published)}; "
+        f"source: {md.text(d.source)}; followed: {md.text(d.resolution)}."
         for d in ledger.disagreements
     ]
     return lines
@@ -182,7 +240,7 @@ _RECHECK = [
 ]
 
 
-def _contrasts(compared: ContrastsFile) -> list[str]:
+def _contrasts(compared: ContrastsFile, md: _Markdown) -> list[str]:
     """Each pre-registered contrast's verdict, with the figures that decided it."""
     control = "Holm" if compared.multiplicity == "holm" else "no"
     lines = [
@@ -194,8 +252,8 @@ def _contrasts(compared: ContrastsFile) -> list[str]:
         "|---|---|---|---|---|---|---|---|",
     ]
     for c in compared.contrasts:
-        claim = f"{c.direction}" + (f" (margin {c.margin:g})" if c.margin else "")
-        claim += f" on {c.outcome}, {c.test}"
+        claim = md.text(c.direction) + (f" (margin {c.margin:g})" if c.margin else "")
+        claim += f" on {md.text(c.outcome)}, {md.text(c.test)}"
         n = f"{c.pairs} pairs" if c.pairs is not None else f"{c.n_a} vs {c.n_b}"
         if c.incomplete_pairs:
             n += f" ({c.incomplete_pairs} incomplete)"
@@ -207,8 +265,9 @@ def _contrasts(compared: ContrastsFile) -> list[str]:
         p = "n/a" if c.p_value is None else f"{c.p_value:.6g}"
         adjusted = "n/a" if c.p_adjusted is None else f"{c.p_adjusted:.6g}"
         lines.append(
-            f"| {c.id}{' (primary)' if c.primary else ''} | {claim} | **{c.verdict}** "
-            f"({c.reason}) | {n} | {_num(c.estimate, 6)} | {interval} | {p} | {adjusted} |"
+            f"| {md.text(c.id)}{' (primary)' if c.primary else ''} | {claim} | "
+            f"**{md.text(c.verdict)}** ({md.text(c.reason)}) | {n} | {_num(c.estimate, 6)} | "
+            f"{interval} | {p} | {adjusted} |"
         )
     return lines
 
@@ -219,16 +278,16 @@ def _estimate(value: float | None, low: float | None, high: float | None) -> str
     return f"{value:.4f} [{low:.4f}, {high:.4f}]"
 
 
-def _rl(rl: RLAggregates) -> list[str]:
+def _rl(rl: RLAggregates, md: _Markdown) -> list[str]:
     """rliable's aggregates: each participant's statistics, and each improvement."""
     scores = "normalised scores" if rl.normalized else "scores"
     lines = [
         "",
-        f"rliable's aggregates of `{rl.measure}` over the tasks of `{rl.task_factor}` "
-        f"({scores}; {rl.level:.0%} stratified bootstrap intervals, {rl.resamples} resamples, "
-        f"sampler {rl.sampler}; rl-aggregates.json):",
+        f"rliable's aggregates of {md.code(rl.measure)} over the tasks of "
+        f"{md.code(rl.task_factor)} ({scores}; {rl.level:.0%} stratified bootstrap intervals, "
+        f"{rl.resamples} resamples, sampler {md.text(rl.sampler)}; rl-aggregates.json):",
     ]
-    names = [s.statistic for s in rl.participants[0].statistics] if rl.participants else []
+    names = [md.text(s.statistic) for s in rl.participants[0].statistics] if rl.participants else []
     if names:
         lines += [
             "",
@@ -238,11 +297,11 @@ def _rl(rl: RLAggregates) -> list[str]:
         for q in rl.participants:
             runs = f"{q.runs}" + (f" ({q.incomplete} incomplete)" if q.incomplete else "")
             cells = [_estimate(s.value, s.low, s.high) for s in q.statistics]
-            lines.append(f"| {q.participant} | {runs} | " + " | ".join(cells) + " |")
+            lines.append(f"| {md.text(q.participant)} | {runs} | " + " | ".join(cells) + " |")
     if rl.improvements:
         lines.append("")
         lines += [
-            f"- P({d.x} > {d.y}) = {_estimate(d.value, d.low, d.high)} "
+            f"- P({md.text(d.x)} > {md.text(d.y)}) = {_estimate(d.value, d.low, d.high)} "
             f"({d.runs_x} vs {d.runs_y} runs)"
             for d in rl.improvements
         ]
@@ -257,18 +316,22 @@ def validation_report(
     scores: Scores | None = None,
     contrasts: ContrastsFile | None = None,
     rl: RLAggregates | None = None,
+    version: int = REPORT_VERSION,
 ) -> str:
-    """What was claimed, what was not, and the one command that re-checks it."""
+    """What was claimed, what was not, and the one command that re-checks it, as ``version``
+    writes it (one of :data:`MARKERS`' or 1)."""
+    md = _WRITERS[version]
     rows = figures(fp, agg, tiers).conditions
     lines = [
-        *_head(fp, ledger),
-        *_claim(agg, tiers, rows),
-        *(_contrasts(contrasts) if contrasts is not None else []),
-        *(_rl(rl) if rl is not None else []),
-        *_conditions(rows),
-        *(_scores(scores) if scores is not None else []),
-        *_tiers(tiers),
-        *_not_claimed(tiers, ledger),
+        *([MARKERS[version]] if version in MARKERS else []),
+        *_head(fp, ledger, md),
+        *_claim(agg, tiers, rows, md),
+        *(_contrasts(contrasts, md) if contrasts is not None else []),
+        *(_rl(rl, md) if rl is not None else []),
+        *_conditions(rows, md),
+        *(_scores(scores, md) if scores is not None else []),
+        *_tiers(tiers, md),
+        *_not_claimed(tiers, ledger, md),
         *_RECHECK,
     ]
     return "\n".join(lines)

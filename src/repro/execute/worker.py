@@ -41,6 +41,7 @@ from typing import Protocol as TypingProtocol
 import attrs
 from attrs import frozen
 
+from repro._escape import visible
 from repro.adapters.base import (
     SIMULATOR_MODULES,
     Adapter,
@@ -347,7 +348,9 @@ def _show(job: Job, what: str, exc: BaseException) -> None:
     """With ``job.tracebacks``, print ``exc``'s traceback to stderr, the user's terminal."""
     if job.tracebacks:
         print(f"repro: {what} raised (shown here only; no bundle keeps it):", file=sys.stderr)
-        traceback.print_exception(exc, file=sys.stderr)
+        # Its messages may quote what the run was given (a factor level of a bundle replayed):
+        # their control characters are shown as text, as every line of the command line's is.
+        sys.stderr.write(visible("".join(traceback.format_exception(exc))))
         sys.stderr.flush()
 
 

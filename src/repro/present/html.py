@@ -55,7 +55,10 @@ forest plot of the contrasts (:func:`repro.derive.figures.forest_model`) has its
 ``data-contract`` (its condition, ``*`` when every condition has it) and ``data-fact``.
 
 The text beside each value is rounded for people. All text from the bundle (titles, factor
-levels, reasons, evidence, causes) is user data and is escaped.
+levels, reasons, evidence, causes) is user data: in element content and in every attribute,
+the SVG's too, it is escaped (:func:`_text`), so that no markup of it is active, and its control
+characters, the bidirectional ones among them, are shown as text
+(:func:`repro._escape.visible`), so that none reorders what a reader sees.
 """
 
 from __future__ import annotations
@@ -66,6 +69,7 @@ import re
 from collections.abc import Mapping, Sequence
 
 import repro
+from repro._escape import visible
 from repro.derive.figures import (
     Axis,
     FigureRow,
@@ -179,8 +183,9 @@ table.contrasts td.reason strong { white-space: nowrap; }
 
 
 def _text(value: object) -> str:
-    """Escaped text, safe in element content and in quoted attribute values."""
-    return html.escape(str(value), quote=True)
+    """Escaped text, safe in element content and in quoted attribute values, its control
+    characters shown as text (:func:`repro._escape.visible`)."""
+    return html.escape(visible(str(value)), quote=True)
 
 
 def _json(value: Number) -> str:

@@ -3,7 +3,9 @@ and every publish gate its protocol declares holds.
 
 The gates are judged on scores.json, which ``repro verify`` has just re-derived from the
 protocol and the retained runs and found equal to what the bundle stores: nothing is taken on
-trust. Holdout and training scenarios are reported in separate tables.
+trust. Holdout and training scenarios are reported in separate tables. Every string the table
+takes from the bundle (a title, a factor level, a check's name, a gate's detail) is written as
+Markdown text or a code span (:mod:`repro._escape`), so that it renders as itself.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import get_args
 
+from repro._escape import markdown_code, markdown_text
 from repro.errors import BadInput, NotVerified, Refused
 from repro.models import CellScore, CheckSummary, FrozenProtocol, GateResult, Scores, Stratum
 from repro.verify import VerifiedBundle, open_verified
@@ -41,14 +44,14 @@ def _cells_table(cells: Sequence[CellScore], factor_names: Sequence[str]) -> lis
     categories = list(cells[0].categories)
     head = [*factor_names, "participant", "valid", "superseded", *checks, *categories]
     head += ["agreement", "median measure"]
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines = ["| " + " | ".join(map(markdown_text, head)) + " |", "|" + "---|" * len(head)]
     for cell in cells:
         median = "n/a" if cell.median_measure is None else f"{cell.median_measure:g}"
-        row = [str(cell.factors[f]) for f in factor_names]
-        row += [cell.participant, str(cell.valid_runs), str(cell.superseded_runs)]
+        row = [markdown_text(str(cell.factors[f])) for f in factor_names]
+        row += [markdown_text(cell.participant), str(cell.valid_runs), str(cell.superseded_runs)]
         row += [_rate(c) for c in cell.checks]
         row += [str(cell.categories[c]) for c in categories]
-        row += [cell.agreement, median]
+        row += [markdown_text(cell.agreement), median]
         lines.append("| " + " | ".join(row) + " |")
     return lines
 
@@ -58,10 +61,11 @@ def table(fp: FrozenProtocol, scores: Scores) -> str:
     Wilson interval, the category counts, agreement and median measure; then the gates."""
     p = fp.protocol
     lines = [
-        f"# {p.title}",
+        f"# {markdown_text(p.title)}",
         "",
-        f"Protocol `{p.id}` (sha256 `{fp.sha256}`). Check cells show passes/valid runs "
-        f"(rate; Wilson {scores.level:.0%} interval); rates and medians need 2 valid runs.",
+        f"Protocol {markdown_code(p.id)} (sha256 {markdown_code(fp.sha256)}). Check cells "
+        f"show passes/valid runs (rate; Wilson {scores.level:.0%} interval); rates and "
+        "medians need 2 valid runs.",
     ]
     for stratum in get_args(Stratum):
         cells = [c for c in scores.cells if c.stratum == stratum]
@@ -74,7 +78,10 @@ def table(fp: FrozenProtocol, scores: Scores) -> str:
             *_cells_table(cells, [f.name for f in p.matrix]),
         ]
     lines += ["", "## Gates", ""]
-    lines += [f"- {g.name}: {'holds' if g.holds else 'FAILS'} ({g.detail})" for g in scores.gates]
+    lines += [
+        f"- {markdown_text(g.name)}: {'holds' if g.holds else 'FAILS'} ({markdown_text(g.detail)})"
+        for g in scores.gates
+    ]
     return "\n".join(lines) + "\n"
 
 

@@ -2,15 +2,24 @@
 tables its figures make in a terminal; and the consoles the command line prints through.
 
 The conditions table reads the figures model (:mod:`repro.derive.figures`), as the PNG, the
-HTML page and the validation report do."""
+HTML page and the validation report do.
+
+What a console prints is data (a title, a factor level, a file name a bundle holds), so a
+console takes no rich markup, emoji code or highlighting from it unless a call asks, and shows
+every control character of it as text (:func:`repro._escape.visible`): rich's own styling is
+the only escape sequence it writes."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
+from repro._escape import visible
 from repro.derive.figures import FigureRow, Figures
 from repro.models import ContrastsFile, FrozenProtocol, RLAggregates, Tiers
 
@@ -21,15 +30,27 @@ __all__ = ["UNWRAPPED_WIDTH", "console", "print_identity", "print_tables"]
 UNWRAPPED_WIDTH = 1 << 14
 
 
+class _DataConsole(Console):
+    """rich's console for data: markup, emoji codes and highlighting off unless a call asks,
+    and every string it renders (a printed one, a table's cell, title or header) shown with its
+    control characters as text (:func:`repro._escape.visible`) before rich reads it."""
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(markup=False, emoji=False, highlight=False, **options)
+
+    def render_str(self, text: str, **options: Any) -> Text:
+        return super().render_str(visible(text), **options)
+
+
 def console(*, stderr: bool = False) -> Console:
-    """A console on stdout (on stderr with ``stderr``). On a terminal it is rich's own: the
-    terminal's width and colours, long lines wrapped to fit. Anywhere else (a pipe, a file, a
-    log) no line is wrapped: text comes out whole, and a table as wide as its widest cells need
-    rather than folded into 80 columns."""
-    here = Console(stderr=stderr)
+    """A console on stdout (on stderr with ``stderr``), for data (:class:`_DataConsole`). On a
+    terminal it lays out as rich does: the terminal's width and colours, long lines wrapped to
+    fit. Anywhere else (a pipe, a file, a log) no line is wrapped: text comes out whole, and a
+    table as wide as its widest cells need rather than folded into 80 columns."""
+    here = _DataConsole(stderr=stderr)
     if here.is_terminal:
         return here
-    return Console(stderr=stderr, soft_wrap=True, width=UNWRAPPED_WIDTH)
+    return _DataConsole(stderr=stderr, soft_wrap=True, width=UNWRAPPED_WIDTH)
 
 
 def _conditions(model: Figures) -> Table:
@@ -87,8 +108,8 @@ def print_identity(
     identity: ``protocol ID: TITLE`` and ``verified: BUNDLE (bundle sha256 ...)``."""
     out = out or console()
     p = protocol.protocol
-    out.print(f"protocol {p.id}: {p.title}", markup=False, highlight=False)
-    out.print(f"verified: {bundle} (bundle sha256 {bundle_sha256})", markup=False, highlight=False)
+    out.print(f"protocol {p.id}: {p.title}")
+    out.print(f"verified: {bundle} (bundle sha256 {bundle_sha256})")
 
 
 def _contrasts(compared: ContrastsFile) -> Table:
@@ -176,11 +197,12 @@ def print_tables(
     if e.mean is not None and e.interval is not None:
         out.print(
             f"{e.key}: {e.mean:.4f} ± {e.interval.halfwidth:.4f} "
-            f"({e.interval.method}, {e.interval.level:.0%})",
-            highlight=False,
+            f"({e.interval.method}, {e.interval.level:.0%})"
         )
     rep = tiers.reproduction
-    out.print(f"reproduction: [bold]{rep.verdict}[/bold] ({rep.reason})", highlight=False)
+    out.print(
+        f"reproduction: [bold]{escape(rep.verdict)}[/bold] ({escape(rep.reason)})", markup=True
+    )
     if contrasts is not None:
         out.print(_contrasts(contrasts), soft_wrap=False)
     for table in _rl_tables(rl) if rl is not None else []:

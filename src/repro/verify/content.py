@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, cast
 
 import orjson
-from attrs import frozen
+from attrs import evolve, frozen
 
 from repro import plan
 from repro.bundle import layout
@@ -23,6 +23,8 @@ from repro.derive.derivation import Derived, derive
 from repro.derive.disclosure import FileHits
 from repro.derive.facts import ledger_fact_problems
 from repro.derive.pins import ledger_problems
+from repro.derive.report import MARKER_BYTES, MARKERS, REPORT_VERSION
+from repro.derive.report import version_of as report_version_of
 from repro.derive.scenarios import by_condition
 from repro.derive.tally import Attempt, RunTally, attempt_id, merge, runs, tally
 from repro.derive.tiers import contract_digests
@@ -1183,6 +1185,28 @@ def _compare_derived(read: BundleReader, stored: Stored, derived: Derived) -> No
         )
 
 
+def _report_version(read: BundleReader, report: bytes | None) -> int | None:
+    """The version the stored report declares by its first line
+    (:func:`repro.derive.report.version_of`), re-derived as that version: 1 without a marker,
+    so that every report written before the marker keeps verifying. A marker verify does not
+    know is named, and leaves the report unjudged (None); a missing report (named by the
+    reader) is the current version."""
+    if report is None:
+        return REPORT_VERSION
+    version = report_version_of(report)
+    if version is None:
+        read.findings.append(
+            Finding(
+                "report-version",
+                layout.REPORT,
+                "validation report declares a version verify does not know",
+                " or ".join(MARKERS.values()) + " or none",
+                _short(report[:MARKER_BYTES].partition(b"\n")[0].decode("utf-8", "replace")),
+            )
+        )
+    return version
+
+
 def _resamples_over(protocol: Protocol, limit: int) -> list[Finding]:
     """Each bootstrap the protocol asks for (its intervals', its contrasts', that of rliable's
     aggregates) past ``limit`` resamples: then nothing is re-derived."""
@@ -1261,5 +1285,8 @@ def check_content(read: BundleReader, limits: Limits, jobs: Jobs | None = None) 
         read.findings.extend(over)
         return stored
     inputs = [d for d in disclosures if layout.is_derivation_input(d.file)]
-    _compare_derived(read, stored, derive(fp, seal, runs, ledger, inputs))
+    version = _report_version(read, stored.report)
+    derived = derive(fp, seal, runs, ledger, inputs, version or REPORT_VERSION)
+    # A report of a version verify does not know is named as such, not compared.
+    _compare_derived(read, stored if version else evolve(stored, report=None), derived)
     return stored
