@@ -263,9 +263,17 @@ def _central(cd: bytes, cd_offset: int, count: int, max_members: int) -> list[_E
         size, stored, offset, disk = values
         if disk:
             raise _layout("zip member on another disk", "disk 0", f"disk {disk}")
-        entries.append(
-            _Entry(name, flags, method, crc, stored, size, offset, _kind(name, external, size))
-        )
+        kind = _kind(name, external, size)
+        if kind == "file" and method == _STORED and stored != size:
+            raise ambiguous(
+                "stream",
+                shown(name),
+                "member stored as it is whose stored and declared sizes differ (zipfile reads "
+                "the one, unzip the other)",
+                f"{size} bytes",
+                f"{stored} bytes stored",
+            )
+        entries.append(_Entry(name, flags, method, crc, stored, size, offset, kind))
     if len(entries) <= max_members and len(entries) != count:
         raise _layout(
             "zip index holding another number of entries than its end record says (zipfile "
@@ -445,15 +453,6 @@ def _problem(entry: _Entry, overlaps: bool, limits: Limits) -> tuple[str, str, s
 def _member(entry: _Entry, data_at: int | None, overlaps: bool, limits: Limits) -> Member:
     name = entry.name.decode("utf-8")  # ASCII, or flagged and checked UTF-8
     problem = _problem(entry, overlaps, limits) if entry.kind == "file" else None
-    if entry.kind == "file" and entry.method == _STORED and entry.stored != entry.size:
-        raise ambiguous(
-            "stream",
-            name,
-            "member stored as it is whose stored and declared sizes differ (zipfile reads "
-            "the one, unzip the other)",
-            f"{entry.size} bytes",
-            f"{entry.stored} bytes stored",
-        )
     return Member(
         name,
         entry.kind,
