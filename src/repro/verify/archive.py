@@ -15,12 +15,16 @@ from repro.verify.findings import Finding
 
 __all__ = [
     "AMBIGUOUS",
+    "BLOCK",
     "ArchiveError",
     "ArchiveFile",
     "Member",
     "MemberReader",
     "NotArchive",
     "Refusal",
+    "ambiguous",
+    "shown",
+    "unreadable",
 ]
 
 #: The prefix of every code of an archive refused as ambiguous: one that GNU tar or Info-ZIP
@@ -105,7 +109,14 @@ class ArchiveFile:
                 f"{n} bytes at byte {offset}",
                 f"a file of {self.size} bytes",
             )
-        data = self._pread(offset, n)
+        try:
+            data = self._pread(offset, n)
+        except OSError as exc:
+            raise unreadable(
+                "archive cannot be read: listing stopped",
+                f"{n} bytes at byte {offset}",
+                exc.strerror or type(exc).__name__,
+            ) from None
         if len(data) != n:
             raise unreadable(
                 "archive changed while it was listed", f"{n} bytes at byte {offset}", "fewer"

@@ -1,5 +1,5 @@
-"""Stage 1 for a packed bundle: a zip or tar archive of a bag in one top-level directory, as
-BagIt serializes a bag (``repro pack`` writes one), listed and read in place, never extracted.
+"""Stage 1 for a packed bundle: a zip or tar archive of a bag in one top-level directory, as BagIt
+serializes a bag (``repro pack`` writes one), listed and read in place, never extracted.
 
 It gives what the tree walk gives, a :class:`~repro.verify.walk.Listing` and a
 :class:`~repro.verify.walk.Source`, so that every later stage runs unchanged. The archive is
@@ -13,26 +13,27 @@ record (``-after-end``); a tar header whose checksum does not match (``-checksum
 field the readers read differently (``-header``: a GNU or v7 header with a POSIX prefix, a
 number outside octal digits, a malformed or repeated pax record, a pax size other than the
 header's, a global pax header that names or sizes, a directory with data, a zip extra field or
-zip64 field out of shape); two names for one member, or one read two ways (``-name``: a GNU long
-name and a pax path, a NUL inside, a zip name neither ASCII nor flagged UTF-8, an Info-ZIP
-Unicode Path field naming another file); a zip's local header disagreeing with its index entry
-or data descriptor (``-local-header``); a zip whose index, end records or members leave bytes
-unaccounted for or disagree on where things are (``-layout``); a zip member whose bytes do not
-end where its sizes say, inflate to another size or carry another CRC-32 (``-stream``, each
-regular member read through once while listing).
+zip64 field out of shape, a zip member needing a later version than unzip extracts); two names
+for one member, or one read two ways (``-name``: a GNU long name and a pax path, a NUL inside, a
+zip name neither ASCII nor flagged UTF-8, an Info-ZIP Unicode Path field naming another file); a
+zip's local header disagreeing with its index entry or data descriptor (``-local-header``); a
+zip whose index, end records or members leave bytes unaccounted for or disagree on where things
+are (``-layout``); a zip member whose bytes do not end where its sizes say, inflate to another
+size or carry another CRC-32 (``-stream``, each regular member read through once while listing).
 
 What only an archive can hold is otherwise a finding with its own code, and the member is not
 listed: a name outside the top-level directory (``archive-outside-top``) or unsafe
 (``archive-name-unsafe``: absolute, ``..``, a backslash, a control character), a name given
 twice (``archive-name-repeated``; ``./a`` and ``a`` are one name, a leading ``./`` being how
-``tar -C DIR -cf x.tar .`` writes names) or equal to another once case-folded and
-NFC-normalized (``archive-name-collision``), a member compressed other than by deflate or
-encrypted (``archive-member-method``: zipfile inflates the others without a bound), one that
-declares more than ``max_compression_ratio`` bytes per stored byte (``archive-ratio-limit``), or
-whose bytes overlap another's (``archive-overlap``, the shape of a zip bomb that reuses one
-compressed stream). Links and special files are named as the walk names them (``symlink``,
-``hard-link``, ``special-file``; a zip member is one by its mode bits whatever system made it),
-and so are an empty directory and the limits on entries, bytes and depth.
+``tar -C DIR -cf x.tar .`` writes names) or equal to another once case-folded and NFC-normalized
+(``archive-name-collision``), a member compressed other than by deflate or encrypted
+(``archive-member-method``: zipfile inflates the others without a bound), one that declares more
+than ``max_compression_ratio`` bytes per stored byte (``archive-ratio-limit``), or whose bytes
+overlap another's (``archive-overlap``, the shape of a zip bomb that reuses one compressed
+stream). Links and special files are named as the walk names them (``symlink``, ``hard-link``,
+``special-file``; a zip member is one by its mode bits whatever system made it), and so are an
+empty directory and the limits on entries, bytes and depth. A header that cannot be read, or
+data past the file's end, is ``archive-unreadable``, and nothing is read either.
 """
 
 from __future__ import annotations
@@ -53,6 +54,7 @@ from repro.verify.archive import (
     NotArchive,
     Refusal,
     ambiguous,
+    unreadable,
 )
 from repro.verify.findings import Finding, Findings
 from repro.verify.limits import Limits
@@ -149,6 +151,13 @@ def _read_through(archive: ArchiveFile, members: Iterable[Member], limits: Limit
                 "(zipfile stops at the declared size, unzip inflates the whole stream)",
                 f"{member.size} bytes, CRC-32 {member.crc:08x}",
                 exc.strerror or "other bytes",
+            ) from None
+        except OSError as exc:
+            raise unreadable(
+                "archive cannot be read: listing stopped",
+                "a readable file",
+                os_reason(exc),
+                member.name,
             ) from None
 
 

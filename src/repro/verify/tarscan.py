@@ -3,13 +3,14 @@
 --ignore-zeros``) would read other members, names or bytes.
 
 Read strictly: every header's checksum matches (GNU tar skips a bad header and reads on, tarfile
-stops there); its magic is POSIX ustar, GNU or v7, and only a POSIX header's prefix field is part
-of its name (tarfile prepends any prefix, GNU tar only a POSIX one's); every numeric field is
-octal digits between spaces and NULs, or base-256, which both read alike; a member's name comes
-from one of a pax ``path`` record, a GNU long name or the header (never two); a pax header's
-records tile it exactly, none repeated, its ``size`` the header's own; a global pax header
-changes no name or size; only members whose data both skip alike have a size; after the
-end-of-archive block there are only zeros (a reader that goes on past it would find no member).
+stops there); its magic is POSIX ustar, GNU or v7, and only a POSIX header's prefix field is
+part of its name (tarfile prepends any prefix, GNU tar only a POSIX one's); every numeric field
+is octal digits between spaces and NULs, or base-256, which both read alike; a member's name
+comes from one of a pax ``path`` record, a GNU long name or the header (never two that differ,
+nor a NUL inside); a pax header's records tile it exactly, none repeated, its ``size`` the
+header's own; a global pax header changes no name or size; only members whose data both skip
+alike have a size; after the end-of-archive block there are only zeros (a reader that goes on
+past it would find no member).
 """
 
 from __future__ import annotations
@@ -41,11 +42,12 @@ _V7_MAGIC = bytes(8)
 #: pax header, a GNU long name and a GNU long link name.
 _PAX, _GLOBAL, _LONG_NAME, _LONG_LINK = b"x", b"g", b"L", b"K"
 _EXTENSIONS = (_PAX, _GLOBAL, _LONG_NAME, _LONG_LINK)
+_CONTIGUOUS = b"7"
 
 #: Each member type both readers know, by what verify calls it. A regular file ("0", or NUL as
 #: old archives write it) has data; every other kind must declare none, since the readers do
-#: not agree whether to skip data after it. Contiguous files ("7") are read as regular files by
-#: both, but no bundle holds one.
+#: not agree whether to skip data after it, but a contiguous file ("7"), which both read as a
+#: regular file with its data, and no bundle holds.
 _KINDS = {
     b"0": "file",
     b"\x00": "file",
@@ -376,7 +378,7 @@ def _member(kind: bytes, header_name: bytes, size: int, at: int, pending: _Pendi
                 repr(name[:80]),
             )
         what = "directory"  # an old archive's directory, as both readers take it
-    if what != "file" and size:
+    if what != "file" and size and kind != _CONTIGUOUS:
         raise ambiguous(
             "header",
             shown(name),

@@ -1,6 +1,6 @@
-"""A zip archive's members read from its raw records, as Info-ZIP unzip extracts them, and
-refused (:func:`~repro.verify.archive.ambiguous`) wherever another reader (Python's zipfile, a
-reader that walks the local headers from the start) would read other members, names or bytes.
+"""A zip archive's members read from its raw records, as Info-ZIP unzip extracts them, and refused
+(:func:`~repro.verify.archive.ambiguous`) wherever another reader (Python's zipfile, a reader
+that walks the local headers from the start) would read other members, names or bytes.
 
 Read strictly: the end record (the last one, as every reader finds it) ends the file with its
 comment; a zip64 end record lies just before its locator and agrees with the 32-bit one; the
@@ -8,14 +8,15 @@ central directory lies where the end record says and holds as many entries as it
 disk 0; the members' local headers and bytes tile what lies before it, from byte 0, with no byte
 between them (where a reader that walks the local headers would find a member the index does not
 list); each local header agrees with its index entry (name, flags, method, CRC-32 and sizes, or,
-with a data descriptor, the descriptor does); a name is ASCII or flagged UTF-8, holds no NUL, and
-no Info-ZIP Unicode Path field names another; a zip64 extra field holds exactly the values its
-entry defers to it; a member is a directory by its name and its mode alike, and its mode bits
-say what it is whatever system made it (unzip takes a Unix mode from several). A member's bytes
-are checked when read (:class:`~repro.verify.archive.MemberReader`).
+with a data descriptor, the descriptor does); a name is ASCII or flagged UTF-8, holds no NUL,
+and no Info-ZIP Unicode Path field names another; a zip64 extra field holds exactly the values
+its entry defers to it; a member is a directory by its name and its mode alike, and its mode
+bits say what it is whatever system made it (unzip takes a Unix mode from several); it needs no
+later zip version than 4.5, zip64's (unzip skips one that does). A member's bytes are checked
+when read (:class:`~repro.verify.archive.MemberReader`).
 
-Members whose bytes overlap another's or the index, compressed other than by deflate,
-encrypted, or declaring more than the ratio limit are not read (the member's ``problem``).
+Members whose bytes overlap another's or the index, compressed other than by deflate, encrypted,
+or declaring more than the ratio limit are not read (the member's ``problem``).
 """
 
 from __future__ import annotations
@@ -52,6 +53,8 @@ _READ_FLAGS = 0x0002 | 0x0004 | 0x0008 | 0x0800
 _DESCRIBED, _UTF8 = 0x0008, 0x0800
 _ZIP64, _UNICODE_PATH = 0x0001, 0x7075
 _STORED, _DEFLATED = 0, 8
+#: The latest zip version a member may need: 4.5, zip64's (deflate needs 2.0).
+_NEEDS = 45
 
 
 def has_end_record(archive: ArchiveFile) -> bool:
@@ -218,6 +221,21 @@ def _name(name: bytes, flags: int, fields: dict[int, bytes]) -> None:
         raise ambiguous("name", shown(name), problem, "one name every reader reads", repr(name))
 
 
+def _version(needs: int, method: int, name: bytes) -> None:
+    """A member stored or deflated needs a version unzip extracts (it skips a member needing a
+    later one, which zipfile reads): zip64's 4.5 at most, and no system named. (A member
+    compressed otherwise is not read whatever it needs.)"""
+    if needs > _NEEDS and method in (_STORED, _DEFLATED):
+        raise ambiguous(
+            "header",
+            shown(name),
+            "member needing a later zip version than unzip extracts (unzip skips it, zipfile "
+            "reads it)",
+            f"<= {_NEEDS // 10}.{_NEEDS % 10}",
+            f"{needs & 0xFF} for system {needs >> 8}",
+        )
+
+
 def _kind(name: bytes, external: int, size: int) -> str:
     """What the member is, by its mode bits (for whatever system made it: unzip reads a Unix
     mode from several) and its name."""
@@ -248,10 +266,27 @@ def _central(cd: bytes, cd_offset: int, count: int, max_members: int) -> list[_E
     while pos < len(cd) and len(entries) <= max_members:
         if pos + _CENTRAL.size > len(cd) or cd[pos : pos + 4] != b"PK\x01\x02":
             raise _layout("zip index entry that is none", "an entry", f"byte {cd_offset + pos}")
-        (_, _, _, flags, method, _, _, crc, stored, size, n, m, k, disk, _, external, offset) = (
-            _CENTRAL.unpack_from(cd, pos)
-        )
+        (
+            _,
+            _,
+            needs,
+            flags,
+            method,
+            _,
+            _,
+            crc,
+            stored,
+            size,
+            n,
+            m,
+            k,
+            disk,
+            _,
+            external,
+            offset,
+        ) = _CENTRAL.unpack_from(cd, pos)
         name = cd[pos + 46 : pos + 46 + n]
+        _version(needs, method, name)
         extra = cd[pos + 46 + n : pos + 46 + n + m]
         pos += _CENTRAL.size + n + m + k
         if pos > len(cd):
@@ -311,7 +346,7 @@ def _local_header(archive: ArchiveFile, at: int, limit: int) -> _Local | None:
     or the index)."""
     if at + _LOCAL.size > limit:
         return None
-    signature, _, flags, method, _, _, crc, stored, size, n, m = _LOCAL.unpack(
+    signature, needs, flags, method, _, _, crc, stored, size, n, m = _LOCAL.unpack(
         archive.read(at, _LOCAL.size)
     )
     if signature != b"PK\x03\x04":
@@ -326,6 +361,7 @@ def _local_header(archive: ArchiveFile, at: int, limit: int) -> _Local | None:
     if data_at > limit:
         return None
     name = archive.read(at + _LOCAL.size, n)
+    _version(needs, method, name)
     fields = _extra_fields(archive.read(at + _LOCAL.size + n, m), name)
     return _Local(name, flags, method, crc, stored, size, fields, data_at)
 
