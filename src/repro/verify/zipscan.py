@@ -374,8 +374,8 @@ def _agree(archive: ArchiveFile, entry: _Entry, local: _Local) -> None:
         return ambiguous(
             "local-header",
             name,
-            f"local header {what} than its index entry (unzip reads the index, a reader "
-            "walking the local headers the local one)",
+            f"local header {what} than its index entry (zipfile reads the index, unzip the "
+            "local sizes, a reader walking the local headers all of the local one)",
             str(expected),
             str(found),
         )
