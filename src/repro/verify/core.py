@@ -122,7 +122,7 @@ def read_signatures(
     return _verification(root, limits, trusted_keys).signatures
 
 
-def _listed(root: Path, limits: Limits, findings: list[Finding]) -> tuple[Listing, Source | None]:
+def _listed(root: Path, limits: Limits, findings: Findings) -> tuple[Listing, Source | None]:
     """Stage 1: the bundle directory walked, or the packed bundle listed; and where its files
     are read from (None when a limit left nothing to read)."""
     if packed.is_packed(root):

@@ -1,73 +1,70 @@
-"""Stage 1 for a packed bundle: a zip or tar archive of a bag in one top-level directory, as
-BagIt serializes a bag (``repro pack`` writes one), listed and read in place, never extracted.
+"""Stage 1 for a packed bundle: a zip or tar archive of a bag in one top-level directory, as BagIt
+serializes a bag (``repro pack`` writes one), listed and read in place, never extracted.
 
 It gives what the tree walk gives, a :class:`~repro.verify.walk.Listing` and a
-:class:`~repro.verify.walk.Source`, so that every later stage runs unchanged. What only an
-archive can hold is a finding with its own code, and the member is not listed: a name outside
-the top-level directory (``archive-outside-top``) or unsafe (``archive-name-unsafe``: absolute,
-``..``, a backslash, a control character), a name given twice (``archive-name-repeated``) or
-equal to another once case-folded and NFC-normalized (``archive-name-collision``), a member
-compressed other than by deflate (``archive-member-method``: zipfile inflates the others without
-a bound), one that declares more than ``max_compression_ratio`` bytes per stored byte
-(``archive-ratio-limit``), or whose bytes overlap another's (``archive-overlap``, the shape of
-a zip bomb that reuses one compressed stream). Links and special files are named as the walk
-names them (``symlink``, ``hard-link``, ``special-file``), and so are an empty directory and the
-limits on entries, bytes and depth.
+:class:`~repro.verify.walk.Source`, so that every later stage runs unchanged. The archive is
+read from its raw headers by verify's own strict readers (:mod:`~repro.verify.tarscan`,
+:mod:`~repro.verify.zipscan`), not by tarfile and zipfile, whose tolerant readings differ from
+what GNU tar and Info-ZIP unzip extract. What verify reads is exactly what they extract, or the
+archive is refused as ambiguous: one finding, ``archive-ambiguous-SHAPE``, and nothing of the
+archive is read, since which reading would be the bundle is undefined. The shapes: a file that
+is both a tar and a zip (``-format``); bytes after a tar's end-of-archive block or a zip's end
+record (``-after-end``); a tar header whose checksum does not match (``-checksum``); a header
+field the readers read differently (``-header``: a GNU or v7 header with a POSIX prefix, a
+number outside octal digits, a malformed or repeated pax record, a pax size other than the
+header's, a global pax header that names or sizes, a directory with data, a zip extra field or
+zip64 field out of shape, a zip member needing a later version than unzip extracts); two names
+for one member, or one read two ways (``-name``: a GNU long name and a pax path, a NUL inside, a
+zip name neither ASCII nor flagged UTF-8, an Info-ZIP Unicode Path field naming another file); a
+zip's local header disagreeing with its index entry or data descriptor (``-local-header``); a
+zip whose index, end records or members leave bytes unaccounted for or disagree on where things
+are (``-layout``); a zip member whose bytes do not end where its sizes say, inflate to another
+size or carry another CRC-32 (``-stream``, each regular member read through once while listing).
+
+What only an archive can hold is otherwise a finding with its own code, and the member is not
+listed: a name outside the top-level directory (``archive-outside-top``) or unsafe
+(``archive-name-unsafe``: absolute, ``..``, a backslash, a control character), a name given
+twice (``archive-name-repeated``; ``./a`` and ``a`` are one name, a leading ``./`` being how
+``tar -C DIR -cf x.tar .`` writes names) or equal to another once case-folded and NFC-normalized
+(``archive-name-collision``), a member compressed other than by deflate or encrypted
+(``archive-member-method``: zipfile inflates the others without a bound), one that declares more
+than ``max_compression_ratio`` bytes per stored byte (``archive-ratio-limit``), or whose bytes
+overlap another's (``archive-overlap``, the shape of a zip bomb that reuses one compressed
+stream). Links and special files are named as the walk names them (``symlink``, ``hard-link``,
+``special-file``; a zip member is one by its mode bits whatever system made it), and so are an
+empty directory and the limits on entries, bytes and depth. A header that cannot be read, or
+data past the file's end, is ``archive-unreadable``, and nothing is read either.
 """
 
 from __future__ import annotations
 
 import os
 import stat
-import struct
-import tarfile
 import unicodedata
-import weakref
-import zipfile
-import zlib
-from collections.abc import Iterator
+from collections.abc import Iterable
 from pathlib import Path
-from typing import IO, Any
-
-from attrs import frozen
 
 from repro.errors import BadInput
-from repro.verify.findings import Finding
+from repro.verify import tarscan, zipscan
+from repro.verify.archive import (
+    ArchiveError,
+    ArchiveFile,
+    Member,
+    MemberReader,
+    NotArchive,
+    Refusal,
+    ambiguous,
+    unreadable,
+)
+from repro.verify.findings import Finding, Findings
 from repro.verify.limits import Limits
 from repro.verify.walk import Listing, bytes_limit, os_reason, unsafe_path
 
 __all__ = ["ArchiveSource", "is_packed", "scan_archive"]
 
-#: What zipfile, tarfile and zlib raise on an archive they cannot read; read as an OSError.
-_ARCHIVE_ERRORS = (
-    zipfile.BadZipFile,
-    tarfile.TarError,
-    zlib.error,
-    struct.error,
-    EOFError,
-    ValueError,
-    RuntimeError,
-    NotImplementedError,
-    KeyError,
-    OverflowError,
-)
-
-#: Bytes tarfile may read for one member's headers (its pax header, a GNU long name, a sparse
-#: map) before its data: far more than any bundle file needs, and the bound on what one header
-#: makes tarfile hold.
+#: Bytes a tar member's extension headers (its pax header, a GNU long name) may hold: far more
+#: than any bundle file needs, and the bound on what one header makes verify hold.
 _HEADER_BYTES = 1 << 20
-
-#: A zip's end-of-central-directory record, and zip64's record and locator.
-_EOCD = struct.Struct("<4s4H2LH")
-_EOCD64 = struct.Struct("<4sQ2H2L4Q")
-_EOCD64_LOCATOR = 20
-
-
-class ArchiveError(OSError):
-    """A member the archive library could not read: its reason, as an OSError's."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(0, reason[:200])
 
 
 def is_packed(path: Path) -> bool:
@@ -79,251 +76,89 @@ def is_packed(path: Path) -> bool:
         return False
 
 
-class _Counted:
-    """The archive file as tarfile reads it: the bytes read since the last seek are counted,
-    and a member's headers past :data:`_HEADER_BYTES` are refused (tarfile seeks to each
-    member, then reads its headers; member data is read later, a block at a time)."""
-
-    def __init__(self, raw: IO[bytes]) -> None:
-        self.raw = raw
-        self.since_seek = 0
-
-    def read(self, n: int = -1) -> bytes:
-        if n < 0 or self.since_seek + n > _HEADER_BYTES + (1 << 16):
-            raise ArchiveError(f"a header or read past {_HEADER_BYTES} bytes")
-        data = self.raw.read(n)
-        self.since_seek += len(data)
-        return data
-
-    def seek(self, offset: int, whence: int = os.SEEK_SET) -> int:
-        self.since_seek = 0
-        return self.raw.seek(offset, whence)
-
-    def tell(self) -> int:
-        return self.raw.tell()
-
-
-class _Member:
-    """One member opened for reading: the size the archive declares, its bytes as the library
-    gives them, any failure an :class:`ArchiveError`."""
-
-    def __init__(self, stream: IO[bytes], size: int) -> None:
-        self.stream = stream
-        self.size = size
-
-    def read(self, n: int) -> bytes:
-        try:
-            return self.stream.read(n)
-        except _ARCHIVE_ERRORS as exc:
-            raise ArchiveError(f"{type(exc).__name__}: {exc}") from None
-
-    def close(self) -> None:
-        self.stream.close()
-
-
 class ArchiveSource:
     """The regular members of a packed bundle, by bundle name (below the top-level directory),
     read from the archive file held open since it was listed: a file renamed over it changes
     nothing, one changed in place is named by the reader's second read."""
 
-    def __init__(self, archive: zipfile.ZipFile | tarfile.TarFile, members: dict[str, Any]):
+    def __init__(self, archive: ArchiveFile, members: dict[str, Member]) -> None:
         self.archive = archive
         self.members = members
         self.names = frozenset(members)
 
-    def open(self, name: str) -> _Member:
-        member = self.members[name]
-        try:
-            if isinstance(self.archive, zipfile.ZipFile):
-                return _Member(self.archive.open(member), member.file_size)
-            stream = self.archive.extractfile(member)
-        except _ARCHIVE_ERRORS as exc:
-            raise ArchiveError(f"{type(exc).__name__}: {exc}") from None
-        if stream is None:  # not a regular member: never listed as one
-            raise ArchiveError("not a regular member")
-        return _Member(stream, member.size)
+    def open(self, name: str) -> MemberReader:
+        """The member ``name`` opened for reading, as an extractor writes it."""
+        return MemberReader(self.archive, self.members[name])
 
 
-@frozen
-class _Entry:
-    """One member as the name rules see it: its name, kind ("file", "directory", "symlink",
-    "hard-link", "special"), declared size and, for a zip, what the bomb rules need."""
-
-    name: str
-    kind: str
-    size: int
-    member: Any
-    #: Why a regular member is not read: code, what, expected, found.
-    problem: tuple[str, str, str, str] | None = None
-
-
-def _zip_kind(info: zipfile.ZipInfo) -> str:
-    mode = info.external_attr >> 16 if info.create_system == 3 else 0
-    if stat.S_ISLNK(mode):
-        return "symlink"
-    if info.is_dir() or stat.S_ISDIR(mode):
-        return "directory"
-    if stat.S_IFMT(mode) not in (0, stat.S_IFREG):
-        return "special"
-    return "file"
-
-
-def _tar_kind(info: tarfile.TarInfo) -> str:
-    if info.issym():
-        return "symlink"
-    if info.islnk():
-        return "hard-link"
-    if info.isdir():
-        return "directory"
-    if info.isreg() and not info.issparse():
-        return "file"
-    return "special"
-
-
-def _central_directory_bytes(fh: IO[bytes], size: int) -> int | None:
-    """The size a zip's end record gives its central directory (found as zipfile finds it:
-    the last end record, zip64's when there is one), or None when there is none."""
-    tail = min(size, _EOCD.size + 0xFFFF)
-    fh.seek(size - tail)
-    data = fh.read(tail)
-    at = data.rfind(b"PK\x05\x06")
-    if at < 0 or at + _EOCD.size > len(data):
-        return None
-    cd_bytes: int = _EOCD.unpack_from(data, at)[5]
-    locator = at - _EOCD64_LOCATOR
-    if locator >= _EOCD64.size and data[locator : locator + 4] == b"PK\x06\x07":
-        record = data[locator - _EOCD64.size : locator]
-        if record[:4] == b"PK\x06\x06":
-            cd_bytes = _EOCD64.unpack(record)[8]
-    return cd_bytes
-
-
-def _open_archive(
-    path: Path, limits: Limits, findings: list[Finding]
-) -> zipfile.ZipFile | tarfile.TarFile | None:
-    """The zip or tar archive at ``path``, opened without following a symlink; None (named)
-    when a zip's index is past the limit. Raises :class:`BadInput` for a file that is neither."""
+def _open(path: Path) -> ArchiveFile:
+    """The file at ``path``, opened without following a symlink. Raises :class:`BadInput`
+    for one that is not a regular file."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as exc:
         raise BadInput(f"{path}: not a bundle directory ({os_reason(exc)})") from None
-    fh = os.fdopen(fd, "rb")
     try:
         info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise BadInput(f"{path}: not a bundle directory")
-        # A zip begins with a member's local header (or, empty, with its end record); any
-        # other file is read as a tar, whose first header tarfile checks.
-        is_zip = fh.read(4) in (b"PK\x03\x04", b"PK\x05\x06")
-        cd_bytes = _central_directory_bytes(fh, info.st_size) if is_zip else None
-        if is_zip and cd_bytes is None:
-            raise zipfile.BadZipFile("no end of central directory record")
-        if cd_bytes is not None and cd_bytes > limits.max_archive_index_bytes:
-            findings.append(
-                Finding(
-                    "archive-index-limit",
-                    ".",
-                    "zip index larger than the limit max_archive_index_bytes: not read",
-                    f"<= {limits.max_archive_index_bytes} bytes",
-                    f"{cd_bytes} bytes",
-                )
-            )
-            fh.close()
-            return None
-        fh.seek(0)
-        archive: zipfile.ZipFile | tarfile.TarFile
-        if cd_bytes is not None:
-            archive = zipfile.ZipFile(fh)
-        else:
-            archive = tarfile.TarFile(fileobj=_Counted(fh))  # type: ignore[arg-type]
-    except BadInput:
-        fh.close()
-        raise
-    except (OSError, *_ARCHIVE_ERRORS) as exc:
-        fh.close()
-        raise BadInput(
-            f"{path}: not a bundle directory, nor a zip or tar archive of one "
-            f"({type(exc).__name__}: {str(exc)[:200]})"
-        ) from None
-    weakref.finalize(archive, fh.close)
-    return archive
+    except OSError as exc:
+        os.close(fd)
+        raise BadInput(f"{path}: not a bundle directory ({os_reason(exc)})") from None
+    if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
+        raise BadInput(f"{path}: not a bundle directory")
+    return ArchiveFile(fd, info.st_size)
 
 
-def _zip_entries(archive: zipfile.ZipFile, limits: Limits) -> Iterator[_Entry]:
-    """Each member of the zip, with the finding of a bomb rule it breaks."""
-    infos = archive.infolist()
-    # Where each member's bytes lie, at the least: its local header and stored bytes. Two
-    # members that overlap, or one that runs into the index, reuse bytes: a bomb's shape.
-    spans = sorted(
-        (i.header_offset, i.header_offset + 30 + len(_stored_name(i)) + i.compress_size)
-        for i in infos
-    )
-    overlapping = {
-        start for (start, _), (_, end) in zip(spans[1:], spans, strict=False) if start < end
-    } | {start for start, end in spans if end > archive.start_dir}
-    for info in infos:
-        kind = _zip_kind(info)
-        problem = None
-        if kind == "file":
-            problem = _zip_problem(info, info.header_offset in overlapping, limits)
-        yield _Entry(info.orig_filename, kind, info.file_size, info, problem)
-
-
-def _stored_name(info: zipfile.ZipInfo) -> bytes:
-    """A member's name as the zip stores it: UTF-8 when its flag says so, else cp437."""
-    encoding = "utf-8" if info.flag_bits & 0x800 else "cp437"
-    return info.orig_filename.encode(encoding, "replace")
-
-
-def _zip_problem(
-    info: zipfile.ZipInfo, overlaps: bool, limits: Limits
-) -> tuple[str, str, str, str] | None:
-    """Why a regular member of a zip is not read (code, what, expected, found), or None."""
-    if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
-        return (
-            "archive-member-method",
-            "member compressed other than by deflate: not inflated",
-            "stored or deflated",
-            f"compression method {info.compress_type}",
+def _members(archive: ArchiveFile, limits: Limits) -> list[Member]:
+    """The archive's members, read by the reader of its format. A zip begins with a member's
+    local header (or, empty, with its end record); a tar with a header. Raises
+    :class:`Refusal` for a file that is both (a tar reader reads it from its start, a zip
+    reader from its end), :class:`NotArchive` for one that is neither."""
+    head = archive.read(0, min(tarscan.RECORD, archive.size))
+    is_zip = head[:4] in (b"PK\x03\x04", b"PK\x05\x06")
+    is_tar = tarscan.looks_like_header(head)
+    if is_tar and (is_zip or zipscan.has_end_record(archive)):
+        raise ambiguous(
+            "format",
+            ".",
+            "file that is both a tar (read from its start) and a zip (read from its end)",
+            "one format",
+            "both",
         )
-    if info.file_size > limits.max_compression_ratio * max(info.compress_size, 1):
-        return (
-            "archive-ratio-limit",
-            "member declares more bytes per stored byte than the limit max_compression_ratio: "
-            "not inflated",
-            f"<= {limits.max_compression_ratio} to 1",
-            f"{info.file_size} bytes from {info.compress_size}",
-        )
-    if overlaps:
-        return (
-            "archive-overlap",
-            "member's bytes overlap another member's or the index: not read",
-            "members apart",
-            f"stored at byte {info.header_offset}",
-        )
-    return None
+    if is_zip:
+        return zipscan.read_zip(archive, limits)
+    if not is_tar:
+        raise NotArchive("no zip or tar header at its start")
+    return tarscan.read_tar(archive, limits.max_files, _HEADER_BYTES)
 
 
-def _tar_entries(archive: tarfile.TarFile, findings: list[Finding]) -> Iterator[_Entry]:
-    """Each member of the tar, read one header at a time; a header tarfile cannot read is
-    named and ends the listing."""
-    while True:
+def _read_through(archive: ArchiveFile, members: Iterable[Member], limits: Limits) -> None:
+    """Read each zip member verify will read once through, as an extractor inflates it: one
+    that ends anywhere but where its headers say is ambiguous (a tar member's bytes are what
+    they are). A member past max_file_bytes is not read, here or later."""
+    for member in sorted(members, key=lambda m: m.offset):
+        if member.crc is None or member.size > limits.max_file_bytes:
+            continue
+        reader = MemberReader(archive, member)
         try:
-            info = archive.next()
-        except (OSError, *_ARCHIVE_ERRORS) as exc:
-            findings.append(
-                Finding(
-                    "archive-unreadable",
-                    ".",
-                    "archive member header cannot be read: listing stopped",
-                    "a tar header",
-                    f"{type(exc).__name__}: {str(exc)[:200]}",
-                )
-            )
-            return
-        if info is None:
-            return
-        yield _Entry(info.name, _tar_kind(info), info.size, info)
+            while reader.read(1 << 16):
+                pass
+        except ArchiveError as exc:
+            raise ambiguous(
+                "stream",
+                member.name,
+                "zip member whose stored bytes do not give exactly what its headers declare "
+                "(zipfile stops at the declared size, unzip inflates the whole stream)",
+                f"{member.size} bytes, CRC-32 {member.crc:08x}",
+                exc.strerror or "other bytes",
+            ) from None
+        except OSError as exc:
+            raise unreadable(
+                "archive cannot be read: listing stopped",
+                "a readable file",
+                os_reason(exc),
+                member.name,
+            ) from None
 
 
 def _fold(name: str) -> str:
@@ -334,14 +169,14 @@ def _fold(name: str) -> str:
 class _Members:
     """One listing of an archive: what it has seen so far, and the findings it makes."""
 
-    def __init__(self, limits: Limits, findings: list[Finding]) -> None:
+    def __init__(self, limits: Limits, findings: Findings) -> None:
         self.limits = limits
         self.findings = findings
         self.top: str | None = None
         self.count = 0
         self.total = 0
         self.sizes: dict[str, int] = {}
-        self.members: dict[str, Any] = {}
+        self.members: dict[str, Member] = {}
         self.entries: set[str] = set()
         self.directories: set[str] = set()
         self.folded: dict[str, str] = {}
@@ -358,7 +193,12 @@ class _Members:
                 Finding("name-not-utf8", shown, "name is not UTF-8", "a bundle name", "bytes")
             )
             return None
-        name = raw[:-1] if kind == "directory" and raw.endswith("/") else raw
+        name = raw
+        while name.startswith("./"):
+            name = name[2:]
+        if kind == "directory" and name in ("", "."):
+            return None  # the archive's root, as tar -C DIR -cf x.tar . names it
+        name = name[:-1] if kind == "directory" and name.endswith("/") else name
         unsafe = unsafe_path(name)
         if unsafe is not None:
             self.findings.append(
@@ -421,7 +261,7 @@ class _Members:
             )
         return True
 
-    def add(self, entry: _Entry) -> bool:
+    def add(self, entry: Member) -> bool:
         """List one member; False when a limit stops the listing (named)."""
         self.count += 1
         if self.count > self.limits.max_files:
@@ -462,9 +302,9 @@ class _Members:
         code, what, shown = found
         self.findings.append(Finding(code, name, what, "a regular file", shown))
 
-    def _regular(self, name: str, entry: _Entry) -> bool:
+    def _regular(self, name: str, entry: Member) -> bool:
         self.sizes[name] = entry.size
-        self.members[name] = entry.member
+        self.members[name] = entry
         self.total += entry.size
         if self.total > self.limits.max_total_bytes:
             self.findings.append(bytes_limit(self.total, self.limits))
@@ -487,35 +327,30 @@ class _Members:
 
 
 def scan_archive(
-    path: Path, limits: Limits, findings: list[Finding]
+    path: Path, limits: Limits, findings: Findings
 ) -> tuple[Listing, ArchiveSource | None]:
     """List the packed bundle at ``path`` as :func:`~repro.verify.walk.scan_tree` lists a
     directory, each member's name checked and nothing extracted; and the source its files are
-    read from (None when nothing can be). Raises :class:`BadInput` for a file that is not a zip
-    or tar archive."""
-    archive = _open_archive(path, limits, findings)
-    if archive is None:
-        return Listing({}, frozenset(), stopped=True), None
-    members = _Members(limits, findings)
+    read from (None when nothing can be: the archive is refused, its one finding says why).
+    Raises :class:`BadInput` for a file that is not a zip or tar archive."""
+    archive = _open(path)
+    # The members' findings wait until the archive is known to read one way only.
+    listed = _Members(limits, Findings(findings.cap))
     try:
-        entries = (
-            _zip_entries(archive, limits)
-            if isinstance(archive, zipfile.ZipFile)
-            else _tar_entries(archive, findings)
-        )
-        complete = all(members.add(entry) for entry in entries)
-    except _ARCHIVE_ERRORS as exc:
-        findings.append(
-            Finding(
-                "archive-unreadable",
-                ".",
-                "archive cannot be listed",
-                "a zip or tar archive",
-                f"{type(exc).__name__}: {str(exc)[:200]}",
-            )
-        )
-        complete = False
-    if complete:
-        members.empty_directories()
-    listing = Listing(dict(members.sizes), frozenset(members.entries), stopped=not complete)
-    return listing, ArchiveSource(archive, members.members)
+        complete = all(listed.add(member) for member in _members(archive, limits))
+        if complete:
+            listed.empty_directories()
+            _read_through(archive, listed.members.values(), limits)
+    except NotArchive as exc:
+        archive.close()
+        raise BadInput(
+            f"{path}: not a bundle directory, nor a zip or tar archive of one ({exc})"
+        ) from None
+    except Refusal as refusal:
+        archive.close()
+        findings.append(refusal.finding)
+        return Listing({}, frozenset(), stopped=True), None
+    findings.extend(listed.findings)
+    findings.dropped += listed.findings.dropped
+    listing = Listing(dict(listed.sizes), frozenset(listed.entries), stopped=not complete)
+    return listing, ArchiveSource(archive, listed.members)
