@@ -121,12 +121,14 @@ class TestTraceback:
         exception and the policy's source line); the replay still compares byte for byte, and
         no bundle file holds a traceback."""
         root = run_study(broken_protocol, tmp_path / "b")
-        done = _repro("replay", str(root), "c01-r0000", "--traceback")
+        # The failing policy is the tests' own module, beside this file.
+        sources = ("--sources", str(Path(__file__).parent))
+        done = _repro("replay", str(root), "c01-r0000", "--traceback", *sources)
         assert done.returncode == 0, done.stderr
         assert "Traceback (most recent call last)" in done.stderr
         assert "ZeroDivisionError" in done.stderr and "divides_by_zero" in done.stderr
         assert "byte-identical" in done.stdout
-        plain = _repro("replay", str(root), "c01-r0000")
+        plain = _repro("replay", str(root), "c01-r0000", *sources)
         assert "Traceback" not in plain.stderr
         for path in root.rglob("*"):
             if path.is_file():
