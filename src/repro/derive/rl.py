@@ -50,7 +50,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from attrs import frozen
 
@@ -63,6 +63,7 @@ if TYPE_CHECKING:
     Batch = NDArray[np.float64]
 
 __all__ = [
+    "PAIRS_COMPARED",
     "AggregateEstimates",
     "Distribution",
     "Estimate",
@@ -300,16 +301,17 @@ def _pairs_below(x: Batch, y: Batch, ties: bool) -> NDArray[np.int64]:
     return counts
 
 
-#: Pairs of runs (an x's by a y's) up to which a task's pairs are compared one by one: below it
-#: that is the quicker way, and what it holds at once stays within a few times a batch.
-_PAIRS_COMPARED = 4096
+#: Pairs of runs (an x's by a y's) up to which a task's pairs are compared one by one: up to it
+#: that is the quicker way (some 6 ns a pair, against some 150 ns a score to sort), and what it
+#: holds at once stays within a few times a batch. Also what repro.protocol.work counts by.
+PAIRS_COMPARED = 1024
 
 
 def _task_improvements(x: Batch, y: Batch) -> NDArray[np.float64]:
     """Per replicate and task, U / (m n): the pairs with x > y, and half the ties, over all
     pairs."""
     pairs = x.shape[1] * y.shape[1]
-    if pairs <= _PAIRS_COMPARED:
+    if pairs <= PAIRS_COMPARED:
         xs, ys = x[:, :, None, :], y[:, None, :, :]
         above, ties = (xs > ys).sum(axis=(1, 2)), (xs == ys).sum(axis=(1, 2))
     else:
@@ -327,13 +329,13 @@ def _fsum_improvement(x: Batch, y: Batch) -> NDArray[np.float64]:
     return means
 
 
-def _fractions_above(values: NDArray[np.float64], taus: Sequence[float]) -> NDArray[np.float64]:
-    """For each row of ``values`` and each tau, the fraction of the row greater than tau (an
-    exact count over the row's size)."""
+def _counts_above(values: NDArray[np.float64], taus: Sequence[float]) -> NDArray[np.int64]:
+    """For each row of ``values`` and each tau, how many values of the row are greater than it:
+    the profile's fraction is that count over the row's size, exactly as NumPy's mean of
+    ``values > tau`` is."""
     import numpy as np
 
     ordered = np.array(sorted(set(taus)), dtype=np.float64)
-    size = values.shape[1]
     # Each value's place among the taus: the number of them it is greater than. Counted by row
     # and place, then summed from the top, these give how many values lie above each tau.
     places = np.searchsorted(ordered, values, side="left")
@@ -341,15 +343,21 @@ def _fractions_above(values: NDArray[np.float64], taus: Sequence[float]) -> NDAr
     counts = np.bincount((rows + places).ravel(), minlength=values.shape[0] * (ordered.size + 1))
     above = np.cumsum(counts.reshape(values.shape[0], -1)[:, ::-1], axis=1)[:, ::-1]
     at = np.searchsorted(ordered, np.asarray(taus, dtype=np.float64), side="left")
-    fractions: NDArray[np.float64] = above[:, at + 1] / size
-    return fractions
+    chosen: NDArray[np.int64] = above[:, at + 1]
+    return chosen
 
 
-def _profile(r: Batch, taus: Sequence[float], distribution: Distribution) -> NDArray[np.float64]:
+def _profile_size(r: Batch, distribution: Distribution) -> int:
+    """What a profile's counts are out of: every score, or every task's mean."""
+    return int(r.shape[1] * r.shape[2] if distribution == "runs" else r.shape[2])
 
+
+def _profile(r: Batch, taus: Sequence[float], distribution: Distribution) -> NDArray[np.int64]:
+    """Each replicate's counts above each tau (:func:`_counts_above`), of its scores or of its
+    task means in the fsum arithmetic."""
     if distribution == "runs":
-        return _fractions_above(_flat(r), taus)
-    return _fractions_above(_fsum_task_means(r), taus)
+        return _counts_above(_flat(r), taus)
+    return _counts_above(_fsum_task_means(r), taus)
 
 
 def median(scores: ArrayLike) -> float | None:
@@ -413,7 +421,11 @@ def performance_profile(
     """
     ts, d = _taus(taus), _distribution(distribution)
     x = _matrix(scores)
-    return None if x is None else tuple(_profile(_batch(x), ts, d)[0].tolist())
+    return (
+        None
+        if x is None
+        else tuple((_profile(_batch(x), ts, d)[0] / _profile_size(_batch(x), d)).tolist())
+    )
 
 
 # ----------------------------------------------------------------------------------------------
@@ -449,23 +461,24 @@ def _numpy_improvement(x: Batch, y: Batch) -> NDArray[np.float64]:
 
 def _numpy_profile(
     r: Batch, taus: Sequence[float], distribution: Distribution
-) -> NDArray[np.float64]:
+) -> NDArray[np.int64]:
     """rliable's run_score_deviation / mean_score_deviation at each tau: ``np.mean(x > tau)``
-    is an exact count over the size, as :func:`_fractions_above` counts; the task means are
+    is an exact count over the size, as :func:`_counts_above` counts; the task means are
     NumPy's."""
     import numpy as np
 
     if distribution == "runs":
-        return _fractions_above(_flat(r), taus)
-    return _fractions_above(np.mean(r, axis=1), taus)
+        return _counts_above(_flat(r), taus)
+    return _counts_above(np.mean(r, axis=1), taus)
 
 
 # ----------------------------------------------------------------------------------------------
 # The stratified bootstrap
 
 #: Scores one batch of replicates holds at most (replicates x runs x tasks of every matrix it
-#: resamples): it bounds the memory a bootstrap takes, and changes none of its figures.
-_BATCH_SCORES = 1 << 18
+#: resamples, or replicates x taus of a profile if more): it bounds the memory a batch takes,
+#: and changes none of the figures.
+_BATCH_SCORES = 1 << 16
 
 
 class _Draws:
@@ -481,7 +494,6 @@ class _Draws:
             self._rng = np.random.default_rng(seed)
 
     def integers(self, high: int, shape: tuple[int, ...]) -> NDArray[np.int64]:
-
         if self._legacy:
             # rliable: np.random.choice(self._num_items, self._args_shape, replace=True)
             out: NDArray[np.int64] = self._state.choice(high, shape, replace=True)
@@ -548,12 +560,16 @@ def _replicates(
     draws: _Draws,
     reps: int,
     task_bootstrap: bool,
-) -> NDArray[np.float64]:
-    """``statistic`` of ``reps`` replicates, ``width`` values each, a batch at a time."""
+    kind: type = float,
+) -> NDArray[Any]:
+    """``statistic`` of ``reps`` replicates, ``width`` values each (of type ``kind``), a batch at
+    a time."""
     import numpy as np
 
-    results = np.zeros((reps, width))
-    step = max(1, _BATCH_SCORES // sum(a.size for a in arrays))
+    # A profile's counts are held as 32-bit integers: half its floats' memory.
+    results = np.zeros((reps, width), dtype=np.float64 if kind is float else np.int32)
+    # A batch holds its scores and, for a profile, a count per tau and replicate.
+    step = max(1, _BATCH_SCORES // max(sum(a.size for a in arrays), width))
     for start in range(0, reps, step):
         count = min(step, reps - start)
         batches = draws.batch(arrays, count, task_bootstrap)
@@ -720,20 +736,20 @@ def _profile_of(
     sampler: Sampler,
     task_bootstrap: bool,
 ) -> tuple[Estimate, ...]:
-
     if x is None:
         return tuple(_NO_ESTIMATE for _ in taus)
     if not taus:
         return ()
-    values = _profile(_batch(x), taus, distribution)[0].tolist()
+    size = _profile_size(_batch(x), distribution)
+    values = (_profile(_batch(x), taus, distribution)[0] / size).tolist()
     one = _numpy_profile if sampler == "rliable" else _profile
 
-    def statistic(r: Batch) -> NDArray[np.float64]:
-
+    def statistic(r: Batch) -> NDArray[np.int64]:
         return one(r, taus, distribution)
 
-    results = _replicates([x], statistic, len(taus), draws(), reps, task_bootstrap)
-    return tuple(Estimate(v, i) for v, i in zip(values, _intervals(results, level), strict=True))
+    counts = _replicates([x], statistic, len(taus), draws(), reps, task_bootstrap, int)
+    intervals = [percentile_interval(counts[:, i] / size, level) for i in range(len(taus))]
+    return tuple(Estimate(v, i) for v, i in zip(values, intervals, strict=True))
 
 
 def profile_estimates(
