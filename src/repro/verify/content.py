@@ -1000,10 +1000,12 @@ def _read_partitions(
             yield name, _seen_of(read, [name])
 
     count = len(seal.partitions)
-    every: Iterator[_PartitionTask | tuple[str, dict[str, Any]]] = itertools.chain(
-        tasks(), mentions()
-    )
-    results = jobs.ordered(_partition_or_mentions, context, every)
+    # Here, a job is no round trip, and each partition's is given the budget the partitions
+    # before it left.
+    most = _CHUNK_TASKS if jobs.processes else 1
+    every = itertools.chain(_chunks(tasks(), most), _chunks(mentions(), most))
+    chunked = jobs.ordered(_partition_or_mentions, context, every)
+    results = itertools.chain.from_iterable(chunked)
     try:
         kept = _merge_partitions(read, itertools.islice(results, count), checks, crate, resealing)
         _not_in_seal(read, seal, stream)
@@ -1011,18 +1013,46 @@ def _read_partitions(
             names = [layout.times_file(ref.id) for ref in seal.partitions]
             crate.finish(read, zip(names, cast(Iterator[_Mentioned], results), strict=True))
     finally:
-        results.close()
+        chunked.close()
     return kept
 
 
+#: Partitions (or times files) one job takes at most, and the bytes of their files past which it
+#: takes no more: a job is a round trip to a worker, which many small partitions would each
+#: pay, and a seal that names thousands of missing ones made verify's time a round trip each.
+_CHUNK_TASKS = 64
+_CHUNK_BYTES = 1 << 20
+
+_Task = _PartitionTask | tuple[str, dict[str, Any]]
+
+
+def _chunks(tasks: Iterable[_Task], most: int) -> Iterator[list[_Task]]:
+    """``tasks`` in consecutive groups, each of at most ``most`` tasks, ended by the first task
+    that brings the bytes their first reads found to :data:`_CHUNK_BYTES`."""
+    chunk: list[_Task] = []
+    size = 0
+    for task in tasks:
+        chunk.append(task)
+        seen = task.seen if isinstance(task, _PartitionTask) else task[1]
+        size += sum(s.size for s in seen.values() if s is not None)
+        if len(chunk) == most or size >= _CHUNK_BYTES:
+            yield chunk
+            chunk, size = [], 0
+    if chunk:
+        yield chunk
+
+
 def _partition_or_mentions(
-    context: _PartitionContext, task: _PartitionTask | tuple[str, dict[str, Any]]
-) -> _PartitionDone | _Mentioned:
-    """A job (:mod:`repro.verify.parallel`): a partition's (:func:`_partition_job`), or the
-    mentions of a times file (:func:`_mentions`)."""
-    if isinstance(task, _PartitionTask):
-        return _partition_job(context, task)
-    return _mentions((context.source, context.limits), task)
+    context: _PartitionContext, chunk: list[_Task]
+) -> list[_PartitionDone | _Mentioned]:
+    """A job (:mod:`repro.verify.parallel`): for each task of ``chunk``, a partition's
+    (:func:`_partition_job`), or the mentions of a times file (:func:`_mentions`)."""
+    return [
+        _partition_job(context, task)
+        if isinstance(task, _PartitionTask)
+        else _mentions((context.source, context.limits), task)
+        for task in chunk
+    ]
 
 
 def _merge_partitions(
