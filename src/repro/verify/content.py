@@ -51,8 +51,9 @@ from repro.models import (
 )
 from repro.plan.streams import checkpoint_slots, checkpoint_spacing, generator_state
 from repro.protocol.rules import check_consistency
+from repro.protocol.work import work_over
 from repro.verify.findings import MAX_DIFFS, Finding, Findings, Location
-from repro.verify.limits import Limits
+from repro.verify.limits import Limits, raise_hint
 from repro.verify.parallel import Jobs
 from repro.verify.reader import BundleReader
 from repro.verify.walk import Source as FileSource
@@ -729,14 +730,14 @@ class _Resealing:
     only while each partition is the one read (:func:`_reseal` makes the rest, and all of them
     again, naming the differences, when one differs or the making raised)."""
 
-    def __init__(self, protocol: Protocol) -> None:
+    def __init__(self, protocol: Protocol, max_work: int) -> None:
         self._per = protocol.runs_per_condition
         self.refs: list[PartitionRef] = []
         self._made: Iterator[Partition] = iter(())
         self._entries = self._read = 0
         self.usable = True
         try:
-            check_consistency(protocol)
+            check_consistency(protocol, max_work)
             self._made = plan.partitions(protocol)
         except Exception:  # named, or raised again, where the verifier checks it
             self.usable = False
@@ -1099,9 +1100,10 @@ def _not_in_seal(read: BundleReader, seal: Seal, stream: bool) -> None:
             )
 
 
-def _plan_problem(protocol: Protocol, kept: list[_PartitionRuns]) -> Finding | None:
-    """A protocol that plans more slots than the sealed partitions hold, or breaks the
-    protocol's consistency rules: then nothing is re-derived."""
+def _plan_problem(protocol: Protocol, kept: list[_PartitionRuns], max_work: int) -> Finding | None:
+    """A protocol that plans more slots than the sealed partitions hold, asks more work of the
+    derivations than ``max_work``, or breaks the protocol's consistency rules: then nothing is
+    re-derived."""
     planned = (
         math.prod(len(f.levels) for f in protocol.matrix)
         * len(protocol.participants)
@@ -1117,8 +1119,11 @@ def _plan_problem(protocol: Protocol, kept: list[_PartitionRuns]) -> Finding | N
             f"{entries} slots",
             f"{planned} slots",
         )
+    over = _work_over(protocol, max_work)
+    if over is not None:
+        return over
     try:
-        check_consistency(protocol)
+        check_consistency(protocol, max_work)
     except BadInput as exc:
         return Finding(
             "protocol-inconsistent",
@@ -1193,6 +1198,25 @@ def _compare_derived(read: BundleReader, stored: Stored, derived: Derived) -> No
         )
 
 
+def _work_over(protocol: Protocol, limit: int) -> Finding | None:
+    """The finding for a protocol whose derivations would take more than ``limit``
+    (:func:`repro.protocol.work.work_over`, the bound the study's rules apply), naming the part
+    that asks the most; None within it."""
+    over = work_over(protocol, limit)
+    if over is None:
+        return None
+    total, largest = over
+    return Finding(
+        "derivation-work-limit",
+        layout.PROTOCOL,
+        "re-deriving the protocol's statistics would take more work than the limit "
+        f"max_derivation_work (the most @ $.protocol{largest[1:]}): not re-derived; "
+        + raise_hint("max_derivation_work"),
+        f"<= {limit}",
+        str(total),
+    )
+
+
 def _resamples_over(protocol: Protocol, limit: int) -> list[Finding]:
     """Each bootstrap the protocol asks for (its intervals', its contrasts', that of rliable's
     aggregates) past ``limit`` resamples: then nothing is re-derived."""
@@ -1252,11 +1276,11 @@ def check_content(read: BundleReader, limits: Limits, jobs: Jobs | None = None) 
         protocol,
         ledger.adapter if ledger is not None else None,
     )
-    resealing = _Resealing(protocol)
+    resealing = _Resealing(protocol, limits.max_derivation_work)
     kept = _read_partitions(read, stored, fp, seal, checks, jobs or Jobs(1, False), resealing)
     if kept is None or ledger is None:
         return stored
-    problem = _plan_problem(protocol, kept)
+    problem = _plan_problem(protocol, kept, limits.max_derivation_work)
     if problem is not None:
         read.findings.append(problem)
         return stored

@@ -33,7 +33,7 @@ from attrs import frozen
 
 from repro.errors import BadInput
 from repro.verify.findings import Finding
-from repro.verify.limits import Limits
+from repro.verify.limits import Limits, raise_hint
 from repro.verify.walk import Listing, bytes_limit, os_reason, unsafe_path
 
 __all__ = ["ArchiveSource", "is_packed", "scan_archive"]
@@ -334,9 +334,11 @@ def _fold(name: str) -> str:
 class _Members:
     """One listing of an archive: what it has seen so far, and the findings it makes."""
 
-    def __init__(self, limits: Limits, findings: list[Finding]) -> None:
+    def __init__(self, limits: Limits, findings: list[Finding], stored: int) -> None:
         self.limits = limits
         self.findings = findings
+        #: Bytes of the archive file: what the members' declared bytes are bounded by.
+        self.stored = stored
         self.top: str | None = None
         self.count = 0
         self.total = 0
@@ -469,6 +471,20 @@ class _Members:
         if self.total > self.limits.max_total_bytes:
             self.findings.append(bytes_limit(self.total, self.limits))
             return False
+        ratio = self.limits.max_archive_ratio
+        if self.total > ratio * self.stored:
+            self.findings.append(
+                Finding(
+                    "archive-total-ratio-limit",
+                    ".",
+                    "members declare more bytes per byte of the archive than the limit "
+                    "max_archive_ratio: verify stopped scanning; "
+                    + raise_hint("max_archive_ratio"),
+                    f"<= {ratio} to 1",
+                    f"{self.total} bytes or more from {self.stored}",
+                )
+            )
+            return False
         return True
 
     def empty_directories(self) -> None:
@@ -496,7 +512,7 @@ def scan_archive(
     archive = _open_archive(path, limits, findings)
     if archive is None:
         return Listing({}, frozenset(), stopped=True), None
-    members = _Members(limits, findings)
+    members = _Members(limits, findings, os.lstat(path).st_size)
     try:
         entries = (
             _zip_entries(archive, limits)
