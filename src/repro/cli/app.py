@@ -70,8 +70,8 @@ _CONTEXT = {"help_option_names": ["-h", "--help"]}
 _SIGNALLED = f"{EXIT_SIGNAL_BASE} + N"
 
 #: The limits ``repro verify --limit`` sets, as :class:`repro.verify.Limits` names them (named
-#: here so that the command line's help needs no import of the verifier; tests/test_cli.py holds
-#: it to the class).
+#: here so that the command line's help needs no import of the verifier;
+#: tests/test_verify_hardening.py holds it to the class).
 VERIFY_LIMITS = (
     "max_files",
     "max_file_bytes",
