@@ -26,12 +26,14 @@ from repro.models import (
     FrozenProtocol,
     Ledger,
     Partition,
+    Protocol,
     RunRecord,
     Seal,
 )
 from repro.plan.sealing import partition_ref, sources_sha256
 
 __all__ = [
+    "edit_protocol",
     "edit_records",
     "forge",
     "forge_ledger",
@@ -205,3 +207,21 @@ def forge_ledger_facts(root: Path, edit: Callable[[dict[str, Any]], None]) -> No
 
     edit_records(root, contracts)
     rederive(root)
+
+
+def edit_protocol(root: Path, edit: Callable[[dict[str, Any]], None]) -> None:
+    """Apply ``edit`` to the protocol of the bundle at ``root`` (a plain dict, changed in
+    place), write it back frozen with its new digest, name that digest in the seal, and
+    regenerate both manifests (:func:`reseal`): nothing is re-derived, so a protocol that asks
+    verify for much work is handed to it as cheaply as a forger can."""
+    path = root / "data/protocol.json"
+    frozen = canonical.loads(path.read_bytes(), what="protocol", max_bytes=path.stat().st_size)
+    edit(frozen["protocol"])
+    protocol = structure(frozen["protocol"], Protocol, what="protocol")
+    frozen["protocol"] = unstructure(protocol)
+    frozen["sha256"] = canonical.sha256_hex(to_bytes(protocol))
+    path.write_bytes(canonical.dumps(frozen))
+    seal = unstructure(_model(root, "data/plans/seal.json", Seal))
+    seal["protocol_sha256"] = frozen["sha256"]
+    (root / "data/plans/seal.json").write_bytes(canonical.dumps(seal))
+    reseal(root)

@@ -491,7 +491,26 @@ _HUGE_MATRIX = [{"name": "env_id", "levels": ["CartPole-v1"]}] + [
     {"name": f"f{i}", "levels": list(range(100))} for i in range(10)
 ]
 
+#: 200 contrasts of random against push-left, each a bootstrap of 100,000 resamples.
+_BOOTSTRAPPED_FAMILY = {"family": [
+    {"id": f"c{i}", "a": {"participant": "random"}, "b": {"participant": "push-left"},
+     "interval": {"method": "bootstrap", "resamples": 100_000, "seed": i}}
+    for i in range(200)
+]}  # fmt: skip
+
 OUT_OF_RANGE = [
+    Case("interval-bootstrap-work",
+         "A bootstrap interval of 100,000 resamples of 10,000 runs per condition would take "
+         "verify past the limit on the derivations' work: refused at what asks it.",
+         _both(_set("runs_per_condition", value=10_000),
+               _set("interval", value={"method": "bootstrap", "level": 0.95,
+                                       "resamples": 100_000, "seed": 1})),
+         "re-deriving its statistics would take", "$.interval.resamples"),
+    Case("contrast-bootstraps-work",
+         "200 bootstrap contrasts of 100,000 resamples each, each within its own limits, are "
+         "past the limit on the derivations' work together: refused at the first that asks most.",
+         _set("contrasts", value=_BOOTSTRAPPED_FAMILY), "re-deriving its statistics would take",
+         "$.contrasts.family[0]"),
     Case("zero-runs", "A study of zero runs per condition is refused.",
          _set("runs_per_condition", value=0), "runs_per_condition must be at least 1, not 0",
          "$.runs_per_condition"),
@@ -1059,6 +1078,8 @@ _STATED = [
     for c in OUT_OF_RANGE + EMPTY
     if c.name
     not in {
+        "interval-bootstrap-work",
+        "contrast-bootstraps-work",
         "huge-runs",
         "plan-one-over-limit",
         "huge-matrix",

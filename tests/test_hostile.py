@@ -10,10 +10,13 @@ verify took before it was bounded (the docstring of each case says how much)."""
 from __future__ import annotations
 
 import json
+import random
 import shutil
 import subprocess
 import sys
 import time
+import zipfile
+import zlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -22,10 +25,12 @@ import pytest
 from attrs import frozen
 
 from conftest import SMALL, study_once
-from forge import reseal, retag
+from corpus_findings import TOP, _member
+from forge import edit_protocol, reseal, retag
 from guarantees import record, record_max
-from repro.bundle.layout import MANIFEST
+from repro.bundle.layout import MANIFEST, SEAL
 from repro.json import canonical
+from repro.verify import Limits
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="peak memory from wait4, Linux")
 
@@ -275,6 +280,98 @@ EXHAUSTION: dict[str, tuple[Callable[[Path], None], str]] = {
 }
 
 
+def _declaring_zip(root: Path) -> Path:
+    """The bundle packed as a zip beside it, with 14 more members of 1,000 MiB each, every one
+    deflated some 900 to 1 (under max_compression_ratio): 14 GiB declared, under
+    max_total_bytes, from 16 MiB stored (before: verify inflated, hashed and scanned all of
+    it, 154 s). The members are copies of one MiB's deflate blocks, each ended by a full
+    flush so that the copies chain; their checksum is not the data's, as verify never reads
+    that far."""
+    rng = random.Random(0)
+    chunk = bytearray(1 << 20)
+    for at in rng.sample(range(len(chunk)), 12):
+        chunk[at] = rng.randrange(1, 256)
+    packer = zlib.compressobj(9, zlib.DEFLATED, -15)
+    block = packer.compress(bytes(chunk)) + packer.flush(zlib.Z_FULL_FLUSH)
+    end = packer.flush(zlib.Z_FINISH)
+    assert 800 < len(chunk) / len(block) < Limits().max_compression_ratio
+    out = root.parent / "packed.zip"
+    with zipfile.ZipFile(out, "w") as archive:
+        for path in sorted(p for p in root.rglob("*") if p.is_file()):
+            archive.writestr(
+                _member(f"{TOP}/{path.relative_to(root).as_posix()}"), path.read_bytes()
+            )
+        # The deflated bytes are written as they are, in zipfile's own way of writing a member
+        # (its header, then its bytes; the index is written at the close).
+        for k in range(14):
+            info = _member(f"{TOP}/data/junk/{k:02d}.txt")
+            info.file_size, info.compress_size = 1000 << 20, 1000 * len(block) + len(end)
+            info.CRC = 0
+            info.header_offset = archive.fp.tell()
+            archive.fp.write(info.FileHeader(False))
+            for _ in range(1000):
+                archive.fp.write(block)
+            archive.fp.write(end)
+            archive.filelist.append(info)
+            archive.NameToInfo[info.filename] = info
+            archive.start_dir = archive.fp.tell()
+    return out
+
+
+def _bootstrap_contrasts(root: Path) -> Path:
+    """A protocol whose contrasts are 5,000 bootstraps of 100,000 resamples each, every one
+    within max_resamples (before: re-derived one after another, 91 s)."""
+    interval = {"method": "bootstrap", "resamples": 100_000, "seed": 1}
+    family = [
+        {
+            "id": f"c{i}",
+            "a": {"factors": {"env_id": "CartPole-v1"}},
+            "b": {"factors": {"env_id": "Pendulum-v1"}},
+            "pairing": "unpaired",
+            "interval": interval,
+        }
+        for i in range(5000)
+    ]
+    edit_protocol(root, lambda p: p.update(contrasts={"family": family}))
+    return root
+
+
+def _rl_section(root: Path) -> Path:
+    """An rl section the former bound on its work allowed: rliable's sampler, 100,000
+    resamples of the statistics and of a profile of 256 taus (before: 213 s of replicates
+    drawn and computed one at a time; re-derived now in seconds, and the bundle holds no
+    rl-aggregates.json)."""
+    taus = [t / 256 for t in range(256)]
+    bootstrap = {"resamples": 100_000, "seed": 1, "sampler": "rliable"}
+    rl = {"task_factor": "env_id", "bootstrap": bootstrap, "taus": taus}
+    edit_protocol(root, lambda p: p.update(rl=rl))
+    return root
+
+
+def _missing_partitions(root: Path) -> Path:
+    """A seal naming 50,000 more partitions, none of which exists (before: 142 s; the workers
+    were sent the jobs' context, which grows with the partitions, with every partition's
+    job)."""
+    seal = json.loads((root / SEAL).read_bytes())
+    seal["partitions"] += [
+        {"entries": 4, "file": f"plans/x{i:05d}.json", "id": f"x{i:05d}", "sha256": "0" * 64}
+        for i in range(50_000)
+    ]
+    (root / SEAL).write_bytes(canonical.dumps(seal))
+    reseal(root)
+    return root
+
+
+#: Bundles that declare much work in few bytes: each maker returns what to verify, with the
+#: code verify names it by.
+DECLARED: dict[str, tuple[Callable[[Path], Path], str]] = {
+    "a zip declaring 14 GiB": (_declaring_zip, "archive-total-ratio-limit"),
+    "5,000 bootstrap contrasts": (_bootstrap_contrasts, "derivation-work-limit"),
+    "an rl section the former bound allowed": (_rl_section, "file-missing"),
+    "a seal naming 50,000 missing partitions": (_missing_partitions, "file-missing"),
+}
+
+
 class TestResourceExhaustion:
     """Files made to make verify hold or do ever more: each is named, and verify's time and
     memory stay within the bounds of this module."""
@@ -285,6 +382,13 @@ class TestResourceExhaustion:
         make, code = EXHAUSTION[case]
         make(bundle)
         _case("resource exhaustion", bundle, code)
+
+    @pytest.mark.parametrize("case", list(DECLARED))
+    def test_declared_work(self, bundle: Path, case: str) -> None:
+        """A bundle that declares far more work than its bytes (an archive's members, a
+        protocol's bootstraps, a seal's partitions) is named, within the same bounds."""
+        make, code = DECLARED[case]
+        _case("declared work", make(bundle), code)
 
 
 # --------------------------------------------------------------------------- pathological patterns

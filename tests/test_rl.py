@@ -448,3 +448,112 @@ class TestDefaultSamplerAgainstRliable:
         tolerance = 5 * 3.78 * sd / math.sqrt(reps)
         assert np.all(np.abs(ours - theirs["x"]) <= tolerance)
         assert not np.array_equal(ours, theirs["x"])  # different draws, really
+
+
+def _reference_replicates(x: np.ndarray, seed: int, reps: int, gamma: float) -> np.ndarray:
+    """The default sampler's replicates of the four aggregates as their definitions read, one
+    replicate at a time: ``integers(0, N, (N, M))`` from ``default_rng(seed)``, then the fsum
+    arithmetic of each statistic on that replicate's lists of floats."""
+    rng = np.random.default_rng(seed)
+    n, m = x.shape
+    rows = []
+    for _ in range(reps):
+        r = x[rng.integers(0, n, size=(n, m)), np.arange(m)[None, :]]
+        means = sorted(math.fsum(column) / n for column in r.T.tolist())
+        k, odd = divmod(m, 2)
+        median = means[k] if odd else (means[k - 1] + means[k]) / 2
+        flat = sorted(r.ravel().tolist())
+        cut = len(flat) // 4
+        iqm = math.fsum(flat[cut : len(flat) - cut]) / (len(flat) - 2 * cut)
+        mean = math.fsum(flat) / len(flat)
+        gap = gamma - math.fsum(min(v, gamma) for v in flat) / len(flat)
+        rows.append([median, iqm, mean, gap])
+    return np.array(rows)
+
+
+class TestBatches:
+    """The replicates are drawn and computed a batch at a time, and each is the float it is
+    one at a time: batching changes no figure of any bundle."""
+
+    @settings(max_examples=60, deadline=None)
+    @given(
+        st.sampled_from(["default", "rliable"]),
+        st.integers(1, 40),
+        st.integers(1, 9),
+        st.integers(1, 30),
+        st.integers(0, 2**32 - 1),
+    )
+    def test_one_draw_for_many_replicates(
+        self, sampler: rl.Sampler, n: int, m: int, count: int, seed: int
+    ) -> None:
+        """One call for the indices of ``count`` replicates draws what one call per replicate
+        draws, and leaves the stream where they leave it, with either generator."""
+        many, one = rl._Draws(sampler, seed), rl._Draws(sampler, seed)
+        batched = many.integers(n, (count, n, m))
+        single = np.stack([one.integers(n, (n, m)) for _ in range(count)])
+        assert np.array_equal(batched, single)
+        assert np.array_equal(many.integers(1000, (7, 3)), one.integers(1000, (7, 3)))
+
+    @settings(max_examples=300, deadline=None)
+    @given(
+        st.lists(
+            st.one_of(
+                st.floats(allow_nan=False, allow_infinity=False, width=64),
+                st.sampled_from([0.0, -0.0, 1.0, -1.0, 2.0**-53, -(2.0**-53), 2.0**-1074]),
+                st.integers(-(2**20), 2**20).map(lambda k: k * 2.0**-60),
+            ),
+            max_size=40,
+        )
+    )
+    def test_sums_are_fsums(self, values: list[float]) -> None:
+        """Each row's sum is math.fsum's float, sign included: ties between two floats, exact
+        cancellations, subnormals and sums past the largest float alike (fsum's
+        OverflowError too)."""
+        for row in (values, values[::-1], [*values, 1.0]):
+            array = np.array(row, dtype=np.float64).reshape(1, len(row))
+            try:
+                expected = math.fsum(row)
+            except OverflowError:
+                with pytest.raises(OverflowError):
+                    rl._fsums(array)
+                continue
+            got = float(rl._fsums(array)[0])
+            assert got == expected and math.copysign(1.0, got) == math.copysign(1.0, expected)
+
+    @pytest.mark.parametrize("shape", [(1, 1), (9, 1), (10, 26), (3, 130)])
+    def test_default_replicates_are_their_definitions(
+        self, shape: tuple[int, int], monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """The default sampler's intervals are the percentile intervals of replicates computed
+        one at a time from their definitions, whatever the batch (a batch of a few replicates
+        here, and the usual one)."""
+        x = random_matrix(50 + shape[0], *shape)
+        reference = _reference_replicates(x, 8, 120, 0.9)
+        expected = [rl.percentile_interval(reference[:, i], 0.9) for i in range(4)]
+        for batch in (shape[0] * shape[1] * 7, rl._BATCH_SCORES):
+            monkeypatch.setattr(rl, "_BATCH_SCORES", batch)
+            got = rl.aggregate_estimates(x, seed=8, reps=120, level=0.9, gamma=0.9)
+            intervals = [got.median.interval, got.iqm.interval, got.mean.interval]
+            assert [*intervals, got.optimality_gap.interval] == expected
+
+    @pytest.mark.parametrize("sampler", ["default", "rliable"])
+    def test_batches_change_nothing(
+        self, sampler: rl.Sampler, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Every estimate (aggregates, profiles, improvements of pairs of equal and unequal
+        runs, pairs compared one by one and by sorting) is the same with batches of one
+        replicate as with the usual batches."""
+        x, y, z = random_matrix(60, 6, 4), random_matrix(61, 9, 4), random_matrix(62, 40, 4)
+
+        def estimates() -> tuple[object, ...]:
+            kw: dict[str, Any] = {"seed": 3, "reps": 60, "sampler": sampler}
+            return (
+                rl.aggregate_estimates_by_algorithm({"x": x, "y": y}, **kw),
+                rl.profile_estimates_by_algorithm({"x": x, "z": z}, [0.2, 0.6, 0.6, -1.0], **kw),
+                rl.profile_estimates(y, [0.5], distribution="tasks", **kw),
+                rl.improvement_estimates({"xy": (x, y), "yx": (y, x), "zz": (z, z)}, **kw),
+            )
+
+        usual = estimates()
+        monkeypatch.setattr(rl, "_BATCH_SCORES", 1)
+        assert estimates() == usual

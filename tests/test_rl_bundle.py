@@ -603,8 +603,8 @@ _TASKS = {"task_factor": "env_id"}
         ({**_TASKS, "statistics": []}, {}, "asks for no statistic", "$.rl"),
         (
             {**_TASKS, "bootstrap": {"resamples": 100000}, "taus": [t / 100 for t in range(100)]},
-            {"runs_per_condition": 100},
-            "the bootstraps would read 4440000000 scores",
+            {"runs_per_condition": 1000},
+            "re-deriving its statistics would take 1648000000 units of work",
             "$.rl.bootstrap.resamples",
         ),
     ],
@@ -615,8 +615,8 @@ def test_a_section_that_does_not_fit_is_refused(
     """A task factor the matrix does not have, another factor of several levels, a partial,
     unknown, repeated or inverted normalisation, a statistic asked twice, gamma without the
     optimality gap, an improvement of an unknown participant, of one with itself or asked twice,
-    a seed the rliable sampler cannot take, nothing asked, and bootstraps past the work limit
-    are refused before anything is written, each with its JSON path."""
+    a seed the rliable sampler cannot take, nothing asked, and bootstraps past the limit on the
+    derivations' work are refused before anything is written, each with its JSON path."""
     with pytest.raises(BadInput) as caught:
         check_consistency(_protocol(section, **more))
     problems = str(caught.value).removeprefix("protocol: ").split("; ")

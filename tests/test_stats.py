@@ -69,6 +69,49 @@ class TestIntervals:
         assert a == b
         assert a != c
 
+    @settings(max_examples=40, deadline=None)
+    @given(
+        st.lists(samples, min_size=1, max_size=9),
+        st.sampled_from(["sum", "mean"]),
+        st.integers(100, 1200),
+        st.sampled_from([1, 7, 1 << 20]),
+        st.integers(0, 2**32 - 1),
+    )
+    def test_bootstrap_is_scipys_call(
+        self,
+        groups: list[list[float]],
+        combine: str,
+        resamples: int,
+        batch: int,
+        seed: int,
+    ) -> None:
+        """The bootstrap made a batch of resamples at a time, in bounded memory, is SciPy's
+        own call (every resample of every sample at once) to the float, for one sample and for
+        the estimand's several, whatever the batch."""
+        arrays = [np.asarray(g, dtype=np.float64) for g in groups]
+
+        def statistic(*xs: np.ndarray, axis: int = -1) -> np.ndarray:
+            total = np.sum([x.mean(axis=axis) for x in xs], axis=0)
+            return total if combine == "sum" else total / len(xs)
+
+        theirs = sps.bootstrap(
+            arrays,
+            statistic,
+            confidence_level=0.9,
+            n_resamples=resamples,
+            method="percentile",
+            paired=False,
+            vectorized=True,
+            rng=np.random.default_rng(seed),
+        ).confidence_interval
+        saved = stats._BATCH_VALUES
+        stats._BATCH_VALUES = batch
+        try:
+            ours = stats._bootstrap(groups, combine, 0.9, resamples, seed)
+        finally:
+            stats._BATCH_VALUES = saved
+        assert (ours.low, ours.high) == (float(theirs.low), float(theirs.high))
+
     def test_sum_of_means_se(self) -> None:
         """Sum of condition means: SE = sqrt(sum(var_i / n_i))."""
         groups = [[1.0, 2.0, 3.0], [10.0, 12.0, 14.0, 16.0]]
@@ -99,7 +142,7 @@ class TestIntervals:
         summaries = [stats.summarize(g) for g in groups]
         value, _, iv = stats.estimand_interval(
             summaries, "sum-of-condition-means", method, 0.95, 100, 0
-        )  # type: ignore[arg-type]
+        )
         assert iv is not None and value is not None
         assert iv.low <= value <= iv.high
 
@@ -110,5 +153,5 @@ class TestIntervals:
         for method in ("normal", "t"):
             value, _se, iv = stats.estimand_interval(
                 summaries, "sum-of-condition-means", method, 0.95, 100, 0
-            )  # type: ignore[arg-type]
+            )
             assert value == 2.0 and iv is not None and math.isfinite(iv.halfwidth)

@@ -26,10 +26,14 @@ from forge import reseal, retag, sha256
 from guarantees import record
 from repro.bundle.layout import MANIFEST, TAGMANIFEST
 from repro.bundle.writer import BundleWriter
-from repro.cli.app import app
+from repro.cli.app import VERIFY_LIMITS, app
 from repro.errors import BadInput
 from repro.json import canonical
+from repro.json.serde import structure
+from repro.models import Protocol
+from repro.protocol.work import MAX_DERIVATION_WORK, derivation_work
 from repro.verify import MAX_FILE_BYTES, Finding, Limits, verify, walk
+from repro.verify.limits import limit_names
 
 pytestmark = pytest.mark.skipif(
     sys.platform == "win32", reason="O_NOFOLLOW, hard links, FIFOs and SIGALRM need POSIX"
@@ -96,6 +100,8 @@ class TestLimits:
         assert limits.max_depth == 8
         assert limits.max_json_depth == canonical.MAX_DEPTH == 64
         assert limits.max_resamples == 100_000
+        assert limits.max_derivation_work == MAX_DERIVATION_WORK == 5 * 10**8
+        assert limits.max_archive_ratio == 50
 
     def test_a_bundle_verifies_within_tight_limits(self, bundle_copy: Path) -> None:
         """Limits just large enough for the bundle are no finding: they bound, not judge."""
@@ -230,6 +236,64 @@ class TestLimits:
                 "200",
             )
         ]
+
+    def test_derivation_work(self, tmp_path: Path) -> None:
+        """A protocol that asks more work of the derivations than max_derivation_work (the
+        bound the study's rules apply, repro.protocol.work.derivation_work) is named, and its
+        derivations are not run; at its work the same bundle verifies."""
+        bundle = _tiny(
+            tmp_path,
+            "work",
+            runs_per_condition=3,
+            interval={"method": "bootstrap", "level": 0.95, "resamples": 200, "seed": 1},
+        )
+        fp = json.loads((bundle / "data/protocol.json").read_bytes())
+        work = derivation_work(structure(fp["protocol"], Protocol, what="protocol"))
+        total = sum(work.values())
+        assert list(work) == ["$.interval.resamples"]
+        assert verify(bundle, Limits(max_derivation_work=total)) == []
+        # A forged aggregate is not reached: nothing is re-derived past the limit.
+        aggregates = json.loads((bundle / "data/aggregates.json").read_bytes())
+        aggregates["conditions"][0]["mean"] = 123.0
+        (bundle / "data/aggregates.json").write_bytes(canonical.dumps(aggregates))
+        reseal(bundle)
+        [finding] = verify(bundle, Limits(max_derivation_work=total - 1))
+        assert (finding.code, finding.file) == ("derivation-work-limit", "data/protocol.json")
+        assert (finding.expected, finding.found) == (f"<= {total - 1}", str(total))
+        assert "$.protocol.interval.resamples" in finding.what
+        assert "--limit max_derivation_work=" in finding.what
+
+    def test_limit_option(self, bundle_copy: Path) -> None:
+        """repro verify --limit NAME=N sets a limit: a bundle past it exits 1 naming it; an
+        unknown name, a value that is no whole number or one the limit refuses exits 2, naming
+        the setting; --help lists every limit."""
+        result = runner.invoke(
+            app, ["verify", "--json", "--limit", "max_files=3", str(bundle_copy)]
+        )
+        assert result.exit_code == 1
+        assert "scan-entries-limit" in {f["code"] for f in json.loads(result.stdout)["findings"]}
+        both = ["--limit", "max_files=100000", "--limit", "max_derivation_work=500000000"]
+        assert runner.invoke(app, ["verify", *both, str(bundle_copy)]).exit_code == 0
+        for setting in ("max_filez=3", "max_files=three", "max_files=0", "max_files"):
+            result = runner.invoke(app, ["verify", "--limit", setting, str(bundle_copy)])
+            assert result.exit_code == 2, setting
+            assert "--limit" in result.output, setting
+        assert list(VERIFY_LIMITS) == limit_names()
+        shown = " ".join(runner.invoke(app, ["verify", "--help"]).output.split())
+        assert all(name in shown.replace(" ", "") for name in limit_names())
+
+    def test_archive_ratio(self, bundle_copy: Path, tmp_path: Path) -> None:
+        """A packed bundle whose members declare more bytes per byte of the archive than
+        max_archive_ratio is named, and nothing of it is read; within the limit it verifies."""
+        packed = tmp_path / "small.zip"
+        assert runner.invoke(app, ["pack", str(bundle_copy), "--out", str(packed)]).exit_code == 0
+        declared = sum(p.stat().st_size for p in bundle_copy.rglob("*") if p.is_file())
+        ratio = declared // packed.stat().st_size
+        assert verify(packed, Limits(max_archive_ratio=ratio + 1)) == []
+        [finding] = verify(packed, Limits(max_archive_ratio=ratio - 1))
+        assert (finding.code, finding.file) == ("archive-total-ratio-limit", ".")
+        assert finding.expected == f"<= {ratio - 1} to 1"
+        assert "--limit max_archive_ratio=" in finding.what
 
     def test_plan_is_not_expanded_past_what_was_read(self, bundle_copy: Path) -> None:
         """A protocol edited to plan 10**12 runs per condition is named at once; verify does not

@@ -69,6 +69,28 @@ _CONTEXT = {"help_option_names": ["-h", "--help"]}
 #: A study stopped by signal N exits with this code.
 _SIGNALLED = f"{EXIT_SIGNAL_BASE} + N"
 
+#: The limits ``repro verify --limit`` sets, as :class:`repro.verify.Limits` names them (named
+#: here so that the command line's help needs no import of the verifier;
+#: tests/test_verify_hardening.py holds it to the class).
+VERIFY_LIMITS = (
+    "max_files",
+    "max_file_bytes",
+    "max_total_bytes",
+    "max_depth",
+    "max_json_depth",
+    "max_resamples",
+    "max_derivation_work",
+    "max_held_file_bytes",
+    "max_line_bytes",
+    "max_findings",
+    "max_bad_lines",
+    "max_signatures",
+    "max_signature_bytes",
+    "max_compression_ratio",
+    "max_archive_index_bytes",
+    "max_archive_ratio",
+)
+
 #: Every command's exit codes and what each means there, by the command's name as typed
 #: ("protocol check"), from repro.errors' constants: each help's "Exit codes" paragraph.
 EXITS: dict[str, tuple[tuple[int | str, str], ...]] = {
@@ -687,16 +709,29 @@ def verify(
             show_default=False,
         ),
     ] = None,
+    limit: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--limit",
+            metavar="NAME=N",
+            help="Raise (or lower) a limit verify reads and re-derives within (repeatable; a "
+            f"finding names the limit a bundle goes past): {', '.join(VERIFY_LIMITS)}. Their "
+            "defaults are in docs/guarantees.md and repro.verify.Limits.",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Check a bundle offline: integrity, strict parse and schema, joins, re-derivations, and
     with --trusted-key its signatures.
 
     Without a trusted key each signature is listed by its key's fingerprint as not checked."""
     from repro.verify import verification
+    from repro.verify.limits import Limits, with_limits
 
     try:
         keys = _trusted_keys(trusted_key or [])
-        done = verification(bundle, keys, jobs=jobs)
+        limits = with_limits(Limits(), limit or [])
+        done = verification(bundle, keys, limits, jobs=jobs)
     except BadInput as exc:
         raise _fail(exc) from None
     findings = done.findings

@@ -50,7 +50,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from attrs import frozen
 
@@ -59,8 +59,11 @@ if TYPE_CHECKING:
     from numpy.typing import ArrayLike, NDArray
 
     Matrix = NDArray[np.float64]
+    #: Replicates of a matrix: (replicates, runs, tasks).
+    Batch = NDArray[np.float64]
 
 __all__ = [
+    "PAIRS_COMPARED",
     "AggregateEstimates",
     "Distribution",
     "Estimate",
@@ -178,77 +181,183 @@ def _check(reps: int, seed: int, level: float, sampler: Sampler) -> None:
 
 
 # ----------------------------------------------------------------------------------------------
-# Point estimates (fsum arithmetic)
+# Statistics of a batch: an array of shape (replicates, runs, tasks), one value (or one per tau)
+# for each replicate. A point estimate is the statistic of a batch of one, the matrix itself.
 
 
-def _task_means(x: Matrix) -> list[float]:
-    n = x.shape[0]
-    return [math.fsum(column) / n for column in x.T.tolist()]
+def _batch(x: Matrix) -> Batch:
+    return x[None, :, :]
 
 
-def _middle(ordered: Sequence[float]) -> float:
-    k, odd = divmod(len(ordered), 2)
+def _two_sum(
+    a: NDArray[np.float64], b: NDArray[np.float64]
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Knuth's TwoSum: ``a + b`` rounded, and its rounding error, exactly (``total + error`` is
+    ``a + b``, whatever the operands, short of overflow)."""
+    total = a + b
+    b_part = total - a
+    return total, (a - (total - b_part)) + (b - b_part)
+
+
+def _fsums(values: NDArray[np.float64]) -> NDArray[np.float64]:
+    """``math.fsum`` along the last axis: the correctly rounded sum of each row.
+
+    The rows are summed in pairs, level by level, each pair by :func:`_two_sum`, which keeps
+    every rounding error: the exact sum is the last level's sum and the errors together. The
+    errors' own sum is rounded, within a bound (any order of K additions errs by at most
+    ``(K - 1) u`` times the sum of their magnitudes, u = 2**-53, which the bound doubles); the
+    row's sum is that sum added to the last level's, rounded. Where the exact sum, anywhere
+    within the bound, rounds to the same float, that float is fsum's; any other row (a sum
+    within the bound of a tie between two floats, a zero, an overflow) is given to
+    ``math.fsum`` itself. So each row is fsum's float, a thousand rows in a few NumPy calls."""
+    import numpy as np
+
+    level, errors = values, []
+    with np.errstate(over="ignore", invalid="ignore"):
+        while level.shape[-1] > 1:
+            even = level.shape[-1] // 2 * 2
+            total, error = _two_sum(level[..., 0:even:2], level[..., 1:even:2])
+            errors.append(error)
+            level = np.concatenate([total, level[..., even:]], axis=-1)
+        kept = np.concatenate(errors, axis=-1) if errors else values[..., :0]
+        head = level[..., 0] if level.shape[-1] else np.zeros(values.shape[:-1])
+        rest = kept.sum(axis=-1)
+        bound = np.abs(kept).sum(axis=-1) * ((kept.shape[-1] + 1) * 2.0**-52)
+        sums, error = _two_sum(head, rest)
+        # The half gap to the next float on the error's side: a quarter of the spacing below a
+        # power of two, toward zero, else half of it.
+        spacing = np.spacing(np.abs(sums))
+        narrow = (np.abs(np.frexp(sums)[0]) == 0.5) & (error * sums < 0)
+        half_gap = np.where(narrow, spacing / 4, spacing / 2)
+        certain = (half_gap - np.abs(error) > bound * 1.001) & (sums != 0) & np.isfinite(sums)
+    for at in zip(*np.nonzero(~certain), strict=True):
+        sums[at] = math.fsum(values[at].tolist())
+    return sums
+
+
+def _fsum_task_means(r: Batch) -> NDArray[np.float64]:
+    import numpy as np
+
+    means: NDArray[np.float64] = _fsums(np.swapaxes(r, 1, 2)) / r.shape[1]
+    return means
+
+
+def _fsum_median(r: Batch) -> NDArray[np.float64]:
+    import numpy as np
+
+    ordered = np.sort(_fsum_task_means(r), axis=1)
+    k, odd = divmod(ordered.shape[1], 2)
     if odd:
-        return ordered[k]
-    a, b = ordered[k - 1], ordered[k]
-    half = (a + b) / 2  # np.median's mean of the two middle values, to the float
-    return half if math.isfinite(half) else a / 2 + b / 2
+        return ordered[:, k]
+    a, b = ordered[:, k - 1], ordered[:, k]
+    with np.errstate(over="ignore"):
+        half = (a + b) / 2  # np.median's mean of the two middle values, to the float
+    return np.where(np.isfinite(half), half, a / 2 + b / 2)
 
 
-def _fsum_median(x: Matrix) -> float:
-    return _middle(sorted(_task_means(x)))
+def _flat(r: Batch) -> Batch:
+    """Each replicate's runs x tasks scores in one row."""
+    return r.reshape(r.shape[0], -1)
 
 
-def _fsum_mean(x: Matrix) -> float:
-    return math.fsum(x.ravel().tolist()) / x.size
+def _fsum_mean(r: Batch) -> NDArray[np.float64]:
+    means: NDArray[np.float64] = _fsums(_flat(r)) / (r.shape[1] * r.shape[2])
+    return means
 
 
-def _fsum_iqm(x: Matrix) -> float:
+def _fsum_iqm(r: Batch) -> NDArray[np.float64]:
     import numpy as np
 
-    size = x.size
+    size = r.shape[1] * r.shape[2]
     cut = size // 4  # scipy.stats.trim_mean: int(0.25 * size)
-    ordered = np.sort(x, axis=None).tolist()
-    return math.fsum(ordered[cut : size - cut]) / (size - 2 * cut)
+    middle = np.sort(_flat(r), axis=1)[:, cut : size - cut]
+    means: NDArray[np.float64] = _fsums(middle) / (size - 2 * cut)
+    return means
 
 
-def _fsum_gap(x: Matrix, gamma: float) -> float:
+def _fsum_gap(r: Batch, gamma: float) -> NDArray[np.float64]:
     import numpy as np
 
-    return gamma - math.fsum(np.minimum(x, gamma).ravel().tolist()) / x.size
+    gaps: NDArray[np.float64] = gamma - _fsums(np.minimum(_flat(r), gamma)) / (
+        r.shape[1] * r.shape[2]
+    )
+    return gaps
 
 
-def _task_improvements(x: Matrix, y: Matrix) -> list[float]:
-    """Per task, U / (m n): the pairs with x > y, and half the ties, over all pairs."""
+def _pairs_below(x: Batch, y: Batch, ties: bool) -> NDArray[np.int64]:
+    """Per replicate and task, the pairs of an x and a y with y below x (``ties``: at or below).
+
+    Both samples are sorted together, stably, the one that goes first among equal values put
+    first: each x is then preceded by exactly the y counted with it. Time and memory grow with
+    the runs of the two, not with their product."""
     import numpy as np
 
-    # Counted by binary search in each task's sorted y rather than by comparing all m x n
-    # pairs, so that time and memory grow with m + n: the same integer counts.
-    above, ties = [], []
-    for xs, ys in zip(x.T, np.sort(y, axis=0).T, strict=True):
-        below = np.searchsorted(ys, xs, side="left")  # the y < x
-        at_most = np.searchsorted(ys, xs, side="right")  # the y <= x
-        above.append(int(below.sum()))
-        ties.append(int((at_most - below).sum()))
-    pairs = x.shape[0] * y.shape[0]
+    first, second = (y, x) if ties else (x, y)
+    both = np.swapaxes(np.concatenate([first, second], axis=1), 1, 2)
+    order = np.argsort(both, axis=2, kind="stable")
+    is_x = order >= y.shape[1] if ties else order < x.shape[1]
+    ys_before = np.cumsum(~is_x, axis=2)
+    counts: NDArray[np.int64] = np.where(is_x, ys_before, 0).sum(axis=2)
+    return counts
+
+
+#: Pairs of runs (an x's by a y's) up to which a task's pairs are compared one by one: up to it
+#: that is the quicker way (some 6 ns a pair, against some 150 ns a score to sort), and what it
+#: holds at once stays within a few times a batch. Also what repro.protocol.work counts by.
+PAIRS_COMPARED = 1024
+
+
+def _task_improvements(x: Batch, y: Batch) -> NDArray[np.float64]:
+    """Per replicate and task, U / (m n): the pairs with x > y, and half the ties, over all
+    pairs."""
+    pairs = x.shape[1] * y.shape[1]
+    if pairs <= PAIRS_COMPARED:
+        xs, ys = x[:, :, None, :], y[:, None, :, :]
+        above, ties = (xs > ys).sum(axis=(1, 2)), (xs == ys).sum(axis=(1, 2))
+    else:
+        above = _pairs_below(x, y, ties=False)
+        ties = _pairs_below(x, y, ties=True) - above
     # Counts and half counts are exact floats, so each is one correctly rounded division, the
     # same float as scipy.stats.mannwhitneyu's U (from exact half-integer rank sums) / (m n).
-    return [(a + t / 2) / pairs for a, t in zip(above, ties, strict=True)]
+    parts: NDArray[np.float64] = (above + ties / 2) / pairs
+    return parts
 
 
-def _fsum_improvement(x: Matrix, y: Matrix) -> float:
+def _fsum_improvement(x: Batch, y: Batch) -> NDArray[np.float64]:
     parts = _task_improvements(x, y)
-    return math.fsum(parts) / len(parts)
+    means: NDArray[np.float64] = _fsums(parts) / parts.shape[1]
+    return means
 
 
-def _fractions_above(values: Sequence[float] | Matrix, taus: Sequence[float]) -> list[float]:
-    """For each tau, the fraction of ``values`` greater than tau (an exact count over the size)."""
+def _counts_above(values: NDArray[np.float64], taus: Sequence[float]) -> NDArray[np.int64]:
+    """For each row of ``values`` and each tau, how many values of the row are greater than it:
+    the profile's fraction is that count over the row's size, exactly as NumPy's mean of
+    ``values > tau`` is."""
     import numpy as np
 
-    ordered = np.sort(np.asarray(values, dtype=np.float64), axis=None)
-    size = ordered.size
-    at_most = np.searchsorted(ordered, np.asarray(taus, dtype=np.float64), side="right").tolist()
-    return [(size - k) / size for k in at_most]
+    ordered = np.array(sorted(set(taus)), dtype=np.float64)
+    # Each value's place among the taus: the number of them it is greater than. Counted by row
+    # and place, then summed from the top, these give how many values lie above each tau.
+    places = np.searchsorted(ordered, values, side="left")
+    rows = np.arange(values.shape[0])[:, None] * (ordered.size + 1)
+    counts = np.bincount((rows + places).ravel(), minlength=values.shape[0] * (ordered.size + 1))
+    above = np.cumsum(counts.reshape(values.shape[0], -1)[:, ::-1], axis=1)[:, ::-1]
+    at = np.searchsorted(ordered, np.asarray(taus, dtype=np.float64), side="left")
+    chosen: NDArray[np.int64] = above[:, at + 1]
+    return chosen
+
+
+def _profile_size(r: Batch, distribution: Distribution) -> int:
+    """What a profile's counts are out of: every score, or every task's mean."""
+    return int(r.shape[1] * r.shape[2] if distribution == "runs" else r.shape[2])
+
+
+def _profile(r: Batch, taus: Sequence[float], distribution: Distribution) -> NDArray[np.int64]:
+    """Each replicate's counts above each tau (:func:`_counts_above`), of its scores or of its
+    task means in the fsum arithmetic."""
+    if distribution == "runs":
+        return _counts_above(_flat(r), taus)
+    return _counts_above(_fsum_task_means(r), taus)
 
 
 def median(scores: ArrayLike) -> float | None:
@@ -257,7 +366,7 @@ def median(scores: ArrayLike) -> float | None:
     With an even number of tasks, the mean of the two middle task means. None without scores.
     """
     x = _matrix(scores)
-    return None if x is None else _fsum_median(x)
+    return None if x is None else float(_fsum_median(_batch(x))[0])
 
 
 def mean(scores: ArrayLike) -> float | None:
@@ -267,7 +376,7 @@ def mean(scores: ArrayLike) -> float | None:
     is computed as that: the correctly rounded mean. None without scores.
     """
     x = _matrix(scores)
-    return None if x is None else _fsum_mean(x)
+    return None if x is None else float(_fsum_mean(_batch(x))[0])
 
 
 def iqm(scores: ArrayLike) -> float | None:
@@ -277,7 +386,7 @@ def iqm(scores: ArrayLike) -> float | None:
     drop the lowest and the highest ``floor(S / 4)`` and average the rest. None without scores.
     """
     x = _matrix(scores)
-    return None if x is None else _fsum_iqm(x)
+    return None if x is None else float(_fsum_iqm(_batch(x))[0])
 
 
 def optimality_gap(scores: ArrayLike, gamma: float = 1.0) -> float | None:
@@ -285,7 +394,7 @@ def optimality_gap(scores: ArrayLike, gamma: float = 1.0) -> float | None:
     ``aggregate_optimality_gap``, gamma=1 by default). None without scores."""
     g = _finite(gamma, "gamma")
     x = _matrix(scores)
-    return None if x is None else _fsum_gap(x, g)
+    return None if x is None else float(_fsum_gap(_batch(x), g)[0])
 
 
 def probability_of_improvement(scores_x: ArrayLike, scores_y: ArrayLike) -> float | None:
@@ -297,7 +406,7 @@ def probability_of_improvement(scores_x: ArrayLike, scores_y: ArrayLike) -> floa
     The mean of these over tasks. None when either has no score.
     """
     pair = _pair(scores_x, scores_y)
-    return None if pair is None else _fsum_improvement(*pair)
+    return None if pair is None else float(_fsum_improvement(*map(_batch, pair))[0])
 
 
 def performance_profile(
@@ -312,54 +421,64 @@ def performance_profile(
     """
     ts, d = _taus(taus), _distribution(distribution)
     x = _matrix(scores)
-    return None if x is None else tuple(_profile(x, ts, d))
-
-
-def _profile(x: Matrix, taus: Sequence[float], distribution: Distribution) -> list[float]:
-    if distribution == "runs":
-        return _fractions_above(x, taus)
-    return _fractions_above(_task_means(x), taus)
+    return (
+        None
+        if x is None
+        else tuple((_profile(_batch(x), ts, d)[0] / _profile_size(_batch(x), d)).tolist())
+    )
 
 
 # ----------------------------------------------------------------------------------------------
-# rliable's arithmetic, for the "rliable" sampler's replicates
+# rliable's arithmetic, for the "rliable" sampler's replicates: NumPy's reductions of each
+# replicate's own rows, so that a batch gives each replicate the floats it alone would give.
 
 
-def _numpy_aggregates(x: Matrix, gamma: float) -> list[float]:
+def _numpy_aggregates(r: Batch, gamma: float) -> NDArray[np.float64]:
     """rliable/metrics.py's aggregate_median, _iqm, _mean and _optimality_gap, expression for
-    expression."""
+    expression, of each replicate."""
     import numpy as np
     from scipy import stats as sps
 
-    task_means = np.mean(x, axis=0, keepdims=False)
-    return [
-        float(np.median(task_means, axis=0)),
-        float(sps.trim_mean(x, proportiontocut=0.25, axis=None)),
-        float(np.mean(task_means, axis=0)),
-        float(gamma - np.mean(np.minimum(x, gamma))),
-    ]
+    task_means = np.mean(r, axis=1)
+    return np.column_stack(
+        [
+            np.median(task_means, axis=1),
+            sps.trim_mean(_flat(r), proportiontocut=0.25, axis=1),
+            np.mean(task_means, axis=1),
+            gamma - np.mean(np.minimum(_flat(r), gamma), axis=1),
+        ]
+    )
 
 
-def _numpy_improvement(x: Matrix, y: Matrix) -> float:
+def _numpy_improvement(x: Batch, y: Batch) -> NDArray[np.float64]:
     """rliable's probability_of_improvement: its per-task values are the floats of
     :func:`_task_improvements`; their mean is NumPy's."""
     import numpy as np
 
-    return float(np.mean(np.asarray(_task_improvements(x, y), dtype=np.float64)))
+    means: NDArray[np.float64] = np.mean(_task_improvements(x, y), axis=1)
+    return means
 
 
-def _numpy_profile(x: Matrix, taus: Sequence[float], distribution: Distribution) -> list[float]:
-    """rliable's run_score_deviation / mean_score_deviation at each tau."""
+def _numpy_profile(
+    r: Batch, taus: Sequence[float], distribution: Distribution
+) -> NDArray[np.int64]:
+    """rliable's run_score_deviation / mean_score_deviation at each tau: ``np.mean(x > tau)``
+    is an exact count over the size, as :func:`_counts_above` counts; the task means are
+    NumPy's."""
     import numpy as np
 
     if distribution == "runs":
-        return [float(np.mean(x > t)) for t in taus]
-    task_means = np.mean(x, axis=0)
-    return [float(np.mean(task_means > t)) for t in taus]
+        return _counts_above(_flat(r), taus)
+    return _counts_above(np.mean(r, axis=1), taus)
 
 
 # ----------------------------------------------------------------------------------------------
 # The stratified bootstrap
+
+#: Scores one batch of replicates holds at most (replicates x runs x tasks of every matrix it
+#: resamples, or replicates x taus of a profile if more): it bounds the memory a batch takes,
+#: and changes none of the figures.
+_BATCH_SCORES = 1 << 16
 
 
 class _Draws:
@@ -374,7 +493,7 @@ class _Draws:
         else:
             self._rng = np.random.default_rng(seed)
 
-    def integers(self, high: int, shape: tuple[int, int]) -> NDArray[np.int64]:
+    def integers(self, high: int, shape: tuple[int, ...]) -> NDArray[np.int64]:
         if self._legacy:
             # rliable: np.random.choice(self._num_items, self._args_shape, replace=True)
             out: NDArray[np.int64] = self._state.choice(high, shape, replace=True)
@@ -392,6 +511,26 @@ class _Draws:
             tasks = self.integers(m, (1, m))
             return x[runs, tasks]
         return x[runs, np.arange(m)[None, :]]
+
+    def batch(self, arrays: Sequence[Matrix], count: int, task_bootstrap: bool) -> list[Batch]:
+        """The next ``count`` replicates of ``arrays`` (each replicate resamples each array in
+        turn), one batch per array.
+
+        Both generators draw each bounded integer from the stream's next 32-bit words whatever
+        the call (NumPy keeps the spare half of a 64-bit word in the bit generator's state), so
+        one call for the indices of many replicates draws what one call per replicate draws, in
+        the same order (tests/test_rl.py holds both generators to it). Where a replicate's
+        draws alternate between bounds (the tasks of ``task_bootstrap``, matrices of different
+        runs), they are drawn a replicate at a time."""
+        import numpy as np
+
+        n, m = arrays[0].shape
+        if task_bootstrap or any(a.shape[0] != n for a in arrays):
+            drawn = [[self.resample(a, task_bootstrap) for a in arrays] for _ in range(count)]
+            return [np.stack(replicates) for replicates in zip(*drawn, strict=True)]
+        runs = self.integers(n, (count, len(arrays), n, m))
+        tasks = np.arange(m)[None, None, :]
+        return [a[runs[:, i], tasks] for i, a in enumerate(arrays)]
 
 
 def percentile_interval(replicates: Sequence[float] | ArrayLike, level: float = 0.95) -> Interval:
@@ -416,17 +555,25 @@ def percentile_interval(replicates: Sequence[float] | ArrayLike, level: float = 
 
 def _replicates(
     arrays: Sequence[Matrix],
-    statistic: Callable[..., Sequence[float]],
+    statistic: Callable[..., ArrayLike],
     width: int,
     draws: _Draws,
     reps: int,
     task_bootstrap: bool,
-) -> NDArray[np.float64]:
+    kind: type = float,
+) -> NDArray[Any]:
+    """``statistic`` of ``reps`` replicates, ``width`` values each (of type ``kind``), a batch at
+    a time."""
     import numpy as np
 
-    results = np.zeros((reps, width))
-    for r in range(reps):
-        results[r] = statistic(*(draws.resample(a, task_bootstrap) for a in arrays))
+    # A profile's counts are held as 32-bit integers: half its floats' memory.
+    results = np.zeros((reps, width), dtype=np.float64 if kind is float else np.int32)
+    # A batch holds its scores and, for a profile, a count per tau and replicate.
+    step = max(1, _BATCH_SCORES // max(sum(a.size for a in arrays), width))
+    for start in range(0, reps, step):
+        count = min(step, reps - start)
+        batches = draws.batch(arrays, count, task_bootstrap)
+        results[start : start + count] = np.asarray(statistic(*batches)).reshape(count, width)
     return results
 
 
@@ -446,6 +593,13 @@ def _streams(sampler: Sampler, seed: int) -> Callable[[], _Draws]:
 _NO_ESTIMATE = Estimate(value=None, interval=None)
 
 
+def _fsum_aggregates(r: Batch, gamma: float) -> NDArray[np.float64]:
+    """The four aggregates of each replicate, in the fsum arithmetic of the point estimates."""
+    import numpy as np
+
+    return np.column_stack([_fsum_median(r), _fsum_iqm(r), _fsum_mean(r), _fsum_gap(r, gamma)])
+
+
 def _aggregates_of(
     x: Matrix | None,
     draws: Callable[[], _Draws],
@@ -457,12 +611,12 @@ def _aggregates_of(
 ) -> AggregateEstimates:
     if x is None:
         return AggregateEstimates(_NO_ESTIMATE, _NO_ESTIMATE, _NO_ESTIMATE, _NO_ESTIMATE)
-    values = [_fsum_median(x), _fsum_iqm(x), _fsum_mean(x), _fsum_gap(x, gamma)]
+    values = _fsum_aggregates(_batch(x), gamma)[0].tolist()
 
-    def statistic(r: Matrix) -> Sequence[float]:
+    def statistic(r: Batch) -> NDArray[np.float64]:
         if sampler == "rliable":
             return _numpy_aggregates(r, gamma)
-        return [_fsum_median(r), _fsum_iqm(r), _fsum_mean(r), _fsum_gap(r, gamma)]
+        return _fsum_aggregates(r, gamma)
 
     results = _replicates([x], statistic, 4, draws(), reps, task_bootstrap)
     found = [Estimate(v, i) for v, i in zip(values, _intervals(results, level), strict=True)]
@@ -531,12 +685,9 @@ def _improvement_of(
 ) -> Estimate:
     if pair is None:
         return _NO_ESTIMATE
-    value = _fsum_improvement(*pair)
-    one = _numpy_improvement if sampler == "rliable" else _fsum_improvement
-
-    def statistic(x: Matrix, y: Matrix) -> Sequence[float]:
-        return [one(x, y)]
-
+    x, y = pair
+    value = float(_fsum_improvement(_batch(x), _batch(y))[0])
+    statistic = _numpy_improvement if sampler == "rliable" else _fsum_improvement
     results = _replicates(pair, statistic, 1, draws(), reps, False)
     return Estimate(value, _intervals(results, level)[0])
 
@@ -587,16 +738,18 @@ def _profile_of(
 ) -> tuple[Estimate, ...]:
     if x is None:
         return tuple(_NO_ESTIMATE for _ in taus)
-    values = _profile(x, taus, distribution)
     if not taus:
         return ()
+    size = _profile_size(_batch(x), distribution)
+    values = (_profile(_batch(x), taus, distribution)[0] / size).tolist()
     one = _numpy_profile if sampler == "rliable" else _profile
 
-    def statistic(r: Matrix) -> Sequence[float]:
+    def statistic(r: Batch) -> NDArray[np.int64]:
         return one(r, taus, distribution)
 
-    results = _replicates([x], statistic, len(taus), draws(), reps, task_bootstrap)
-    return tuple(Estimate(v, i) for v, i in zip(values, _intervals(results, level), strict=True))
+    counts = _replicates([x], statistic, len(taus), draws(), reps, task_bootstrap, int)
+    intervals = [percentile_interval(counts[:, i] / size, level) for i in range(len(taus))]
+    return tuple(Estimate(v, i) for v, i in zip(values, intervals, strict=True))
 
 
 def profile_estimates(

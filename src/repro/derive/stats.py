@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from statistics import NormalDist
+from types import SimpleNamespace
 from typing import Any, Literal
 
 from repro.models import Estimand, IntervalMethod, IntervalValue
@@ -97,6 +98,11 @@ def _estimand_moments(
     return total, se, df
 
 
+#: Values one batch of a bootstrap's resamples holds at most (resamples x runs): it bounds the
+#: memory a bootstrap takes, and changes none of its figures (see :func:`_bootstrap`).
+_BATCH_VALUES = 1 << 20
+
+
 def _bootstrap(
     samples: Sequence[Sequence[float]],
     combine: Literal["sum", "mean"],
@@ -104,25 +110,48 @@ def _bootstrap(
     resamples: int,
     seed: int,
 ) -> IntervalValue:
+    """SciPy's percentile bootstrap interval of the sum (or mean) of the samples' means, each
+    sample resampled on its own, from ``numpy.random.default_rng(seed)``.
+
+    SciPy's own call holds every resample of every sample at once: resamples x all runs values,
+    and as many indices. Here the replicates are made as SciPy makes them, a batch at a time:
+    every resample of the first sample, then of the next (one Generator, which draws the same
+    integers however the draws are split), each resample's mean, and the means added sample by
+    sample as NumPy's sum over the samples adds them. SciPy then takes its percentile interval
+    of these replicates (``bootstrap_result``, with no resample more), so the interval is the
+    one SciPy's call gives (tests/test_stats.py holds it to that call), in memory that grows
+    with the resamples only."""
     import numpy as np
     from scipy import stats as sps
 
     arrays = [np.asarray(s, dtype=np.float64) for s in samples]
+    rng = np.random.default_rng(seed)
+    total: Any = None
+    for x in arrays:
+        step = max(1, _BATCH_VALUES // x.size)
+        means = np.concatenate(
+            [
+                x[rng.integers(0, x.size, size=(min(step, resamples - start), x.size))].mean(
+                    axis=-1
+                )
+                for start in range(0, resamples, step)
+            ]
+        )
+        total = means if total is None else total + means
+    replicates = total if combine == "sum" else total / len(arrays)
 
-    def statistic(*xs: Any, axis: int = -1) -> Any:
-        means = [x.mean(axis=axis) for x in xs]
-        total = np.sum(means, axis=0)
-        return total if combine == "sum" else total / len(means)
+    def statistic(*xs: Any, axis: int = -1) -> Any:  # never called: no resample is drawn
+        raise AssertionError("the replicates are given")
 
     result = sps.bootstrap(
         arrays,
         statistic,
         confidence_level=level,
-        n_resamples=resamples,
+        n_resamples=0,
         method="percentile",
         paired=False,
         vectorized=True,
-        rng=np.random.default_rng(seed),
+        bootstrap_result=SimpleNamespace(bootstrap_distribution=replicates),
     )
     low = float(result.confidence_interval.low)
     high = float(result.confidence_interval.high)

@@ -173,7 +173,10 @@ class Measure:
 
 @frozen
 class Interval:
-    """How intervals are computed: normal approximation, Student t, or a seeded bootstrap."""
+    """How intervals are computed: normal approximation, Student t, or a seeded bootstrap (of
+    each condition's mean and of the estimand: its resamples times the runs count towards the
+    limit on what re-deriving the protocol's statistics may take,
+    ``repro.protocol.work.derivation_work``)."""
 
     method: IntervalMethod
     level: float = field(default=0.95, validator=PROBABILITY)
@@ -491,7 +494,9 @@ class Contrasts:
     """The comparisons a study will claim, as one family: ``multiplicity`` is how its
     family-wise error rate is controlled: ``holm`` (Holm's step-down adjustment of the
     contrasts' p-values), or ``none``, allowed only for a family of one contrast declared
-    ``primary``."""
+    ``primary``. Each contrast, the conditions it scans and its bootstrap's resamples times
+    runs count towards the limit on what re-deriving the protocol's statistics may take
+    (``repro.protocol.work.derivation_work``)."""
 
     family: tuple[Contrast, ...] = field(validator=NON_EMPTY)
     multiplicity: Literal["holm", "none"] = "holm"
@@ -563,9 +568,12 @@ class RL:
     its interval. ``improvements``: the probabilities of improvement to estimate, each with its
     interval. ``taus``: the thresholds of each participant's performance profile, the fraction
     of ``distribution`` (every run's score, or every task's mean score) above each, with its
-    interval. At least one of the three must be asked for, and the bootstraps may read at most
-    10^9 scores in all, each replicate of each bootstrap counted as 1,000 more
-    (``repro.protocol.rl_rules.rl_work``): a section that asks more is refused."""
+    interval. At least one of the three must be asked for, and the bootstraps count towards the
+    limit on what re-deriving the protocol's statistics may take
+    (``repro.protocol.work.derivation_work``, at most 5 x 10^8 units with the protocol's other
+    bootstraps and contrasts; five algorithms on 26 tasks of 10 runs fit at 50,000 resamples
+    with every statistic, a profile of 81 taus and four improvements): a section that asks more
+    is refused."""
 
     task_factor: str = field(validator=IDENT)
     normalization: tuple[RLTaskScale, ...] = ()

@@ -184,10 +184,10 @@ def contrast_problems(p: Protocol, conditions: Sequence[Condition]) -> list[str]
         return []
     family = p.contrasts.family
     problems: list[str] = []
-    ids = [c.id for c in family]
+    first: dict[str, int] = {}
     for i, contrast in enumerate(family):
         where = f"$.contrasts.family[{i}]"
-        if ids.index(contrast.id) != i:
+        if first.setdefault(contrast.id, i) != i:
             problems.append(f"duplicate contrast id {contrast.id!r} @ {where}.id")
         problems += _contrast_problems(p, contrast, conditions, where)
         counted = len(family) if p.contrasts.multiplicity == "holm" else 1

@@ -16,24 +16,7 @@ from collections.abc import Sequence
 
 from repro.models import RL, Condition, Level, Protocol
 
-__all__ = [
-    "MAX_RL_WORK",
-    "REPLICATE_COST",
-    "rl_problems",
-    "rl_work",
-    "task_conditions",
-    "tasks_of",
-]
-
-#: The most work the bootstraps of rl-aggregates.json may ask (:func:`rl_work`, in scores read):
-#: a bound on what verify recomputes, whatever a protocol asks, of about three minutes of one
-#: core (measured: some 0.2 microseconds a score, and 200 a replicate of rliable's four
-#: aggregates beyond its scores).
-MAX_RL_WORK = 10**9
-
-#: What one replicate of one bootstrap (a participant's statistics, its profile, a pair) costs
-#: beyond its scores, counted in scores: the calls into NumPy and SciPy it makes.
-REPLICATE_COST = 1000
+__all__ = ["rl_problems", "task_conditions", "tasks_of"]
 
 #: The seeds NumPy's legacy RandomState takes, which the ``rliable`` sampler draws from.
 _LEGACY_SEEDS = 2**32
@@ -58,20 +41,6 @@ def task_conditions(
     return tuple(by_task[task] for task in tasks)
 
 
-def rl_work(p: Protocol, rl: RL) -> int:
-    """An upper bound on the bootstraps' work, in scores read: in each replicate, every
-    participant's (runs x tasks) scores once for its statistics and once for each tau of its
-    profile, and both score matrices of each improvement pair, each of these bootstraps also
-    counting :data:`REPLICATE_COST`. (The runs are the protocol's runs per condition: the
-    complete replicates are at most that.)"""
-    scores = p.runs_per_condition * len(tasks_of(p, rl))
-    per_participant = (scores + REPLICATE_COST) if rl.statistics else 0
-    per_participant += (scores * len(rl.taus) + REPLICATE_COST) if rl.taus else 0
-    per_pair = 2 * scores + REPLICATE_COST
-    per_replicate = len(p.participants) * per_participant + len(rl.improvements) * per_pair
-    return rl.bootstrap.resamples * per_replicate
-
-
 def _matrix_problems(p: Protocol, rl: RL) -> list[str]:
     """The task factor is a factor of the matrix; every other factor has one level."""
     names = [f.name for f in p.matrix]
@@ -89,14 +58,14 @@ def _matrix_problems(p: Protocol, rl: RL) -> list[str]:
 def _normalization_problems(rl: RL, tasks: Sequence[Level]) -> list[str]:
     """None, or one scale per task, each with its low below its high."""
     problems: list[str] = []
-    seen: list[Level] = []
+    levels, seen = set(tasks), set()
     for i, scale in enumerate(rl.normalization):
         where = f"$.rl.normalization[{i}]"
-        if scale.task not in tasks:
+        if scale.task not in levels:
             problems.append(f"{scale.task!r} is not a level of {rl.task_factor!r} @ {where}.task")
         elif scale.task in seen:
             problems.append(f"task {scale.task!r} scaled twice @ {where}.task")
-        seen.append(scale.task)
+        seen.add(scale.task)
         if not scale.low < scale.high:
             problems.append(f"low must be below high @ {where}")
     missing = [t for t in tasks if t not in seen]
@@ -118,15 +87,15 @@ def _estimate_problems(p: Protocol, rl: RL) -> list[str]:
     if rl.gamma != 1.0 and "optimality-gap" not in rl.statistics:
         problems.append("gamma is the optimality gap's, which is not asked for @ $.rl.gamma")
     participants = {q.id for q in p.participants}
-    pairs = [(pair.x, pair.y) for pair in rl.improvements]
-    for i, (x, y) in enumerate(pairs):
+    first: dict[tuple[str, str], int] = {}
+    for i, (x, y) in enumerate((pair.x, pair.y) for pair in rl.improvements):
         where = f"$.rl.improvements[{i}]"
         for side, who in (("x", x), ("y", y)):
             if who not in participants:
                 problems.append(f"unknown participant {who!r} @ {where}.{side}")
         if x == y:
             problems.append(f"an improvement compares two participants, not one @ {where}")
-        elif pairs.index((x, y)) != i:
+        elif first.setdefault((x, y), i) != i:
             problems.append(f"improvement of {x!r} over {y!r} asked twice @ {where}")
     for i, tau in enumerate(rl.taus):
         if not math.isfinite(tau):
@@ -148,13 +117,5 @@ def rl_problems(p: Protocol) -> list[str]:
     if rl.bootstrap.sampler == "rliable" and rl.bootstrap.seed >= _LEGACY_SEEDS:
         problems.append(
             "the rliable sampler's RandomState takes a seed below 2**32 @ $.rl.bootstrap.seed"
-        )
-    work = rl_work(p, rl)
-    if work > MAX_RL_WORK:
-        problems.append(
-            f"the bootstraps would read {work} scores (each resample: every participant's runs "
-            f"x tasks for its statistics and for each tau, both sides of each improvement, and "
-            f"{REPLICATE_COST} for each of these), over the limit of {MAX_RL_WORK} "
-            f"@ $.rl.bootstrap.resamples"
         )
     return problems

@@ -10,11 +10,12 @@ import math
 
 from repro.derive.reproduction import FAMILYWISE
 from repro.errors import BadInput
-from repro.models import CHECKPOINT_EVERY, MAX_CHECKPOINTS, Protocol
+from repro.models import CHECKPOINT_EVERY, MAX_CHECKPOINTS, Condition, Level, Protocol, Published
 from repro.plan.sealing import PARTICIPANT, conditions_of, slot_ids
 from repro.protocol.contrasts import contrast_problems
 from repro.protocol.rl_rules import rl_problems
 from repro.protocol.scoring_rules import scoring_problems
+from repro.protocol.work import MAX_DERIVATION_WORK, work_problems
 
 __all__ = ["MAX_SLOTS", "check_consistency"]
 
@@ -88,21 +89,52 @@ def _seeding_problems(p: Protocol) -> list[str]:
     return problems
 
 
-def check_consistency(p: Protocol) -> None:
+def _published_problems(p: Protocol, published: Published) -> list[str]:
+    """Each published figure names one condition of the matrix (its participant when there are
+    several), and no condition is published twice; something is published. The conditions are
+    looked up by their levels, so the check is linear in figures and conditions."""
+    problems: list[str] = []
+    by_levels: dict[tuple[frozenset[tuple[str, Level]], str], list[Condition]] = {}
+    for c in conditions_of(p):
+        by_levels.setdefault((frozenset(c.factors.items()), c.participant), []).append(c)
+    matched: set[str] = set()
+    for i, figure in enumerate(published.conditions):
+        where = f"$.published.conditions[{i}]"
+        if figure.participant is None and len(p.participants) > 1:
+            problems.append(f"participant required when there are several @ {where}")
+            continue
+        who = p.participants[0].id if figure.participant is None else figure.participant
+        hits = by_levels.get((frozenset(figure.factors.items()), who), [])
+        if len(hits) != 1:
+            problems.append(f"matches no condition of the matrix @ {where}.factors")
+        elif hits[0].id in matched:
+            problems.append(f"condition published twice @ {where}")
+        else:
+            matched.add(hits[0].id)
+    if not published.conditions and published.estimand is None:
+        problems.append("published figures declared but none given @ $.published")
+    return problems
+
+
+def check_consistency(p: Protocol, max_work: int = MAX_DERIVATION_WORK) -> None:
     """Refuse what each field allows alone but the protocol as a whole does not: a plan too
     large to seal, duplicate names, references to slots, conditions or factors that do not
-    exist, and scenarios, checks and gates that do not fit together."""
+    exist, scenarios, checks and gates that do not fit together, and derivations that would
+    take more than ``max_work`` (:func:`repro.protocol.work.derivation_work`; verify passes its
+    own limit). The rules' own scans of the conditions are part of that work: past it, the
+    contrasts' rules are not run."""
     _check_size(p)
+    over = work_problems(p, max_work)
     problems: list[str] = []
-    names = [f.name for f in p.matrix]
+    names: dict[str, int] = {}
     for i, factor in enumerate(p.matrix):
-        if names.index(factor.name) != i:
+        if names.setdefault(factor.name, i) != i:
             problems.append(f"duplicate factor name {factor.name!r} @ $.matrix[{i}].name")
         if len(set(factor.levels)) != len(factor.levels):
             problems.append(f"duplicate level in factor {factor.name!r} @ $.matrix[{i}].levels")
-    ids = [q.id for q in p.participants]
+    ids: dict[str, int] = {}
     for i, participant in enumerate(p.participants):
-        if ids.index(participant.id) != i:
+        if ids.setdefault(participant.id, i) != i:
             problems.append(f"duplicate participant id {participant.id!r} @ $.participants[{i}].id")
     problems += _seeding_problems(p)
     m = p.measure
@@ -128,30 +160,10 @@ def check_consistency(p: Protocol) -> None:
             problems.append(f"slot {exclusion.slot!r} excluded twice @ $.exclusions[{i}].slot")
         seen.add(exclusion.slot)
     if p.published is not None:
-        conditions = conditions_of(p)
-        matched: set[str] = set()
-        for i, figure in enumerate(p.published.conditions):
-            where = f"$.published.conditions[{i}]"
-            if figure.participant is None and len(p.participants) > 1:
-                problems.append(f"participant required when there are several @ {where}")
-                continue
-            hits = [
-                c
-                for c in conditions
-                if c.factors == figure.factors
-                and (figure.participant is None or figure.participant == c.participant)
-            ]
-            if len(hits) != 1:
-                problems.append(f"matches no condition of the matrix @ {where}.factors")
-            elif hits[0].id in matched:
-                problems.append(f"condition published twice @ {where}")
-            else:
-                matched.add(hits[0].id)
-        if not p.published.conditions and p.published.estimand is None:
-            problems.append("published figures declared but none given @ $.published")
+        problems += _published_problems(p, p.published)
     problems += scoring_problems(p)
-    if p.contrasts is not None:
+    if p.contrasts is not None and not over:
         problems += contrast_problems(p, conditions_of(p))
-    problems += rl_problems(p)
+    problems += rl_problems(p) + over
     if problems:
         raise BadInput("protocol: " + "; ".join(problems))

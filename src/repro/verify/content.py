@@ -54,8 +54,9 @@ from repro.models import (
 )
 from repro.plan.streams import checkpoint_slots, checkpoint_spacing, generator_state
 from repro.protocol.rules import check_consistency
+from repro.protocol.work import work_over
 from repro.verify.findings import MAX_DIFFS, Finding, Findings, Location
-from repro.verify.limits import Limits
+from repro.verify.limits import Limits, raise_hint
 from repro.verify.parallel import Jobs
 from repro.verify.reader import BundleReader
 from repro.verify.walk import Source as FileSource
@@ -734,14 +735,14 @@ class _Resealing:
     only while each partition is the one read (:func:`_reseal` makes the rest, and all of them
     again, naming the differences, when one differs or the making raised)."""
 
-    def __init__(self, protocol: Protocol) -> None:
+    def __init__(self, protocol: Protocol, max_work: int) -> None:
         self._per = protocol.runs_per_condition
         self.refs: list[PartitionRef] = []
         self._made: Iterator[Partition] = iter(())
         self._entries = self._read = 0
         self.usable = True
         try:
-            check_consistency(protocol)
+            check_consistency(protocol, max_work)
             self._made = plan.partitions(protocol)
         except Exception:  # named, or raised again, where the verifier checks it
             self.usable = False
@@ -1022,10 +1023,12 @@ def _read_partitions(
             yield name, _seen_of(read, [name])
 
     count = len(seal.partitions)
-    every: Iterator[_PartitionTask | tuple[str, dict[str, Any]]] = itertools.chain(
-        tasks(), mentions()
-    )
-    results = jobs.ordered(_partition_or_mentions, context, every)
+    # Here, a job is no round trip, and each partition's is given the budget the partitions
+    # before it left.
+    most = _CHUNK_TASKS if jobs.processes else 1
+    every = itertools.chain(_chunks(tasks(), most), _chunks(mentions(), most))
+    chunked = jobs.ordered(_partition_or_mentions, context, every)
+    results = itertools.chain.from_iterable(chunked)
     try:
         kept = _merge_partitions(read, itertools.islice(results, count), checks, crate, resealing)
         _not_in_seal(read, seal, stream)
@@ -1033,18 +1036,46 @@ def _read_partitions(
             names = [layout.times_file(ref.id) for ref in seal.partitions]
             crate.finish(read, zip(names, cast(Iterator[_Mentioned], results), strict=True))
     finally:
-        results.close()
+        chunked.close()
     return kept
 
 
+#: Partitions (or times files) one job takes at most, and the bytes of their files past which it
+#: takes no more: a job is a round trip to a worker, which many small partitions would each
+#: pay, and a seal that names thousands of missing ones made verify's time a round trip each.
+_CHUNK_TASKS = 64
+_CHUNK_BYTES = 1 << 20
+
+_Task = _PartitionTask | tuple[str, dict[str, Any]]
+
+
+def _chunks(tasks: Iterable[_Task], most: int) -> Iterator[list[_Task]]:
+    """``tasks`` in consecutive groups, each of at most ``most`` tasks, ended by the first task
+    that brings the bytes their first reads found to :data:`_CHUNK_BYTES`."""
+    chunk: list[_Task] = []
+    size = 0
+    for task in tasks:
+        chunk.append(task)
+        seen = task.seen if isinstance(task, _PartitionTask) else task[1]
+        size += sum(s.size for s in seen.values() if s is not None)
+        if len(chunk) == most or size >= _CHUNK_BYTES:
+            yield chunk
+            chunk, size = [], 0
+    if chunk:
+        yield chunk
+
+
 def _partition_or_mentions(
-    context: _PartitionContext, task: _PartitionTask | tuple[str, dict[str, Any]]
-) -> _PartitionDone | _Mentioned:
-    """A job (:mod:`repro.verify.parallel`): a partition's (:func:`_partition_job`), or the
-    mentions of a times file (:func:`_mentions`)."""
-    if isinstance(task, _PartitionTask):
-        return _partition_job(context, task)
-    return _mentions((context.source, context.limits), task)
+    context: _PartitionContext, chunk: list[_Task]
+) -> list[_PartitionDone | _Mentioned]:
+    """A job (:mod:`repro.verify.parallel`): for each task of ``chunk``, a partition's
+    (:func:`_partition_job`), or the mentions of a times file (:func:`_mentions`)."""
+    return [
+        _partition_job(context, task)
+        if isinstance(task, _PartitionTask)
+        else _mentions((context.source, context.limits), task)
+        for task in chunk
+    ]
 
 
 def _merge_partitions(
@@ -1091,9 +1122,10 @@ def _not_in_seal(read: BundleReader, seal: Seal, stream: bool) -> None:
             )
 
 
-def _plan_problem(protocol: Protocol, kept: list[_PartitionRuns]) -> Finding | None:
-    """A protocol that plans more slots than the sealed partitions hold, or breaks the
-    protocol's consistency rules: then nothing is re-derived."""
+def _plan_problem(protocol: Protocol, kept: list[_PartitionRuns], max_work: int) -> Finding | None:
+    """A protocol that plans more slots than the sealed partitions hold, asks more work of the
+    derivations than ``max_work``, or breaks the protocol's consistency rules: then nothing is
+    re-derived."""
     planned = (
         math.prod(len(f.levels) for f in protocol.matrix)
         * len(protocol.participants)
@@ -1109,8 +1141,11 @@ def _plan_problem(protocol: Protocol, kept: list[_PartitionRuns]) -> Finding | N
             f"{entries} slots",
             f"{planned} slots",
         )
+    over = _work_over(protocol, max_work)
+    if over is not None:
+        return over
     try:
-        check_consistency(protocol)
+        check_consistency(protocol, max_work)
     except BadInput as exc:
         return Finding(
             "protocol-inconsistent",
@@ -1207,6 +1242,25 @@ def _report_version(read: BundleReader, report: bytes | None) -> int | None:
     return version
 
 
+def _work_over(protocol: Protocol, limit: int) -> Finding | None:
+    """The finding for a protocol whose derivations would take more than ``limit``
+    (:func:`repro.protocol.work.work_over`, the bound the study's rules apply), naming the part
+    that asks the most; None within it."""
+    over = work_over(protocol, limit)
+    if over is None:
+        return None
+    total, largest = over
+    return Finding(
+        "derivation-work-limit",
+        layout.PROTOCOL,
+        "re-deriving the protocol's statistics would take more work than the limit "
+        f"max_derivation_work (the most @ $.protocol{largest[1:]}): not re-derived; "
+        + raise_hint("max_derivation_work"),
+        f"<= {limit}",
+        str(total),
+    )
+
+
 def _resamples_over(protocol: Protocol, limit: int) -> list[Finding]:
     """Each bootstrap the protocol asks for (its intervals', its contrasts', that of rliable's
     aggregates) past ``limit`` resamples: then nothing is re-derived."""
@@ -1267,11 +1321,11 @@ def check_content(read: BundleReader, limits: Limits, jobs: Jobs | None = None) 
         protocol,
         ledger.adapter if ledger is not None else None,
     )
-    resealing = _Resealing(protocol)
+    resealing = _Resealing(protocol, limits.max_derivation_work)
     kept = _read_partitions(read, stored, fp, seal, checks, jobs or Jobs(1, False), resealing)
     if kept is None or ledger is None:
         return stored
-    problem = _plan_problem(protocol, kept)
+    problem = _plan_problem(protocol, kept, limits.max_derivation_work)
     if problem is not None:
         read.findings.append(problem)
         return stored

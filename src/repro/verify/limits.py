@@ -3,11 +3,18 @@ that no tree can make it consume unbounded memory, time or file descriptors."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
+import attrs
 from attrs import field, frozen
 from attrs.validators import ge
 
+from repro.errors import BadInput
 from repro.json import canonical
+from repro.protocol.work import MAX_DERIVATION_WORK
 from repro.verify.findings import MAX_DIFFS
+
+__all__ = ["MAX_FILE_BYTES", "Limits", "limit_names", "raise_hint", "with_limits"]
 
 MAX_FILE_BYTES = 1 << 30
 
@@ -35,6 +42,11 @@ class Limits:
     #: or of rliable's aggregates (``rl.bootstrap``); a protocol asking for more is named and
     #: its aggregates are not re-derived.
     max_resamples: int = field(default=100_000, validator=ge(1))
+    #: Work the protocol may ask of the derivations verify runs again, all its bootstraps and
+    #: contrasts together (:func:`repro.protocol.work.derivation_work`): past it, named and
+    #: nothing is re-derived. The default is the bound a study's rules refuse a protocol past,
+    #: so only a bundle of an earlier repro, or a forged one, can ask more.
+    max_derivation_work: int = field(default=MAX_DERIVATION_WORK, validator=ge(0))
     #: Bytes of a file verify holds whole to parse it: a tag file, or a payload file whose size
     #: does not grow with the runs (protocol, ledger, aggregates, tiers, ...). A larger one is
     #: named and not parsed (its digest is still checked).
@@ -63,3 +75,36 @@ class Limits:
     #: Bytes of a zip's index (its central directory, some 80 bytes a member of a bundle), which
     #: is read whole to list the members; a larger one is named and nothing is read.
     max_archive_index_bytes: int = field(default=32 << 20, validator=ge(1))
+    #: Bytes the members of a packed bundle declare in all per byte of the archive file: what
+    #: verify inflates, hashes and scans for each byte it is given. A bundle's files deflate
+    #: some 10 to 30 to 1 together; past it the listing stops and nothing is read.
+    max_archive_ratio: int = field(default=50, validator=ge(1))
+
+
+def limit_names() -> list[str]:
+    """The names of the limits, as ``--limit`` and :class:`Limits` take them."""
+    return [a.name for a in attrs.fields(Limits)]
+
+
+def raise_hint(name: str) -> str:
+    """How a user who knows the bundle is this large lets verify go past the limit ``name``."""
+    return f"to verify it anyway, raise the limit (repro verify --limit {name}=N)"
+
+
+def with_limits(limits: Limits, settings: Iterable[str]) -> Limits:
+    """``limits`` with each ``NAME=VALUE`` of ``settings`` (``--limit``) set: a known name and
+    a whole number it allows, else :class:`BadInput` naming the setting."""
+    changes: dict[str, int] = {}
+    names = limit_names()
+    for setting in settings:
+        name, _, text = setting.partition("=")
+        if name not in names:
+            raise BadInput(f"--limit {setting!r}: not a limit; the limits are {', '.join(names)}")
+        try:
+            changes[name] = int(text)
+        except ValueError:
+            raise BadInput(f"--limit {setting!r}: {text!r} is not a whole number") from None
+    try:
+        return attrs.evolve(limits, **changes)
+    except ValueError as exc:
+        raise BadInput(f"--limit: {exc}") from None

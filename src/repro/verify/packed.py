@@ -57,7 +57,7 @@ from repro.verify.archive import (
     unreadable,
 )
 from repro.verify.findings import Finding, Findings
-from repro.verify.limits import Limits
+from repro.verify.limits import Limits, raise_hint
 from repro.verify.walk import Listing, bytes_limit, os_reason, unsafe_path
 
 __all__ = ["ArchiveSource", "is_packed", "scan_archive"]
@@ -169,9 +169,11 @@ def _fold(name: str) -> str:
 class _Members:
     """One listing of an archive: what it has seen so far, and the findings it makes."""
 
-    def __init__(self, limits: Limits, findings: Findings) -> None:
+    def __init__(self, limits: Limits, findings: Findings, stored: int) -> None:
         self.limits = limits
         self.findings = findings
+        #: Bytes of the archive file: what the members' declared bytes are bounded by.
+        self.stored = stored
         self.top: str | None = None
         self.count = 0
         self.total = 0
@@ -309,6 +311,20 @@ class _Members:
         if self.total > self.limits.max_total_bytes:
             self.findings.append(bytes_limit(self.total, self.limits))
             return False
+        ratio = self.limits.max_archive_ratio
+        if self.total > ratio * self.stored:
+            self.findings.append(
+                Finding(
+                    "archive-total-ratio-limit",
+                    ".",
+                    "members declare more bytes per byte of the archive than the limit "
+                    "max_archive_ratio: verify stopped scanning; "
+                    + raise_hint("max_archive_ratio"),
+                    f"<= {ratio} to 1",
+                    f"{self.total} bytes or more from {self.stored}",
+                )
+            )
+            return False
         return True
 
     def empty_directories(self) -> None:
@@ -335,7 +351,7 @@ def scan_archive(
     Raises :class:`BadInput` for a file that is not a zip or tar archive."""
     archive = _open(path)
     # The members' findings wait until the archive is known to read one way only.
-    listed = _Members(limits, Findings(findings.cap))
+    listed = _Members(limits, Findings(findings.cap), archive.size)
     try:
         complete = all(listed.add(member) for member in _members(archive, limits))
         if complete:

@@ -49,6 +49,10 @@ R = TypeVar("R")
 #: unpickles a context once, and keeps only the latest.
 _CONTEXTS: dict[int, Any] = {}
 
+#: In a worker: what every worker waits at once it has taken a context (:func:`_install`), so
+#: that each takes exactly one of the tasks that hand one over.
+_INSTALLED: Any = None
+
 
 def available_cores() -> int:
     """The cores this process may run on."""
@@ -74,13 +78,23 @@ def requested_jobs(jobs: int | None) -> int | None:
     return jobs
 
 
-def _run(job: Callable[[Any, T], R], token: int, context: bytes, task: T) -> R:
-    """A job in a worker, with its context unpickled on first use."""
-    found = _CONTEXTS.get(token)
-    if found is None:
-        _CONTEXTS.clear()
-        found = _CONTEXTS[token] = pickle.loads(context)
-    return job(found, task)
+def _start_worker(installed: Any) -> None:
+    """A worker's start: the barrier it waits at after taking a context."""
+    global _INSTALLED
+    _INSTALLED = installed
+
+
+def _install(token: int, context: bytes) -> None:
+    """A worker takes the context of the jobs to come, then waits for every other worker to
+    have taken it: a worker that waits takes no other task, so each takes one such task."""
+    _CONTEXTS.clear()
+    _CONTEXTS[token] = pickle.loads(context)
+    _INSTALLED.wait()
+
+
+def _run(job: Callable[[Any, T], R], token: int, task: T) -> R:
+    """A job in a worker, with the context installed for it."""
+    return job(_CONTEXTS[token], task)
 
 
 class Jobs:
@@ -112,8 +126,13 @@ class Jobs:
             # them.
             gc.freeze()
             try:
+                forked = multiprocessing.get_context("fork")
+                # A pool of forked workers starts every worker at once, each with the barrier.
                 self._pool = ProcessPoolExecutor(
-                    max_workers=self.count, mp_context=multiprocessing.get_context("fork")
+                    max_workers=self.count,
+                    mp_context=forked,
+                    initializer=_start_worker,
+                    initargs=(forked.Barrier(self.count),),
                 )
                 self._pool.submit(int).result()  # the workers start with the first task
             finally:
@@ -121,12 +140,18 @@ class Jobs:
         return self._pool
 
     def _submitter(self, job: Callable[[Any, T], R], context: Any) -> Callable[[T], Future[R]]:
-        """A function that gives one task to the workers, to run ``job`` with ``context``
-        (pickled once, here; each worker unpickles it once, by its token: :func:`_run`)."""
+        """A function that gives one task to the workers, to run ``job`` with ``context``.
+
+        The context is pickled once, here, and handed to each worker once, before the tasks
+        (:func:`_install`), never with each task: a context grows with the bundle (the crate's
+        list of files grows with the partitions), and sent with every partition's task it made
+        verify's time grow with their square."""
         pool = self._executor()
         self._token += 1
         token, blob = self._token, pickle.dumps(context, protocol=pickle.HIGHEST_PROTOCOL)
-        return lambda task: pool.submit(_run, job, token, blob, task)
+        for installed in [pool.submit(_install, token, blob) for _ in range(self.count)]:
+            installed.result()
+        return lambda task: pool.submit(_run, job, token, task)
 
     def ordered(
         self, job: Callable[[Any, T], R], context: Any, tasks: Iterable[T]
