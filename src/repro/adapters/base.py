@@ -397,13 +397,25 @@ def _find_module(module_name: str, root: Path | None) -> _Found:
             if locations is None:
                 raise ModuleNotFoundError(f"No module named {module_name!r}: {name} is no package")
             search = list(locations)
-    leaf = specs[-1]
-    if leaf.origin is None or not leaf.has_location:
+    file = _file_of(specs[-1], sys.modules.get(module_name))
+    if file is None:
         raise BadInput(f"module {module_name!r} has no source file to pin")
-    file = Path(leaf.origin)
     if in_root is not None and root is not None and not file.resolve().is_relative_to(root):
         raise BadInput(f"module {module_name!r} lies outside {root} ({file.resolve()})")
     return _Found(tuple(specs), file, file.read_bytes())
+
+
+def _file_of(spec: importlib.machinery.ModuleSpec, loaded: Any) -> Path | None:
+    """The file a module's pin is made of: a loaded module's ``__file__`` (as
+    :func:`module_file_source` reads it), else the file its spec loads it from, or for a frozen
+    module of the standard library the source file it was frozen from."""
+    if loaded is not None:
+        file = getattr(loaded, "__file__", None)
+        return None if file is None else Path(file)
+    if spec.origin is not None and spec.has_location:
+        return Path(spec.origin)
+    frozen_from = getattr(spec.loader_state, "filename", None)
+    return None if frozen_from is None else Path(frozen_from)
 
 
 def _run_module(found: _Found, root: Path | None) -> Any:
@@ -421,7 +433,7 @@ def _run_module(found: _Found, root: Path | None) -> Any:
                 module = importlib.util.module_from_spec(spec)
                 sys.modules[spec.name] = module
                 try:
-                    if spec is found.specs[-1] and found.file.suffix == ".py":
+                    if spec is found.specs[-1] and spec.has_location and found.file.suffix == ".py":
                         code = compile(found.data, str(found.file), "exec", dont_inherit=True)
                         exec(code, module.__dict__)
                     elif spec.loader is not None:
