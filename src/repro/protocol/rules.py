@@ -6,8 +6,6 @@ bundle's protocol."""
 
 from __future__ import annotations
 
-import math
-
 from repro.derive.reproduction import FAMILYWISE
 from repro.errors import BadInput
 from repro.models import CHECKPOINT_EVERY, MAX_CHECKPOINTS, Condition, Level, Protocol, Published
@@ -15,7 +13,7 @@ from repro.plan.sealing import PARTICIPANT, conditions_of, slot_ids
 from repro.protocol.contrasts import contrast_problems
 from repro.protocol.rl_rules import rl_problems
 from repro.protocol.scoring_rules import scoring_problems
-from repro.protocol.work import MAX_DERIVATION_WORK, work_problems
+from repro.protocol.work import MAX_DERIVATION_WORK, planned_conditions, work_problems
 
 __all__ = ["MAX_SLOTS", "check_consistency"]
 
@@ -25,7 +23,7 @@ MAX_SLOTS = 1_000_000
 
 
 def _check_size(p: Protocol) -> None:
-    conditions = math.prod(len(f.levels) for f in p.matrix) * len(p.participants)
+    conditions = planned_conditions(p)
     if conditions > MAX_SLOTS:
         raise BadInput(
             f"protocol: {conditions} conditions (matrix cells x participants) are over the "

@@ -20,7 +20,13 @@ from repro.derive.rl import PAIRS_COMPARED
 from repro.models import RL, Contrast, Group, Protocol
 from repro.protocol.rl_rules import tasks_of
 
-__all__ = ["MAX_DERIVATION_WORK", "derivation_work", "work_over", "work_problems"]
+__all__ = [
+    "MAX_DERIVATION_WORK",
+    "derivation_work",
+    "planned_conditions",
+    "work_over",
+    "work_problems",
+]
 
 #: The most work a protocol may ask of its derivations (:func:`derivation_work`): about twelve
 #: seconds of re-derivation by verify on one core, measured on a 2-core machine. rliable's
@@ -53,8 +59,9 @@ def _scipy_bootstrap(resamples: int, values: int, samples: int = 1) -> int:
     return _SCIPY_CALL + resamples * (values + _SCIPY_RESAMPLE * samples) * 2 // 3
 
 
-def _conditions(p: Protocol) -> int:
-    """The conditions of the plan: matrix cells x participants."""
+def planned_conditions(p: Protocol) -> int:
+    """The conditions of the plan, counted without making them: matrix cells x participants
+    (one sealed partition each)."""
     return math.prod(len(f.levels) for f in p.matrix) * len(p.participants)
 
 
@@ -76,7 +83,7 @@ def _interval_work(p: Protocol) -> int:
     """A bootstrap interval of every condition's mean, and of the estimand over them all."""
     if p.interval.method != "bootstrap":
         return 0
-    conditions = _conditions(p)
+    conditions = planned_conditions(p)
     runs, resamples = p.runs_per_condition, p.interval.resamples
     each = _scipy_bootstrap(resamples, runs)
     return conditions * each + _scipy_bootstrap(resamples, conditions * runs, conditions)
@@ -123,7 +130,7 @@ def derivation_work(p: Protocol) -> dict[str, int]:
     freeze, and by ``max_derivation_work`` in verify."""
     work = {"$.interval.resamples": _interval_work(p)}
     if p.contrasts is not None:
-        conditions = _conditions(p)
+        conditions = planned_conditions(p)
         for i, contrast in enumerate(p.contrasts.family):
             compared = _selected(p, contrast.a) + _selected(p, contrast.b)
             work[f"$.contrasts.family[{i}]"] = _contrast_work(p, contrast, conditions, compared)

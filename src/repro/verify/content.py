@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import hashlib
 import itertools
-import math
 import pickle
 import zlib
 from collections.abc import Iterable, Iterator, Mapping
@@ -54,7 +53,7 @@ from repro.models import (
 )
 from repro.plan.streams import checkpoint_slots, checkpoint_spacing, generator_state
 from repro.protocol.rules import check_consistency
-from repro.protocol.work import work_over
+from repro.protocol.work import planned_conditions, work_over
 from repro.verify.findings import MAX_DIFFS, Finding, Findings, Location
 from repro.verify.limits import Limits, raise_hint
 from repro.verify.parallel import Jobs
@@ -894,6 +893,25 @@ def _check_digests(fp: FrozenProtocol, seal: Seal, findings: list[Finding]) -> N
         )
 
 
+def _seal_partitions_problem(protocol: Protocol, seal: Seal, read: BundleReader) -> Finding | None:
+    """A seal that names more partitions than the protocol plans conditions (one partition
+    each), or than the bundle holds files (each partition has its own): then no partition is
+    read, since reading them would cost per partition what the seal declares, not what the
+    bundle holds."""
+    most = min(planned_conditions(protocol), len(read.files))
+    count = len(seal.partitions)
+    if count <= most:
+        return None
+    return Finding(
+        "seal-partitions",
+        layout.SEAL,
+        "the seal names more partitions than the protocol plans conditions or the bundle "
+        "holds files: no partition read",
+        f"<= {most} partitions",
+        f"{count} partitions",
+    )
+
+
 def _pin_findings(protocol: Protocol, ledger: Ledger) -> list[Finding]:
     """Each pin of the protocol that the ledger's sources do not record
     (:func:`repro.derive.pins.ledger_problems`, the rule the adapter's freeze applied); none
@@ -1126,11 +1144,7 @@ def _plan_problem(protocol: Protocol, kept: list[_PartitionRuns], max_work: int)
     """A protocol that plans more slots than the sealed partitions hold, asks more work of the
     derivations than ``max_work``, or breaks the protocol's consistency rules: then nothing is
     re-derived."""
-    planned = (
-        math.prod(len(f.levels) for f in protocol.matrix)
-        * len(protocol.participants)
-        * protocol.runs_per_condition
-    )
+    planned = planned_conditions(protocol) * protocol.runs_per_condition
     entries = sum(k.entries for k in kept)
     if planned > entries:
         # Expanding the plan costs as much as the slots it has; bound that by what was read.
@@ -1312,6 +1326,10 @@ def check_content(read: BundleReader, limits: Limits, jobs: Jobs | None = None) 
         return stored
     _check_digests(fp, seal, read.findings)
     protocol = fp.protocol
+    too_many = _seal_partitions_problem(protocol, seal, read)
+    if too_many is not None:
+        read.findings.append(too_many)
+        return stored
     if ledger is not None:
         read.findings.extend(_pin_findings(protocol, ledger))
         read.findings.extend(_fact_findings(protocol, seal, ledger))

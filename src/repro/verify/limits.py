@@ -48,9 +48,13 @@ class Limits:
     #: so only a bundle of an earlier repro, or a forged one, can ask more.
     max_derivation_work: int = field(default=MAX_DERIVATION_WORK, validator=ge(0))
     #: Bytes of a file verify holds whole to parse it: a tag file, or a payload file whose size
-    #: does not grow with the runs (protocol, ledger, aggregates, tiers, ...). A larger one is
-    #: named and not parsed (its digest is still checked).
-    max_held_file_bytes: int = field(default=256 << 20, validator=ge(1))
+    #: does not grow with the runs (protocol, seal, ledger, aggregates, tiers, ...). A larger
+    #: one is named and not parsed (its digest is still checked). Those files grow with the
+    #: conditions, some hundreds of bytes each, and a bundle within ``max_files`` holds at most
+    #: a third as many partitions (a plan, a runs and a times file each): a few MB. Parsing
+    #: many small values costs far more than reading bytes (a 33 MB seal: 2.7 s), so the limit
+    #: keeps a file's parse within seconds.
+    max_held_file_bytes: int = field(default=32 << 20, validator=ge(1))
     #: Bytes of one line of a JSON Lines file (a run record, an attempt's times). A run record
     #: of the most step rewards and the largest outcome a study keeps is well under it. A longer
     #: line is named and skipped without being held.
