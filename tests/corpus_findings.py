@@ -10,7 +10,10 @@ problems came to name the runs file their record is in rather than the file an a
 prefix names (four findings of two cases changed file: foreign-attempt-id,
 slot-of-other-partition), and when the schemas came to carry the models' patterns (four
 cases, 263, 342, 551 and 713, whose malformed digest the schema now names before the model
-does, at the same JSON path; nothing else changed): every case of the corpus, and
+does, at the same JSON path; nothing else changed), and when verify came to check the ledger's
+facts against the protocol (one case, 695, whose byte flip renames a participant in
+protocol.json: its condition's contract in the ledger now also contradicts the protocol, two
+``ledger-facts`` findings more; nothing else changed): every case of the corpus, and
 the cases below, which put run records where the streaming reader
 must fall back to reading the whole plan at once (a record in another partition's file, an
 attempt ID that is not its slot's, a re-sealed partition) or must cut lines as before (a lone
