@@ -31,6 +31,8 @@ from repro.errors import BadInput
 from repro.json.serde import structure, to_bytes
 from repro.models import Contrast, ContrastIntervalSpec, Group, Protocol
 from repro.protocol.rules import check_consistency
+from repro.stats.figures import same_figure
+from repro.stats.resampling import percentile_ends
 from repro.verify import open_verified, verify
 
 #: CartPole and MountainCar x random and push-left: random beats push-left on CartPole, and
@@ -667,6 +669,17 @@ def _counted_p(replicates: list[float], null: float, two_sided: bool) -> float:
 _VALUES = st.floats(-1e3, 1e3, allow_nan=False)
 
 
+def _same_ends(d: Any, reference: Any, level: float) -> None:
+    """``d``'s interval is the linear percentiles of exactly SciPy's replicates, within the
+    numeric policy's tolerance of SciPy's own ends; its standard error is SciPy's."""
+    assert d.interval is not None
+    ends = (d.interval.low, d.interval.high)
+    assert ends == percentile_ends(reference.bootstrap_distribution, level)
+    assert same_figure(float(reference.confidence_interval.low), d.interval.low)
+    assert same_figure(float(reference.confidence_interval.high), d.interval.high)
+    assert d.se == float(reference.standard_error)
+
+
 class TestBootstrap:
     """A contrast's seeded bootstrap interval: SciPy's, with the p-value its rule states."""
 
@@ -680,10 +693,11 @@ class TestBootstrap:
     def test_paired_is_scipys_bootstrap_of_the_differences(
         self, differences: list[float], seed: int, direction: str, level: float
     ) -> None:
-        """The paired bootstrap's interval and standard error are exactly
-        scipy.stats.bootstrap's percentile interval of the mean of the same differences with
-        the same seed, its estimate is their fsum mean, and its p-value is the rule counted on
-        SciPy's replicates."""
+        """The paired bootstrap draws exactly scipy.stats.bootstrap's replicates of the mean of
+        the same differences with the same seed (repro's own draws): its interval is their
+        linear percentiles, to the float, within the numeric policy's tolerance of SciPy's own
+        ends; its standard error is SciPy's; its estimate is their fsum mean, and its p-value
+        is the rule counted on SciPy's replicates."""
         import math
 
         margin = 2.0 if direction == "non-inferiority" else 0.0
@@ -692,9 +706,7 @@ class TestBootstrap:
         reference = _scipy_bootstrap([differences], 1999, seed, level)
         assert d.interval is not None
         assert (d.interval.method, d.interval.level) == ("percentile-bootstrap", level)
-        assert d.interval.low == float(reference.confidence_interval.low)
-        assert d.interval.high == float(reference.confidence_interval.high)
-        assert d.se == float(reference.standard_error)
+        _same_ends(d, reference, level)
         assert d.estimate == math.fsum(differences) / len(differences)
         replicates = [float(x) for x in reference.bootstrap_distribution]
         assert d.p_value == _counted_p(replicates, -margin, direction == "two-sided")
@@ -710,18 +722,15 @@ class TestBootstrap:
     def test_unpaired_is_scipys_bootstrap_of_each_group(
         self, a: list[float], b: list[float], seed: int, better: str
     ) -> None:
-        """The unpaired bootstrap resamples each group on its own: its interval and standard
-        error are exactly scipy.stats.bootstrap's of the difference of the means of the signed
-        groups (negated where lower is better) with the same seed, and its estimate is Welch's
-        t's, bit for bit."""
+        """The unpaired bootstrap resamples each group on its own: its replicates are exactly
+        scipy.stats.bootstrap's of the difference of the means of the signed groups (negated
+        where lower is better) with the same seed, its interval and standard error as in the
+        paired case, and its estimate is Welch's t's, bit for bit."""
         contrast = _bootstrap(999, seed, direction="two-sided", pairing="unpaired", better=better)
         d = unpaired_bootstrap(contrast, a, b)
         sign = 1.0 if better == "higher" else -1.0
         reference = _scipy_bootstrap([[sign * x for x in a], [sign * x for x in b]], 999, seed)
-        assert d.interval is not None
-        assert d.interval.low == float(reference.confidence_interval.low)
-        assert d.interval.high == float(reference.confidence_interval.high)
-        assert d.se == float(reference.standard_error)
+        _same_ends(d, reference, 0.95)
         replicates = [float(x) for x in reference.bootstrap_distribution]
         assert d.p_value == _counted_p(replicates, 0.0, True)
         t = welch_t(_contrast(direction="two-sided", pairing="unpaired", better=better), a, b)
@@ -730,19 +739,15 @@ class TestBootstrap:
 
     def test_batches_change_nothing(self) -> None:
         """A sample large enough that the resamples are drawn in two batches (6000 values:
-        699 resamples a batch, memory bounded) gives exactly SciPy's unbatched bootstrap."""
+        699 resamples a batch, memory bounded) gives exactly SciPy's unbatched bootstrap's
+        replicates."""
         import random as stdlib_random
 
         rnd = stdlib_random.Random(5)
         differences = [rnd.gauss(1.0, 3.0) for _ in range(6000)]
         d = paired_bootstrap(_bootstrap(999, 42), differences)
         reference = _scipy_bootstrap([differences], 999, 42)
-        assert d.interval is not None
-        assert (d.interval.low, d.interval.high, d.se) == (
-            float(reference.confidence_interval.low),
-            float(reference.confidence_interval.high),
-            float(reference.standard_error),
-        )
+        _same_ends(d, reference, 0.95)
 
     @pytest.mark.parametrize(
         ("replicates", "fields", "expected"),

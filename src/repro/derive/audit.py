@@ -11,13 +11,13 @@ import math
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any, TypeGuard
 
-import numpy as np
 from attrs import frozen
 
 from repro.json import canonical
 from repro.models import Partition, Protocol
 from repro.plan.sealing import slot_ids
 from repro.plan.streams import segment
+from repro.stats.draws import Stream
 
 __all__ = [
     "AUDIT",
@@ -50,14 +50,15 @@ BOUND_TOLERANCE = 1e-12
 
 def audit_sample(bundle_sha256: str, population: Sequence[str], n: int) -> list[str]:
     """``n`` slots of ``population`` (the slots that ran, in sealed order), chosen uniformly
-    without replacement by NumPy's PCG64 generator seeded with the bundle's sha256 read as an
-    integer, returned in sealed order: the same for everyone, and unknown to the author until
-    the bundle is final. All of them when ``n`` is at least the population's size."""
+    without replacement from PCG64's stream seeded with the bundle's sha256 read as an integer
+    (:meth:`repro.stats.draws.Stream.choice`, which draws as NumPy's ``Generator.choice`` did,
+    whatever NumPy verifies it), returned in sealed order: the same for everyone, and unknown to
+    the author until the bundle is final. All of them when ``n`` is at least the population's
+    size."""
     if n >= len(population):
         return list(population)
-    rng = np.random.Generator(np.random.PCG64(int(bundle_sha256, 16)))
-    chosen = rng.choice(len(population), size=n, replace=False)
-    return [population[i] for i in sorted(int(i) for i in chosen)]
+    chosen = Stream(int(bundle_sha256, 16)).choice(len(population), n)
+    return [population[i] for i in sorted(chosen)]
 
 
 def excluded_fraction(n: int, level: float = AUDIT_LEVEL) -> float:

@@ -39,13 +39,11 @@ The rules, in order:
    the replicates agrees with the percentile interval's ends, which are plain quantiles of the
    same replicates (BCa's ends are other, bias-corrected quantiles that the count would not
    match); and it stays defined when every replicate is equal, where BCa's is NaN. The
-   bootstrap's figures are bit-exact where the sample, the seed, NumPy (PCG64's stream,
-   ``Generator.integers``, each resample's mean) and SciPy (``bootstrap``'s resampling, its
-   quantiles) are the same. NumPy keeps PCG64's raw stream across versions but not the
-   streams of ``Generator`` methods (NEP 19), and SciPy does not promise ``bootstrap``'s
-   draws: a bundle re-derives byte for byte under the NumPy and SciPy that made it
-   (environment.json names their versions), and under others a bootstrap's interval,
-   standard error and p-value may move, which verify names as re-derived values that differ.
+   resamples are drawn and the ends taken by repro's own algorithms from PCG64's raw stream
+   (:mod:`repro.stats`): the draws ``scipy.stats.bootstrap`` made through
+   ``Generator.integers`` when repro adopted it, and NumPy's ``linear`` percentiles, which
+   NumPy and SciPy may change but repro does not; a re-derivation under another NumPy or SciPy
+   differs at most in the last bits of NumPy's means, within verify's tolerance.
 4. **Multiplicity** (:func:`holm`): Holm's step-down adjustment over the family's p-values, or
    none (a family of one primary contrast).
 5. **The verdict** (:func:`verdict`): ``holds`` when the adjusted p-value is below
@@ -59,10 +57,10 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from attrs import frozen
+from attrs import evolve, frozen
 
 from repro.derive import inference
 from repro.derive.tally import ConditionTally, RunTally
@@ -86,6 +84,7 @@ __all__ = [
     "bootstrap_p_value",
     "contrasts",
     "holm",
+    "judged",
     "measure_values",
     "null_boundary",
     "outcome_name",
@@ -230,7 +229,7 @@ def _difference_of_means(a: Any, b: Any, axis: int = -1) -> Any:
     return np.mean(a, axis=axis) - np.mean(b, axis=axis)
 
 
-def bootstrap_p_value(contrast: Contrast, replicates: Sequence[float]) -> float:
+def bootstrap_p_value(contrast: Contrast, replicates: Iterable[float]) -> float:
     """The bootstrap p-value of the null boundary from the resampled differences (rule 3):
     ``(1 + k) / (B + 1)`` of ``B`` replicates, ``k`` of them at or below the boundary for
     superiority and non-inferiority; two-sided, twice the smaller of that and its mirror
@@ -257,35 +256,38 @@ def _bootstrap(
     estimate: float,
     test: str,
 ) -> Difference:
-    """SciPy's percentile bootstrap of ``statistic`` over ``samples`` (each resampled on its
-    own, in the order given), seeded as the contrast declares, with its p-value; ``estimate``
-    is the difference computed exactly, which the bootstrap does not replace."""
+    """The percentile bootstrap of ``statistic`` over ``samples`` (each resampled on its own, in
+    the order given), seeded as the contrast declares, with its p-value; ``estimate`` is the
+    difference computed exactly, which the bootstrap does not replace.
+
+    The resamples are those ``scipy.stats.bootstrap(..., rng=numpy.random.default_rng(seed))``
+    drew, which repro took the bootstrap from: batches of resamples, each batch every sample's
+    in turn, by ``Generator.integers``' draws, here made by repro
+    (:class:`repro.stats.draws.Stream`); the replicates are ``statistic`` of them (NumPy's
+    means), the interval's ends their ``linear`` percentiles
+    (:func:`repro.stats.resampling.percentile_ends`) and the standard error their sd (n - 1)."""
     import numpy as np
-    from scipy import stats as sps
+
+    from repro.stats.draws import Stream
+    from repro.stats.resampling import percentile_ends
 
     spec = contrast.interval
     assert spec is not None and spec.resamples is not None and spec.seed is not None
     arrays = [np.asarray(sample, dtype=np.float64) for sample in samples]
-    result = sps.bootstrap(
-        arrays,
-        statistic,
-        n_resamples=spec.resamples,
-        batch=max(1, _BATCH_VALUES // sum(len(x) for x in arrays)),
-        vectorized=True,
-        paired=False,
-        confidence_level=contrast.level,
-        alternative="two-sided",
-        method="percentile",
-        rng=np.random.default_rng(spec.seed),
-    )
+    stream = Stream(spec.seed)
+    batch = max(1, _BATCH_VALUES // sum(len(x) for x in arrays))
+    replicates = []
+    for start in range(0, spec.resamples, batch):
+        count = min(batch, spec.resamples - start)
+        drawn = [x[stream.integers(x.size, (count, x.size))] for x in arrays]
+        replicates.append(statistic(*drawn, axis=-1))
+    theta = np.concatenate(replicates)
+    low, high = percentile_ends(theta, contrast.level)
     interval = ContrastInterval(
-        method="percentile-bootstrap",
-        level=contrast.level,
-        low=float(result.confidence_interval.low),
-        high=float(result.confidence_interval.high),
+        method="percentile-bootstrap", level=contrast.level, low=low, high=high
     )
-    p = bootstrap_p_value(contrast, result.bootstrap_distribution)
-    return Difference(estimate, float(result.standard_error), None, interval, None, p, test)
+    p = bootstrap_p_value(contrast, theta)
+    return Difference(estimate, float(np.std(theta, ddof=1)), None, interval, None, p, test)
 
 
 def paired_bootstrap(contrast: Contrast, differences: Sequence[float]) -> Difference:
@@ -403,6 +405,26 @@ def verdict(
             f"the interval's high end {d.interval.high:.6g} is at or below {null:.6g}",
         )
     return "inconclusive", f"adjusted p-value {adjusted:.6g} is not below {alpha:.6g}"
+
+
+def judged(fp: FrozenProtocol, file: ContrastsFile) -> ContrastsFile:
+    """``file`` with each contrast's adjusted p-value, verdict and reason derived again from its
+    own figures (rules 4 and 5): what follows from the figures, which verify derives from the
+    stored ones once they are accepted (:mod:`repro.stats.figures`), so that a figure within the
+    tolerance of a threshold decides no verdict otherwise than the study did."""
+    p = fp.protocol
+    if p.contrasts is None or len(p.contrasts.family) != len(file.contrasts):
+        return file
+    raw = [r.p_value for r in file.contrasts]
+    adjusted = holm(raw) if p.contrasts.multiplicity == "holm" else raw
+    results = []
+    for contrast, result, p_adj in zip(p.contrasts.family, file.contrasts, adjusted, strict=True):
+        figures = Difference(
+            result.estimate, result.se, result.df, result.interval, result.statistic, None
+        )
+        outcome, reason = verdict(contrast, figures, p_adj)
+        results.append(evolve(result, p_adjusted=p_adj, verdict=outcome, reason=reason))
+    return evolve(file, contrasts=tuple(results))
 
 
 def measure_values(runs: RunTally) -> Values:

@@ -38,7 +38,16 @@ from repro.models import (
 )
 from repro.plan.sealing import conditions_of
 
-__all__ = ["Derived", "derive", "scores", "tally_partitions", "tally_records"]
+__all__ = [
+    "Derived",
+    "Figures",
+    "derive",
+    "figures_of",
+    "judgements",
+    "scores",
+    "tally_partitions",
+    "tally_records",
+]
 
 
 def tally_records(
@@ -95,6 +104,66 @@ class Derived:
     rl: RLAggregates | None = None
 
 
+@frozen
+class Figures:
+    """The derived files computed from the runs' values, whose floats verify compares within the
+    numeric policy's tolerance (:mod:`repro.stats.figures`): aggregates.json and, for a
+    protocol that has them, scores.json, contrasts.json and rl-aggregates.json."""
+
+    aggregates: Aggregates
+    scores: Scores | None
+    contrasts: ContrastsFile | None
+    rl: RLAggregates | None
+
+
+def figures_of(frozen_protocol: FrozenProtocol, seal: Seal, runs: RunTally) -> Figures:
+    """Aggregates, scores, contrasts and rliable's aggregates, from the tally of the runs."""
+    scored = scores(frozen_protocol, seal, runs)
+    return Figures(
+        aggregates=aggregates(frozen_protocol, seal, runs),
+        scores=scored,
+        contrasts=contrasts(frozen_protocol, seal, runs, scored),
+        rl=rl_aggregates(frozen_protocol, seal, runs),
+    )
+
+
+def judgements(
+    frozen_protocol: FrozenProtocol,
+    seal: Seal,
+    runs: RunTally,
+    ledger: Ledger,
+    disclosures: Sequence[FileHits],
+    figures: Figures,
+    report_version: int = report.REPORT_VERSION,
+    judged_tiers: Tiers | None = None,
+) -> Derived:
+    """What follows from the runs and ``figures``: the ledger's losses, the tiers (with the
+    reproduction class, from the aggregates' intervals) and the report, of every file; verify
+    passes the figures a bundle stores once it accepts them, and ``judged_tiers``, the stored
+    tiers once accepted, for the report to be written of."""
+    full_ledger = source_ledger(frozen_protocol, runs, ledger)
+    judged = tiers(frozen_protocol, seal, runs, full_ledger, figures.aggregates, disclosures)
+    text = report.validation_report(
+        frozen_protocol,
+        figures.aggregates,
+        judged if judged_tiers is None else judged_tiers,
+        full_ledger,
+        figures.scores,
+        figures.contrasts,
+        figures.rl,
+        report_version,
+    )
+    return Derived(
+        aggregates=figures.aggregates,
+        tiers=judged,
+        ledger=full_ledger,
+        report=text,
+        scores=figures.scores,
+        contrasts=figures.contrasts,
+        rl=figures.rl,
+    )
+
+
 def derive(
     frozen_protocol: FrozenProtocol,
     seal: Seal,
@@ -103,31 +172,16 @@ def derive(
     disclosures: Sequence[FileHits],
     report_version: int = report.REPORT_VERSION,
 ) -> Derived:
-    """Derive aggregates, tiers, the ledger's losses and the report. ``runs`` is the tally of
-    the runs against the sealed plan; ``ledger`` supplies the facts gathered at run time
+    """Derive aggregates, tiers, the ledger's losses and the report: the figures of the runs
+    (:func:`figures_of`) and what follows from them (:func:`judgements`). ``runs`` is the tally
+    of the runs against the sealed plan; ``ledger`` supplies the facts gathered at run time
     (adapter, sources, contracts), and its losses are re-derived. ``disclosures`` are the hits
     of :class:`repro.derive.disclosure.Scanner` in the bytes of each input file
     (:func:`repro.bundle.layout.is_derivation_input`) as written or read. The report is written
     as ``report_version`` (:func:`repro.derive.report.validation_report`): a study's the
     current one, verify's the one the stored report declares."""
-    agg = aggregates(frozen_protocol, seal, runs)
-    full_ledger = source_ledger(frozen_protocol, runs, ledger)
-    judged = tiers(frozen_protocol, seal, runs, full_ledger, agg, disclosures)
-    scored = scores(frozen_protocol, seal, runs)
-    compared = contrasts(frozen_protocol, seal, runs, scored)
-    rl = rl_aggregates(frozen_protocol, seal, runs)
-    text = report.validation_report(
-        frozen_protocol, agg, judged, full_ledger, scored, compared, rl, report_version
-    )
-    return Derived(
-        aggregates=agg,
-        tiers=judged,
-        ledger=full_ledger,
-        report=text,
-        scores=scored,
-        contrasts=compared,
-        rl=rl,
-    )
+    figures = figures_of(frozen_protocol, seal, runs)
+    return judgements(frozen_protocol, seal, runs, ledger, disclosures, figures, report_version)
 
 
 def scores(frozen_protocol: FrozenProtocol, seal: Seal, runs: RunTally) -> Scores | None:

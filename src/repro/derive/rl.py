@@ -487,18 +487,21 @@ class _Draws:
     def __init__(self, sampler: Sampler, seed: int) -> None:
         import numpy as np
 
+        from repro.stats.draws import Stream
+
         self._legacy = sampler == "rliable"
         if self._legacy:
+            # NumPy keeps the legacy RandomState's streams as they are (NEP 19).
             self._state = np.random.RandomState(seed)
         else:
-            self._rng = np.random.default_rng(seed)
+            self._stream = Stream(seed)
 
     def integers(self, high: int, shape: tuple[int, ...]) -> NDArray[np.int64]:
         if self._legacy:
             # rliable: np.random.choice(self._num_items, self._args_shape, replace=True)
             out: NDArray[np.int64] = self._state.choice(high, shape, replace=True)
             return out
-        return self._rng.integers(0, high, size=shape)
+        return self._stream.integers(high, shape)
 
     def resample(self, x: Matrix, task_bootstrap: bool) -> Matrix:
         """One replicate of x: per task, N runs drawn with replacement (arch's ``_resample`` of
@@ -539,18 +542,13 @@ def percentile_interval(replicates: Sequence[float] | ArrayLike, level: float = 
     arch's ``IIDBootstrap.conf_int(method='percentile')``, which rliable's intervals use: with
     ``a = (1.0 - level) / 2``, the low and high ends are ``np.percentile(replicates, [100 * a,
     100 * (1.0 - a)])`` (linear interpolation between order statistics, so independent of the
-    replicates' order).
+    replicates' order), by repro's own copy of that formula
+    (:func:`repro.stats.resampling.percentile_ends`).
     """
-    import numpy as np
+    from repro.stats.resampling import percentile_ends
 
-    values = np.asarray(replicates, dtype=np.float64).ravel()
-    if values.size == 0:
-        raise ValueError("no replicates")
-    if not 0.0 < level < 1.0:
-        raise ValueError("level must be strictly between 0 and 1")
-    alpha = (1.0 - level) / 2
-    low, high = np.percentile(values, [100 * alpha, 100 * (1.0 - alpha)], method="linear")
-    return Interval(level=level, low=float(low), high=float(high))
+    low, high = percentile_ends(replicates, level)
+    return Interval(level=level, low=low, high=high)
 
 
 def _replicates(

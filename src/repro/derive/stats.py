@@ -1,8 +1,10 @@
 """Estimators and intervals, written for bit-exact recomputation.
 
 Sums use :func:`math.fsum` (correctly rounded, so independent of order), variances are two-pass,
-normal quantiles come from :class:`statistics.NormalDist`. The t quantile and the bootstrap use
-SciPy; the bootstrap is seeded and reads its samples in sealed order.
+normal quantiles come from :class:`statistics.NormalDist`. The t quantile comes from SciPy (a
+figure verify compares within :data:`repro.stats.figures.TOLERANCE`); the bootstrap is seeded,
+reads its samples in sealed order, and draws and takes its percentiles by repro's own
+algorithms (:mod:`repro.stats`).
 """
 
 from __future__ import annotations
@@ -10,7 +12,6 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from statistics import NormalDist
-from types import SimpleNamespace
 from typing import Any, Literal
 
 from repro.models import Estimand, IntervalMethod, IntervalValue
@@ -110,51 +111,34 @@ def _bootstrap(
     resamples: int,
     seed: int,
 ) -> IntervalValue:
-    """SciPy's percentile bootstrap interval of the sum (or mean) of the samples' means, each
-    sample resampled on its own, from ``numpy.random.default_rng(seed)``.
-
-    SciPy's own call holds every resample of every sample at once: resamples x all runs values,
-    and as many indices. Here the replicates are made as SciPy makes them, a batch at a time:
-    every resample of the first sample, then of the next (one Generator, which draws the same
-    integers however the draws are split), each resample's mean, and the means added sample by
-    sample as NumPy's sum over the samples adds them. SciPy then takes its percentile interval
-    of these replicates (``bootstrap_result``, with no resample more), so the interval is the
-    one SciPy's call gives (tests/test_stats.py holds it to that call), in memory that grows
-    with the resamples only."""
+    """The percentile bootstrap interval of the sum (or mean) of the samples' means, each sample
+    resampled on its own: the draws ``numpy.random.default_rng(seed).integers`` made
+    (:class:`repro.stats.draws.Stream`), every resample of the first sample, then of the next,
+    a batch of resamples at a time (which changes no draw); each resample's mean (NumPy's);
+    the means added sample by sample; the interval's ends the ``linear`` percentiles of those
+    replicates (:func:`repro.stats.resampling.percentile_ends`). It is the interval
+    ``scipy.stats.bootstrap(..., method="percentile")`` gave of the same draws, which repro
+    took it from; its own draws and quantiles keep it the same floats whatever NumPy and SciPy
+    re-derive it."""
     import numpy as np
-    from scipy import stats as sps
+
+    from repro.stats.draws import Stream
+    from repro.stats.resampling import percentile_ends
 
     arrays = [np.asarray(s, dtype=np.float64) for s in samples]
-    rng = np.random.default_rng(seed)
+    stream = Stream(seed)
     total: Any = None
     for x in arrays:
         step = max(1, _BATCH_VALUES // x.size)
         means = np.concatenate(
             [
-                x[rng.integers(0, x.size, size=(min(step, resamples - start), x.size))].mean(
-                    axis=-1
-                )
+                x[stream.integers(x.size, (min(step, resamples - start), x.size))].mean(axis=-1)
                 for start in range(0, resamples, step)
             ]
         )
         total = means if total is None else total + means
     replicates = total if combine == "sum" else total / len(arrays)
-
-    def statistic(*xs: Any, axis: int = -1) -> Any:  # never called: no resample is drawn
-        raise AssertionError("the replicates are given")
-
-    result = sps.bootstrap(
-        arrays,
-        statistic,
-        confidence_level=level,
-        n_resamples=0,
-        method="percentile",
-        paired=False,
-        vectorized=True,
-        bootstrap_result=SimpleNamespace(bootstrap_distribution=replicates),
-    )
-    low = float(result.confidence_interval.low)
-    high = float(result.confidence_interval.high)
+    low, high = percentile_ends(replicates, level)
     return IntervalValue(
         method="bootstrap", level=level, low=low, high=high, halfwidth=(high - low) / 2
     )

@@ -8,7 +8,7 @@ import hashlib
 import itertools
 import pickle
 import zlib
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, cast
 
 import orjson
@@ -17,8 +17,9 @@ from attrs import evolve, frozen
 from repro import plan
 from repro.bundle import layout
 from repro.bundle.layout import CRATE
+from repro.derive.contrasts import judged as judged_contrasts
 from repro.derive.crate import CRATE_VERSION, VERSIONS, ActionFacts, CrateBuilder, version_of
-from repro.derive.derivation import Derived, derive
+from repro.derive.derivation import Derived, Figures, figures_of, judgements
 from repro.derive.disclosure import FileHits
 from repro.derive.facts import ledger_fact_problems
 from repro.derive.pins import ledger_problems
@@ -54,6 +55,7 @@ from repro.models import (
 from repro.plan.streams import checkpoint_slots, checkpoint_spacing, generator_state
 from repro.protocol.rules import check_consistency
 from repro.protocol.work import planned_conditions, work_over
+from repro.stats.figures import LIBRARY_FIGURES, same_figure
 from repro.verify.findings import MAX_DIFFS, Finding, Findings, Location
 from repro.verify.limits import Limits, raise_hint
 from repro.verify.parallel import Jobs
@@ -61,13 +63,26 @@ from repro.verify.reader import BundleReader
 from repro.verify.walk import Source as FileSource
 
 
-def _diff(expected: Any, found: Any, path: str = "$") -> Iterator[tuple[str, Any, Any]]:
+def _diff(
+    expected: Any,
+    found: Any,
+    path: str = "$",
+    tolerant: frozenset[str] | None = frozenset(),
+    key: str = "",
+) -> Iterator[tuple[str, Any, Any]]:
+    """Each value of ``found`` (a stored file, as plain data) that is not the re-derived
+    ``expected``: a float stored under a key of ``tolerant`` (None: any key) is the same figure
+    within the numeric policy's tolerance (:func:`repro.stats.figures.same_figure`); anything
+    else is equal, of the same type."""
     if isinstance(expected, dict) and isinstance(found, dict):
-        for key in sorted(set(expected) | set(found)):
-            yield from _diff(expected.get(key), found.get(key), f"{path}.{key}")
+        for k in sorted(set(expected) | set(found)):
+            yield from _diff(expected.get(k), found.get(k), f"{path}.{k}", tolerant, k)
     elif isinstance(expected, list) and isinstance(found, list) and len(expected) == len(found):
         for i, (e, f) in enumerate(zip(expected, found, strict=True)):
-            yield from _diff(e, f, f"{path}[{i}]")
+            yield from _diff(e, f, f"{path}[{i}]", tolerant, key)
+    elif type(expected) is float and type(found) is float and (tolerant is None or key in tolerant):
+        if not same_figure(found, expected):
+            yield path, expected, found
     elif expected != found or type(expected) is not type(found):
         yield path, expected, found
 
@@ -79,13 +94,22 @@ def _short(value: Any) -> str:
 
 def _compare(
     name: str, expected: Any, found_bytes: bytes | None, findings: list[Finding], found: Any
-) -> None:
+) -> bool:
+    """Compare the stored file ``name`` (its bytes and its parsed value ``found``) with its
+    re-derivation ``expected``, naming each difference; whether it is accepted: the same bytes,
+    or canonical bytes of values that differ from the re-derived ones only in figures within
+    the numeric policy's tolerance."""
     if found_bytes is None or found is None:
-        return
+        return False
     expected_plain = unstructure(expected)
     if canonical.dumps(expected_plain) == found_bytes:
-        return
-    diffs = list(_diff(expected_plain, unstructure(found)))
+        return True
+    found_plain = unstructure(found)
+    diffs = list(
+        _diff(expected_plain, found_plain, tolerant=LIBRARY_FIGURES.get(name, frozenset()))
+    )
+    if not diffs and found_plain != expected_plain and canonical.dumps(found_plain) == found_bytes:
+        return True
     for path, e, f in diffs[:MAX_DIFFS]:
         findings.append(
             Finding(
@@ -117,6 +141,7 @@ def _compare(
                 "other bytes",
             )
         )
+    return False
 
 
 def disclosure_findings(hits: FileHits) -> list[Finding]:
@@ -1209,20 +1234,60 @@ def _join_findings(runs: RunTally) -> list[Finding]:
     ]
 
 
-def _compare_derived(read: BundleReader, stored: Stored, derived: Derived) -> None:
-    """Compare each derived file the bundle holds with its re-derivation, byte for byte."""
-    _compare(layout.LEDGER, derived.ledger, read.raw(layout.LEDGER), read.findings, stored.ledger)
-    pairs = [
-        (layout.AGGREGATES, derived.aggregates, stored.aggregates),
-        (layout.TIERS, derived.tiers, stored.tiers),
-        (layout.SCORES, derived.scores, stored.scores),
-        (layout.CONTRASTS, derived.contrasts, stored.contrasts),
-        (layout.RL_AGGREGATES, derived.rl, stored.rl),
-    ]
-    for name, expected, found in pairs:
-        if expected is not None and found is not None:
-            _compare(name, expected, read.raw(name), read.findings, found)
-    if stored.report is not None and stored.report != derived.report.encode():
+def _compare_derived(
+    read: BundleReader,
+    stored: Stored,
+    derive_from: Callable[[Figures, Tiers | None], Derived],
+    figures: Figures,
+) -> None:
+    """Compare each derived file the bundle holds with its re-derivation: the figures, computed
+    from the runs (``figures``), within the numeric policy's tolerance (a contrast's verdict,
+    and what else follows from its figures, derived again from the stored figures:
+    :func:`repro.derive.contrasts.judged`); then what follows from the figures
+    (``derive_from``: the ledger's losses, the tiers, the report) derived from the stored
+    figures where they are accepted, and the report also from the stored tiers where those
+    are: so that only a figure's own difference is named, never the last bits of a library that
+    made it another way, and no verdict or rounded figure turns on them."""
+    accepted: dict[str, Any] = {}
+    named: dict[str, list[Finding]] = {}
+    for name, expected, found in (
+        (layout.AGGREGATES, figures.aggregates, stored.aggregates),
+        (layout.SCORES, figures.scores, stored.scores),
+        (layout.CONTRASTS, figures.contrasts, stored.contrasts),
+        (layout.RL_AGGREGATES, figures.rl, stored.rl),
+    ):
+        accepted[name] = expected
+        if expected is None or found is None:
+            continue
+        raw, out = read.raw(name), named.setdefault(name, [])
+        ok = _compare(name, _judged_as(expected, found), raw, out, found)
+        if isinstance(found, ContrastsFile) and stored.protocol is not None:
+            ok = _compare(name, judged_contrasts(stored.protocol, found), raw, out, found) and ok
+        if ok:
+            accepted[name] = found
+    kept = Figures(
+        aggregates=accepted[layout.AGGREGATES],
+        scores=accepted[layout.SCORES],
+        contrasts=accepted[layout.CONTRASTS],
+        rl=accepted[layout.RL_AGGREGATES],
+    )
+    derived = derive_from(kept, None)
+    ledger_out = named.setdefault(layout.LEDGER, [])
+    _compare(layout.LEDGER, derived.ledger, read.raw(layout.LEDGER), ledger_out, stored.ledger)
+    tiers_out = named.setdefault(layout.TIERS, [])
+    tiers_ok = _compare(
+        layout.TIERS, derived.tiers, read.raw(layout.TIERS), tiers_out, stored.tiers
+    )
+    # Each file's findings in the order verify has always named them.
+    for name in (layout.LEDGER, layout.AGGREGATES, layout.TIERS, *FIGURES_AFTER_TIERS):
+        read.findings.extend(named.get(name, []))
+    if stored.report is None:
+        return
+    text = derived.report
+    if tiers_ok and stored.tiers != derived.tiers:
+        # The report tells the stored tiers, within the tolerance of the re-derived ones.
+        text = derive_from(kept, stored.tiers).report
+    if stored.report != text.encode():
         read.findings.append(
             Finding(
                 "report-differs",
@@ -1232,6 +1297,28 @@ def _compare_derived(read: BundleReader, stored: Stored, derived: Derived) -> No
                 "other text",
             )
         )
+
+
+#: The derived files verify compares after the tiers, in that order.
+FIGURES_AFTER_TIERS = (layout.SCORES, layout.CONTRASTS, layout.RL_AGGREGATES)
+
+
+def _judged_as(expected: Any, found: Any) -> Any:
+    """The re-derived file ``expected`` as it is compared with the stored ``found``: a contrasts
+    file with each contrast's judgement (adjusted p-value, verdict, reason) the stored one's,
+    which is checked against the stored figures instead (:func:`repro.derive.contrasts.judged`),
+    not against re-derived figures that may differ within the tolerance."""
+    if not isinstance(found, ContrastsFile) or not isinstance(expected, ContrastsFile):
+        return expected
+    if len(found.contrasts) != len(expected.contrasts):
+        return expected
+    return evolve(
+        expected,
+        contrasts=tuple(
+            evolve(e, p_adjusted=f.p_adjusted, verdict=f.verdict, reason=f.reason)
+            for e, f in zip(expected.contrasts, found.contrasts, strict=True)
+        ),
+    )
 
 
 def _report_version(read: BundleReader, report: bytes | None) -> int | None:
@@ -1358,7 +1445,13 @@ def check_content(read: BundleReader, limits: Limits, jobs: Jobs | None = None) 
         return stored
     inputs = [d for d in disclosures if layout.is_derivation_input(d.file)]
     version = _report_version(read, stored.report)
-    derived = derive(fp, seal, runs, ledger, inputs, version or REPORT_VERSION)
+
+    def derive_from(figures: Figures, judged_tiers: Tiers | None) -> Derived:
+        return judgements(
+            fp, seal, runs, ledger, inputs, figures, version or REPORT_VERSION, judged_tiers
+        )
+
     # A report of a version verify does not know is named as such, not compared.
-    _compare_derived(read, stored if version else evolve(stored, report=None), derived)
+    judged = stored if version else evolve(stored, report=None)
+    _compare_derived(read, judged, derive_from, figures_of(fp, seal, runs))
     return stored
