@@ -38,6 +38,7 @@ import os
 import random
 import shutil
 import sys
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -570,19 +571,33 @@ TAMPER: dict[str, Callable[[Path, random.Random, Base, Path], Tamper]] = {
 
 
 class _Reads:
-    """Paths opened or listed while ``watching``; the audit hook does nothing otherwise."""
+    """Paths opened or listed by the thread that set ``watching``, while it is set; the audit
+    hook does nothing otherwise. Other threads of the test process are not verify's: a Dask
+    cluster another test module started for the session reads /proc on threads of its own."""
 
     def __init__(self) -> None:
         self.installed = False
-        self.watching = False
+        self._watching: int | None = None
         self.events: list[tuple[str, Any, Any]] = []
+
+    @property
+    def watching(self) -> bool:
+        return self._watching is not None
+
+    @watching.setter
+    def watching(self, on: bool) -> None:
+        self._watching = threading.get_ident() if on else None
+
+    def sees(self) -> bool:
+        """Whether the event being audited is the watching thread's."""
+        return self._watching is not None and self._watching == threading.get_ident()
 
 
 _READS = _Reads()
 
 
 def _audit(event: str, args: tuple[Any, ...]) -> None:
-    if _READS.watching and event in ("open", "os.listdir", "os.scandir"):
+    if event in ("open", "os.listdir", "os.scandir") and _READS.sees():
         _READS.events.append((event, args[0], args[2] if event == "open" else None))
 
 
