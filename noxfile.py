@@ -98,9 +98,10 @@ def _upstream_cyborg(session: nox.Session) -> str | None:
 @nox.session
 def tests(session: nox.Session) -> None:
     """The whole test suite: unit, property, CLI, end-to-end, tamper corpus, interop."""
-    # dask: the tests that run partitions on a local Dask cluster skip without distributed;
-    # inspect: tests/test_inspect.py skips without inspect_ai.
-    _sync(session, "test", extras=("plot", "cyborg", "dask", "inspect"))
+    # gymnasium: the embedded simulator most tests' studies run on; dask: the tests that run
+    # partitions on a local Dask cluster skip without distributed; inspect: tests/test_inspect.py
+    # skips without inspect_ai.
+    _sync(session, "test", extras=("gymnasium", "plot", "cyborg", "dask", "inspect"))
     # In CI the CAGE-2 tests, the inspect adapter's and the crate validator's must run, never
     # skip quietly for want of csle-cyborg, shared/, inspect_ai or roc-validator.
     env = {"REPRO_REQUIRE_CYBORG": "1", "REPRO_REQUIRE_EXTRAS": "1"} if os.environ.get("CI") else {}
@@ -138,7 +139,9 @@ def wheel(session: nox.Session) -> None:
     """Build the sdist and the wheel (``uv build``, the wheel from the sdist), check what each
     holds (tools/check_dist.py), install the wheel alone into a fresh environment with its
     dependencies at uv.lock's versions, and there run ``repro --version`` and ``repro verify``
-    on the shipped bundle, from a directory outside the source tree."""
+    on the shipped bundle, from a directory outside the source tree. The wheel alone brings
+    no simulator (gymnasium is an extra; tools/check_dist.py --installed fails if it is there):
+    the bundle, a Gymnasium study, verifies without it."""
     here = Path(__file__).parent
     work = here / ".nox" / "wheel"
     shutil.rmtree(work, ignore_errors=True)  # fresh every time: nothing left from a run before
@@ -187,7 +190,7 @@ def wheel(session: nox.Session) -> None:
 def stress(session: nox.Session) -> None:
     """The tests marked ``stress`` with REPRO_STRESS=1: ten times as many tamper cases and
     fuzzing examples (the hundred clean bundles stay a hundred)."""
-    _sync(session, "test", extras=("plot", "cyborg"))
+    _sync(session, "test", extras=("gymnasium", "plot", "cyborg"))
     session.run("pytest", "-m", "stress", *session.posargs, env={"REPRO_STRESS": "1"})
 
 
@@ -211,7 +214,7 @@ def benchmarks(session: nox.Session) -> None:
     """Every script in benchmarks/ with its default sizes, one after another; each prints the
     ratios it measures (the CAGE-2 parts need ../shared/cage2). Minutes, on a quiet machine."""
     # The test group brings bagit.py; inspect_overhead.py needs inspect_ai.
-    _sync(session, "test", extras=("cyborg", "inspect"))
+    _sync(session, "test", extras=("gymnasium", "cyborg", "inspect"))
     for script in sorted(Path("benchmarks").glob("*.py")):
         # busy_suite.py runs nox itself (by hand, not inside nox); byte_identity.py and
         # commit_cost.py compare two commits (by hand, with --baseline: by default they would
