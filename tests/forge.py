@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -36,6 +37,7 @@ __all__ = [
     "edit_protocol",
     "edit_records",
     "forge",
+    "forge_figure",
     "forge_ledger",
     "forge_ledger_facts",
     "forge_plan",
@@ -225,3 +227,20 @@ def edit_protocol(root: Path, edit: Callable[[dict[str, Any]], None]) -> None:
     seal["protocol_sha256"] = frozen["sha256"]
     (root / "data/plans/seal.json").write_bytes(canonical.dumps(seal))
     reseal(root)
+
+
+def forge_figure(root: Path, delta: float = 0.01) -> None:
+    """Move the first condition's mean in the aggregates of the bundle at ``root`` by ``delta``
+    and regenerate both manifests (:func:`reseal`): a figure edited by a forger who leaves the
+    recorded runs as they are, so that only verify's re-derivation can name it."""
+    path = root / "data/aggregates.json"
+    aggregates = canonical.loads(path.read_bytes(), what="aggregates")
+    aggregates["conditions"][0]["mean"] += delta
+    path.write_bytes(canonical.dumps(aggregates))
+    reseal(root)
+
+
+if __name__ == "__main__":
+    # ``python tests/forge.py BUNDLE``: the nox session ``compat`` forges a copy of a bundle so
+    # with the repro it installed from the wheel.
+    forge_figure(Path(sys.argv[1]))

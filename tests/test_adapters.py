@@ -24,7 +24,7 @@ from conftest import ROOT, SMALL, register_adapters
 from repro import DISTRIBUTION
 from repro.adapters.base import get_adapter, registered_adapters
 from repro.cli.app import app
-from repro.errors import BadInput
+from repro.errors import BadInput, install_hint
 from repro.execute.studies import prepare
 from repro.execute.worker import adapter_target
 from repro.plan.sealing import derive_seed
@@ -107,6 +107,66 @@ class TestBuiltIn:
                 "error": None,
                 "also_registered_by": [],
             }
+
+
+#: Each built-in adapter's way to install its simulator, as ``repro adapters`` says it.
+INSTALLS = {
+    "gymnasium": install_hint("gymnasium"),
+    "command": None,
+    "cyborg": "install upstream CybORG 2.1, or, for the fork csle-cyborg, "
+    + install_hint("cyborg"),
+    "inspect": install_hint("inspect"),
+}
+
+
+class TestWithoutGymnasium:
+    """gymnasium is repro's ``gymnasium`` extra, not a dependency: without it a gymnasium study
+    is refused saying what to install, and ``repro adapters`` says so too."""
+
+    @pytest.fixture(autouse=True)
+    def _no_gymnasium(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """``import gymnasium`` raises ModuleNotFoundError, as where it is not installed."""
+        monkeypatch.setitem(sys.modules, "gymnasium", None)
+
+    def test_the_hint_names_the_extra_both_ways(self) -> None:
+        """The hint names the pip form and the uv form of the gymnasium extra."""
+        hint = install_hint("gymnasium")
+        assert "pip install 'repro-evidence[gymnasium]'" in hint
+        assert "uv run --extra gymnasium repro" in hint
+
+    @pytest.mark.parametrize("command", [["study"], ["protocol", "check"]])
+    def test_a_gymnasium_study_is_refused_with_the_hint(
+        self, tmp_path: Path, command: list[str]
+    ) -> None:
+        """``repro study`` (and ``repro protocol check``) of a gymnasium protocol exits 2
+        naming the extra to install and the JSON path of the adapter, with no traceback, and
+        writes nothing."""
+        out = tmp_path / "bundle"
+        protocol = ROOT / "protocols" / "gymnasium-classic-control.json"
+        args = [*command, str(protocol)] + (["--out", str(out)] if command == ["study"] else [])
+        result = runner.invoke(app, args)
+        assert result.exit_code == 2, result.output
+        said = " ".join(result.stderr.split())
+        assert install_hint("gymnasium") in said and "@ $.adapter.name" in said
+        assert "Traceback" not in result.output
+        assert not out.exists()
+
+    def test_listed_with_the_hint(self) -> None:
+        """``repro adapters`` lists the gymnasium adapter with its simulator not available and
+        the hint after it (``--json``: ``simulator.install``); each built-in states its own."""
+        listed = _listed(_adapters("--json"))
+        simulator = listed[("gymnasium", DISTRIBUTION)]["simulator"]
+        assert simulator["available"] is False
+        assert simulator["modules"] == [
+            {"module": "gymnasium", "imports": False, "error": "ModuleNotFoundError"}
+        ]
+        assert {n: listed[(n, DISTRIBUTION)]["simulator"]["install"] for n in BUILT_IN} == INSTALLS
+        text = _adapters()
+        row = next(x for x in text.stdout.splitlines() if x.startswith("gymnasium "))
+        assert row.endswith(
+            "gymnasium does not import (ModuleNotFoundError); "
+            f"to use this adapter, {install_hint('gymnasium')}"
+        )
 
 
 class TestRegistered:
@@ -218,15 +278,21 @@ class TestRegistered:
         """An adapter that states its simulator's modules is listed loading, with each module's
         import tried apart: one that is there imports, a missing one or one whose import raises
         is named with the error's type; the simulator is available when any one imports. An
-        attribute that is no tuple of names counts as not stated."""
+        attribute that is no tuple of names counts as not stated. How to install the simulator,
+        when the adapter says it, is listed, and said after a simulator that is not available."""
         site = tmp_path / "site"
         site.mkdir()
         (site / "repro_raising_simulator.py").write_text("raise RuntimeError('no licence')\n")
         (site / "repro_stating_adapters.py").write_text(
             "class Either:\n"
             "    simulator_modules = ('repro_no_such_simulator', 'json')\n"
+            "    simulator_install = 'pip install repro-either'\n"
             "class Missing:\n"
             "    simulator_modules = ('repro_no_such_simulator', 'repro_raising_simulator')\n"
+            "    simulator_install = 'pip install repro-missing'\n"
+            "class Unsaid:\n"
+            "    simulator_modules = ('repro_no_such_simulator',)\n"
+            "    simulator_install = ['not', 'a', 'string']\n"
             "class Odd:\n"
             "    simulator_modules = 'json'\n"
         )
@@ -237,6 +303,7 @@ class TestRegistered:
             {
                 "either": "repro_stating_adapters:Either",
                 "missing": "repro_stating_adapters:Missing",
+                "unsaid": "repro_stating_adapters:Unsaid",
                 "odd": "repro_stating_adapters:Odd",
             },
         )
@@ -246,20 +313,33 @@ class TestRegistered:
         assert listed[("either", "repro-stating")]["simulator"] == {
             "modules": [no_such, {"module": "json", "imports": True, "error": None}],
             "available": True,
+            "install": "pip install repro-either",
         }
         raising = {"module": "repro_raising_simulator", "imports": False, "error": "RuntimeError"}
         assert listed[("missing", "repro-stating")]["simulator"] == {
             "modules": [no_such, raising],
             "available": False,
+            "install": "pip install repro-missing",
+        }
+        assert listed[("unsaid", "repro-stating")]["simulator"] == {
+            "modules": [no_such],
+            "available": False,
+            "install": None,
         }
         assert listed[("odd", "repro-stating")]["simulator"] is None
-        assert all(listed[(n, "repro-stating")]["loads"] for n in ("either", "missing", "odd"))
+        stating = ("either", "missing", "unsaid", "odd")
+        assert all(listed[(n, "repro-stating")]["loads"] for n in stating)
         text = _adapters()
         assert text.exit_code == 0 and "no licence" not in text.output
         rows = {x.split()[0]: x for x in text.stdout.splitlines()}
+        assert rows["either"].endswith("json imports")
         assert rows["missing"].endswith(
             "  yes    repro_no_such_simulator does not import (ModuleNotFoundError), "
-            "repro_raising_simulator does not import (RuntimeError)"
+            "repro_raising_simulator does not import (RuntimeError); "
+            "to use this adapter, pip install repro-missing"
+        )
+        assert rows["unsaid"].endswith(
+            "repro_no_such_simulator does not import (ModuleNotFoundError)"
         )
         assert rows["odd"].endswith("  not stated")
 

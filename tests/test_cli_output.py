@@ -12,6 +12,7 @@ from __future__ import annotations
 import fcntl
 import importlib.metadata
 import importlib.util
+import inspect
 import json
 import os
 import pty
@@ -36,6 +37,7 @@ from repro.adapters import cyborg
 from repro.cli.app import EXITS, app
 from repro.cli.started import Started, command, started
 from repro.errors import BadInput, install_hint
+from repro.execute.studies import prepare
 
 runner = CliRunner()
 
@@ -177,21 +179,27 @@ class TestInstallHints:
     """A missing optional package is named with the README's way to get its extra."""
 
     def test_the_hint_is_the_readmes_form(self) -> None:
-        """install_hint words ``uv run --extra NAME repro ...``, the form README.md uses."""
-        hint = install_hint("plot")
-        assert "uv run --extra plot repro" in hint
-        assert "uv run --extra plot repro" in (ROOT / "README.md").read_text("utf-8")
+        """install_hint words ``pip install 'repro-evidence[NAME]'`` and, from a clone,
+        ``uv run --extra NAME repro ...``, the forms README.md uses."""
+        readme = (ROOT / "README.md").read_text("utf-8")
+        pip = "pip install 'repro-evidence[gymnasium]'"
+        assert pip in install_hint("gymnasium") and pip in readme
+        uv = "uv run --extra plot repro"
+        assert uv in install_hint("plot") and uv in readme
 
     def test_no_other_form_is_left_in_the_package(self) -> None:
-        """No source file of the package words a hint as ``repro[extra]`` or ``pip install``:
-        each goes through install_hint."""
+        """No source file of the package words a hint as ``repro[extra]``,
+        ``repro-evidence[extra]`` or ``pip install`` but install_hint itself: each goes through
+        it."""
+        lines, first = inspect.getsourcelines(install_hint)
+        own = {f"errors.py:{n}" for n in range(first, first + len(lines))}
         hits = [
             f"{path.relative_to(SRC)}:{n}"
             for path in sorted(SRC.rglob("*.py"))
             for n, line in enumerate(path.read_text("utf-8").splitlines(), start=1)
-            if re.search(r"repro\[|pip install", line)
+            if re.search(r"repro(-evidence)?\[|pip install", line)
         ]
-        assert hits == []
+        assert hits and set(hits) <= own, hits
 
     def test_cyborg_without_a_backend(self, monkeypatch: pytest.MonkeyPatch) -> None:
         """With neither CybORG nor csle-cyborg importable, the cyborg adapter's refusal names
@@ -204,6 +212,19 @@ class TestInstallHints:
         monkeypatch.setattr(importlib.util, "find_spec", find_spec)
         with pytest.raises(BadInput, match=re.escape(install_hint("cyborg"))):
             cyborg.load_backend("auto")
+
+    def test_inspect_without_inspect_ai(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """With inspect_ai not importable, a study of the inspect example is refused naming
+        the inspect extra's hint and the adapter's JSON path."""
+        real = importlib.util.find_spec
+
+        def find_spec(name: str, package: str | None = None) -> Any:
+            return None if name == "inspect_ai" else real(name, package)
+
+        monkeypatch.setattr(importlib.util, "find_spec", find_spec)
+        with pytest.raises(BadInput, match=re.escape(install_hint("inspect"))) as refused:
+            prepare(ROOT / "protocols" / "inspect-arithmetic.json", {})
+        assert str(refused.value).endswith("@ $.adapter.name")
 
 
 class TestNoWrapOffTerminal:

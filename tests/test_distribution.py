@@ -127,7 +127,11 @@ GOOD_WHEEL = {
     "repro/cli/__init__.py": "",
     "repro/json_schemas/protocol.schema.json": "{}",
     "repro/templates/gymnasium.json": "{}",
-    f"{INFO}/METADATA": "Metadata-Version: 2.4\nName: repro-evidence\nVersion: 0.1.0\n",
+    f"{INFO}/METADATA": (
+        "Metadata-Version: 2.4\nName: repro-evidence\nVersion: 0.1.0\n"
+        "Requires-Dist: numpy>=1.26\n"
+        "Requires-Dist: gymnasium>=1.0; extra == 'gymnasium'\n"
+    ),
     f"{INFO}/entry_points.txt": (
         "[console_scripts]\nrepro = repro.cli:main\n\n[repro.adapters]\n"
         + "".join(f"{name} = a:B\n" for name in check_dist.BUILT_IN_ADAPTERS)
@@ -174,10 +178,18 @@ class TestArchiveChecks:
                 {f"{INFO}/entry_points.txt": "[repro.adapters]\ngymnasium = a:B\n"},
                 "wheel entry points: console script repro missing",
             ),
+            (
+                {
+                    f"{INFO}/METADATA": "Name: repro-evidence\nVersion: 0.1.0\n"
+                    "Requires-Dist: Gymnasium>=1.0\n"
+                },
+                "wheel requires Gymnasium>=1.0 without an extra",
+            ),
         ],
     )
     def test_wheel_problems(self, tmp_path: Path, change: dict[str, str], problem: str) -> None:
-        """A wheel with a stray top-level file, another distribution name or no ``repro``
-        command is named."""
+        """A wheel with a stray top-level file, another distribution name, no ``repro``
+        command, or a requirement on what only an extra brings (the simulator, which verify
+        does without) is named."""
         problems = check_dist.wheel_problems(_wheel(tmp_path, {**GOOD_WHEEL, **change}))
         assert problem in problems

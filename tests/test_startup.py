@@ -9,7 +9,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from conftest import ROOT, study_once
 from synthetic import synthetic_bundle
+
+#: The bundle shipped in the repository, made by repro 0.1.0 (tests/test_distribution.py).
+SHIPPED = ROOT / "docs" / "examples" / "quick-start-bundle"
 
 #: Modules that only running a study or replaying a slot needs.
 STUDY_MACHINERY = (
@@ -72,6 +78,44 @@ def test_verify_imports_no_study_machinery(tmp_path: Path) -> None:
     assert "verifies" in out
     heavy = (*STUDY_MACHINERY, *ARGUMENT_PARSING, "rich", "numpy", "scipy")
     assert _imported(modules, heavy) == []
+
+
+#: What ``pip install repro-evidence`` leaves out: the simulator (repro's ``gymnasium`` extra)
+#: and what it alone brings.
+SIMULATOR = ("gymnasium", "cloudpickle", "farama_notifications")
+
+#: :data:`_CODE` where none of :data:`SIMULATOR` can be imported, as where it is not installed.
+_WITHOUT_SIMULATOR = f"import sys\nsys.modules.update(dict.fromkeys({SIMULATOR!r}))\n" + _CODE
+
+
+@pytest.fixture(scope="module")
+def rl_bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A real bundle of tests/test_rl_bundle.py's ``RL_SMALL``: rliable's aggregates and their
+    bootstrap intervals, which verify derives again with NumPy."""
+    from test_rl_bundle import RL_SMALL
+
+    return study_once(tmp_path_factory, "rl-small", RL_SMALL)
+
+
+@pytest.mark.parametrize(
+    "bundle",
+    ["shipped", "contrasted_bundle", "rl_bundle", "scored_bundle"],
+)
+def test_verify_needs_no_simulator(bundle: str, request: pytest.FixtureRequest) -> None:
+    """Bundles of every kind verify in a fresh interpreter where gymnasium (and what only it
+    brings) cannot be imported, as after ``pip install repro-evidence`` without its gymnasium
+    extra: the quick-start bundle shipped in docs/examples, gymnasium studies with contrasts and
+    with rliable's aggregates, and a scored study of the command adapter."""
+    path = SHIPPED if bundle == "shipped" else request.getfixturevalue(bundle)
+    done = subprocess.run(
+        [sys.executable, "-c", _WITHOUT_SIMULATOR, "verify", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "verifies" in done.stdout
+    assert _imported(set(done.stderr.split()), ("repro.adapters",)) == []
 
 
 def test_study_imports_no_bundle_reading(tmp_path: Path) -> None:

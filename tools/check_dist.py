@@ -7,10 +7,12 @@ The sdist must hold what builds the wheel and what its reader needs (pyproject.t
 README.md, LICENSE, src/, schemas/, docs/ with the shipped bundle, protocols/) and nothing else:
 no tests (their data), tools, benchmarks, CI, lock file or byte code. The wheel must hold the
 ``repro`` package only (with its schemas and templates), under the distribution name
-``repro-evidence``, with the ``repro`` command and the built-in adapters' entry points.
-Installed, the ``repro`` import package must come from that distribution, from the
-environment's own site-packages, with no distribution named ``repro`` (another project's,
-which installs files of the same names) beside it.
+``repro-evidence``, with the ``repro`` command and the built-in adapters' entry points, and
+require what only an extra brings (a simulator) only under that extra. Installed, the
+``repro`` import package must come from that distribution, from the environment's own
+site-packages, with no distribution named ``repro`` (another project's, which installs files of
+the same names) beside it, nor any that only an extra brings: the session then verifies the
+shipped bundle there without the simulator.
 
 Standard library only: the installed check runs in an environment that has nothing but the
 wheel and its dependencies. A developer's tool: nothing in a study or a verification runs it."""
@@ -18,6 +20,7 @@ wheel and its dependencies. A developer's tool: nothing in a study or a verifica
 from __future__ import annotations
 
 import configparser
+import re
 import sys
 import tarfile
 import tomllib
@@ -28,14 +31,24 @@ from pathlib import Path, PurePosixPath
 DISTRIBUTION = "repro-evidence"
 #: The archives' file-name stem: the distribution name normalised as wheels and sdists spell it.
 STEM = DISTRIBUTION.replace("-", "_")
+_PROJECT = tomllib.loads(
+    (Path(__file__).resolve().parents[1] / "pyproject.toml").read_text("utf-8")
+)["project"]
 #: The built-in adapters, as pyproject.toml declares them in the ``repro.adapters`` group.
-BUILT_IN_ADAPTERS = tuple(
-    sorted(
-        tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text("utf-8"))[
-            "project"
-        ]["entry-points"]["repro.adapters"]
-    )
-)
+BUILT_IN_ADAPTERS = tuple(sorted(_PROJECT["entry-points"]["repro.adapters"]))
+
+
+def _name(requirement: str) -> str:
+    """A requirement's distribution name, normalised as PEP 503 does."""
+    name = re.match(r"[A-Za-z0-9._-]+", requirement.strip())
+    return re.sub(r"[-_.]+", "-", name.group(0) if name else "").lower()
+
+
+#: What only one of repro's extras brings (the simulators among it: gymnasium, csle-cyborg,
+#: inspect-ai): never required by the wheel alone, which verifies with none of it.
+EXTRAS_ONLY = frozenset(
+    _name(r) for rs in _PROJECT["optional-dependencies"].values() for r in rs
+) - {_name(r) for r in _PROJECT["dependencies"]}
 
 SDIST_TOP = {
     "src",
@@ -113,6 +126,9 @@ def wheel_problems(path: Path) -> list[str]:
             problems.append(f"wheel missing: {folder}*.json")
     if metadata["Name"] != DISTRIBUTION:
         problems.append(f"wheel metadata Name is {metadata['Name']!r}, not {DISTRIBUTION!r}")
+    for requirement in metadata.get_all("Requires-Dist") or []:
+        if _name(requirement) in EXTRAS_ONLY and "extra ==" not in requirement.partition(";")[2]:
+            problems.append(f"wheel requires {requirement.strip()} without an extra")
     scripts = dict(entry_points["console_scripts"]) if "console_scripts" in entry_points else {}
     if scripts.get("repro") != "repro.cli:main":
         problems.append("wheel entry points: console script repro missing")
@@ -159,6 +175,12 @@ def installed_problems() -> list[str]:
         out.append(f"repro is imported from {where}, outside this environment's {site}")
     if repro.version() != importlib.metadata.version(DISTRIBUTION):
         out.append(f"repro.version() is {repro.version()}, not the distribution's")
+    for name in sorted(EXTRAS_ONLY):
+        try:
+            importlib.metadata.distribution(name)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+        out.append(f"{name} is installed beside the wheel alone, though only an extra brings it")
     return out
 
 

@@ -144,7 +144,11 @@ def exit_code(error: ReproError) -> int:
 
 
 def install_hint(extra: str) -> str:
-    """How to get the packages of repro's optional ``extra``, in the README's words; a refusal
-    that a missing package causes ends with it: ``plotting needs matplotlib: run repro with its
-    plot extra (uv run --extra plot repro ...)``."""
-    return f"run repro with its {extra} extra (uv run --extra {extra} repro ...)"
+    """How to get the packages of repro's optional ``extra``, in the README's words: installed,
+    and from a clone; a refusal that a missing package causes ends with it: ``plotting needs
+    matplotlib: install repro's plot extra: pip install 'repro-evidence[plot]' (from a clone:
+    uv run --extra plot repro ...)``."""
+    return (
+        f"install repro's {extra} extra: pip install 'repro-evidence[{extra}]' "
+        f"(from a clone: uv run --extra {extra} repro ...)"
+    )

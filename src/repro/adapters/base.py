@@ -34,6 +34,7 @@ from repro.models import (
 __all__ = [
     "ENTRY_POINT_GROUP",
     "MAX_EPISODE_STEPS",
+    "SIMULATOR_INSTALL",
     "SIMULATOR_MODULES",
     "THREAD_SESSIONS",
     "Adapter",
@@ -63,6 +64,8 @@ __all__ = [
 ENTRY_POINT_GROUP = "repro.adapters"
 #: The optional attribute of an adapter's class that names its simulator's modules.
 SIMULATOR_MODULES = "simulator_modules"
+#: The optional attribute of an adapter's class that says how to install its simulator.
+SIMULATOR_INSTALL = "simulator_install"
 #: The optional attribute of an adapter's class by which it says its sessions only wait on
 #: other processes, and so run on threads of the study process (see :class:`Adapter`).
 THREAD_SESSIONS = "thread_sessions"
@@ -113,7 +116,9 @@ class Adapter(TypingProtocol):
     ``simulator_modules``, a tuple of module names of which any one is enough (``()`` for an
     adapter that needs no simulator package): ``repro adapters`` then says whether the simulator
     can be imported as well as whether the adapter loads. An adapter without it is listed as
-    "not stated".
+    "not stated". With it, ``simulator_install``, a string, may say how to install the
+    simulator (the built-in adapters name repro's extra that brings it), which ``repro
+    adapters`` adds when none of those modules imports.
 
     Optionally, too, a method ``slot_cost(condition) -> float`` says what one slot of a
     condition costs relative to the others (the CybORG adapter: its trial length, the steps of
@@ -641,14 +646,25 @@ class Registration:
         ``simulator_modules``: any one is enough; empty when it needs no simulator package),
         or ``None`` when it does not say, says it as something else than module names, or
         does not load."""
+        stated = self._stated(SIMULATOR_MODULES)
+        if isinstance(stated, tuple | list) and all(isinstance(m, str) for m in stated):
+            return tuple(stated)
+        return None
+
+    def simulator_install(self) -> str | None:
+        """How the adapter's class says its simulator is installed (its ``simulator_install``),
+        or ``None`` when it does not say, says it as something else than a string, or does not
+        load."""
+        stated = self._stated(SIMULATOR_INSTALL)
+        return stated if isinstance(stated, str) else None
+
+    def _stated(self, attribute: str) -> object:
+        """The adapter's class's ``attribute``, or ``None`` when it has none or does not load."""
         try:
             factory = self.entry_point.load()
         except Exception:
             return None
-        stated = getattr(factory, SIMULATOR_MODULES, None)
-        if isinstance(stated, tuple | list) and all(isinstance(m, str) for m in stated):
-            return tuple(stated)
-        return None
+        return getattr(factory, attribute, None)
 
 
 def import_error(module: str) -> str | None:

@@ -228,6 +228,13 @@ class Backend:
         return getattr(module, name)  # type: ignore[no-any-return]
 
 
+#: How to get a backend: upstream from its repository (docs/reproducing-cage2.md), the fork
+#: csle-cyborg by repro's extra.
+SIMULATOR_INSTALL = "install upstream CybORG 2.1, or, for the fork csle-cyborg, " + install_hint(
+    "cyborg"
+)
+
+
 def load_backend(name: str) -> Backend:
     """The requested backend; ``auto`` prefers upstream CybORG, then csle-cyborg."""
     candidates = ["cyborg", "csle-cyborg"] if name == "auto" else [name]
@@ -240,10 +247,7 @@ def load_backend(name: str) -> Backend:
         module = "CybORG" if candidate == "cyborg" else "csle_cyborg"
         if importlib.util.find_spec(module) is not None:
             return Backend(candidate)
-    raise BadInput(
-        "CybORG is not installed: install upstream CybORG 2.1, or, for the fork csle-cyborg, "
-        + install_hint("cyborg")
-    )
+    raise BadInput(f"CybORG is not installed: {SIMULATOR_INSTALL}")
 
 
 def _yaml() -> Any:
@@ -390,6 +394,7 @@ class CybORGAdapter:
     name = "cyborg"
     #: Upstream CybORG 2.1 or the fork csle-cyborg (the ``backend`` option chooses).
     simulator_modules = ("CybORG", "csle_cyborg")
+    simulator_install = SIMULATOR_INSTALL
 
     def slot_cost(self, condition: Condition) -> float:
         """One episode's cost in steps (the progress display's weight): its trial length, the

@@ -49,7 +49,7 @@ from repro.adapters.base import (
     pinned_target_source,
 )
 from repro.derive.pins import gymnasium_problems, policy_role, refuse_pin_problems
-from repro.errors import BadInput, RunFailed
+from repro.errors import BadInput, RunFailed, install_hint
 from repro.json.canonical import json_path
 from repro.models import AdapterFacts, Condition, Participant, PlanEntry, Protocol, Source
 
@@ -63,9 +63,20 @@ _PARAMS = {
 }
 
 
-def _gym() -> Any:
-    import gymnasium
+#: How to get the simulator, which repro does not install unless asked (its ``gymnasium`` extra).
+SIMULATOR_INSTALL = install_hint("gymnasium")
 
+
+def _gym() -> Any:
+    """The gymnasium package, or a refusal saying how to install it: verify needs no simulator,
+    so a verifying install goes without it."""
+    try:
+        import gymnasium
+    except ImportError as exc:
+        raise BadInput(
+            f"protocol: the gymnasium adapter needs the gymnasium package, which does not import "
+            f"({type(exc).__name__}: {exc}): {SIMULATOR_INSTALL} @ $.adapter.name"
+        ) from None
     return gymnasium
 
 
@@ -157,6 +168,7 @@ class GymnasiumAdapter:
 
     name = "gymnasium"
     simulator_modules = ("gymnasium",)
+    simulator_install = SIMULATOR_INSTALL
 
     def freeze(self, protocol: Protocol, options: Mapping[str, str]) -> Frozen:
         """Check factors, participants and spaces; pin gymnasium, numpy and every source file."""

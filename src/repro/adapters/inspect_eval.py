@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.metadata
+import importlib.util
 import random
 import re
 import shutil
@@ -51,7 +52,7 @@ from repro.adapters.base import (
     refuse_unbounded_outcome_runs,
 )
 from repro.derive.facts import DEFAULT_SOLVER, inspect_role, sample_factor
-from repro.errors import BadInput, RunFailed, RunInvalid
+from repro.errors import BadInput, RunFailed, RunInvalid, install_hint
 from repro.json import canonical
 from repro.json.canonical import json_path
 from repro.models import AdapterFacts, Condition, Participant, PlanEntry, Protocol, Source
@@ -139,6 +140,7 @@ class InspectAdapter:
 
     name = "inspect"
     simulator_modules = ("inspect_ai",)
+    simulator_install = install_hint("inspect")
 
     def __init__(self) -> None:
         self._log_dir: str | None = None
@@ -146,6 +148,11 @@ class InspectAdapter:
     def freeze(self, protocol: Protocol, options: Mapping[str, str]) -> Frozen:
         """Check factors, participants and options; build every task to check its samples; pin
         inspect_ai's version and the source file of every task, model and solver module."""
+        if importlib.util.find_spec("inspect_ai") is None:
+            raise BadInput(
+                "protocol: the inspect adapter needs inspect_ai, which is not installed: "
+                f"{self.simulator_install} @ $.adapter.name"
+            )
         for key in protocol.adapter.options:
             raise BadInput(
                 f"protocol: the inspect adapter takes no option {key!r} in the protocol "

@@ -1046,7 +1046,7 @@ def adapters(
             r,
             r.load_error(),
             [o.distribution for o in installed if o.name == r.name and o is not r],
-            _simulator(r.simulator_modules(), import_error),
+            _simulator(r.simulator_modules(), r.simulator_install(), import_error),
         )
         for r in installed
     ]
@@ -1082,34 +1082,41 @@ def adapters(
 
 
 def _simulator(
-    modules: tuple[str, ...] | None, import_error: Callable[[str], str | None]
+    modules: tuple[str, ...] | None, install: str | None, import_error: Callable[[str], str | None]
 ) -> dict[str, Any] | None:
     """``repro adapters --json``'s ``simulator``: each module the adapter states with whether
-    it imports (the error's type if not), and whether the simulator is ``available`` (any one
-    module imports, or none is needed); None when the adapter does not state its modules."""
+    it imports (the error's type if not), whether the simulator is ``available`` (any one
+    module imports, or none is needed), and how to ``install`` it as the adapter says (None
+    when it does not); None when the adapter does not state its modules."""
     if modules is None:
         return None
     found = [{"module": m, "error": import_error(m)} for m in modules]
     return {
         "modules": [{**f, "imports": f["error"] is None} for f in found],
         "available": not found or any(f["error"] is None for f in found),
+        "install": install,
     }
 
 
 def _said(simulator: dict[str, Any] | None) -> str:
     """The simulator column of ``repro adapters``: ``gymnasium imports``, ``CybORG does not
     import (ModuleNotFoundError), csle_cyborg imports``, ``no simulator package needed`` or ``not
-    stated``."""
+    stated``; a simulator that is not available ends with how to install it, when the adapter
+    says (``gymnasium does not import (ModuleNotFoundError); to use this adapter, install
+    repro's gymnasium extra: ...``)."""
     if simulator is None:
         return "not stated"
     if not simulator["modules"]:
         return "no simulator package needed"
-    return ", ".join(
+    said = ", ".join(
         f"{m['module']} imports"
         if m["imports"]
         else f"{m['module']} does not import ({m['error']})"
         for m in simulator["modules"]
     )
+    if not simulator["available"] and simulator["install"] is not None:
+        said += f"; to use this adapter, {simulator['install']}"
+    return said
 
 
 protocol_app = typer.Typer(
