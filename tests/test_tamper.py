@@ -87,8 +87,12 @@ def _failing(root: Path) -> tuple[str, list[Finding]]:
     assert report["findings"], "exit 1 without a single finding"
     for finding in report["findings"]:
         location = finding.pop("location")
-        assert set(finding) == {"code", "file", "what", "expected", "found"}
-        assert all(isinstance(v, str) for v in finding.values())
+        # What a finding follows from, where it does: each a finding's code and file.
+        causes = finding.get("follows_from", [])
+        assert all(set(c) == {"code", "file"} for c in causes)
+        fields = set(finding) - {"follows_from"}
+        assert fields == {"code", "file", "what", "expected", "found"}
+        assert all(isinstance(finding[k], str) for k in fields)
         # Where in the file, as data: a line, a JSON path, a slot or attempt ID, or null.
         assert set(location) == {"line", "path", "item"}
         assert location["line"] is None or isinstance(location["line"], int)
@@ -97,10 +101,11 @@ def _failing(root: Path) -> tuple[str, list[Finding]]:
 
 
 def _named(text: str, findings: list[Finding], file: str, phrase: str) -> Finding:
-    """The finding for ``file`` whose ``what`` contains ``phrase``; the text output must show it."""
+    """The finding for ``file`` whose ``what`` contains ``phrase``; the text output must show it
+    (as a root finding, or as one that follows from another)."""
     hits = [f for f in findings if f["file"] == file and phrase in f["what"]]
     assert hits, f"no finding for {file} with {phrase!r}: {findings}"
-    assert f"FAIL {file}: " in text
+    assert f"{'FOLLOWS' if hits[0].get('follows_from') else 'FAIL'} {file}: " in text
     assert _flat(hits[0]["what"]) in text
     return hits[0]
 

@@ -662,17 +662,39 @@ def _verify_report(findings: Sequence[Finding], digest: str | None) -> dict[str,
     }
 
 
+def _values(f: Finding) -> str:
+    """What a finding compares, in words a reader takes the right way round: a derived file's
+    stored value and the one re-derived from the bundle's runs, else what was expected and
+    what was found."""
+    if f.code == "rederived-differs":
+        return f"stored {f.found}, re-derived from the bundle's runs {f.expected}"
+    return f"expected {f.expected}, found {f.found}"
+
+
 def _print_findings(bundle: Path, findings: Sequence[Finding]) -> None:
     """Name every finding on stderr, one line each (a newline in what it quotes, such as a file
     name the bundle holds, shown as text like any control character), then say whether the root
-    is unfinished or tampered."""
+    is unfinished or tampered. The findings that follow from others (a derived file's stored
+    values against those re-derived from inputs that changed) come last, under the findings they
+    follow from, with the stored value and the one re-derived from the bundle's runs named so."""
     err = _err()
-    for f in findings:
+    roots = [f for f in findings if not f.follows_from]
+    following = [f for f in findings if f.follows_from]
+    for f in roots:
+        err.print(visible(f"FAIL {f.file}: {f.what}: {_values(f)}", newlines=False))
+    if following:
+        causes = ", ".join(f"{file} ({code})" for code, file in following[0].follows_from)
         err.print(
             visible(
-                f"FAIL {f.file}: {f.what}: expected {f.expected}, found {f.found}", newlines=False
+                f"{len(following)} finding(s) follow from those on the files the derived ones "
+                f"are derived from ({causes}): their stored values may be the study's own, and "
+                "the re-derived ones come from what those files now hold:",
+                newlines=False,
             )
         )
+        for f in following:
+            values = f": {_values(f)}" if f.code == "rederived-differs" else ""
+            err.print(visible(f"  FOLLOWS {f.file}: {f.what}{values}", newlines=False))
     if findings[0].incomplete:
         err.print(
             f"INCOMPLETE: {bundle} is an unfinished study and does not verify "

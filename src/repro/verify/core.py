@@ -61,7 +61,7 @@ from repro.models import (
 )
 from repro.verify import packed, parallel, walk
 from repro.verify.content import Stored, check_content
-from repro.verify.findings import Finding, Findings
+from repro.verify.findings import Finding, Findings, with_causes
 from repro.verify.integrity import check_integrity
 from repro.verify.limits import Limits
 from repro.verify.reader import BundleReader
@@ -175,7 +175,7 @@ def _verification(
     finally:
         pool.close()
     signatures = check_signatures(listing, read, stored, trusted, limits, findings)
-    return Verification(findings.close(), signatures, read, stored)
+    return Verification(with_causes(findings.close()), signatures, read, stored)
 
 
 def _content(

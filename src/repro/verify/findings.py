@@ -3,10 +3,12 @@ was expected, what was found) and the capped list one verification collects."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
-from attrs import field, frozen
+from attrs import evolve, field, frozen
+
+from repro.bundle import layout
 
 #: At most this many findings of one kind in one file are listed one by one; the rest are counted.
 MAX_DIFFS = 25
@@ -61,6 +63,10 @@ class Finding:
     #: Not compared: the texts already say where, and two findings that say the same of the
     #: same file are one finding.
     location: Location = field(default=WHOLE_FILE, eq=False)
+    #: For a re-derivation that differs (:data:`CONSEQUENCES`), the findings on the files it is
+    #: derived from that it follows from, as (code, file): the stored value may be the right one,
+    #: re-derived from inputs that changed (:func:`with_causes`). Empty for a root cause.
+    follows_from: tuple[tuple[str, str], ...] = field(default=(), eq=False)
 
     @property
     def incomplete(self) -> bool:
@@ -69,8 +75,9 @@ class Finding:
         return self.what.startswith(INCOMPLETE)
 
     def as_dict(self) -> dict[str, Any]:
-        """Plain data for ``--json``."""
-        return {
+        """Plain data for ``--json`` (with ``follows_from`` where the finding follows from
+        others: each as its code and file)."""
+        out: dict[str, Any] = {
             "code": self.code,
             "file": self.file,
             "what": self.what,
@@ -78,6 +85,9 @@ class Finding:
             "found": self.found,
             "location": self.location.as_dict(),
         }
+        if self.follows_from:
+            out["follows_from"] = [{"code": c, "file": f} for c, f in self.follows_from]
+        return out
 
 
 class Findings(list[Finding]):
@@ -117,3 +127,38 @@ class Findings(list[Finding]):
                 )
             )
         return out
+
+
+#: The codes of a stored derived file found other than its re-derivation: a consequence, when
+#: a file it is derived from is itself named (:func:`with_causes`).
+CONSEQUENCES = frozenset(
+    {
+        "rederived-differs",
+        "rederived-differs-more",
+        "rederived-bytes-differ",
+        "report-differs",
+        "crate-differs",
+    }
+)
+
+
+def _input(name: str) -> bool:
+    """Whether the re-derivations read ``name``: the derivations' inputs and the attempts'
+    times, which the crate's re-derivation reads."""
+    return layout.is_derivation_input(name) or name.startswith("data/times/")
+
+
+def with_causes(findings: Sequence[Finding]) -> list[Finding]:
+    """``findings``, each re-derivation that differs marked as following from the findings on
+    the files it is derived from, when there are any: a run record edited makes the stored
+    aggregates differ from their re-derivation though they are the study's own, and it is the
+    record that changed. Without such a finding, a derived file that differs is its own root
+    cause."""
+    causes = tuple(
+        dict.fromkeys(
+            (f.code, f.file) for f in findings if f.code not in CONSEQUENCES and _input(f.file)
+        )
+    )
+    if not causes:
+        return list(findings)
+    return [evolve(f, follows_from=causes) if f.code in CONSEQUENCES else f for f in findings]
