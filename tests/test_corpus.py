@@ -32,6 +32,7 @@ A hundred distinct real bundles, and copies of them, must verify with no finding
 from __future__ import annotations
 
 import copy
+import gc
 import json
 import math
 import os
@@ -571,13 +572,17 @@ TAMPER: dict[str, Callable[[Path, random.Random, Base, Path], Tamper]] = {
 
 
 class _Reads:
-    """Paths opened or listed by the thread that set ``watching``, while it is set; the audit
-    hook does nothing otherwise. Other threads of the test process are not verify's: a Dask
-    cluster another test module started for the session reads /proc on threads of its own."""
+    """Paths opened or listed by the thread that set ``watching``, while it is set and no
+    garbage collection runs; the audit hook does nothing otherwise. Other threads of the test
+    process are not verify's (a Dask cluster another test module started for the session reads
+    /proc on threads of its own), nor are the callbacks another library hangs on the collector,
+    which run in whichever thread a collection falls in (Dask's reads the process's memory from
+    /proc at every collection)."""
 
     def __init__(self) -> None:
         self.installed = False
         self._watching: int | None = None
+        self.collecting = False
         self.events: list[tuple[str, Any, Any]] = []
 
     @property
@@ -586,11 +591,33 @@ class _Reads:
 
     @watching.setter
     def watching(self, on: bool) -> None:
+        if on:  # first and last of the collector's callbacks, whoever added one since
+            for mark in (_collection_starts, _collection_ends):
+                if mark in gc.callbacks:
+                    gc.callbacks.remove(mark)
+            gc.callbacks.insert(0, _collection_starts)
+            gc.callbacks.append(_collection_ends)
         self._watching = threading.get_ident() if on else None
 
     def sees(self) -> bool:
-        """Whether the event being audited is the watching thread's."""
-        return self._watching is not None and self._watching == threading.get_ident()
+        """Whether the event being audited is the watching thread's own."""
+        return (
+            self._watching is not None
+            and self._watching == threading.get_ident()
+            and not self.collecting
+        )
+
+
+def _collection_starts(phase: str, info: dict[str, Any]) -> None:
+    """First of the collector's callbacks: from here to :func:`_collection_ends`, a collection
+    and the other callbacks run."""
+    _READS.collecting = True
+
+
+def _collection_ends(phase: str, info: dict[str, Any]) -> None:
+    """Last of the collector's callbacks: a collection's end."""
+    if phase == "stop":
+        _READS.collecting = False
 
 
 _READS = _Reads()
