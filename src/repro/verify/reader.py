@@ -585,9 +585,10 @@ class BundleReader:
         context = (self.source, self.limits, self.reads)
         # Taken as they end: a file as large as the rest together (a crate of many runs) then
         # holds up only the worker reading it.
-        for name, got in jobs.unordered(_read_ahead, context, wanted):
-            if got is not None:
-                self._prefetched[name] = got
+        for _, done in jobs.unordered(_read_ahead, context, _batches(wanted, sizes)):
+            for name, got in done:
+                if got is not None:
+                    self._prefetched[name] = got
 
     def _over_limit(self, name: str, size: int, count: int) -> Finding:
         """The finding for a file of ``size`` bytes (``count`` of them read) that is past the
@@ -889,10 +890,40 @@ class BundleReader:
         return value
 
 
-def _read_ahead(context: tuple[Source, Limits, Reads], name: str) -> tuple[_Seen, int] | None:
-    """A job (:mod:`repro.verify.parallel`): the first read of ``name`` as a reader with the
-    whole byte budget makes it, and the size the read must be allowed for; None when it did not
-    read the whole file (the reader that takes it then reads it, and names what it finds)."""
+#: Files one read-ahead job takes at most, and the bytes past which it takes no more: a job is a
+#: round trip to a worker, which a bag of many small files would pay for each (a bag of 99,000
+#: files of a few bytes took 45 s with a job a file, 11 s of it in this process alone).
+_BATCH_FILES = 64
+_BATCH_BYTES = 1 << 20
+
+
+def _batches(names: Iterable[str], sizes: Mapping[str, int]) -> Iterator[tuple[str, ...]]:
+    """``names`` in consecutive groups of at most :data:`_BATCH_FILES`, each ended by the first
+    name that brings their sizes to :data:`_BATCH_BYTES` (so a large file goes alone)."""
+    batch: list[str] = []
+    size = 0
+    for name in names:
+        batch.append(name)
+        size += sizes[name]
+        if len(batch) == _BATCH_FILES or size >= _BATCH_BYTES:
+            yield tuple(batch)
+            batch, size = [], 0
+    if batch:
+        yield tuple(batch)
+
+
+def _read_ahead(
+    context: tuple[Source, Limits, Reads], names: tuple[str, ...]
+) -> list[tuple[str, tuple[_Seen, int] | None]]:
+    """A job (:mod:`repro.verify.parallel`): each file of ``names`` with its first read as a
+    reader with the whole byte budget makes it (:func:`_read_one_ahead`)."""
+    return [(name, _read_one_ahead(context, name)) for name in names]
+
+
+def _read_one_ahead(context: tuple[Source, Limits, Reads], name: str) -> tuple[_Seen, int] | None:
+    """The first read of ``name`` as a reader with the whole byte budget makes it, and the size
+    the read must be allowed for; None when it did not read the whole file (the reader that
+    takes it then reads it, and names what it finds)."""
     source, limits, reads = context
     reader = BundleReader(source, Findings(limits.max_findings), limits, reads)
     try:
