@@ -7,6 +7,12 @@ declaration, manifests, completeness, digests, bag-info.txt), then content
 every file read by the strict reader (:mod:`~repro.verify.reader`). Every problem is a
 :class:`~repro.verify.findings.Finding`; nothing is logged and passed over.
 
+:func:`verify_bag` (``repro verify --bagit-only``) checks any bag as BagIt 1.0 or 0.97 alone,
+whoever wrote it: the tree walk and the same BagIt stage, read as BagIt allows
+(:func:`~repro.verify.integrity.check_bag`), no content, no signature. :func:`verify` refuses as
+bad input a root that holds no ``data/protocol.json`` and is such a valid bag: another tool's,
+not a study's (a study writes the protocol before any manifest).
+
 ``show``, ``publish``, ``compare`` and ``replay`` read a bundle only through
 :func:`open_verified`: it verifies, and hands back what verify parsed, with the same reader for
 the files read later (run records, partitions), so that nothing is read behind verify's back and
@@ -276,11 +282,12 @@ def verify(root: Path, limits: Limits = Limits(), jobs: int | None = None) -> li
     """Every finding for the bundle at ``root`` (a directory, or a packed bundle: a zip or tar
     file); empty when it verifies. Raises :class:`BadInput` when ``root`` is neither (a symlink
     to one is not), or is not a bundle: it holds none of the BagIt tag files, of which a study
-    writes bagit.txt first. Whatever else the tree holds, every problem is a finding. When the
-    root is an unfinished study (bagit.txt or another tag file, but no tag manifest), the first
-    finding says so (:attr:`Finding.incomplete`). ``jobs``: how many jobs verify runs at a
-    time (:mod:`~repro.verify.parallel`; by default the cores it has), which changes nothing of
-    the findings."""
+    writes bagit.txt first, or it is a valid BagIt bag without ``data/protocol.json``. Whatever
+    else the tree holds, every problem is a finding. When the root is an unfinished study
+    (bagit.txt or another tag file, but no tag manifest), the first finding says so
+    (:attr:`Finding.incomplete`). ``jobs``: how many jobs verify runs at a time
+    (:mod:`~repro.verify.parallel`; by default the cores it has), which changes nothing of the
+    findings."""
     return _verification(root, limits, jobs=jobs).findings
 
 

@@ -196,10 +196,11 @@ class _Bag:
         self.declared = DEFAULT
         self.payload = {name for name in self.files if name.startswith(DATA)}
         self.tags = set(self.files) - self.payload
-        #: Each name a payload file has once folded (see :func:`~repro.verify.walk.folded`),
-        #: with the files that have it.
+        #: In a bag, each name a payload file has once folded (see
+        #: :func:`~repro.verify.walk.folded`), with the files that have it; a bundle's names are
+        #: read as they are.
         self.folds: dict[str, list[str]] = defaultdict(list)
-        for name in sorted(self.payload):
+        for name in sorted(self.payload) if not bundle else ():
             self.folds[folded(name)].append(name)
         #: The payload files fetch.txt lists that the bag lacks (each named once).
         self.unfetched: set[str] = set()
@@ -263,14 +264,15 @@ class _Bag:
         """A bag has its payload directory (it may be empty); every other file is a tag file,
         in a tag directory or not. Files an operating system makes for itself, and names that
         are one file on a case-insensitive or normalizing file system, are warned of."""
-        if DATA.rstrip("/") not in self.entries or DATA.rstrip("/") in self.files:
+        directory = DATA.rstrip("/")
+        if directory not in self.entries or directory in self.files:
             self.findings.append(
                 Finding(
                     "payload-directory-missing",
-                    DATA.rstrip("/"),
+                    directory,
                     "no payload directory",
                     "a directory data/",
-                    "a file" if DATA.rstrip("/") in self.files else "missing",
+                    "a file" if directory in self.files else "missing",
                 )
             )
         for name in sorted(self.payload):

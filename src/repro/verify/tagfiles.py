@@ -7,6 +7,7 @@ what the text says, and adds a :class:`~repro.verify.findings.Finding` for each 
 from __future__ import annotations
 
 import codecs
+import itertools
 import re
 from collections.abc import Iterator
 
@@ -94,11 +95,16 @@ class Declaration:
 DEFAULT = Declaration("1.0", "UTF-8")
 
 
-def lines(text: str) -> list[str]:
-    """The lines of a tag file's text, each without its LF, CR or CRLF; a last line may end
-    without one, and text that ends with one ends with that line."""
-    found = _LINE_END.split(text)
-    return found[:-1] if found and found[-1] == "" else found
+def lines(text: str) -> Iterator[str]:
+    """The lines of a tag file's text, one at a time (a manifest may hold millions), each
+    without its LF, CR or CRLF; a last line may end without one, and text that ends with one
+    ends with that line."""
+    start = 0
+    for end in _LINE_END.finditer(text):
+        yield text[start : end.start()]
+        start = end.end()
+    if start < len(text):
+        yield text[start:]
 
 
 def _not_utf8(name: str, start: int) -> Finding:
@@ -139,7 +145,7 @@ def declaration(data: bytes, findings: list[Finding], warnings: list[Finding]) -
     except UnicodeDecodeError as exc:
         findings.append(_not_utf8(name, exc.start))
         return DEFAULT
-    found = lines(text)
+    found = list(itertools.islice(lines(text), 3))
     if len(found) != 2:
         findings.append(
             Finding(
@@ -147,7 +153,7 @@ def declaration(data: bytes, findings: list[Finding], warnings: list[Finding]) -
                 name,
                 "BagIt declaration",
                 f"two lines: {_VERSION_LABEL}M.N, {_ENCODING_LABEL}ENCODING",
-                f"{len(found)} line(s)",
+                f"{len(found)} line(s)" if len(found) < 3 else "more than two lines",
             )
         )
         return DEFAULT
