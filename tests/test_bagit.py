@@ -223,6 +223,13 @@ class TestPlainVerify:
         assert "did not finish" not in done.output and "INCOMPLETE" not in done.output
         assert done.stdout == ""
 
+    @pytest.mark.parametrize("suffix", [".zip", ".tar"])
+    def test_a_packed_valid_bag_is_not_a_bundle(self, suffix: str, tmp_path: Path) -> None:
+        """A valid bag packed in one top-level directory is refused alike."""
+        archive = _pack(SUITE / "v1.0/valid/basicBag", tmp_path / f"bag{suffix}")
+        with pytest.raises(BadInput, match="a valid BagIt bag, not a repro bundle"):
+            verify(archive)
+
     def test_a_bag_holding_a_protocol_is_judged_as_a_bundle(self, tmp_path: Path) -> None:
         """A valid bag whose payload holds data/protocol.json is verified as a bundle: its
         findings, not a refusal (the protocol is what a study writes right after bagit.txt)."""
