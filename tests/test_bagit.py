@@ -522,10 +522,14 @@ class TestTagFiles:
             ("BagIt-Version: 1.0\n", "Tag-File-Character-Encoding: UTF-8\n\n", "bagit-txt-content"),
             ("Tag-File-Character-Encoding: UTF-8\n", "BagIt-Version: 1.0\n", "bagit-txt-content"),
             ("BagIt-Version: 2.0\n", "Tag-File-Character-Encoding: UTF-8\n", "bagit-version"),
-            (
-                "BagIt-Version: 1.0\n",
-                "Tag-File-Character-Encoding: X-9\n",
-                "bagit-encoding-unknown",
+            *(
+                ("BagIt-Version: 1.0\n", f"Tag-File-Character-Encoding: {name}\n", code)
+                for name, code in (
+                    ("X-9", "bagit-encoding-unknown"),
+                    ("zlib", "bagit-encoding-unknown"),
+                    ("punycode", "bagit-encoding-unknown"),
+                    ("cp1252", None),
+                )
             ),
         ],
     )
@@ -533,7 +537,8 @@ class TestTagFiles:
         self, tmp_path: Path, version: str, encoding: str, code: str | None
     ) -> None:
         """bagit.txt is exactly two lines, one space after each colon, a version verify
-        reads and an encoding it knows (its lines may end in LF, CR LF or CR)."""
+        reads and a character set it knows, not any codec of Python's (its lines may end in LF,
+        CR LF or CR)."""
         root = make_bag(tmp_path / "bag", {"data/a": b"a"})
         (root / "bagit.txt").write_bytes((version + encoding).encode())
         codes = _codes(verify_bag(_untagged(root)).findings)

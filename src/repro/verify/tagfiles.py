@@ -1,8 +1,9 @@
 """How the BagIt stage reads a bag's tag files as text: the declaration (bagit.txt), the
 encoding it declares, the lines of a manifest and of fetch.txt, and bag-info.txt's metadata
-elements, as BagIt 1.0 (RFC 8493) and its draft 0.97 write them. Each function is pure: it gives
-what the text says, and adds a :class:`~repro.verify.findings.Finding` for each fault to
-``findings`` (a bag that does not verify) and for each thing BagIt tolerates to ``warnings``."""
+elements, as BagIt 1.0 (RFC 8493) and its draft 0.97 write them. Each function reads only what
+it is given and opens nothing: it returns what the text says, and adds a
+:class:`~repro.verify.findings.Finding` for each fault to ``findings`` (a bag that does not
+verify) and for each thing BagIt tolerates to ``warnings``."""
 
 from __future__ import annotations
 
@@ -42,8 +43,8 @@ ALGORITHMS = {"md5": 32, "sha1": 40, "sha224": 56, "sha256": 64, "sha384": 96, "
 #: The versions whose rules verify applies: RFC 8493's and the last draft's.
 VERSIONS = ("1.0", "0.97")
 
-#: Earlier drafts, whose bags verify reads by the rules of 0.97, saying so in a warning: their
-#: differences (a package-info.txt, no declared encoding rule) touch nothing 0.97 checks.
+#: Earlier drafts, whose bags verify reads by the rules of 0.97, saying so in a warning (the
+#: conformance suite labels their bags valid); what those drafts did otherwise is not checked.
 OLDER_VERSIONS = ("0.93", "0.94", "0.95", "0.96")
 
 #: The tag file that lists files to fetch before the bag is complete (RFC 8493 section 2.2.3).
@@ -70,6 +71,10 @@ _URL_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 #: The characters BagIt 1.0 percent-encodes in a path (and only those).
 _PERCENT = re.compile(r"%(0[Aa]|0[Dd]|25)")
 _DECODED = {"0a": "\n", "0d": "\r", "25": "%"}
+
+#: Python's text codecs that are no character set of RFC 2978's registry: names a declaration
+#: cannot mean (and punycode decodes in more than linear time).
+_NOT_CHARSETS = frozenset({"idna", "punycode", "unicode-escape", "raw-unicode-escape", "undefined"})
 
 #: A Windows drive, which a Windows reader takes as an absolute path.
 _DRIVE = re.compile(r"^[A-Za-z]:")
@@ -207,11 +212,24 @@ def _version(version: str, findings: list[Finding], warnings: list[Finding]) -> 
     return DEFAULT.version
 
 
-def _encoding(encoding: str, findings: list[Finding]) -> str:
-    """The declared encoding, when Python knows it (else named, and UTF-8 read)."""
+def _charset(encoding: str) -> bool:
+    """Whether ``encoding`` is a character set Python decodes bytes from: not a bytes-to-bytes
+    codec (zlib, base64), nor one of Python's own text codecs that are no character set."""
     try:
-        codecs.lookup(encoding)
+        if codecs.lookup(encoding).name in _NOT_CHARSETS:
+            return False
+        b"x".decode(encoding)
     except LookupError:
+        return False
+    except (UnicodeError, ValueError):
+        pass  # a character set that cannot decode this one byte: still one
+    return True
+
+
+def _encoding(encoding: str, findings: list[Finding]) -> str:
+    """The declared encoding, when it is a character set Python knows (else named, and UTF-8
+    read)."""
+    if not _charset(encoding):
         findings.append(
             Finding(
                 "bagit-encoding-unknown",
@@ -253,15 +271,16 @@ def decoded(
         codec += "-be"
     try:
         text = data.decode(codec)
-    except UnicodeDecodeError as exc:
+    except (UnicodeError, ValueError) as exc:
+        start = getattr(exc, "start", 0)
         if codec == "utf-8":
-            findings.append(_not_utf8(name, exc.start))
+            findings.append(_not_utf8(name, start))
         else:
             findings.append(
                 Finding(
                     "tag-file-not-decodable",
                     name,
-                    f"tag file is not {encoding} (byte {exc.start})",
+                    f"tag file is not {encoding} (byte {start})",
                     f"{encoding} text, as bagit.txt declares",
                     "undecodable bytes",
                 )
