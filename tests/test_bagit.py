@@ -483,6 +483,54 @@ class TestEveryManifest:
         assert {"tagmanifest-lists-payload", "manifest-path-outside-payload"} <= codes
 
 
+_TAG_TEXT = st.lists(
+    st.one_of(
+        st.binary(max_size=40),
+        st.sampled_from([b"  data/a", b"\t", b"./", b"*", b"%0A", b"%25", b"~", b"../", b"\r\n"]),
+        st.sampled_from([b"0" * n for n in (32, 40, 56, 64, 96, 128)]),
+    ),
+    max_size=12,
+).map(b"".join)
+
+
+class TestNeverCrashes:
+    """Whatever its tag files hold, a bag's check ends in findings and warnings."""
+
+    @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(
+        declaration=st.one_of(
+            _TAG_TEXT,
+            st.sampled_from(["UTF-8", "UTF-16", "ISO-8859-1", "cp037", "utf-32", "zlib"]).map(
+                lambda e: f"BagIt-Version: 1.0\nTag-File-Character-Encoding: {e}\n".encode()
+            ),
+        ),
+        files=st.dictionaries(
+            st.sampled_from(
+                ["manifest-md5.txt", "tagmanifest-sha1.txt", "fetch.txt", "bag-info.txt"]
+            ),
+            _TAG_TEXT,
+        ),
+    )
+    def test_arbitrary_tag_files(
+        self,
+        declaration: bytes,
+        files: dict[str, bytes],
+        tmp_path_factory: pytest.TempPathFactory,
+    ) -> None:
+        """bagit.txt, a manifest, a tag manifest, fetch.txt and bag-info.txt of arbitrary
+        bytes (lines of digests, separators, paths and escapes among them): no exception, and
+        a bag without a payload manifest it can read is never valid."""
+        root = make_bag(tmp_path_factory.mktemp("bag") / "bag", {"data/a": b"a"})
+        (root / "manifest-sha256.txt").unlink()
+        _untagged(root)
+        (root / "bagit.txt").write_bytes(declaration)
+        for name, data in files.items():
+            (root / name).write_bytes(data)
+        done = verify_bag(root)
+        record("BagIt bags of arbitrary tag files checked", 1)
+        assert done.findings
+
+
 class TestTagFiles:
     """Tag files in the encoding bagit.txt declares, the declaration's and bag-info.txt's
     whitespace, byte-order marks."""
