@@ -13,11 +13,14 @@ cases, 263, 342, 551 and 713, whose malformed digest the schema now names before
 does, at the same JSON path; nothing else changed), and when verify came to check the ledger's
 facts against the protocol (one case, 695, whose byte flip renames a participant in
 protocol.json: its condition's contract in the ledger now also contradicts the protocol, two
-``ledger-facts`` findings more; nothing else changed), and when verify came to accept a
-library's figure within the numeric policy's tolerance (three forged-aggregates cases, 247, 301
-and 985, moved an interval's end by one ulp, which is now no change to name: the corpus makes
-such a forgery material, +0.5, and their findings name that value; nothing else changed): every
-case of the corpus, and
+``ledger-facts`` findings more; nothing else changed), when verify came to accept a library's
+figure within the numeric policy's tolerance (three forged-aggregates cases, 247, 301 and 985,
+moved an interval's end by one ulp, which is now no change to name: the corpus makes such a
+forgery material, +0.5, and their findings name that value; nothing else changed), and when
+bag-info.txt came to be read as RFC 8493's metadata elements, in a bundle as in any bag (one
+case, 771, whose NUL byte stands between ``Payload-Oxum:`` and its value: that line is no
+element, so it is named and the Payload-Oxum is missing; nothing else changed): every case of
+the corpus, and
 the cases below, which put run records where the streaming reader
 must fall back to reading the whole plan at once (a record in another partition's file, an
 attempt ID that is not its slot's, a re-sealed partition) or must cut lines as before (a lone

@@ -57,7 +57,7 @@ if TYPE_CHECKING:
     from repro.execute.spares import Spares
     from repro.execute.studies import Prepared, StudyResult
     from repro.models import Aggregates, Condition, Ledger, Protocol
-    from repro.verify import Finding
+    from repro.verify import Finding, Limits
 
 __all__ = ["app", "main"]
 
@@ -113,9 +113,17 @@ EXITS: dict[str, tuple[tuple[int | str, str], ...]] = {
         (_SIGNALLED, "stopped by signal N, 130 for SIGINT (OUT is incomplete)"),
     ),
     "verify": (
-        (EXIT_OK, "verifies (and with --trusted-key, every signature checks)"),
+        (
+            EXIT_OK,
+            "verifies (and with --trusted-key, every signature checks; with --bagit-only, a "
+            "valid bag, its warnings named)",
+        ),
         (EXIT_VERIFY_FAILED, "findings (each named), a signature's among them"),
-        (EXIT_BAD_INPUT, "not a bundle, or a --trusted-key that is not an Ed25519 public key"),
+        (
+            EXIT_BAD_INPUT,
+            "not a bundle (a valid bag that is not a repro bundle among them), or a "
+            "--trusted-key that is not an Ed25519 public key",
+        ),
     ),
     "sign": (
         (EXIT_OK, "signed (or already signed by this key: the same bytes)"),
@@ -671,7 +679,54 @@ def _values(f: Finding) -> str:
     return f"expected {f.expected}, found {f.found}"
 
 
-def _print_findings(bundle: Path, findings: Sequence[Finding]) -> None:
+def _print_warnings(warnings: Sequence[Finding]) -> None:
+    """Name every warning on stderr, one line each, as findings are named."""
+    err = _err()
+    for w in warnings:
+        err.print(
+            visible(
+                f"WARN {w.file}: {w.what}: expected {w.expected}, found {w.found}", newlines=False
+            )
+        )
+
+
+def _verify_bag(bag: Path, as_json: bool, limits: Limits, jobs: int | None) -> None:
+    """``repro verify --bagit-only``: the bag checked as BagIt alone, its findings and warnings
+    named; exit 1 when it is not a valid bag."""
+    from repro.verify import verify_bag
+
+    try:
+        done = verify_bag(bag, limits, jobs)
+    except BadInput as exc:
+        raise _fail(exc) from None
+    if as_json:
+        _out(
+            json_text(
+                {
+                    "ok": not done.findings,
+                    "bagit_version": done.version,
+                    "findings": [f.as_dict() for f in done.findings],
+                    "warnings": [w.as_dict() for w in done.warnings],
+                }
+            )
+        )
+    else:
+        _print_warnings(done.warnings)
+        if done.findings:
+            _print_findings(bag, done.findings, "is not a valid BagIt bag")
+        else:
+            warned = f", {len(done.warnings)} warning(s)" if done.warnings else ""
+            _out(
+                f"OK: {bag} is a valid BagIt {done.version} bag (declaration, manifests, "
+                f"completeness, every digest, fetch.txt, Payload-Oxum){warned}"
+            )
+    if done.findings:
+        raise typer.Exit(EXIT_VERIFY_FAILED)
+
+
+def _print_findings(
+    bundle: Path, findings: Sequence[Finding], failed: str = "does not verify"
+) -> None:
     """Name every finding on stderr, one line each (a newline in what it quotes, such as a file
     name the bundle holds, shown as text like any control character), then say whether the root
     is unfinished or tampered. The findings that follow from others (a derived file's stored
@@ -702,7 +757,7 @@ def _print_findings(bundle: Path, findings: Sequence[Finding]) -> None:
             highlight=False,
         )
     else:
-        err.print(f"{len(findings)} finding(s): {bundle} does not verify", highlight=False)
+        err.print(f"{len(findings)} finding(s): {bundle} {failed}", highlight=False)
 
 
 @_command(app, "verify")
@@ -742,17 +797,37 @@ def verify(
             show_default=False,
         ),
     ] = None,
+    bagit_only: Annotated[
+        bool,
+        typer.Option(
+            "--bagit-only",
+            help="Check the path as a BagIt bag alone, whoever wrote it: BagIt 1.0 or 0.97 "
+            "(earlier drafts read as 0.97), its declaration, every manifest and digest, "
+            "fetch.txt (whose files must be there: nothing is fetched) and bag-info.txt's "
+            "Payload-Oxum. It checks none of a repro bundle's content or signatures. What "
+            "BagIt tolerates but a careful bag avoids is named as a warning, which does not "
+            "fail the bag.",
+        ),
+    ] = False,
 ) -> None:
     """Check a bundle offline: integrity, strict parse and schema, joins, re-derivations, and
     with --trusted-key its signatures.
 
-    Without a trusted key each signature is listed by its key's fingerprint as not checked."""
+    Without a trusted key each signature is listed by its key's fingerprint as not checked. A
+    valid BagIt bag that is not a repro bundle is bad input; --bagit-only checks it as a bag."""
     from repro.verify import verification
     from repro.verify.limits import Limits, with_limits
 
     try:
-        keys = _trusted_keys(trusted_key or [])
         limits = with_limits(Limits(), limit or [])
+        if bagit_only:
+            if trusted_key:
+                raise BadInput(
+                    "--trusted-key checks a bundle's signatures: --bagit-only reads none"
+                )
+            _verify_bag(bundle, as_json, limits, jobs)
+            return
+        keys = _trusted_keys(trusted_key or [])
         done = verification(bundle, keys, limits, jobs=jobs)
     except BadInput as exc:
         raise _fail(exc) from None

@@ -5,12 +5,14 @@ beside the bag against the keys a reader trusts (:func:`verification`); and
 :func:`open_verified`, the one way the other commands read a bundle."""
 
 from repro.verify.core import (
+    BagVerification,
     Verification,
     VerifiedBundle,
     open_verified,
     read_signatures,
     verification,
     verify,
+    verify_bag,
 )
 from repro.verify.findings import Finding
 from repro.verify.limits import MAX_FILE_BYTES, Limits
@@ -20,6 +22,7 @@ from repro.verify.walk import bundle_sha256
 
 __all__ = [
     "MAX_FILE_BYTES",
+    "BagVerification",
     "BundleReader",
     "Finding",
     "Limits",
@@ -31,4 +34,5 @@ __all__ = [
     "read_signatures",
     "verification",
     "verify",
+    "verify_bag",
 ]

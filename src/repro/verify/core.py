@@ -7,6 +7,12 @@ declaration, manifests, completeness, digests, bag-info.txt), then content
 every file read by the strict reader (:mod:`~repro.verify.reader`). Every problem is a
 :class:`~repro.verify.findings.Finding`; nothing is logged and passed over.
 
+:func:`verify_bag` (``repro verify --bagit-only``) checks any bag as BagIt 1.0 or 0.97 alone,
+whoever wrote it: the tree walk and the same BagIt stage, read as BagIt allows
+(:func:`~repro.verify.integrity.check_bag`), no content, no signature. :func:`verify` refuses as
+bad input a root that holds no ``data/protocol.json`` and is such a valid bag: another tool's,
+not a study's (a study writes the protocol before any manifest).
+
 ``show``, ``publish``, ``compare`` and ``replay`` read a bundle only through
 :func:`open_verified`: it verifies, and hands back what verify parsed, with the same reader for
 the files read later (run records, partitions), so that nothing is read behind verify's back and
@@ -62,22 +68,25 @@ from repro.models import (
 from repro.verify import packed, parallel, walk
 from repro.verify.content import Stored, check_content
 from repro.verify.findings import Finding, Findings, with_causes
-from repro.verify.integrity import check_integrity
+from repro.verify.integrity import TOLERATED, bag_reads, check_bag, check_integrity
 from repro.verify.limits import Limits
 from repro.verify.reader import BundleReader
 from repro.verify.signatures import SignatureStatus, check_signatures
+from repro.verify.tagfiles import Declaration
 from repro.verify.walk import STUDY_MARKS, DirectorySource, Listing, Source, unfinished
 
 if TYPE_CHECKING:
     from repro.bundle.signatures import PublicKey
 
 __all__ = [
+    "BagVerification",
     "Verification",
     "VerifiedBundle",
     "open_verified",
     "read_signatures",
     "verification",
     "verify",
+    "verify_bag",
 ]
 
 T = TypeVar("T")
@@ -100,6 +109,69 @@ class Verification:
         if self.findings or self._read is None:
             return None
         return self._read.sha256(TAGMANIFEST)
+
+
+@frozen
+class BagVerification:
+    """What ``repro verify --bagit-only`` finds of a bag: its faults (``findings``; none when it
+    is a valid bag), what BagIt tolerates but the bag had better not hold (``warnings``), and
+    the BagIt version it was read by (None when verify read none of it)."""
+
+    findings: list[Finding]
+    warnings: list[Finding]
+    version: str | None
+
+
+def verify_bag(root: Path, limits: Limits = Limits(), jobs: int | None = None) -> BagVerification:
+    """Check the bag at ``root`` (a directory, or a zip or tar file of one in one top-level
+    directory) as a BagIt 1.0 or 0.97 bag alone, whoever wrote it: the tree walk and the BagIt
+    stage (:func:`repro.verify.integrity.check_bag`), within ``limits``, fetching nothing and
+    reading nothing outside it. Raises :class:`BadInput` only when ``root`` is neither a
+    directory nor a zip or tar file."""
+    asked = _jobs(jobs)
+    findings = Findings(limits.max_findings)
+    listing, source = _listed(root, limits, findings)
+    walked = findings.close()
+    findings = Findings(limits.max_findings)
+    findings.extend(f for f in walked if f.code not in TOLERATED)
+    warnings = [f for f in walked if f.code in TOLERATED]
+    if listing.stopped or source is None:
+        return BagVerification(findings.close(), warnings, None)
+    declared, tolerated = _bag(listing, source, limits, asked, findings)
+    return BagVerification(findings.close(), warnings + tolerated, declared.version)
+
+
+def _bag(
+    listing: Listing, source: Source, limits: Limits, asked: int | None, findings: Findings
+) -> tuple[Declaration, list[Finding]]:
+    """The BagIt stage of a bag, read by a reader of its own."""
+    read = BundleReader(source, findings, limits, bag_reads(listing.sizes))
+    pool = parallel.Jobs.choose(
+        asked, sum(listing.sizes.values()), isinstance(source, DirectorySource)
+    )
+    try:
+        read.prefetch(pool, listing.sizes)
+        return check_bag(listing, read, findings)
+    finally:
+        pool.close()
+
+
+def _jobs(jobs: int | None) -> int | None:
+    """The jobs asked for (``--jobs``, else ``REPRO_VERIFY_JOBS``); a bad setting is bad
+    input."""
+    try:
+        return parallel.requested_jobs(jobs)
+    except ValueError as exc:
+        raise BadInput(str(exc)) from None
+
+
+def _foreign(listing: Listing, source: Source, limits: Limits, asked: int | None) -> bool:
+    """Whether a root that is not a repro bundle (it holds no protocol, which a study writes
+    right after bagit.txt) is a valid BagIt bag: another tool's, not a study's that stopped,
+    which holds no manifest yet."""
+    findings = Findings(limits.max_findings)
+    _bag(listing, source, limits, asked, findings)
+    return not findings
 
 
 def verification(
@@ -143,10 +215,7 @@ def _listed(root: Path, limits: Limits, findings: Findings) -> tuple[Listing, So
 def _verification(
     root: Path, limits: Limits, trusted: Sequence[PublicKey] = (), jobs: int | None = None
 ) -> Verification:
-    try:
-        asked = parallel.requested_jobs(jobs)
-    except ValueError as exc:
-        raise BadInput(str(exc)) from None
+    asked = _jobs(jobs)
     # The schemas are consulted only to name what the models refuse, but read now: once verify
     # reads the bundle, the only files it opens are the bundle's.
     for kind in schemas.SCHEMAS:
@@ -163,6 +232,15 @@ def _verification(
         )
     if listing.stopped or source is None:
         return Verification(findings.close(), [])
+    if (
+        layout.PROTOCOL not in listing.entries
+        and all(f.code in TOLERATED for f in findings)
+        and _foreign(listing, source, limits, asked)
+    ):
+        raise BadInput(
+            f"{root}: a valid BagIt bag, not a repro bundle: it holds no {layout.PROTOCOL} "
+            "(repro verify --bagit-only checks it as a bag)"
+        )
     findings[:0] = unfinished(listing)
     read = BundleReader(source, findings, limits)
     pool = parallel.Jobs.choose(
@@ -204,11 +282,12 @@ def verify(root: Path, limits: Limits = Limits(), jobs: int | None = None) -> li
     """Every finding for the bundle at ``root`` (a directory, or a packed bundle: a zip or tar
     file); empty when it verifies. Raises :class:`BadInput` when ``root`` is neither (a symlink
     to one is not), or is not a bundle: it holds none of the BagIt tag files, of which a study
-    writes bagit.txt first. Whatever else the tree holds, every problem is a finding. When the
-    root is an unfinished study (bagit.txt or another tag file, but no tag manifest), the first
-    finding says so (:attr:`Finding.incomplete`). ``jobs``: how many jobs verify runs at a
-    time (:mod:`~repro.verify.parallel`; by default the cores it has), which changes nothing of
-    the findings."""
+    writes bagit.txt first, or it is a valid BagIt bag without ``data/protocol.json``. Whatever
+    else the tree holds, every problem is a finding. When the root is an unfinished study
+    (bagit.txt or another tag file, but no tag manifest), the first finding says so
+    (:attr:`Finding.incomplete`). ``jobs``: how many jobs verify runs at a time
+    (:mod:`~repro.verify.parallel`; by default the cores it has), which changes nothing of the
+    findings."""
     return _verification(root, limits, jobs=jobs).findings
 
 

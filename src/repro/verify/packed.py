@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import os
 import stat
-import unicodedata
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -58,7 +57,7 @@ from repro.verify.archive import (
 )
 from repro.verify.findings import Finding, Findings
 from repro.verify.limits import Limits, raise_hint
-from repro.verify.walk import Listing, bytes_limit, os_reason, unsafe_path
+from repro.verify.walk import Listing, bytes_limit, folded, os_reason, unsafe_path
 
 __all__ = ["ArchiveSource", "is_packed", "scan_archive"]
 
@@ -161,11 +160,6 @@ def _read_through(archive: ArchiveFile, members: Iterable[Member], limits: Limit
             ) from None
 
 
-def _fold(name: str) -> str:
-    """The name as a case-insensitive, normalization-insensitive file system sees it."""
-    return unicodedata.normalize("NFC", unicodedata.normalize("NFC", name).casefold())
-
-
 class _Members:
     """One listing of an archive: what it has seen so far, and the findings it makes."""
 
@@ -231,10 +225,10 @@ class _Members:
 
     def _unique(self, name: str) -> bool:
         """Whether ``name`` is the first member of its name, once folded (else named)."""
-        folded = _fold(name)
-        earlier = self.folded.get(folded)
+        folded_name = folded(name)
+        earlier = self.folded.get(folded_name)
         if earlier is None:
-            self.folded[folded] = name
+            self.folded[folded_name] = name
             return True
         if earlier == name:
             code, what = "archive-name-repeated", "member name given twice"

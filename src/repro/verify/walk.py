@@ -10,6 +10,7 @@ import hashlib
 import os
 import re
 import stat
+import unicodedata
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Protocol
@@ -53,9 +54,11 @@ def bytes_limit(total: int, limits: Limits) -> Finding:
     )
 
 
-def unsafe_path(path: str) -> str | None:
+def unsafe_path(path: str, *, controls: bool = False) -> str | None:
     """Why a bundle name (``/``-separated, as a manifest line or an archive member names a
-    file) does not name a place inside the bag, or None when it does."""
+    file) does not name a place inside the bag, or None when it does. A control character is
+    refused unless ``controls`` allows it: a BagIt 1.0 manifest may name a file whose name holds
+    a line feed, percent-encoded."""
     if path.startswith("/"):
         return "absolute path"
     if "\\" in path:
@@ -65,9 +68,15 @@ def unsafe_path(path: str) -> str | None:
         return "path traversal (..)"
     if "" in parts or "." in parts:
         return "empty or '.' path component"
-    if any(ord(c) < 0x20 or ord(c) == 0x7F for c in path):
+    if not controls and any(ord(c) < 0x20 or ord(c) == 0x7F for c in path):
         return "control character in path"
     return None
+
+
+def folded(name: str) -> str:
+    """The name as a case-insensitive, normalization-insensitive file system sees it: two names
+    folded alike are one file there."""
+    return unicodedata.normalize("NFC", unicodedata.normalize("NFC", name).casefold())
 
 
 class NotRegularFile(Exception):
