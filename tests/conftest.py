@@ -80,9 +80,17 @@ def run_study(
     out: Path,
     backend: Backend | None = None,
     options: Mapping[str, str] | None = None,
+    keep_going: bool = False,
 ) -> Path:
-    """Run a study quietly on ``backend`` (serially by default) and return its root."""
-    study(prepare(protocol_path, options or {}), out, _Quiet(), backend or LocalWorkers())
+    """Run a study quietly on ``backend`` (serially by default) and return its root; with
+    ``keep_going``, whatever its first slots do (no early stop: repro.execute.stopping)."""
+    study(
+        prepare(protocol_path, options or {}),
+        out,
+        _Quiet(),
+        backend or LocalWorkers(),
+        keep_going=keep_going,
+    )
     return out
 
 

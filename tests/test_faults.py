@@ -23,6 +23,7 @@ from conftest import busy_cores, register_adapters
 from guarantees import record
 from repro.adapters.base import Evidence
 from repro.derive.disclosure import WITHHELD_CAUSE, short_cause
+from repro.derive.tally import Ended
 from repro.execute.attempts import run_slots
 from repro.execute.spares import Spares
 from repro.execute.studies import DaskCluster, LocalWorkers, Prepared, Prestart, prepare, study
@@ -331,9 +332,9 @@ class TestOverlap:
         expected: list[tuple[str, str]] = [("send", "open"), ("send", slots[0])]
         expected.append(("send", slots[1]))
         for previous, following in zip(slots, slots[2:], strict=False):
-            expected += [("send", following), ("emit", previous), ("done", "valid")]
-        expected += [("emit", slots[-2]), ("done", "valid")]
-        expected += [("emit", slots[-1]), ("done", "valid"), ("send", "close")]
+            expected += [("send", following), ("emit", previous), ("done", Ended("valid", None))]
+        expected += [("emit", slots[-2]), ("done", Ended("valid", None))]
+        expected += [("emit", slots[-1]), ("done", Ended("valid", None)), ("send", "close")]
         assert log == expected
         assert [r.slot for r in result.records] == slots
 

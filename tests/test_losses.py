@@ -1,6 +1,7 @@
 """A study says what it lost: the losses grouped by cause at its end, a running count while it
-runs, an exit code for CI (``--strict``), causes that name who failed, and the traceback of a
-failed slot on the user's own terminal only (``repro replay --traceback``)."""
+runs, an exit code that says slots were lost (4, unless ``--accept-losses``), causes that name
+who failed, and the traceback of a failed slot on the user's own terminal only (``repro replay
+--traceback``)."""
 
 from __future__ import annotations
 
@@ -65,27 +66,33 @@ class TestLossesAreTold:
     def test_the_end_of_a_study_groups_its_losses_by_cause(
         self, broken_protocol: Path, tmp_path: Path
     ) -> None:
-        """A policy that raises on every step: the study exits 0, and its last lines say how
-        many slots failed and why (``6 of 12 slots failed: policy-error:ZeroDivisionError
-        (6)``); the running progress counted them too."""
+        """A policy that raises on every step beside a healthy one: the study runs whole (its
+        first slots are the healthy one's), exits 4 (EXIT_SLOTS_LOST) with its bundle whole, and
+        its last lines say how many slots failed and why (``6 of 12 slots failed:
+        policy-error:ZeroDivisionError (6)``); the running progress counted them too."""
         done = _repro("study", str(broken_protocol), "--out", str(tmp_path / "b"))
-        assert done.returncode == 0, done.stderr
+        assert done.returncode == EXIT_SLOTS_LOST == 4, done.stderr
         text = " ".join(done.stderr.split())
         assert "6 of 12 slots failed: policy-error:ZeroDivisionError (6)" in text
         assert "6 not valid" in text  # the plain-lines progress, as in a log
         assert verify(tmp_path / "b") == []
 
-    def test_strict_exits_4_when_a_slot_that_ran_is_lost(
+    def test_accept_losses_exits_0_and_strict_is_still_taken(
         self, broken_protocol: Path, tmp_path: Path
     ) -> None:
-        """``--strict`` exits 4 (EXIT_SLOTS_LOST) for the same study, with its bundle whole."""
+        """``--accept-losses`` exits 0 for the same study; ``--strict``, what earlier versions
+        needed for exit 4, is still accepted and changes nothing."""
+        done = _repro(
+            "study", str(broken_protocol), "--out", str(tmp_path / "a"), "--accept-losses"
+        )
+        assert done.returncode == 0, done.stderr
+        assert verify(tmp_path / "a") == []
         done = _repro("study", str(broken_protocol), "--out", str(tmp_path / "b"), "--strict")
-        assert done.returncode == EXIT_SLOTS_LOST == 4, done.stderr
-        assert verify(tmp_path / "b") == []
+        assert done.returncode == EXIT_SLOTS_LOST, done.stderr
 
-    def test_strict_ignores_exclusions_declared_before_sealing(self, tmp_path: Path) -> None:
+    def test_exclusions_declared_before_sealing_are_no_loss(self, tmp_path: Path) -> None:
         """A study whose only non-valid slot is one the protocol excluded before sealing exits
-        0 under ``--strict``, and its end says the slot was excluded."""
+        0, and its end says the slot was excluded."""
         protocol = {
             **copy.deepcopy(SMALL),
             "matrix": [{"name": "env_id", "levels": ["CartPole-v1"]}],
@@ -95,7 +102,7 @@ class TestLossesAreTold:
         }
         path = tmp_path / "p.json"
         path.write_text(json.dumps(protocol), "utf-8")
-        done = _repro("study", str(path), "--out", str(tmp_path / "b"), "--strict")
+        done = _repro("study", str(path), "--out", str(tmp_path / "b"))
         assert done.returncode == 0, done.stderr
         assert "1 of 3 slots excluded" in " ".join(done.stderr.split())
 

@@ -165,7 +165,7 @@ class TestRetriesAndExclusions:
         self, write_protocol: Callable[..., Path], small_protocol: dict[str, Any], tmp_path: Path
     ) -> None:
         """A slot that fails every attempt is recorded failed, listed as a loss, and the class is
-        unavailable because the plan is incomplete."""
+        unavailable because the plan is incomplete (the study runs whole: --keep-going)."""
         small_protocol["participants"] = [
             {"id": "broken", "kind": "callable", "params": {"target": "repro_test_policies:broken"}}
         ]
@@ -175,7 +175,7 @@ class TestRetriesAndExclusions:
             "decimals": 1,
             "estimand": {"value": 20.0},
         }
-        out = run_study(write_protocol(small_protocol), tmp_path / "b")
+        out = run_study(write_protocol(small_protocol), tmp_path / "b", keep_going=True)
         runs = _runs(out)
         assert len(runs) == 16 and all(r["status"] == "failed" for r in runs)
         ledger = json.loads((out / "data/source-ledger.json").read_text())

@@ -47,6 +47,7 @@ from repro.execute.backends import (
     DaskCluster,
     LocalWorkers,
 )
+from repro.execute.stopping import FIRST_SLOTS
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -101,15 +102,26 @@ EXITS: dict[str, tuple[tuple[int | str, str], ...]] = {
             "a bundle does not verify, a replay differs, a gate or a comparison fails",
         ),
         (EXIT_BAD_INPUT, "bad input, nothing written"),
-        (EXIT_STUDY_STOPPED, "a study stopped by an I/O error or a failed cluster"),
-        (EXIT_SLOTS_LOST, "study --strict lost a slot that ran"),
+        (
+            EXIT_STUDY_STOPPED,
+            "a study stopped by an I/O error, a failed cluster, or its first slots all failing "
+            "the same structural way",
+        ),
+        (EXIT_SLOTS_LOST, "a study lost a slot that ran (unless --accept-losses)"),
         (_SIGNALLED, "a study stopped by signal N"),
     ),
     "study": (
         (EXIT_OK, "done"),
         (EXIT_BAD_INPUT, "bad input (nothing written)"),
-        (EXIT_STUDY_STOPPED, "stopped by an I/O error or a failed cluster (OUT is incomplete)"),
-        (EXIT_SLOTS_LOST, "with --strict: done, but a slot that ran did not end valid"),
+        (
+            EXIT_STUDY_STOPPED,
+            "stopped by an I/O error, a failed cluster, or its first slots all failing the same "
+            "structural way (OUT is incomplete)",
+        ),
+        (
+            EXIT_SLOTS_LOST,
+            "done, but a slot that ran did not end valid (OUT is whole; --accept-losses: 0)",
+        ),
         (_SIGNALLED, "stopped by signal N, 130 for SIGINT (OUT is incomplete)"),
     ),
     "verify": (
@@ -519,12 +531,31 @@ def study(
             f"(e.g. tcp://127.0.0.1:8786). Per-run seeding only. For Dask, {install_hint('dask')}.",
         ),
     ] = None,
+    accept_losses: Annotated[
+        bool,
+        typer.Option(
+            "--accept-losses",
+            help=f"Exit {EXIT_OK} even when a slot that ran did not end valid (by default such "
+            f"a study exits {EXIT_SLOTS_LOST}, its bundle written whole); slots the protocol "
+            "excludes before sealing never count as lost.",
+        ),
+    ] = False,
+    keep_going: Annotated[
+        bool,
+        typer.Option(
+            "--keep-going",
+            help=f"Run the whole plan even when the first {FIRST_SLOTS} slots to end all fail "
+            "with the same fault of the harness, the policy or the protocol (by default the "
+            f"study stops then, exit {EXIT_STUDY_STOPPED}, before it spends the rest).",
+        ),
+    ] = False,
     strict: Annotated[
         bool,
         typer.Option(
             "--strict",
-            help=f"Exit {EXIT_SLOTS_LOST} (the bundle still written whole) when any slot that "
-            "ran did not end valid; slots the protocol excludes before sealing do not count.",
+            hidden=True,
+            help="Kept so that scripts written for earlier versions run: what it did is now "
+            "the default.",
         ),
     ] = False,
 ) -> None:
@@ -545,7 +576,7 @@ def study(
                 # does and prepares (repro.execute.studies.Prestart); one not taken is killed.
                 # A study whose sessions run on threads starts none: it would only slow it.
                 spares.start(1)
-            result = _study(protocol, out, option, workers, scheduler, spares)
+            result = _study(protocol, out, option, workers, scheduler, spares, keep_going)
     except BadInput as exc:
         raise _fail(exc) from None
     except StudyStopped as exc:
@@ -570,7 +601,7 @@ def study(
     from repro.cli.started import command, started
 
     _out(command(["verify", str(out)], started()))
-    if strict and lost:
+    if lost and not accept_losses:
         raise typer.Exit(EXIT_SLOTS_LOST)
 
 
@@ -581,6 +612,7 @@ def _study(
     workers: int | None,
     scheduler: str | None,
     spares: Spares,
+    keep_going: bool = False,
 ) -> StudyResult:
     """Prepare and run the study of ``repro study``, its progress on stderr; local workers take
     their first processes from ``spares``."""
@@ -597,7 +629,9 @@ def _study(
     work = _study_work(prepared)
     terminal = _stderr_is_terminal()
     progress = _BarProgress(labels, work) if terminal else _LineProgress(labels, work)
-    return run_study(prepared, out, progress, backend, spares, _console_meanwhile)
+    return run_study(
+        prepared, out, progress, backend, spares, _console_meanwhile, keep_going=keep_going
+    )
 
 
 def _console_meanwhile() -> None:

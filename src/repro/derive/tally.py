@@ -28,6 +28,7 @@ __all__ = [
     "MAX_JOIN_PROBLEMS",
     "Attempt",
     "ConditionTally",
+    "Ended",
     "FirstOf",
     "JoinProblem",
     "RunTally",
@@ -36,6 +37,7 @@ __all__ = [
     "measure_of",
     "merge",
     "runs",
+    "slot_ended",
     "slot_outcome",
     "tally",
 ]
@@ -166,6 +168,23 @@ def _outcomes(
 
 #: A plan entry's place in sealed order (one C call per entry, where a tally sorts them).
 _ORDER = operator.attrgetter("order")
+
+
+@frozen
+class Ended:
+    """How a slot ended, and the cause its last attempt records (None when it has none, or
+    when that attempt is valid): what a study's progress and its early stop
+    (:mod:`repro.execute.stopping`) see of each slot as it finishes."""
+
+    outcome: SlotEnd
+    cause: str | None
+
+
+def slot_ended(last: RunRecord | None) -> Ended:
+    """How a slot whose last attempt's record is ``last`` (None: it has none) ended."""
+    if last is None:
+        return Ended("failed", None)
+    return Ended(slot_outcome(last.status), last.cause)
 
 
 def slot_outcome(last: str | None) -> SlotEnd:

@@ -22,7 +22,7 @@ from repro.bundle import layout
 from repro.bundle.writer import BundleWriter
 from repro.derive.ledger import contract_sha256
 from repro.derive.scenarios import scenario_of
-from repro.derive.tally import SlotEnd, attempt_id, declared_exclusion, runs, slot_outcome
+from repro.derive.tally import Ended, attempt_id, declared_exclusion, runs, slot_ended
 from repro.derive.validity import judge
 from repro.execute.worker import Failure, Invalid, Job, Worker, WorkerLost
 from repro.models import (
@@ -351,7 +351,7 @@ def run_slots(
     condition: Condition,
     entries: Iterable[PlanEntry],
     emit: Callable[[RunRecord], None],
-    slot_done: Callable[[SlotEnd], None],
+    slot_done: Callable[[Ended], None],
     before: Callable[[PlanEntry], None] | None = None,
 ) -> SlotsResult:
     """Run ``entries`` (slots of ``condition``, in sealed order: a whole partition or a range of
@@ -365,13 +365,13 @@ def run_slots(
     # to spare, writing it then costs no time): ``backlog`` holds the records not handed on yet,
     # and, where a slot ended, how it ended. The attempts' times are made then too: between an
     # answer and the next request only what decides that request is done.
-    backlog: list[RunRecord | SlotEnd] = []
+    backlog: list[RunRecord | Ended] = []
     times: list[AttemptTimes] = []
     clocked: list[tuple[str, datetime, datetime, tuple[str, ...]]] = []
 
     def catch_up() -> None:
         for item in backlog:
-            if isinstance(item, str):
+            if isinstance(item, Ended):
                 slot_done(item)
             else:
                 emit(item)
@@ -403,7 +403,7 @@ def run_slots(
                 clocked.append((record.attempt_id, began, ended, lost))
             backlog.append(record)
             records.append(record)
-        backlog.append(slot_outcome(records[-1].status if records else None))
+        backlog.append(slot_ended(records[-1] if records else None))
     catch_up()
     session.close()
     return SlotsResult(tuple(records), session.contract or {}, tuple(times))

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from repro.bundle import layout
 from repro.bundle.writer import BundleWriter
-from repro.derive.tally import SlotEnd, slot_outcome
+from repro.derive.tally import Ended, slot_ended
 from repro.errors import BadInput, ClusterFailed, install_hint
 from repro.execute.attempts import PartitionRun, SlotsResult, Workload, run_slots, write_times
 from repro.execute.worker import Job, Worker
@@ -105,18 +105,18 @@ def run_partition_task(
         worker.stop()
 
 
-def _slot_ends(records: Sequence[RunRecord]) -> Iterator[SlotEnd]:
+def _slot_ends(records: Sequence[RunRecord]) -> Iterator[Ended]:
     """How each slot of a partition's records (in sealed order) ended."""
     for record, following in zip(records, [*records[1:], None], strict=True):
         if following is None or following.slot != record.slot:
-            yield slot_outcome(record.status)
+            yield slot_ended(record)
 
 
 def _drop(_: Any) -> None:
     """The records travel back in the task's result, not one by one."""
 
 
-def _nothing(_: SlotEnd) -> None:
+def _nothing(_: Ended) -> None:
     """Progress is counted by the study when a partition comes back."""
 
 
@@ -124,7 +124,7 @@ def run_on_dask(
     client: Client,
     work: Workload,
     writer: BundleWriter,
-    slot_done: Callable[[str, SlotEnd], None],
+    slot_done: Callable[[str, Ended], None],
 ) -> list[PartitionRun]:
     """Run every partition of ``work`` as a task on ``client``'s cluster and write each one's
     runs file in sealed order; call ``slot_done(condition, end)`` once per slot of each partition

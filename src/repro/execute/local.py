@@ -25,7 +25,7 @@ from typing import Any, Literal
 
 from repro.bundle import layout
 from repro.bundle.writer import BundleWriter
-from repro.derive.tally import SlotEnd
+from repro.derive.tally import Ended
 from repro.execute.attempts import (
     PartitionRun,
     SlotsResult,
@@ -45,7 +45,7 @@ __all__ = ["run_on_local_workers"]
 #: What a thread tells the main thread: a slot of a condition finished; it failed with an
 #: exception; it has stopped.
 _Event = (
-    tuple[Literal["slot"], str, SlotEnd]
+    tuple[Literal["slot"], str, Ended]
     | tuple[Literal["error"], BaseException]
     | tuple[Literal["exit"]]
 )
@@ -222,7 +222,7 @@ class _Keeper:
             self.later.append((entry.slot, state))
 
 
-def _reporter(events: queue.SimpleQueue[_Event], condition: str) -> Callable[[SlotEnd], None]:
+def _reporter(events: queue.SimpleQueue[_Event], condition: str) -> Callable[[Ended], None]:
     """Tells the main thread that a slot of ``condition`` finished, and how."""
     return lambda end: events.put(("slot", condition, end))
 
@@ -235,7 +235,7 @@ def run_on_local_workers(
     count: int,
     work: Workload,
     writer: BundleWriter,
-    slot_done: Callable[[str, SlotEnd], None],
+    slot_done: Callable[[str, Ended], None],
     spares: Spares | None = None,
     idle: Callable[[], None] | None = None,
 ) -> list[PartitionRun]:

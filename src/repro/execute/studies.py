@@ -31,7 +31,7 @@ from repro.bundle import layout
 from repro.bundle.writer import BundleWriter, create_root
 from repro.derive.disclosure import refuse_disclosing_protocol, scan, withheld
 from repro.derive.facts import facts_problems
-from repro.derive.tally import RunTally, SlotEnd
+from repro.derive.tally import Ended, RunTally, SlotEnd, runs
 from repro.errors import (
     EXIT_SIGNAL_BASE,
     EXIT_STUDY_STOPPED,
@@ -51,6 +51,7 @@ from repro.execute.backends import (
 from repro.execute.interrupts import stop_on_signals
 from repro.execute.local import run_on_local_workers
 from repro.execute.spares import Spares
+from repro.execute.stopping import EarlyStop, Watch
 from repro.execute.threads import sessions_on_threads
 from repro.execute.worker import Job, adapter_target, preloads
 from repro.json import canonical
@@ -113,7 +114,7 @@ class Progress(TypingProtocol):
 
 #: Runs a workload's partitions, writes their runs files, and calls back as each slot ends.
 _RunPartitions = Callable[
-    [Workload, BundleWriter, Callable[[str, SlotEnd], None]], list[PartitionRun]
+    [Workload, BundleWriter, Callable[[str, Ended], None]], list[PartitionRun]
 ]
 
 
@@ -339,6 +340,8 @@ def study(
     backend: Backend = LocalWorkers(),
     spares: Spares | None = None,
     meanwhile: Callable[[], None] | None = None,
+    *,
+    keep_going: bool = False,
 ) -> StudyResult:
     """Execute a prepared study into the fresh root ``out`` on ``backend`` and write the whole
     bundle; local workers take their first processes from ``spares`` (:class:`Prestart`). What
@@ -347,15 +350,16 @@ def study(
 
     Raises :class:`BadInput` (nothing written) when the backend cannot run the protocol or
     cannot be reached, or ``out`` cannot be created; and :class:`StudyStopped` when a signal,
-    an I/O error or a failed cluster stops the study after the root exists: the root is then
-    left incomplete (no tag manifest), so it never verifies.
+    an I/O error or a failed cluster stops the study after the root exists, or when its first
+    slots all fail with one structural cause (:mod:`repro.execute.stopping`; never with
+    ``keep_going``): the root is then left incomplete (no tag manifest), so it never verifies.
     """
     check_backend(prepared.protocol, backend, prepared.adapter)
     versions: dict[str, str] = {}
     idle = _meanwhile(_packages(prepared), versions, meanwhile)
     with _partition_runner(backend, spares, idle) as runner:
         create_root(out)
-        return _study_stopping_cleanly(prepared, out, progress, runner, versions)
+        return _study_stopping_cleanly(prepared, out, progress, runner, versions, keep_going)
 
 
 def _packages(prepared: Prepared) -> list[str]:
@@ -392,17 +396,31 @@ def _study_stopping_cleanly(
     progress: Progress,
     runner: _Runner,
     versions: dict[str, str],
+    keep_going: bool = False,
 ) -> StudyResult:
     """Run the study into the root it created; turn whatever stops it into one
     :class:`StudyStopped` that says how far it got."""
     total = sum(len(part.entries) for part in prepared.plan.partitions)
+    planned = sum(runs(entry) for part in prepared.plan.partitions for entry in part.entries)
+    watch = Watch(planned, armed=not keep_going)
     done = [0]
     try:
         with stop_on_signals():
             try:
-                return _study(prepared, out, progress, runner, done, total, versions)
+                return _study(prepared, out, progress, runner, done, total, versions, watch)
             finally:
                 progress.finish()
+    except EarlyStop as exc:
+        raise StudyStopped(
+            f"stopped early: the first {exc.slots} slots to end all failed with {exc.cause}, a "
+            "fault of the harness, the policy or the protocol rather than of one run; "
+            f"{done[0]} of {total} slots ended and the rest were not run. Nothing is claimed: "
+            f"{out} is incomplete, will not verify, and keeps the records of what ran in "
+            "data/runs/ (an unfinished partition's as .NAME.jsonl.partial). Fix the cause and "
+            "run the study into a fresh root, or pass --keep-going to run the whole plan "
+            "whatever its first slots do",
+            EXIT_STUDY_STOPPED,
+        ) from None
     except Interrupted as exc:
         signum = exc.signum
         name = signal.Signals(signum).name
@@ -513,6 +531,7 @@ def _study(
     done: list[int],
     total: int,
     versions: dict[str, str],
+    watch: Watch,
 ) -> StudyResult:
     """Write the plan, run the partitions, derive, write the rest of the bundle; ``versions``:
     the packages' versions if they were read while the runs waited."""
@@ -527,9 +546,10 @@ def _study(
     started, clock = _utc(), time.perf_counter()
     progress.start(total)
 
-    def slot_done(condition: str, end: SlotEnd) -> None:
+    def slot_done(condition: str, end: Ended) -> None:
         done[0] += 1
-        progress.advance(condition, end)
+        progress.advance(condition, end.outcome)
+        watch.see(end)
 
     # What is kept of each partition once written; its records are read back below.
     results = runner.run(_workload(prepared), writer, slot_done)

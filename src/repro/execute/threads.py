@@ -44,7 +44,7 @@ from repro.adapters.base import THREAD_SESSIONS, Adapter, Frozen, Session, targe
 from repro.bundle import layout
 from repro.bundle.writer import BundleWriter
 from repro.derive.scenarios import scenario_of
-from repro.derive.tally import SlotEnd, runs, slot_outcome
+from repro.derive.tally import Ended, runs, slot_ended
 from repro.execute.attempts import (
     AttemptResult,
     PartitionRun,
@@ -426,7 +426,7 @@ def run_on_threads(
     count: int,
     work: Workload,
     writer: BundleWriter,
-    slot_done: Callable[[str, SlotEnd], None],
+    slot_done: Callable[[str, Ended], None],
     idle: Callable[[], None] | None = None,
 ) -> list[PartitionRun]:
     """Run every slot of ``work`` on ``count`` threads of this process and write each
@@ -447,7 +447,7 @@ def _run_on_threads(
     count: int,
     work: Workload,
     writer: BundleWriter,
-    slot_done: Callable[[str, SlotEnd], None],
+    slot_done: Callable[[str, Ended], None],
     idle: Callable[[], None] | None,
 ) -> list[PartitionRun]:
     host = _Host(work.job)
@@ -471,8 +471,11 @@ def _run_on_threads(
         def took(event: _SlotEvent) -> None:
             _, index, partition, place, records, times, contract = event
             part = parts.get(index) or parts.setdefault(index, _Partition(partition))
-            slot_done(part.condition, slot_outcome(records[-1].status if records else None))
+            ended = slot_ended(records[-1] if records else None)
+            # The slot's records are handed on before it is told done: a study that stops then
+            # (repro.execute.stopping) keeps them.
             result = _collect(part, place, records, times, contract, writer, files)
+            slot_done(part.condition, ended)
             if result is not None:
                 results[index] = result
                 del parts[index]
