@@ -209,7 +209,7 @@ COMPAT_PROTOCOLS = (
     "protocols/gymnasium-paired-crn.json",  # t intervals; contrasts under common random numbers
     "protocols/gymnasium-paired-independent.json",  # the same contrasts, independent seeds
     "protocols/gymnasium-rl-aggregates.json",  # rliable's aggregates, bootstrap intervals
-    "protocols/agent-gate-eval.json",  # scores and gates, on tests/harness/fake_harness.py
+    "protocols/agent-gate-eval.json",  # scores and gates, on protocols/harness/fake_harness.py
     "tests/data/bootstrap-contrasts.json",  # contrasts with bootstrap intervals
 )
 #: CAGE-2 Scenario2 on csle-cyborg (cheap to install at any of these versions), as

@@ -8,6 +8,8 @@ import copy
 import importlib.util
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -187,7 +189,7 @@ class TestCheck:
         monkeypatch.chdir(ROOT)
         example = ROOT / "protocols" / "agent-gate-eval.json"
         v1 = _check(example)
-        v2 = _check(example, "--option", "release=tests/harness/releases/v2-regressed")
+        v2 = _check(example, "--option", "release=protocols/harness/releases/v2-regressed")
         assert v1["sha256"] == v2["sha256"]
         assert v1["sources_sha256"] != v2["sources_sha256"]
         refused = _invoke("protocol", "check", str(example), "--option", "colour=blue")
@@ -223,7 +225,8 @@ def _new(tmp_path: Path, adapter: str) -> Path:
     result = _invoke("protocol", "new", "--adapter", adapter, "--out", str(out))
     assert result.exit_code == 0, result.output
     check = command(["protocol", "check", str(out)], started())  # as repro was started
-    assert result.stdout == f"wrote {out}; check it with: {check}\n"
+    beside = f" and {tmp_path / 'harness.py'}" if adapter == "command" else ""
+    assert result.stdout == f"wrote {out}{beside}; check it with: {check}\n"
     return out
 
 
@@ -255,20 +258,70 @@ class TestNew:
         bundle = run_study(path, tmp_path / "bundle")
         assert verify(bundle) == []
 
-    def test_command_checks_and_runs_from_the_repository_root(
-        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-    ) -> None:
-        """The command template's harness is the repository's fake harness, and a $comment says
-        to replace it; from the repository's root it checks, and a study of it verifies."""
+    def test_command_writes_its_harness_beside_it(self, tmp_path: Path) -> None:
+        """The command template names harness.py, which --out writes beside it from the copy
+        shipped in repro/templates (not from repro's tests), and a $comment says to replace
+        it and points at the contract."""
+        from importlib.resources import files
+
         path = _new(tmp_path, "command")
-        data = json.loads(path.read_text())
-        options = data["adapter"]["options"]
-        assert options["harness"] == "tests/harness/fake_harness.py"
-        assert "Replace harness with your own program" in options["$comment"]
-        monkeypatch.chdir(ROOT)
-        summary = _check(path)
-        assert summary["adapter"]["name"] == "command"
-        assert verify(run_study(path, tmp_path / "bundle")) == []
+        options = json.loads(path.read_text())["adapter"]["options"]
+        assert options["harness"] == "harness.py"
+        assert "release" not in options
+        assert "Replace harness.py with your own program" in options["$comment"]
+        assert "docs/harness.md" in options["$comment"]
+        shipped = files("repro").joinpath("templates", "command_harness.py").read_text("utf-8")
+        assert (tmp_path / "harness.py").read_text("utf-8") == shipped
+        assert _tree(tmp_path) == ["command.json", "harness.py"]
+
+    def test_command_checks_and_runs_from_elsewhere(self, tmp_path: Path) -> None:
+        """What protocol new writes for the command adapter passes the check, and a study of
+        it verifies and replays byte-identical, all from a working directory outside the
+        source tree and outside the protocol's folder, in a fresh interpreter (as the
+        installed command runs)."""
+        folder, elsewhere = tmp_path / "study", tmp_path / "elsewhere"
+        folder.mkdir()
+        elsewhere.mkdir()
+        repro = [sys.executable, "-m", "repro"]
+        env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+
+        def run(*args: str) -> subprocess.CompletedProcess[str]:
+            done = subprocess.run(
+                [*repro, *args], cwd=elsewhere, env=env, capture_output=True, text=True
+            )
+            assert done.returncode == 0, done.stdout + done.stderr
+            return done
+
+        run("protocol", "new", "--adapter", "command", "--out", str(folder / "p.json"))
+        checked = json.loads(run("protocol", "check", str(folder / "p.json"), "--json").stdout)
+        assert checked["adapter"]["name"] == "command"
+        assert [s["name"] for s in checked["sources"] if s["role"] == "harness"] == ["harness.py"]
+        run("study", str(folder / "p.json"), "--out", str(tmp_path / "bundle"))
+        assert verify(tmp_path / "bundle") == []
+        replayed = run("replay", str(tmp_path / "bundle"), "c00-r0000", "--sources", str(folder))
+        assert "byte-identical" in replayed.stdout
+        assert os.listdir(elsewhere) == []
+
+    def test_command_without_out_says_what_it_leaves_out(self) -> None:
+        """To stdout, the command template goes alone, and stderr says the harness it names
+        is written only with --out."""
+        printed = _invoke("protocol", "new", "--adapter", "command")
+        assert printed.exit_code == 0
+        assert "harness.py" in printed.stderr and "--out" in printed.stderr
+
+    def test_command_never_overwrites_a_harness(self, tmp_path: Path) -> None:
+        """An existing harness.py beside --out is refused with exit 2 before anything is
+        written: neither the protocol nor the harness."""
+        (tmp_path / "harness.py").write_text("mine", "utf-8")
+        result = _invoke(
+            "protocol", "new", "--adapter", "command", "--out", str(tmp_path / "p.json")
+        )
+        assert result.exit_code == 2
+        assert "harness.py exists: repro protocol new never overwrites a file" in _flat(
+            result.stderr
+        )
+        assert _tree(tmp_path) == ["harness.py"]
+        assert (tmp_path / "harness.py").read_text("utf-8") == "mine"
 
     @pytest.mark.skipif(
         importlib.util.find_spec("csle_cyborg") is None or not SCENARIO.is_dir(),

@@ -42,6 +42,7 @@ from repro.adapters.base import (
     Evidence,
     Frozen,
     file_source,
+    protocol_folder,
     protocol_path,
     refuse_unbounded_outcome_runs,
 )
@@ -120,6 +121,19 @@ def _options(protocol: Protocol, options: Mapping[str, str]) -> dict[str, Any]:
     return merged
 
 
+def _not_found(key: str, value: str, options: Mapping[str, str], what: str) -> BadInput:
+    """The refusal of a harness or release that is not there (or not runnable), naming where it
+    was looked up and who named it: ``--option KEY``, or the protocol at its JSON path."""
+    if key in options:
+        return BadInput(
+            f"--option {key}: {value!r} {what} (looked up in the working directory {Path.cwd()})"
+        )
+    return BadInput(
+        f"protocol: {key} {value!r} {what} (looked up in {protocol_folder()}) "
+        f"@ {json_path('$.adapter.options', key)}"
+    )
+
+
 def _pin_name(role: str, options: Mapping[str, str], path: Path) -> str:
     """What the ledger names the pinned ``role``: its file or directory name when the protocol
     gives the path, the role itself when ``--option`` does (the name is then the user's)."""
@@ -174,8 +188,9 @@ class CommandAdapter:
                 )
         if "outcome_schema" in merged:
             _validator(merged["outcome_schema"])
-        # A path given with --option is the user's; one the protocol gives is the protocol's,
-        # which a replay finds only where the user says (repro.adapters.base.protocol_path).
+        # A path given with --option is the user's, found from the working directory as any
+        # command-line path; one the protocol gives is the protocol's, found from its folder,
+        # and on a replay only where the user says (repro.adapters.base.protocol_path).
         paths = {
             key: Path(merged[key])
             if key in options
@@ -185,9 +200,9 @@ class CommandAdapter:
         }
         harness = paths["harness"]
         if not harness.is_file():
-            raise BadInput(f"harness {merged['harness']!r} is not a file")
+            raise _not_found("harness", merged["harness"], options, "is not a file")
         if harness.suffix != ".py" and not os.access(harness, os.X_OK):
-            raise BadInput(f"harness {merged['harness']!r} is not executable")
+            raise _not_found("harness", merged["harness"], options, "is not executable")
         # A path given on the command line names a place on this machine, which the bundle
         # must not tell: its pin is named by its role; one the protocol gives, by its file name.
         sources = [
@@ -202,7 +217,7 @@ class CommandAdapter:
         if "release" in paths:
             release = paths["release"]
             if not release.exists():
-                raise BadInput(f"release {merged['release']!r} does not exist")
+                raise _not_found("release", merged["release"], options, "does not exist")
             sources.append(tree_source("release", release, _pin_name("release", options, release)))
         facts = AdapterFacts(
             name=self.name,
