@@ -365,3 +365,128 @@ class TestNew:
         assert result.exit_code == 2
         assert message in _flat(result.stderr)
         assert os.listdir(tmp_path) == []
+
+
+# --------------------------------------------------------------------------- outcome schema
+
+
+def _scored(tmp_path: Path, change: Any) -> Path:
+    """The command template and its harness, written by protocol new into ``tmp_path``, the
+    protocol then changed by ``change`` (its $comment keys dropped)."""
+    path = _new(tmp_path, "command")
+    data = _uncommented(json.loads(path.read_text("utf-8")))
+    change(data)
+    path.write_text(json.dumps(data), "utf-8")
+    return path
+
+
+def _without_version(data: dict[str, Any]) -> None:
+    """The trap: a harness whose outcome lacks scenario_version, under a schema that does not
+    require it."""
+    schema = data["adapter"]["options"]["outcome_schema"]
+    schema["required"].remove("scenario_version")
+    del schema["properties"]["scenario_version"]
+
+
+class TestOutcomeSchemaCoversScoring:
+    """A scored command protocol whose outcome_schema does not require every outcome key its
+    rules read is refused by check and by study alike (exit 2, nothing written), naming the
+    schema's JSON path and the rule's."""
+
+    @pytest.mark.parametrize(
+        ("change", "rule", "key"),
+        [
+            (_without_version, "$.scenarios", "scenario_version"),
+            (
+                lambda d: d["adapter"]["options"]["outcome_schema"]["required"].remove("verdict"),
+                "$.scoring.checks[1].key",
+                "verdict",
+            ),
+            (
+                lambda d: d["adapter"]["options"]["outcome_schema"]["required"].remove("findings"),
+                "$.scoring.checks[0].keys[1]",
+                "findings",
+            ),
+            (
+                lambda d: d["adapter"]["options"]["outcome_schema"]["required"].remove(
+                    "blocking_questions"
+                ),
+                "$.measure.key",
+                "blocking_questions",
+            ),
+            (
+                lambda d: d["scoring"].update(
+                    taxonomy={
+                        "name": "kind",
+                        "categories": ["sure", "other"],
+                        "rules": [
+                            {"category": "sure", "values": {"confidence": "high"}},
+                            {"category": "other"},
+                        ],
+                    }
+                ),
+                "$.scoring.taxonomy.rules[0].values.confidence",
+                "confidence",
+            ),
+        ],
+        ids=["scenario-version", "check-key", "check-keys", "measure-key", "taxonomy-value"],
+    )
+    def test_a_key_read_but_not_required_is_refused(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, change: Any, rule: str, key: str
+    ) -> None:
+        """Each rule that reads an outcome key the schema does not require: check and study
+        exit 2 with the same message, naming the key, the rule's JSON path and
+        $.adapter.options.outcome_schema.required; the study writes nothing."""
+        path = _scored(tmp_path, change)
+        monkeypatch.chdir(tmp_path)
+        before = _tree(tmp_path)
+        checked = _invoke("protocol", "check", str(path))
+        studied = _invoke("study", str(path), "--out", str(tmp_path / "out"))
+        for result in (checked, studied):
+            assert result.exit_code == 2, result.output
+            said = _flat(result.stderr)
+            assert f"outcome_schema does not require {key!r}, which {rule} reads" in said
+            assert said.endswith("@ $.adapter.options.outcome_schema.required")
+        assert _flat(checked.stderr) == _flat(studied.stderr)
+        assert _tree(tmp_path) == before
+
+    def test_a_scored_protocol_without_a_schema_is_refused(self, tmp_path: Path) -> None:
+        """A scored command protocol with no outcome_schema at all is refused, naming every
+        key its rules read and $.adapter.options.outcome_schema."""
+        path = _scored(tmp_path, lambda d: d["adapter"]["options"].pop("outcome_schema"))
+        checked = _invoke("protocol", "check", str(path))
+        assert checked.exit_code == 2
+        said = _flat(checked.stderr)
+        assert "(blocking_questions, findings, scenario_version, summary, verdict)" in said
+        assert said.endswith("@ $.adapter.options.outcome_schema")
+
+    def test_the_trap_fails_every_run_without_the_rule(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Why the rule: the trap's harness (its outcome without scenario_version), had the
+        protocol been accepted, leaves every slot invalid as
+        outcome-scenario-version-missing. The bundle it made still verifies and replays
+        byte-identical: replay and verify do not apply the rule to a sealed protocol."""
+        import repro.adapters.command as command_adapter
+
+        path = _scored(tmp_path, _without_version)
+        harness = tmp_path / "harness.py"
+        harness.write_text(
+            harness.read_text("utf-8").replace('"scenario_version": scenario["version"],', ""),
+            "utf-8",
+        )
+        monkeypatch.setattr(command_adapter, "outcome_schema_problems", lambda *a: [])
+        bundle = run_study(path, tmp_path / "bundle")
+        monkeypatch.undo()
+        runs = [
+            json.loads(line)
+            for file in sorted((bundle / "data" / "runs").glob("*.jsonl"))
+            for line in file.read_text("utf-8").splitlines()
+        ]
+        assert {(r["status"], r["cause"]) for r in runs} == {
+            ("invalid", "outcome-scenario-version-missing")
+        }
+        assert verify(bundle) == []
+        replayed = _invoke("replay", str(bundle), "c00-r0000", "--sources", str(tmp_path))
+        assert replayed.exit_code == 0, replayed.output
+        assert "byte-identical" in replayed.stdout

@@ -55,6 +55,7 @@ __all__ = [
     "pinned_target_source",
     "protocol_folder",
     "protocol_path",
+    "reexecuting",
     "refuse_unbounded_outcome_runs",
     "registered_adapters",
     "slot_costs",
@@ -320,6 +321,13 @@ def protocol_path(value: str, where: str) -> Path:
     if not path.resolve().is_relative_to(code.root):
         raise BadInput(f"protocol: {value!r} lies outside --sources {code.root} @ {where}")
     return path
+
+
+def reexecuting() -> bool:
+    """Whether a bundle is being re-executed (:func:`code_of_bundle`): its protocol was
+    accepted when it was sealed, so rules added since (which ``repro verify`` does not apply
+    either) do not refuse it."""
+    return _bundle_code is not None
 
 
 def protocol_folder() -> str:
