@@ -44,6 +44,7 @@ from repro.adapters.base import (
     file_source,
     protocol_folder,
     protocol_path,
+    reexecuting,
     refuse_unbounded_outcome_runs,
 )
 from repro.errors import BadInput, RunFailed, RunInvalid
@@ -60,6 +61,7 @@ from repro.models import (
     Protocol,
     Source,
 )
+from repro.protocol.scoring_rules import outcome_schema_problems
 
 __all__ = ["CommandAdapter", "tree_source"]
 
@@ -188,6 +190,12 @@ class CommandAdapter:
                 )
         if "outcome_schema" in merged:
             _validator(merged["outcome_schema"])
+        if not reexecuting():
+            problems = outcome_schema_problems(
+                protocol, merged.get("outcome_schema"), "$.adapter.options.outcome_schema"
+            )
+            if problems:
+                raise BadInput("protocol: " + "; ".join(problems))
         # A path given with --option is the user's, found from the working directory as any
         # command-line path; one the protocol gives is the protocol's, found from its folder,
         # and on a replay only where the user says (repro.adapters.base.protocol_path).
