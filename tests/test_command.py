@@ -10,6 +10,8 @@ import hashlib
 import json
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -399,3 +401,50 @@ class TestHarnessPath:
         )
         assert replayed.exit_code == 0, replayed.output
         assert "byte-identical" in replayed.stdout
+
+
+#: A harness that says why it fails on stderr, then exits 1.
+_FAILING = """import sys
+sys.stdin.read()
+sys.stderr.write("harness: the model endpoint refused the key (HTTP 401)\\n")
+sys.exit(1)
+"""
+
+
+class TestReplayShowsHarnessStderr:
+    def test_replay_traceback_prints_the_harness_stderr_and_records_nothing(
+        self, tmp_path: Path
+    ) -> None:
+        """``repro replay DIR SLOT --traceback`` of a slot whose harness exited 1 prints the
+        replayed harness's stderr on repro's stderr, under a heading that says no bundle keeps
+        it; the slot still replays byte-identical (harness-exit:1), without --traceback the
+        line is not printed, and no byte of the bundle changes or holds it."""
+        folder = tmp_path / "study"
+        folder.mkdir()
+        (folder / "fails.py").write_text(_FAILING, "utf-8")
+        protocol = copy.deepcopy(BAD)
+        protocol["participants"] = protocol["participants"][:1]
+        protocol["adapter"]["options"]["harness"] = "fails.py"
+        (folder / "p.json").write_text(json.dumps(protocol), "utf-8")
+        bundle = tmp_path / "bundle"
+        study(prepare(folder / "p.json", {}), bundle, _Quiet())
+        assert {r["cause"] for r in _records(bundle)} == {"harness-exit:1"}
+        before = {p: p.read_bytes() for p in bundle.rglob("*") if p.is_file()}
+        line = "harness: the model endpoint refused the key (HTTP 401)"
+        env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+        replay = [sys.executable, "-m", "repro", "replay", str(bundle), "c00-r0000"]
+        replay += ["--sources", str(folder)]
+        shown = subprocess.run(
+            [*replay, "--traceback"], capture_output=True, text=True, env=env, timeout=300
+        )
+        assert shown.returncode == 0, shown.stderr
+        assert "byte-identical" in shown.stdout
+        said = shown.stderr.splitlines()
+        heading = next(i for i, text in enumerate(said) if "harness stderr" in text)
+        assert "not recorded in the bundle" in said[heading]
+        assert said[heading + 1] == line
+        assert "RunFailed: harness-exit:1" in shown.stderr
+        plain = subprocess.run(replay, capture_output=True, text=True, env=env, timeout=300)
+        assert plain.returncode == 0 and line not in plain.stderr
+        assert {p: p.read_bytes() for p in bundle.rglob("*") if p.is_file()} == before
+        assert not any(line.encode() in data for data in before.values())

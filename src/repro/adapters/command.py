@@ -349,8 +349,8 @@ class _CommandSession:
             with stopped_with_run(functools.partial(_signal_group, process)):
                 stdout, stderr = process.communicate(rest, timeout=self._timeout)
         except subprocess.TimeoutExpired:
-            _kill_group(process)
-            raise RunFailed("timeout") from None
+            _, stderr = _kill_group(process)
+            raise RunFailed("timeout", stderr) from None
         finally:
             if process.poll() is None:
                 _kill_group(process)
@@ -361,21 +361,24 @@ class _CommandSession:
             stderr_bytes=len(stderr),
             stderr_sha256=hashlib.sha256(stderr).hexdigest(),
         )
+        # The harness's stderr goes with a failure for ``repro replay --traceback`` to show on
+        # the terminal (repro.execute.worker._show); no record keeps it.
         if process.returncode != 0:
             code = process.returncode
             raise RunFailed(
-                f"harness-exit:{code}" if code > 0 else f"harness-killed:{_signal_name(-code)}"
+                f"harness-exit:{code}" if code > 0 else f"harness-killed:{_signal_name(-code)}",
+                stderr,
             )
         if len(stdout) > MAX_STDOUT_BYTES:
-            raise RunInvalid("outcome-too-large")
+            raise RunInvalid("outcome-too-large", stderr)
         try:
             outcome = canonical.loads(stdout, what="outcome", max_bytes=MAX_STDOUT_BYTES)
         except BadInput:
-            raise RunInvalid("outcome-not-json") from None
+            raise RunInvalid("outcome-not-json", stderr) from None
         if not isinstance(outcome, dict):
-            raise RunInvalid("outcome-not-object")
+            raise RunInvalid("outcome-not-object", stderr)
         if self._validator is not None and not self._validator.is_valid(outcome):
-            raise RunInvalid("outcome-schema")
+            raise RunInvalid("outcome-schema", stderr)
         # The measure is repro's to take from the outcome (repro.derive.validity.outcome_value), in
         # the study and again in verify: the adapter reports none of its own.
         return Evidence(
@@ -448,9 +451,11 @@ def _find_death_launcher() -> tuple[str, ...]:
     return launcher if works.returncode == 0 else ()
 
 
-def _kill_group(process: subprocess.Popen[bytes]) -> None:
+def _kill_group(process: subprocess.Popen[bytes]) -> tuple[bytes, bytes]:
+    """Kill the harness's group; what it wrote to stdout and stderr until then."""
     _signal_group(process)
-    process.communicate()
+    stdout, stderr = process.communicate()
+    return stdout or b"", stderr or b""
 
 
 def _signal_group(process: subprocess.Popen[bytes]) -> None:
