@@ -1,23 +1,30 @@
 """The command adapter: any executable (a model CLI, an agent harness) drives each run.
 
+docs/harness.md is the contract with the harness, key by key; in short:
+
 Options (in the protocol's ``adapter.options``, or given with ``--option KEY=VALUE``, which wins):
 
-- ``harness`` (required): the program, a path resolved against the working directory. It is
-  pinned by sha256 in the source ledger. A ``.py`` file runs with the study's own Python;
-  anything else must be executable.
-- ``release`` (optional): a directory (or file) holding the release or model under test, pinned
-  by the digest of its tree, so a candidate can be measured before it is installed. The harness
-  gets its absolute path in the run spec.
-- ``outcome_schema`` (optional, protocol only): a JSON Schema (draft 2020-12) every outcome must
-  satisfy.
+- ``harness`` (required): the program. A relative path the protocol gives is looked up in the
+  protocol file's folder (one ``--option`` gives, in the working directory; on a replay, only
+  in ``--sources``: :func:`repro.adapters.base.protocol_path`). It is pinned by sha256 in the
+  source ledger. A ``.py`` file runs with the study's own Python; anything else must be
+  executable.
+- ``release`` (optional): a directory (or file) holding the release or model under test, found
+  as the harness is, pinned by the digest of its tree, so a candidate can be measured before it
+  is installed. The harness gets its absolute path in the run spec.
+- ``outcome_schema`` (optional, protocol only; required of a scored protocol): a JSON Schema
+  (draft 2020-12) every outcome must satisfy, whose ``required`` must name every outcome key the
+  protocol's rules read (:func:`repro.protocol.scoring_rules.outcome_schema_problems`).
 
-Each run starts the harness afresh, writes the run spec to its stdin as one JSON object (slot,
-condition, factors, participant, seed, attempt, scenario, release) and reads one JSON object,
-the outcome, from its stdout. A run fails on a non-zero exit (cause ``harness-exit:N``) or on
-the protocol's ``retry.timeout_seconds`` (``timeout``; the harness and its process group are
-killed); it is invalid when stdout is not one JSON object (``outcome-not-json``,
-``outcome-not-object``) or the object breaks the outcome schema (``outcome-schema``). The
-harness's stderr never enters the bundle: only its length and sha256 do.
+Each run starts the harness afresh, writes the run spec to its stdin as one canonical JSON
+object on one line (slot, condition, factors, participant, seed, scenario, release,
+release_sha256) and reads one JSON object, the outcome, from its stdout. A run fails on a
+non-zero exit (cause ``harness-exit:N``, or ``harness-killed:SIGNAL``) or on the protocol's
+``retry.timeout_seconds`` (``timeout``; the harness and its process group are killed); it is
+invalid when stdout is not one JSON object (``outcome-not-json``, ``outcome-not-object``,
+``outcome-too-large``) or the object breaks the outcome schema (``outcome-schema``). The
+harness's stderr never enters the bundle: only its length and sha256 do; a failure carries it
+for ``repro replay --traceback`` to show on the terminal.
 
 Participants are ``kind: "agent"`` with free ``params``, passed to the harness as they are.
 """
