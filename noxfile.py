@@ -144,7 +144,9 @@ def wheel(session: nox.Session) -> None:
     """Build the sdist and the wheel (``uv build``, the wheel from the sdist), check what each
     holds (tools/check_dist.py), install the wheel alone into a fresh environment with its
     dependencies at uv.lock's versions, and there run ``repro --version`` and ``repro verify``
-    on the shipped bundle, from a directory outside the source tree. The wheel alone brings
+    on the shipped bundle, and the command template's steps (``protocol new --adapter
+    command``, ``protocol check``, ``study``, ``verify``), from a directory outside the source
+    tree. The wheel alone brings
     no simulator (gymnasium is an extra; tools/check_dist.py --installed fails if it is there):
     the bundle, a Gymnasium study, verifies without it."""
     here = Path(__file__).parent
@@ -178,6 +180,14 @@ def wheel(session: nox.Session) -> None:
         session.error(f"repro --version printed {printed!r}, not 'repro {expected}'")
     session.log(f"repro --version: {str(printed).strip()}")
     session.run(repro, "verify", str(SHIPPED_BUNDLE), env=env)
+    # The command template's next steps work with the wheel alone: it writes its harness
+    # beside the protocol from the wheel's repro/templates, not from the source tree's tests.
+    new = work / "new-command"
+    new.mkdir()
+    session.run(repro, "protocol", "new", "--adapter", "command", "--out", str(new / "p.json"))
+    session.run(repro, "protocol", "check", str(new / "p.json"), env=env)
+    session.run(repro, "study", str(new / "p.json"), "--out", str(new / "bundle"), env=env)
+    session.run(repro, "verify", str(new / "bundle"), env=env)
 
 
 def _locked_constraints(session: nox.Session, path: Path, extras: tuple[str, ...] = ()) -> Path:
@@ -209,7 +219,7 @@ COMPAT_PROTOCOLS = (
     "protocols/gymnasium-paired-crn.json",  # t intervals; contrasts under common random numbers
     "protocols/gymnasium-paired-independent.json",  # the same contrasts, independent seeds
     "protocols/gymnasium-rl-aggregates.json",  # rliable's aggregates, bootstrap intervals
-    "protocols/agent-gate-eval.json",  # scores and gates, on tests/harness/fake_harness.py
+    "protocols/agent-gate-eval.json",  # scores and gates, on protocols/harness/fake_harness.py
     "tests/data/bootstrap-contrasts.json",  # contrasts with bootstrap intervals
 )
 #: CAGE-2 Scenario2 on csle-cyborg (cheap to install at any of these versions), as

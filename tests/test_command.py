@@ -6,21 +6,27 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import hashlib
 import json
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from typer.testing import CliRunner
 
 from conftest import ROOT, _Quiet
+from repro.cli.app import app
 from repro.errors import BadInput
 from repro.execute.studies import prepare, study
 from repro.verify import verify
 
 HARNESS = ROOT / "tests" / "harness"
 EXAMPLE = ROOT / "protocols" / "agent-gate-eval.json"
+RELEASES = ROOT / "protocols" / "harness" / "releases"
 
 BAD: dict[str, Any] = {
     "schema": "repro.protocol/1",
@@ -29,9 +35,10 @@ BAD: dict[str, Any] = {
     "adapter": {
         "name": "command",
         "options": {
-            # Relative to the working directory, as a protocol names it: an absolute path under
-            # a host root (/tmp, /home) is refused as a disclosure.
-            "harness": os.path.relpath(HARNESS / "bad_harness.py"),
+            # Relative to the protocol's folder, as a protocol names it (:func:`_study` copies
+            # it there): an absolute path under a host root (/tmp, /home) is refused as a
+            # disclosure.
+            "harness": "bad_harness.py",
             "outcome_schema": {
                 "type": "object",
                 "required": ["score"],
@@ -56,6 +63,7 @@ BAD: dict[str, Any] = {
 def _study(tmp_path: Path, protocol: dict[str, Any], options: dict[str, str] | None = None) -> Path:
     path = tmp_path / "protocol.json"
     path.write_text(json.dumps(protocol), "utf-8")
+    shutil.copy(HARNESS / "bad_harness.py", tmp_path / "bad_harness.py")
     out = tmp_path / "out"
     study(prepare(path, options or {}), out, _Quiet())
     return out
@@ -177,11 +185,12 @@ class TestRelease:
         """The release directory is pinned in the ledger by the digest of its tree: a changed
         file changes it, a candidate given with --option release=DIR is pinned instead."""
         release = tmp_path / "release"
-        shutil.copytree(HARNESS / "releases" / "v1", release)
+        shutil.copytree(RELEASES / "v1", release)
         protocol = copy.deepcopy(BAD)
         protocol["participants"] = protocol["participants"][:1]
         protocol_path = tmp_path / "p.json"
         protocol_path.write_text(json.dumps(protocol), "utf-8")
+        shutil.copy(HARNESS / "bad_harness.py", tmp_path / "bad_harness.py")
 
         def pinned() -> Any:
             frozen = prepare(protocol_path, {"release": str(release)}).frozen
@@ -286,7 +295,7 @@ class TestPinNames:
         """``--option release=/abs/alice-candidate`` pins the tree under the name ``release``:
         the directory's own name (the user's choice) is in no bundle file."""
         release = tmp_path / "alice-candidate"
-        shutil.copytree(HARNESS / "releases" / "v1", release)
+        shutil.copytree(RELEASES / "v1", release)
         protocol = copy.deepcopy(BAD)
         protocol["participants"] = protocol["participants"][:1]
         out = _study(tmp_path, protocol, {"release": str(release)})
@@ -296,3 +305,146 @@ class TestPinNames:
             if path.is_file():
                 assert b"alice-candidate" not in path.read_bytes(), path
         assert verify(out) == []
+
+
+class TestHarnessPath:
+    """A harness (and release) the protocol names is found from the protocol's folder, as a
+    policy module is; one given with --option, from the working directory."""
+
+    def _protocol(self, folder: Path, harness: str) -> Path:
+        protocol = copy.deepcopy(BAD)
+        protocol["participants"] = protocol["participants"][:1]
+        protocol["adapter"]["options"]["harness"] = harness
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / "p.json"
+        path.write_text(json.dumps(protocol), "utf-8")
+        return path
+
+    def test_found_from_the_protocols_folder_not_the_working_directory(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """A protocol naming tools/h.py runs the harness in its own folder's tools/, from a
+        working directory that holds another tools/h.py; its ledger pins the folder's one."""
+        folder, elsewhere = tmp_path / "study", tmp_path / "elsewhere"
+        for place, extra in ((folder, ""), (elsewhere, "# the working directory's\n")):
+            (place / "tools").mkdir(parents=True)
+            code = (HARNESS / "bad_harness.py").read_text("utf-8") + extra
+            (place / "tools" / "h.py").write_text(code, "utf-8")
+        path = self._protocol(folder, "tools/h.py")
+        monkeypatch.chdir(elsewhere)
+        prepared = prepare(path, {})
+        pinned = next(s for s in prepared.frozen.sources if s.role == "harness")
+        assert pinned.sha256 == hashlib.sha256((folder / "tools" / "h.py").read_bytes()).hexdigest()
+        out = tmp_path / "out"
+        study(prepared, out, _Quiet())
+        assert {r["status"] for r in _records(out)} == {"valid"}
+
+    def test_a_missing_harness_names_the_folder_and_the_json_path(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """A harness that is not in the protocol's folder (though it is in the working
+        directory) exits 2 from check and study, naming the folder searched and
+        $.adapter.options.harness; nothing is written."""
+        folder, elsewhere = tmp_path / "study", tmp_path / "elsewhere"
+        elsewhere.mkdir()
+        shutil.copy(HARNESS / "bad_harness.py", elsewhere / "h.py")
+        path = self._protocol(folder, "h.py")
+        monkeypatch.chdir(elsewhere)
+        for args in (["protocol", "check", str(path)], ["study", str(path), "--out", "out"]):
+            result = CliRunner().invoke(app, args)
+            assert result.exit_code == 2, result.output
+            said = " ".join(result.stderr.split())
+            assert f"looked up in the protocol's folder {folder}" in said
+            assert said.endswith("@ $.adapter.options.harness")
+        assert sorted(os.listdir(elsewhere)) == ["h.py"]
+        assert sorted(os.listdir(folder)) == ["p.json"]
+
+    def test_an_option_is_found_from_the_working_directory(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """--option harness=PATH is the user's, found from the working directory as any
+        command-line path; a missing one names --option and that directory."""
+        folder, elsewhere = tmp_path / "study", tmp_path / "elsewhere"
+        elsewhere.mkdir()
+        shutil.copy(HARNESS / "bad_harness.py", elsewhere / "mine.py")
+        path = self._protocol(folder, "absent.py")
+        monkeypatch.chdir(elsewhere)
+        prepared = prepare(path, {"harness": "mine.py"})
+        assert [s.name for s in prepared.frozen.sources if s.role == "harness"] == ["harness"]
+        with pytest.raises(BadInput) as refused:
+            prepare(path, {"harness": "other.py"})
+        assert str(refused.value) == (
+            f"--option harness: 'other.py' is not a file (looked up in the working directory "
+            f"{elsewhere})"
+        )
+
+    def test_a_bundle_naming_a_working_directory_path_verifies_and_replays(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """A bundle made before harness paths were the protocol's folder's (its protocol named
+        tests/h.py from a checkout's root, the protocol itself in protocols/) holds the same
+        bytes as one made now from the checkout's root: it verifies with no harness anywhere,
+        and replays byte-identical with --sources at the directory the path was relative to."""
+        checkout = tmp_path / "checkout"
+        (checkout / "tests").mkdir(parents=True)
+        shutil.copy(HARNESS / "bad_harness.py", checkout / "tests" / "h.py")
+        path = self._protocol(checkout, "tests/h.py")
+        bundle = tmp_path / "bundle"
+        study(prepare(path, {}), bundle, _Quiet())
+        shutil.rmtree(checkout / "tests")
+        monkeypatch.chdir(tmp_path)
+        assert verify(bundle) == []
+        (checkout / "tests").mkdir()
+        shutil.copy(HARNESS / "bad_harness.py", checkout / "tests" / "h.py")
+        replayed = CliRunner().invoke(
+            app, ["replay", str(bundle), "c00-r0001", "--sources", str(checkout)]
+        )
+        assert replayed.exit_code == 0, replayed.output
+        assert "byte-identical" in replayed.stdout
+
+
+#: A harness that says why it fails on stderr, then exits 1.
+_FAILING = """import sys
+sys.stdin.read()
+sys.stderr.write("harness: the model endpoint refused the key (HTTP 401)\\n")
+sys.exit(1)
+"""
+
+
+class TestReplayShowsHarnessStderr:
+    def test_replay_traceback_prints_the_harness_stderr_and_records_nothing(
+        self, tmp_path: Path
+    ) -> None:
+        """``repro replay DIR SLOT --traceback`` of a slot whose harness exited 1 prints the
+        replayed harness's stderr on repro's stderr, under a heading that says no bundle keeps
+        it; the slot still replays byte-identical (harness-exit:1), without --traceback the
+        line is not printed, and no byte of the bundle changes or holds it."""
+        folder = tmp_path / "study"
+        folder.mkdir()
+        (folder / "fails.py").write_text(_FAILING, "utf-8")
+        protocol = copy.deepcopy(BAD)
+        protocol["participants"] = protocol["participants"][:1]
+        protocol["adapter"]["options"]["harness"] = "fails.py"
+        (folder / "p.json").write_text(json.dumps(protocol), "utf-8")
+        bundle = tmp_path / "bundle"
+        study(prepare(folder / "p.json", {}), bundle, _Quiet())
+        assert {r["cause"] for r in _records(bundle)} == {"harness-exit:1"}
+        before = {p: p.read_bytes() for p in bundle.rglob("*") if p.is_file()}
+        line = "harness: the model endpoint refused the key (HTTP 401)"
+        env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+        replay = [sys.executable, "-m", "repro", "replay", str(bundle), "c00-r0000"]
+        replay += ["--sources", str(folder)]
+        shown = subprocess.run(
+            [*replay, "--traceback"], capture_output=True, text=True, env=env, timeout=300
+        )
+        assert shown.returncode == 0, shown.stderr
+        assert "byte-identical" in shown.stdout
+        said = shown.stderr.splitlines()
+        heading = next(i for i, text in enumerate(said) if "harness stderr" in text)
+        assert "not recorded in the bundle" in said[heading]
+        assert said[heading + 1] == line
+        assert "RunFailed: harness-exit:1" in shown.stderr
+        plain = subprocess.run(replay, capture_output=True, text=True, env=env, timeout=300)
+        assert plain.returncode == 0 and line not in plain.stderr
+        assert {p: p.read_bytes() for p in bundle.rglob("*") if p.is_file()} == before
+        assert not any(line.encode() in data for data in before.values())

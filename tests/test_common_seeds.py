@@ -32,9 +32,10 @@ PROTOCOLS = ROOT / "protocols"
 #: partitions' sha256s, in sealed order), as the code before ``seeding.common`` computed them
 #: (commit 505901c): a change to a default, or to how seeds are derived, changes one of them.
 SHIPPED: dict[str, tuple[str, str]] = {
-    # Changed on purpose once: the protocol now declares its contrasts (its plan is the same).
+    # Changed on purpose twice: the protocol now declares its contrasts, then names its harness
+    # and release from its own folder (its plan is the same).
     "agent-gate-eval.json": (
-        "89c1248144fe6237ac7b68015e22e75d4146397fff48ce077ee18744930f3d81",
+        "ec8cae73ed58854e09fd3252600a591c64064419ed1f5d0a1ea8dca0b5143477",
         "13ef2a4901d64a51304a0306a7d9e660e80326e931ad15cf069b510f18576187",
     ),
     "cage2-ccs-sleeper-per-run.json": (

@@ -6,7 +6,6 @@ the version it declares (and checks the attempt times it is made from)."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -49,8 +48,9 @@ def faulty_bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "title": "Crate with faults",
         "description": "valid, failed and invalid attempts",
         "license": "CC-BY-4.0",
-        # Relative to the working directory: an absolute host path is refused as a disclosure.
-        "adapter": {"name": "command", "options": {"harness": os.path.relpath(FAULTY_HARNESS)}},
+        # Relative to the protocol's folder, where it is copied: an absolute host path is
+        # refused as a disclosure.
+        "adapter": {"name": "command", "options": {"harness": FAULTY_HARNESS.name}},
         "matrix": [{"name": "case", "levels": ["one"]}],
         "participants": [
             {"id": mode, "kind": "agent", "params": {"mode": mode}}
@@ -66,6 +66,7 @@ def faulty_bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
     }
     path = tmp / "protocol.json"
     path.write_text(json.dumps(protocol), "utf-8")
+    shutil.copy(FAULTY_HARNESS, tmp / FAULTY_HARNESS.name)
     study(prepare(path, {}), tmp / "bundle", _Quiet())
     return tmp / "bundle"
 

@@ -83,8 +83,9 @@ def hostile_protocol(harness: Path) -> dict[str, Any]:
         "description": EVERYTHING,
         "adapter": {
             "name": "command",
-            # Relative, as a protocol names it: an absolute path under /tmp would disclose.
-            "options": {"harness": os.path.relpath(harness)},
+            # Relative to the protocol's folder (the harness's), as a protocol names it: an
+            # absolute path under /tmp would disclose.
+            "options": {"harness": harness.name},
         },
         "matrix": [{"name": "case", "levels": ["plain", f"level{EVERYTHING}"]}],
         "participants": [

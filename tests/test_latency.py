@@ -10,6 +10,7 @@ import contextlib
 import copy
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -48,10 +49,18 @@ def _records(bundle: Path) -> list[dict[str, Any]]:
     ]
 
 
+@pytest.fixture(autouse=True)
+def _harnesses_beside_protocols(tmp_path: Path) -> None:
+    """The harnesses this module's protocols name, copied into the folder the protocols are
+    written to: a protocol's harness path is relative to the protocol's folder."""
+    for harness in (ROOT / "tests" / "harness" / "bad_harness.py", PID_HARNESS):
+        shutil.copy(harness, tmp_path / harness.name)
+
+
 def _hanging(runs: int, timeout: float = 60) -> dict[str, Any]:
     """Two conditions of ``runs`` runs of the PID harness, which hangs, one attempt each."""
     protocol = copy.deepcopy(BAD)
-    protocol["adapter"]["options"] = {"harness": os.path.relpath(PID_HARNESS)}
+    protocol["adapter"]["options"] = {"harness": PID_HARNESS.name}
     protocol["participants"] = [{"id": "a", "kind": "agent", "params": {}}]
     protocol["matrix"] = [{"name": "case", "levels": ["one", "two"]}]
     protocol["runs_per_condition"] = runs

@@ -177,8 +177,9 @@ class TestReadPacked:
             assert result.exit_code == 0, result.output
             tables.append(out.read_bytes())
         assert tables[0] == tables[1]
-        # The example's harness is named from the checkout's root, where the study ran.
-        audited = _invoke("audit", packed_zip, "--sample", "3", "--json", "--sources", ROOT)
+        # The example's harness is named from the protocol's folder.
+        sources = ROOT / "protocols"
+        audited = _invoke("audit", packed_zip, "--sample", "3", "--json", "--sources", sources)
         assert audited.exit_code == 0, audited.output
 
     def test_a_file_that_is_no_archive(self, tmp_path: Path) -> None:

@@ -8,6 +8,8 @@ import copy
 import importlib.util
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -187,7 +189,7 @@ class TestCheck:
         monkeypatch.chdir(ROOT)
         example = ROOT / "protocols" / "agent-gate-eval.json"
         v1 = _check(example)
-        v2 = _check(example, "--option", "release=tests/harness/releases/v2-regressed")
+        v2 = _check(example, "--option", "release=protocols/harness/releases/v2-regressed")
         assert v1["sha256"] == v2["sha256"]
         assert v1["sources_sha256"] != v2["sources_sha256"]
         refused = _invoke("protocol", "check", str(example), "--option", "colour=blue")
@@ -223,7 +225,8 @@ def _new(tmp_path: Path, adapter: str) -> Path:
     result = _invoke("protocol", "new", "--adapter", adapter, "--out", str(out))
     assert result.exit_code == 0, result.output
     check = command(["protocol", "check", str(out)], started())  # as repro was started
-    assert result.stdout == f"wrote {out}; check it with: {check}\n"
+    beside = f" and {tmp_path / 'harness.py'}" if adapter == "command" else ""
+    assert result.stdout == f"wrote {out}{beside}; check it with: {check}\n"
     return out
 
 
@@ -255,20 +258,70 @@ class TestNew:
         bundle = run_study(path, tmp_path / "bundle")
         assert verify(bundle) == []
 
-    def test_command_checks_and_runs_from_the_repository_root(
-        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-    ) -> None:
-        """The command template's harness is the repository's fake harness, and a $comment says
-        to replace it; from the repository's root it checks, and a study of it verifies."""
+    def test_command_writes_its_harness_beside_it(self, tmp_path: Path) -> None:
+        """The command template names harness.py, which --out writes beside it from the copy
+        shipped in repro/templates (not from repro's tests), and a $comment says to replace
+        it and points at the contract."""
+        from importlib.resources import files
+
         path = _new(tmp_path, "command")
-        data = json.loads(path.read_text())
-        options = data["adapter"]["options"]
-        assert options["harness"] == "tests/harness/fake_harness.py"
-        assert "Replace harness with your own program" in options["$comment"]
-        monkeypatch.chdir(ROOT)
-        summary = _check(path)
-        assert summary["adapter"]["name"] == "command"
-        assert verify(run_study(path, tmp_path / "bundle")) == []
+        options = json.loads(path.read_text())["adapter"]["options"]
+        assert options["harness"] == "harness.py"
+        assert "release" not in options
+        assert "Replace harness.py with your own program" in options["$comment"]
+        assert "docs/harness.md" in options["$comment"]
+        shipped = files("repro").joinpath("templates", "command_harness.py").read_text("utf-8")
+        assert (tmp_path / "harness.py").read_text("utf-8") == shipped
+        assert _tree(tmp_path) == ["command.json", "harness.py"]
+
+    def test_command_checks_and_runs_from_elsewhere(self, tmp_path: Path) -> None:
+        """What protocol new writes for the command adapter passes the check, and a study of
+        it verifies and replays byte-identical, all from a working directory outside the
+        source tree and outside the protocol's folder, in a fresh interpreter (as the
+        installed command runs)."""
+        folder, elsewhere = tmp_path / "study", tmp_path / "elsewhere"
+        folder.mkdir()
+        elsewhere.mkdir()
+        repro = [sys.executable, "-m", "repro"]
+        env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+
+        def run(*args: str) -> subprocess.CompletedProcess[str]:
+            done = subprocess.run(
+                [*repro, *args], cwd=elsewhere, env=env, capture_output=True, text=True
+            )
+            assert done.returncode == 0, done.stdout + done.stderr
+            return done
+
+        run("protocol", "new", "--adapter", "command", "--out", str(folder / "p.json"))
+        checked = json.loads(run("protocol", "check", str(folder / "p.json"), "--json").stdout)
+        assert checked["adapter"]["name"] == "command"
+        assert [s["name"] for s in checked["sources"] if s["role"] == "harness"] == ["harness.py"]
+        run("study", str(folder / "p.json"), "--out", str(tmp_path / "bundle"))
+        assert verify(tmp_path / "bundle") == []
+        replayed = run("replay", str(tmp_path / "bundle"), "c00-r0000", "--sources", str(folder))
+        assert "byte-identical" in replayed.stdout
+        assert os.listdir(elsewhere) == []
+
+    def test_command_without_out_says_what_it_leaves_out(self) -> None:
+        """To stdout, the command template goes alone, and stderr says the harness it names
+        is written only with --out."""
+        printed = _invoke("protocol", "new", "--adapter", "command")
+        assert printed.exit_code == 0
+        assert "harness.py" in printed.stderr and "--out" in printed.stderr
+
+    def test_command_never_overwrites_a_harness(self, tmp_path: Path) -> None:
+        """An existing harness.py beside --out is refused with exit 2 before anything is
+        written: neither the protocol nor the harness."""
+        (tmp_path / "harness.py").write_text("mine", "utf-8")
+        result = _invoke(
+            "protocol", "new", "--adapter", "command", "--out", str(tmp_path / "p.json")
+        )
+        assert result.exit_code == 2
+        assert "harness.py exists: repro protocol new never overwrites a file" in _flat(
+            result.stderr
+        )
+        assert _tree(tmp_path) == ["harness.py"]
+        assert (tmp_path / "harness.py").read_text("utf-8") == "mine"
 
     @pytest.mark.skipif(
         importlib.util.find_spec("csle_cyborg") is None or not SCENARIO.is_dir(),
@@ -312,3 +365,128 @@ class TestNew:
         assert result.exit_code == 2
         assert message in _flat(result.stderr)
         assert os.listdir(tmp_path) == []
+
+
+# --------------------------------------------------------------------------- outcome schema
+
+
+def _scored(tmp_path: Path, change: Any) -> Path:
+    """The command template and its harness, written by protocol new into ``tmp_path``, the
+    protocol then changed by ``change`` (its $comment keys dropped)."""
+    path = _new(tmp_path, "command")
+    data = _uncommented(json.loads(path.read_text("utf-8")))
+    change(data)
+    path.write_text(json.dumps(data), "utf-8")
+    return path
+
+
+def _without_version(data: dict[str, Any]) -> None:
+    """The trap: a harness whose outcome lacks scenario_version, under a schema that does not
+    require it."""
+    schema = data["adapter"]["options"]["outcome_schema"]
+    schema["required"].remove("scenario_version")
+    del schema["properties"]["scenario_version"]
+
+
+class TestOutcomeSchemaCoversScoring:
+    """A scored command protocol whose outcome_schema does not require every outcome key its
+    rules read is refused by check and by study alike (exit 2, nothing written), naming the
+    schema's JSON path and the rule's."""
+
+    @pytest.mark.parametrize(
+        ("change", "rule", "key"),
+        [
+            (_without_version, "$.scenarios", "scenario_version"),
+            (
+                lambda d: d["adapter"]["options"]["outcome_schema"]["required"].remove("verdict"),
+                "$.scoring.checks[1].key",
+                "verdict",
+            ),
+            (
+                lambda d: d["adapter"]["options"]["outcome_schema"]["required"].remove("findings"),
+                "$.scoring.checks[0].keys[1]",
+                "findings",
+            ),
+            (
+                lambda d: d["adapter"]["options"]["outcome_schema"]["required"].remove(
+                    "blocking_questions"
+                ),
+                "$.measure.key",
+                "blocking_questions",
+            ),
+            (
+                lambda d: d["scoring"].update(
+                    taxonomy={
+                        "name": "kind",
+                        "categories": ["sure", "other"],
+                        "rules": [
+                            {"category": "sure", "values": {"confidence": "high"}},
+                            {"category": "other"},
+                        ],
+                    }
+                ),
+                "$.scoring.taxonomy.rules[0].values.confidence",
+                "confidence",
+            ),
+        ],
+        ids=["scenario-version", "check-key", "check-keys", "measure-key", "taxonomy-value"],
+    )
+    def test_a_key_read_but_not_required_is_refused(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, change: Any, rule: str, key: str
+    ) -> None:
+        """Each rule that reads an outcome key the schema does not require: check and study
+        exit 2 with the same message, naming the key, the rule's JSON path and
+        $.adapter.options.outcome_schema.required; the study writes nothing."""
+        path = _scored(tmp_path, change)
+        monkeypatch.chdir(tmp_path)
+        before = _tree(tmp_path)
+        checked = _invoke("protocol", "check", str(path))
+        studied = _invoke("study", str(path), "--out", str(tmp_path / "out"))
+        for result in (checked, studied):
+            assert result.exit_code == 2, result.output
+            said = _flat(result.stderr)
+            assert f"outcome_schema does not require {key!r}, which {rule} reads" in said
+            assert said.endswith("@ $.adapter.options.outcome_schema.required")
+        assert _flat(checked.stderr) == _flat(studied.stderr)
+        assert _tree(tmp_path) == before
+
+    def test_a_scored_protocol_without_a_schema_is_refused(self, tmp_path: Path) -> None:
+        """A scored command protocol with no outcome_schema at all is refused, naming every
+        key its rules read and $.adapter.options.outcome_schema."""
+        path = _scored(tmp_path, lambda d: d["adapter"]["options"].pop("outcome_schema"))
+        checked = _invoke("protocol", "check", str(path))
+        assert checked.exit_code == 2
+        said = _flat(checked.stderr)
+        assert "(blocking_questions, findings, scenario_version, summary, verdict)" in said
+        assert said.endswith("@ $.adapter.options.outcome_schema")
+
+    def test_the_trap_fails_every_run_without_the_rule(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Why the rule: the trap's harness (its outcome without scenario_version), had the
+        protocol been accepted, leaves every slot invalid as
+        outcome-scenario-version-missing. The bundle it made still verifies and replays
+        byte-identical: replay and verify do not apply the rule to a sealed protocol."""
+        import repro.adapters.command as command_adapter
+
+        path = _scored(tmp_path, _without_version)
+        harness = tmp_path / "harness.py"
+        harness.write_text(
+            harness.read_text("utf-8").replace('"scenario_version": scenario["version"],', ""),
+            "utf-8",
+        )
+        monkeypatch.setattr(command_adapter, "outcome_schema_problems", lambda *a: [])
+        bundle = run_study(path, tmp_path / "bundle")
+        monkeypatch.undo()
+        runs = [
+            json.loads(line)
+            for file in sorted((bundle / "data" / "runs").glob("*.jsonl"))
+            for line in file.read_text("utf-8").splitlines()
+        ]
+        assert {(r["status"], r["cause"]) for r in runs} == {
+            ("invalid", "outcome-scenario-version-missing")
+        }
+        assert verify(bundle) == []
+        replayed = _invoke("replay", str(bundle), "c00-r0000", "--sources", str(tmp_path))
+        assert replayed.exit_code == 0, replayed.output
+        assert "byte-identical" in replayed.stdout

@@ -20,7 +20,7 @@ from repro.execute.studies import prepare, study
 from repro.verify import verify
 
 EXAMPLE = ROOT / "protocols" / "agent-gate-eval.json"
-RELEASES = ROOT / "tests" / "harness" / "releases"
+RELEASES = ROOT / "protocols" / "harness" / "releases"
 runner = CliRunner()
 
 

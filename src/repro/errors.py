@@ -83,20 +83,25 @@ class Refused(ReproError):
 
 
 class RunFailed(ReproError):
-    """An adapter could not complete one run; ``cause`` is a short code, never a traceback."""
+    """An adapter could not complete one run; ``cause`` is a short code, never a traceback.
+    ``stderr`` is what the run's process wrote to its standard error, if the adapter ran one:
+    shown on the user's terminal by ``repro replay --traceback``, never recorded."""
 
-    def __init__(self, cause: str) -> None:
+    def __init__(self, cause: str, stderr: bytes | None = None) -> None:
         super().__init__(cause)
         self.cause = cause
+        self.stderr = stderr
 
 
 class RunInvalid(ReproError):
     """A run completed but what it yielded is unusable (an outcome that is not JSON, or breaks
-    its schema); ``cause`` is a short code. The attempt is recorded invalid."""
+    its schema); ``cause`` is a short code. The attempt is recorded invalid. ``stderr`` is as
+    :class:`RunFailed`'s: for the terminal only, never recorded."""
 
-    def __init__(self, cause: str) -> None:
+    def __init__(self, cause: str, stderr: bytes | None = None) -> None:
         super().__init__(cause)
         self.cause = cause
+        self.stderr = stderr
 
 
 class ClusterFailed(ReproError):

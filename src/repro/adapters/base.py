@@ -53,7 +53,9 @@ __all__ = [
     "module_file_source",
     "package_source",
     "pinned_target_source",
+    "protocol_folder",
     "protocol_path",
+    "reexecuting",
     "refuse_unbounded_outcome_runs",
     "registered_adapters",
     "slot_costs",
@@ -301,12 +303,14 @@ _SOURCES_HINT = "--sources DIR (the directory the study's protocol file was in)"
 
 def protocol_path(value: str, where: str) -> Path:
     """A file or directory the protocol names (the command adapter's harness, its release), as
-    this process finds it: during a study, as given; while a bundle is re-executed
-    (:func:`code_of_bundle`), only inside the directory the user gave, never elsewhere: a bundle
-    does not choose which program of this machine runs."""
+    this process finds it: during a study, relative to the protocol file's folder (as module
+    targets are looked up there first: :func:`targets_in`), or, with no such folder set, to the
+    working directory; while a bundle is re-executed (:func:`code_of_bundle`), only inside the
+    directory the user gave, never elsewhere: a bundle does not choose which program of this
+    machine runs. An absolute ``value`` is itself (a study's protocol refuses host paths)."""
     code = _bundle_code
     if code is None:
-        return Path(value)
+        return Path(value) if _target_root is None else _target_root / value
     if code.root is None:
         raise BadInput(
             f"protocol: the bundle names {value!r}, and replay runs no program or file a bundle "
@@ -317,6 +321,25 @@ def protocol_path(value: str, where: str) -> Path:
     if not path.resolve().is_relative_to(code.root):
         raise BadInput(f"protocol: {value!r} lies outside --sources {code.root} @ {where}")
     return path
+
+
+def reexecuting() -> bool:
+    """Whether a bundle is being re-executed (:func:`code_of_bundle`): its protocol was
+    accepted when it was sealed, so rules added since (which ``repro verify`` does not apply
+    either) do not refuse it."""
+    return _bundle_code is not None
+
+
+def protocol_folder() -> str:
+    """Where :func:`protocol_path` looks a relative path up, said for an error: the protocol
+    file's folder, the ``--sources`` directory of a re-executed bundle, or the working
+    directory."""
+    code = _bundle_code
+    if code is not None and code.root is not None:
+        return f"--sources {code.root}"
+    if code is None and _target_root is not None:
+        return f"the protocol's folder {_target_root}"
+    return f"the working directory {Path.cwd()}"
 
 
 def target_root() -> Path | None:

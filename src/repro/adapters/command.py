@@ -1,23 +1,30 @@
 """The command adapter: any executable (a model CLI, an agent harness) drives each run.
 
+docs/harness.md is the contract with the harness, key by key; in short:
+
 Options (in the protocol's ``adapter.options``, or given with ``--option KEY=VALUE``, which wins):
 
-- ``harness`` (required): the program, a path resolved against the working directory. It is
-  pinned by sha256 in the source ledger. A ``.py`` file runs with the study's own Python;
-  anything else must be executable.
-- ``release`` (optional): a directory (or file) holding the release or model under test, pinned
-  by the digest of its tree, so a candidate can be measured before it is installed. The harness
-  gets its absolute path in the run spec.
-- ``outcome_schema`` (optional, protocol only): a JSON Schema (draft 2020-12) every outcome must
-  satisfy.
+- ``harness`` (required): the program. A relative path the protocol gives is looked up in the
+  protocol file's folder (one ``--option`` gives, in the working directory; on a replay, only
+  in ``--sources``: :func:`repro.adapters.base.protocol_path`). It is pinned by sha256 in the
+  source ledger. A ``.py`` file runs with the study's own Python; anything else must be
+  executable.
+- ``release`` (optional): a directory (or file) holding the release or model under test, found
+  as the harness is, pinned by the digest of its tree, so a candidate can be measured before it
+  is installed. The harness gets its absolute path in the run spec.
+- ``outcome_schema`` (optional, protocol only; required of a scored protocol): a JSON Schema
+  (draft 2020-12) every outcome must satisfy, whose ``required`` must name every outcome key the
+  protocol's rules read (:func:`repro.protocol.scoring_rules.outcome_schema_problems`).
 
-Each run starts the harness afresh, writes the run spec to its stdin as one JSON object (slot,
-condition, factors, participant, seed, attempt, scenario, release) and reads one JSON object,
-the outcome, from its stdout. A run fails on a non-zero exit (cause ``harness-exit:N``) or on
-the protocol's ``retry.timeout_seconds`` (``timeout``; the harness and its process group are
-killed); it is invalid when stdout is not one JSON object (``outcome-not-json``,
-``outcome-not-object``) or the object breaks the outcome schema (``outcome-schema``). The
-harness's stderr never enters the bundle: only its length and sha256 do.
+Each run starts the harness afresh, writes the run spec to its stdin as one canonical JSON
+object on one line (slot, condition, factors, participant, seed, scenario, release,
+release_sha256) and reads one JSON object, the outcome, from its stdout. A run fails on a
+non-zero exit (cause ``harness-exit:N``, or ``harness-killed:SIGNAL``) or on the protocol's
+``retry.timeout_seconds`` (``timeout``; the harness and its process group are killed); it is
+invalid when stdout is not one JSON object (``outcome-not-json``, ``outcome-not-object``,
+``outcome-too-large``) or the object breaks the outcome schema (``outcome-schema``). The
+harness's stderr never enters the bundle: only its length and sha256 do; a failure carries it
+for ``repro replay --traceback`` to show on the terminal.
 
 Participants are ``kind: "agent"`` with free ``params``, passed to the harness as they are.
 """
@@ -42,7 +49,9 @@ from repro.adapters.base import (
     Evidence,
     Frozen,
     file_source,
+    protocol_folder,
     protocol_path,
+    reexecuting,
     refuse_unbounded_outcome_runs,
 )
 from repro.errors import BadInput, RunFailed, RunInvalid
@@ -59,6 +68,7 @@ from repro.models import (
     Protocol,
     Source,
 )
+from repro.protocol.scoring_rules import outcome_schema_problems
 
 __all__ = ["CommandAdapter", "tree_source"]
 
@@ -120,6 +130,19 @@ def _options(protocol: Protocol, options: Mapping[str, str]) -> dict[str, Any]:
     return merged
 
 
+def _not_found(key: str, value: str, options: Mapping[str, str], what: str) -> BadInput:
+    """The refusal of a harness or release that is not there (or not runnable), naming where it
+    was looked up and who named it: ``--option KEY``, or the protocol at its JSON path."""
+    if key in options:
+        return BadInput(
+            f"--option {key}: {value!r} {what} (looked up in the working directory {Path.cwd()})"
+        )
+    return BadInput(
+        f"protocol: {key} {value!r} {what} (looked up in {protocol_folder()}) "
+        f"@ {json_path('$.adapter.options', key)}"
+    )
+
+
 def _pin_name(role: str, options: Mapping[str, str], path: Path) -> str:
     """What the ledger names the pinned ``role``: its file or directory name when the protocol
     gives the path, the role itself when ``--option`` does (the name is then the user's)."""
@@ -174,8 +197,15 @@ class CommandAdapter:
                 )
         if "outcome_schema" in merged:
             _validator(merged["outcome_schema"])
-        # A path given with --option is the user's; one the protocol gives is the protocol's,
-        # which a replay finds only where the user says (repro.adapters.base.protocol_path).
+        if not reexecuting():
+            problems = outcome_schema_problems(
+                protocol, merged.get("outcome_schema"), "$.adapter.options.outcome_schema"
+            )
+            if problems:
+                raise BadInput("protocol: " + "; ".join(problems))
+        # A path given with --option is the user's, found from the working directory as any
+        # command-line path; one the protocol gives is the protocol's, found from its folder,
+        # and on a replay only where the user says (repro.adapters.base.protocol_path).
         paths = {
             key: Path(merged[key])
             if key in options
@@ -185,9 +215,9 @@ class CommandAdapter:
         }
         harness = paths["harness"]
         if not harness.is_file():
-            raise BadInput(f"harness {merged['harness']!r} is not a file")
+            raise _not_found("harness", merged["harness"], options, "is not a file")
         if harness.suffix != ".py" and not os.access(harness, os.X_OK):
-            raise BadInput(f"harness {merged['harness']!r} is not executable")
+            raise _not_found("harness", merged["harness"], options, "is not executable")
         # A path given on the command line names a place on this machine, which the bundle
         # must not tell: its pin is named by its role; one the protocol gives, by its file name.
         sources = [
@@ -202,7 +232,7 @@ class CommandAdapter:
         if "release" in paths:
             release = paths["release"]
             if not release.exists():
-                raise BadInput(f"release {merged['release']!r} does not exist")
+                raise _not_found("release", merged["release"], options, "does not exist")
             sources.append(tree_source("release", release, _pin_name("release", options, release)))
         facts = AdapterFacts(
             name=self.name,
@@ -326,8 +356,8 @@ class _CommandSession:
             with stopped_with_run(functools.partial(_signal_group, process)):
                 stdout, stderr = process.communicate(rest, timeout=self._timeout)
         except subprocess.TimeoutExpired:
-            _kill_group(process)
-            raise RunFailed("timeout") from None
+            _, stderr = _kill_group(process)
+            raise RunFailed("timeout", stderr) from None
         finally:
             if process.poll() is None:
                 _kill_group(process)
@@ -338,21 +368,24 @@ class _CommandSession:
             stderr_bytes=len(stderr),
             stderr_sha256=hashlib.sha256(stderr).hexdigest(),
         )
+        # The harness's stderr goes with a failure for ``repro replay --traceback`` to show on
+        # the terminal (repro.execute.worker._show); no record keeps it.
         if process.returncode != 0:
             code = process.returncode
             raise RunFailed(
-                f"harness-exit:{code}" if code > 0 else f"harness-killed:{_signal_name(-code)}"
+                f"harness-exit:{code}" if code > 0 else f"harness-killed:{_signal_name(-code)}",
+                stderr,
             )
         if len(stdout) > MAX_STDOUT_BYTES:
-            raise RunInvalid("outcome-too-large")
+            raise RunInvalid("outcome-too-large", stderr)
         try:
             outcome = canonical.loads(stdout, what="outcome", max_bytes=MAX_STDOUT_BYTES)
         except BadInput:
-            raise RunInvalid("outcome-not-json") from None
+            raise RunInvalid("outcome-not-json", stderr) from None
         if not isinstance(outcome, dict):
-            raise RunInvalid("outcome-not-object")
+            raise RunInvalid("outcome-not-object", stderr)
         if self._validator is not None and not self._validator.is_valid(outcome):
-            raise RunInvalid("outcome-schema")
+            raise RunInvalid("outcome-schema", stderr)
         # The measure is repro's to take from the outcome (repro.derive.validity.outcome_value), in
         # the study and again in verify: the adapter reports none of its own.
         return Evidence(
@@ -425,9 +458,11 @@ def _find_death_launcher() -> tuple[str, ...]:
     return launcher if works.returncode == 0 else ()
 
 
-def _kill_group(process: subprocess.Popen[bytes]) -> None:
+def _kill_group(process: subprocess.Popen[bytes]) -> tuple[bytes, bytes]:
+    """Kill the harness's group; what it wrote to stdout and stderr until then."""
     _signal_group(process)
-    process.communicate()
+    stdout, stderr = process.communicate()
+    return stdout or b"", stderr or b""
 
 
 def _signal_group(process: subprocess.Popen[bytes]) -> None:

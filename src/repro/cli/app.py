@@ -1392,6 +1392,22 @@ def _templates() -> dict[str, str]:
     }
 
 
+#: The files a starting protocol names beside itself, by adapter: each file's name there and the
+#: file of repro/templates it is a copy of.
+_COMPANIONS = {"command": {"harness.py": "command_harness.py"}}
+
+
+def _companions(adapter: str) -> dict[str, str]:
+    """The files ``repro protocol new`` writes beside ``adapter``'s protocol, by name."""
+    from importlib.resources import files
+
+    folder = files("repro").joinpath("templates")
+    return {
+        name: folder.joinpath(shipped).read_text("utf-8")
+        for name, shipped in _COMPANIONS.get(adapter, {}).items()
+    }
+
+
 @_command(protocol_app, "new")
 def protocol_new(
     adapter: Annotated[
@@ -1403,24 +1419,46 @@ def protocol_new(
 ) -> None:
     """Write a starting protocol for ADAPTER, explained by "$comment" keys.
 
-    To stdout, or to a new file (never over an existing one)."""
+    To stdout, or to a new file (never over an existing one). For the command adapter, --out
+    also writes harness.py, a working harness the protocol names, beside the file."""
     templates = _templates()
     if adapter not in templates:
         raise _fail(f"no template for adapter {adapter!r} ({', '.join(sorted(templates))})")
     text = templates[adapter]
+    companions = _companions(adapter)
     if out is None:
         sys.stdout.write(text)
+        if companions:
+            _out(
+                f"note: this protocol names {', '.join(companions)} beside it, which only "
+                "--out FILE writes",
+                err=True,
+            )
         return
+    files = {out: text} | {out.parent / name: body for name, body in companions.items()}
+    for path in files:
+        if path.exists() or path.is_symlink():
+            raise _fail(f"{path} exists: repro protocol new never overwrites a file")
+    written: list[Path] = []
     try:
-        with out.open("x", encoding="utf-8") as file:
-            file.write(text)
-    except FileExistsError:
-        raise _fail(f"{out} exists: repro protocol new never overwrites a file") from None
+        for path, body in files.items():
+            with path.open("x", encoding="utf-8") as file:
+                written.append(path)
+                file.write(body)
     except OSError as exc:
-        raise _fail(f"{out}: cannot write ({exc.strerror})") from None
+        for path in written:
+            path.unlink(missing_ok=True)
+        if isinstance(exc, FileExistsError):
+            raise _fail(
+                f"{exc.filename} exists: repro protocol new never overwrites a file"
+            ) from None
+        raise _fail(f"{exc.filename or out}: cannot write ({exc.strerror})") from None
     from repro.cli.started import command, started
 
-    _out(f"wrote {out}; check it with: {command(['protocol', 'check', str(out)], started())}")
+    beside = "".join(f" and {out.parent / name}" for name in companions)
+    _out(
+        f"wrote {out}{beside}; check it with: {command(['protocol', 'check', str(out)], started())}"
+    )
 
 
 def _write_new(path: Path, text: str) -> None:

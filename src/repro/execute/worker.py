@@ -351,6 +351,16 @@ def _show(job: Job, what: str, exc: BaseException) -> None:
         # Its messages may quote what the run was given (a factor level of a bundle replayed):
         # their control characters are shown as text, as every line of the command line's is.
         sys.stderr.write(visible("".join(traceback.format_exception(exc))))
+        stderr = getattr(exc, "stderr", None)
+        if isinstance(stderr, bytes):
+            # A harness's own account of its failure, which its exit code alone does not give.
+            print(
+                f"repro: harness stderr ({len(stderr)} bytes; not recorded in the bundle, which "
+                "keeps only its length and sha256):",
+                file=sys.stderr,
+            )
+            text = stderr.decode("utf-8", "replace")
+            sys.stderr.write(visible(text if text.endswith("\n") or not text else text + "\n"))
         sys.stderr.flush()
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from repro.derive.scenarios import VERSION_KEY
 from repro.derive.scoring import is_number, json_type, tokens
 from repro.models import (
     Check,
@@ -16,7 +17,7 @@ from repro.models import (
     Taxonomy,
 )
 
-__all__ = ["scoring_problems"]
+__all__ = ["outcome_reads", "outcome_schema_problems", "scoring_problems"]
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -220,4 +221,63 @@ def scoring_problems(protocol: Protocol) -> list[str]:
             problems += _taxonomy_problems(scoring.taxonomy, checks)
     problems += _gate_problems(p, checks)
     problems += _measure_problems(p)
+    return problems
+
+
+def outcome_reads(protocol: Protocol) -> list[tuple[str, str]]:
+    """Every outcome key a scored protocol's rules read, each with the JSON path of the rule
+    that reads it, in protocol order: the scenario version (``scenario_version``, read for
+    every run of a protocol that declares scenarios), each check's ``key`` or ``keys``, each
+    taxonomy rule's ``values``, and an ``outcome_value`` measure's ``key``. Empty for an
+    unscored protocol. The control floor of ``gates`` reads a check's result, so the check's
+    keys; the reproduction ``criteria`` read published figures, no outcome."""
+    p = protocol
+    if p.scoring is None:
+        return []
+    reads: list[tuple[str, str]] = []
+    if p.scenarios:
+        reads.append((VERSION_KEY, "$.scenarios"))
+    for i, check in enumerate(p.scoring.checks):
+        where = f"$.scoring.checks[{i}]"
+        if check.key is not None:
+            reads.append((check.key, f"{where}.key"))
+        reads += [(key, f"{where}.keys[{j}]") for j, key in enumerate(check.keys)]
+    if p.scoring.taxonomy is not None:
+        for i, rule in enumerate(p.scoring.taxonomy.rules):
+            where = f"$.scoring.taxonomy.rules[{i}].values"
+            reads += [(key, f"{where}{_member(key)}") for key in rule.values]
+    if p.measure.name == "outcome_value" and p.measure.key is not None:
+        reads.append((p.measure.key, "$.measure.key"))
+    return reads
+
+
+def outcome_schema_problems(protocol: Protocol, schema: Any, where: str) -> list[str]:
+    """Why ``schema`` (the JSON Schema every outcome must satisfy, at JSON path ``where``;
+    None when the protocol gives none) cannot promise the outcome keys a scored ``protocol``'s
+    rules read (:func:`outcome_reads`): a scored protocol needs a schema, and its top-level
+    ``required`` must name every key read, or a harness could pass the check and then leave
+    every run without a score (an outcome with no ``scenario_version`` is invalid:
+    ``outcome-scenario-version-missing``). Each problem names the rule that reads the key and
+    ends `` @ <the schema's JSON path>``; an unscored protocol has none."""
+    reads = outcome_reads(protocol)
+    if not reads:
+        return []
+    if schema is None:
+        keys = ", ".join(sorted({key for key, _ in reads}))
+        return [
+            f"a scored protocol needs an outcome_schema whose required names the outcome keys "
+            f"its rules read ({keys}), so that a harness that leaves one out fails its runs "
+            f"as outcome-schema, not unscored @ {where}"
+        ]
+    required = schema.get("required", []) if isinstance(schema, dict) else []
+    named = (
+        {key for key in required if isinstance(key, str)} if isinstance(required, list) else set()
+    )
+    problems: list[str] = []
+    for key, rule in reads:
+        if key not in named:
+            problems.append(
+                f"outcome_schema does not require {key!r}, which {rule} reads from every "
+                f"outcome @ {where}.required"
+            )
     return problems
