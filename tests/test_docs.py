@@ -139,9 +139,11 @@ class TestCliReference:
                     for spelled in param.opts:
                         assert f"`{spelled}" in section, (path, spelled)
 
-    def test_the_terminal_changes_nothing(self, tmp_path: Path) -> None:
+    @pytest.mark.parametrize("hash_seed", ["0", "1", "2", "3"])
+    def test_the_terminal_changes_nothing(self, hash_seed: str) -> None:
         """Generated in a fresh interpreter with a narrow terminal, colour forced and rich's
-        terminal detection on, the file is the same, and it holds no escape sequence."""
+        terminal detection on, and another hash seed (click keeps the help option's names in a
+        set), the file is the same, and it holds no escape sequence."""
         code = "import sys; from tools import clidoc; sys.stdout.write(clidoc.reference())"
         env = {
             **os.environ,
@@ -150,6 +152,7 @@ class TestCliReference:
             "FORCE_COLOR": "1",
             "TTY_COMPATIBLE": "1",
             "TERM": "xterm-256color",
+            "PYTHONHASHSEED": hash_seed,
         }
         env.pop("NO_COLOR", None)
         done = subprocess.run(

@@ -110,6 +110,10 @@ def _default(param: Any, ctx: Any) -> str | None:
     return str(default)
 
 
+def _spellings(names: list[str]) -> list[str]:
+    return sorted(names, key=lambda name: (name.startswith("--"), name))
+
+
 def _item(param: Any, ctx: Any) -> str:
     """One argument or option, as a list item: its names and metavar as code, what it is
     (required, repeatable, its default) and its help."""
@@ -117,7 +121,9 @@ def _item(param: Any, ctx: Any) -> str:
     if _is_argument(param):
         names = markdown_code(metavar)
     else:
-        spelled = [*param.opts, *param.secondary_opts]
+        # Sorted, short spellings first: click keeps the help option's names in a set, whose
+        # order changes from one interpreter to the next.
+        spelled = [*_spellings(param.opts), *_spellings(param.secondary_opts)]
         names = ", ".join(
             markdown_code(f"{name} {metavar}" if metavar and i == len(spelled) - 1 else name)
             for i, name in enumerate(spelled)
