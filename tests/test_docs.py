@@ -9,17 +9,21 @@ import hashlib
 import importlib
 import json
 import math
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import attrs
 import jsonschema
 import pytest
-from tools import docgen
+from tools import clidoc, docgen
 
 from conftest import ROOT, register_adapters, run_study
 from repro import models
+from repro._escape import markdown_text
 from repro.errors import BadInput
 from repro.execute.replay import replay
 from repro.execute.studies import prepare
@@ -72,6 +76,102 @@ class TestProtocolReference:
         path = docgen.write(tmp_path)
         assert path == tmp_path / "docs" / "protocol-reference.md"
         assert path.read_text("utf-8") == docgen.reference()
+
+
+def _cli_sections() -> dict[str, str]:
+    """docs/cli.md's sections, by the command path their heading names."""
+    text = (DOCS / "cli.md").read_text("utf-8")
+    parts = re.split(r"^## `([^`]+)`$", text, flags=re.MULTILINE)
+    return dict(zip(parts[1::2], parts[2::2], strict=True))
+
+
+def _cli_commands() -> list[tuple[str, Any]]:
+    """(path, click command) of ``repro`` and every command and subcommand under it, walked
+    from the typer app here, apart from tools/clidoc.py."""
+    import typer.main
+
+    from repro.cli.app import app
+
+    found: list[tuple[str, Any]] = []
+
+    def walk(path: str, command: Any) -> None:
+        found.append((path, command))
+        if hasattr(command, "list_commands"):
+            ctx = command.context_class(command, info_name=path)
+            for name in command.list_commands(ctx):
+                walk(f"{path} {name}", command.get_command(ctx, name))
+
+    walk("repro", typer.main.get_command(app))
+    return found
+
+
+class TestCliReference:
+    """docs/cli.md is generated from the typer app, current, complete and independent of the
+    terminal it is generated on."""
+
+    def test_committed_reference_is_current(self) -> None:
+        """docs/cli.md equals what tools/clidoc.py generates from the command line."""
+        committed = (DOCS / "cli.md").read_text("utf-8")
+        assert committed == clidoc.reference(), "run: uv run python tools/clidoc.py"
+
+    def test_first_line_says_generated_and_how_to_regenerate(self) -> None:
+        """The file's first line says it is generated and gives the command that regenerates it."""
+        first = (DOCS / "cli.md").read_text("utf-8").splitlines()[0]
+        assert "Generated" in first
+        assert "uv run python tools/clidoc.py" in first
+
+    def test_every_command_argument_and_option_is_documented(self) -> None:
+        """Each command and subcommand has a section, in which its usage, its help's first
+        paragraph (as Markdown text that renders as itself), each argument's name and each
+        option's spellings appear."""
+        sections = _cli_sections()
+        commands = _cli_commands()
+        assert sorted(sections) == sorted(path for path, _ in commands)
+        for path, command in commands:
+            section = sections[path]
+            assert f"Usage: `{path} [OPTIONS]" in section, path
+            first = " ".join((command.help or "").split("\n\n")[0].split())
+            assert markdown_text(first) in section, path
+            for param in command.params:
+                if param.param_type_name == "argument":
+                    assert f"- `{param.name.upper()}`" in section, (path, param.name)
+                else:
+                    for spelled in param.opts:
+                        assert f"`{spelled}" in section, (path, spelled)
+
+    @pytest.mark.parametrize("hash_seed", ["0", "1", "2", "3"])
+    def test_the_terminal_changes_nothing(self, hash_seed: str) -> None:
+        """Generated in a fresh interpreter with a narrow terminal, colour forced and rich's
+        terminal detection on, and another hash seed (click keeps the help option's names in a
+        set), the file is the same, and it holds no escape sequence."""
+        code = "import sys; from tools import clidoc; sys.stdout.write(clidoc.reference())"
+        env = {
+            **os.environ,
+            "COLUMNS": "30",
+            "LINES": "10",
+            "FORCE_COLOR": "1",
+            "TTY_COMPATIBLE": "1",
+            "TERM": "xterm-256color",
+            "PYTHONHASHSEED": hash_seed,
+        }
+        env.pop("NO_COLOR", None)
+        done = subprocess.run(
+            [sys.executable, "-c", code],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=ROOT,
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stderr
+        assert done.stdout == clidoc.reference()
+        assert "\x1b" not in done.stdout
+
+    def test_write_puts_it_under_docs(self, tmp_path: Path) -> None:
+        """write() creates docs/cli.md under the given root."""
+        path = clidoc.write(tmp_path)
+        assert path == tmp_path / "docs" / "cli.md"
+        assert path.read_text("utf-8") == clidoc.reference()
 
 
 def _constrained_fields() -> list[tuple[str, attrs.Attribute[Any], Constraint, bool]]:

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from repro.execute.studies import StudyResult
     from repro.verify.findings import Finding
 
 __all__ = [
@@ -25,6 +26,7 @@ __all__ = [
     "ReproError",
     "RunFailed",
     "RunInvalid",
+    "SlotsLost",
     "StudyStopped",
     "exit_code",
     "install_hint",
@@ -118,6 +120,20 @@ class StudyStopped(ReproError):
         self.exit_code = exit_code
 
 
+class SlotsLost(ReproError):
+    """``repro.study(..., strict=True)``: the study finished and its bundle is whole, but
+    ``lost`` slots that ran did not end valid (failed, or excluded at run time); ``result`` is
+    the study's :class:`repro.execute.studies.StudyResult`. ``repro study --strict`` exits
+    ``EXIT_SLOTS_LOST`` for the same."""
+
+    def __init__(self, result: StudyResult, lost: int) -> None:
+        super().__init__(
+            f"{lost} slot(s) that ran did not end valid; {result.root} is whole (strict)"
+        )
+        self.result = result
+        self.lost = lost
+
+
 class Interrupted(BaseException):
     """SIGTERM or SIGHUP arrived while a study ran; raised like KeyboardInterrupt so that no
     ``except Exception`` swallows it."""
@@ -135,6 +151,7 @@ EXIT_CODES: dict[type[ReproError], int] = {
     Refused: EXIT_VERIFY_FAILED,
     ClusterFailed: EXIT_STUDY_STOPPED,
     StudyStopped: EXIT_STUDY_STOPPED,
+    SlotsLost: EXIT_SLOTS_LOST,
 }
 
 

@@ -596,12 +596,13 @@ def study(
         f"done in {result.wall_seconds:.1f} s: {summary}; reproduction {rep.verdict}",
         highlight=False,
     )
-    lost = _print_losses(result.derived.ledger, result.derived.aggregates, result.lost_opens)
+    _print_losses(result.derived.ledger, result.derived.aggregates, result.lost_opens)
     # The command as repro was started: a bare `repro` is not on PATH after `uv run repro`.
     from repro.cli.started import command, started
+    from repro.execute.studies import lost_slots
 
     _out(command(["verify", str(out)], started()))
-    if lost and not accept_losses:
+    if lost_slots(result.derived.ledger) and not accept_losses:
         raise typer.Exit(EXIT_SLOTS_LOST)
 
 
@@ -655,18 +656,16 @@ def _stderr_is_terminal() -> bool:
     return _err().is_terminal
 
 
-def _print_losses(ledger: Ledger, aggregates: Aggregates, lost_opens: int) -> int:
+def _print_losses(ledger: Ledger, aggregates: Aggregates, lost_opens: int) -> None:
     """Say on stderr what the study lost, grouped by outcome and cause (``12 of 600 slots
     failed: policy-error:ZeroDivisionError (12)``), and how many session opens a dying worker
-    cost; return how many slots that ran did not end valid."""
+    cost."""
     from collections import Counter
 
-    from repro.derive.tally import DECLARED
     from repro.models import LOSS_OUTCOMES
 
     err = _err()
     total = sum(c.scheduled for c in aggregates.conditions)
-    ran_lost = 0
     for outcome in LOSS_OUTCOMES:
         causes = Counter(loss.cause for loss in ledger.losses if loss.outcome == outcome)
         if not causes:
@@ -674,14 +673,12 @@ def _print_losses(ledger: Ledger, aggregates: Aggregates, lost_opens: int) -> in
         count = sum(causes.values())
         shown = ", ".join(f"{cause} ({n})" for cause, n in causes.most_common())
         err.print(f"{count} of {total} slots {outcome}: {shown}", highlight=False, markup=False)
-        ran_lost += sum(n for cause, n in causes.items() if not cause.startswith(DECLARED))
     if lost_opens:
         err.print(
             f"{lost_opens} session open(s) lost to a dying worker process and retried with a "
             "fresh one (recorded with the attempts' times)",
             highlight=False,
         )
-    return ran_lost
 
 
 def _refused(refused: Refused, prefix: str, outcome: str | None = None) -> typer.Exit:

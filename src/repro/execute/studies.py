@@ -31,7 +31,7 @@ from repro.bundle import layout
 from repro.bundle.writer import BundleWriter, create_root
 from repro.derive.disclosure import refuse_disclosing_protocol, scan, withheld
 from repro.derive.facts import facts_problems
-from repro.derive.tally import Ended, RunTally, SlotEnd, runs
+from repro.derive.tally import DECLARED, Ended, RunTally, SlotEnd, runs
 from repro.errors import (
     EXIT_SIGNAL_BASE,
     EXIT_STUDY_STOPPED,
@@ -80,6 +80,7 @@ __all__ = [
     "Progress",
     "StudyResult",
     "check_backend",
+    "lost_slots",
     "prepare",
     "study",
 ]
@@ -141,6 +142,13 @@ class StudyResult:
     wall_seconds: float
     #: Session opens lost to a dying worker process and retried (kept with the attempts' times).
     lost_opens: int = 0
+
+
+def lost_slots(ledger: Ledger) -> int:
+    """How many slots that ran did not end valid (failed, or excluded at run time): the
+    ledger's losses but those the protocol excluded before sealing. ``repro study`` (unless
+    ``--accept-losses``) and ``repro.study(strict=True)`` refuse a study that lost any."""
+    return sum(1 for loss in ledger.losses if not loss.cause.startswith(DECLARED))
 
 
 def prepare(

@@ -103,6 +103,11 @@ class Verification:
     _stored: Stored | None = None
 
     @property
+    def ok(self) -> bool:
+        """Whether the bundle verifies: no finding (a signature's among them)."""
+        return not self.findings
+
+    @property
     def bundle_sha256(self) -> str | None:
         """The bundle's identity, the sha256 of the tag manifest verify read, when it verifies
         (see :func:`~repro.verify.walk.bundle_sha256`); a packed bundle's is its bag's."""
@@ -122,7 +127,9 @@ class BagVerification:
     version: str | None
 
 
-def verify_bag(root: Path, limits: Limits = Limits(), jobs: int | None = None) -> BagVerification:
+def verify_bag(
+    root: str | os.PathLike[str], limits: Limits = Limits(), jobs: int | None = None
+) -> BagVerification:
     """Check the bag at ``root`` (a directory, or a zip or tar file of one in one top-level
     directory) as a BagIt 1.0 or 0.97 bag alone, whoever wrote it: the tree walk and the BagIt
     stage (:func:`repro.verify.integrity.check_bag`), within ``limits``, fetching nothing and
@@ -130,7 +137,7 @@ def verify_bag(root: Path, limits: Limits = Limits(), jobs: int | None = None) -
     directory nor a zip or tar file."""
     asked = _jobs(jobs)
     findings = Findings(limits.max_findings)
-    listing, source = _listed(root, limits, findings)
+    listing, source = _listed(Path(root), limits, findings)
     walked = findings.close()
     findings = Findings(limits.max_findings)
     findings.extend(f for f in walked if f.code not in TOLERATED)
@@ -175,7 +182,7 @@ def _foreign(listing: Listing, source: Source, limits: Limits, asked: int | None
 
 
 def verification(
-    root: Path,
+    root: str | os.PathLike[str],
     trusted_keys: Sequence[PublicKey] = (),
     limits: Limits = Limits(),
     jobs: int | None = None,
@@ -183,15 +190,15 @@ def verification(
     """Verify the bundle at ``root`` as :func:`verify` does, checking its signatures against
     ``trusted_keys`` (:mod:`repro.verify.signatures`; without any, each signature is listed as
     not checked): its findings, and each signature file's status."""
-    return _verification(root, limits, trusted_keys, jobs)
+    return _verification(Path(root), limits, trusted_keys, jobs)
 
 
 def read_signatures(
-    root: Path, trusted_keys: Sequence[PublicKey] = (), limits: Limits = Limits()
+    root: str | os.PathLike[str], trusted_keys: Sequence[PublicKey] = (), limits: Limits = Limits()
 ) -> list[SignatureStatus]:
     """What verify finds of each signature file of the bundle at ``root``, in name order
     (see :func:`verification`)."""
-    return _verification(root, limits, trusted_keys).signatures
+    return _verification(Path(root), limits, trusted_keys).signatures
 
 
 def _listed(root: Path, limits: Limits, findings: Findings) -> tuple[Listing, Source | None]:
@@ -278,7 +285,9 @@ def _content(
         return None
 
 
-def verify(root: Path, limits: Limits = Limits(), jobs: int | None = None) -> list[Finding]:
+def verify(
+    root: str | os.PathLike[str], limits: Limits = Limits(), jobs: int | None = None
+) -> list[Finding]:
     """Every finding for the bundle at ``root`` (a directory, or a packed bundle: a zip or tar
     file); empty when it verifies. Raises :class:`BadInput` when ``root`` is neither (a symlink
     to one is not), or is not a bundle: it holds none of the BagIt tag files, of which a study
@@ -288,7 +297,7 @@ def verify(root: Path, limits: Limits = Limits(), jobs: int | None = None) -> li
     (:attr:`Finding.incomplete`). ``jobs``: how many jobs verify runs at a time
     (:mod:`~repro.verify.parallel`; by default the cores it has), which changes nothing of the
     findings."""
-    return _verification(root, limits, jobs=jobs).findings
+    return _verification(Path(root), limits, jobs=jobs).findings
 
 
 @frozen
@@ -391,10 +400,11 @@ def _changed(root: Path) -> Finding:
     )
 
 
-def open_verified(root: Path, limits: Limits = Limits()) -> VerifiedBundle:
+def open_verified(root: str | os.PathLike[str], limits: Limits = Limits()) -> VerifiedBundle:
     """Verify the bundle at ``root`` and return what verify parsed. Raises :class:`NotVerified`
     with every finding when it does not verify, and :class:`BadInput` when ``root`` is not a
     bundle directory at all (see :func:`verify`)."""
+    root = Path(root)
     done = _verification(root, limits)
     if done.findings or done._read is None or done._stored is None:
         raise NotVerified(done.findings or [_changed(root)])
