@@ -451,7 +451,7 @@ class TestEndToEnd:
         )
         assert audited.exit_code == 0, audited.output
         found = json.loads(audited.stdout)
-        assert (found["population"], len(found["sampled"]), found["attempts"]) == (600, 59, 59)
+        assert (found["population"], len(found["sampled"]), found["attempts"]) == (200, 59, 59)
         keys = ["--trusted-key", str(author[1]), "--trusted-key", str(reviewer[1])]
         checked = runner.invoke(app, ["verify", str(root), "--json", *keys])
         assert checked.exit_code == 0, checked.output

@@ -3,7 +3,7 @@
 repro's distribution is ``repro-evidence``: ``repro`` on the package index is another project,
 whose distribution also installs an import package and a command named ``repro``, so the two
 cannot share one environment (README, "Install"). ``docs/examples/quick-start-bundle/`` is a
-bundle of the quick-start protocol at 5 episodes per condition, made by repro 0.1.0: the bundle
+bundle of the quick-start protocol of repro 0.1.0 at 5 episodes per condition, made by it: the bundle
 the nox session ``wheel`` verifies with the built wheel alone, and a compatibility fixture that
 every later version must keep verifying."""
 
@@ -71,13 +71,12 @@ class TestShippedBundle:
         assert bundle_sha256(SHIPPED) == SHIPPED_SHA256
 
     def test_is_a_bundle_of_the_shipped_protocol(self) -> None:
-        """Its bag-info names the frozen sha256 of docs/examples/quick-start-reduced.json, the
-        quick-start protocol at 5 runs per condition."""
+        """Its bag-info names the frozen sha256 of docs/examples/quick-start-reduced.json: the
+        quick start as repro 0.1.0 shipped it (three classic-control environments, two
+        baseline policies), at 5 runs per condition."""
         protocol = load_protocol(SHIPPED_PROTOCOL)
-        quick_start = load_protocol(ROOT / "protocols" / "gymnasium-classic-control.json")
-        assert (protocol.runs_per_condition, quick_start.runs_per_condition) == (5, 100)
-        assert protocol.matrix == quick_start.matrix
-        assert protocol.participants == quick_start.participants
+        assert protocol.runs_per_condition == 5
+        assert [len(factor.levels) for factor in protocol.matrix] == [3]
         info = (SHIPPED / "bag-info.txt").read_text("utf-8").splitlines()
         assert f"External-Identifier: sha256:{freeze(protocol).sha256}" in info
 

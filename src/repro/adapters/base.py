@@ -139,7 +139,12 @@ class Adapter(TypingProtocol):
     :func:`repro.execute.worker.stopped_with_run` (the study calls that when the run outlasts
     its timeout, or when the study stops); and nothing it does can take the study process down
     (an exception is an attempt's failure, as in a worker; a crash would stop the study, left
-    visibly incomplete)."""
+    visibly incomplete).
+
+    Optionally, ``environment_factors``, a tuple of factor names, says which matrix factors
+    hold different environments or tasks (the gymnasium adapter's ``env_id``): an estimand
+    across more than one of their levels is then warned of before a study runs
+    (:mod:`repro.protocol.estimand`)."""
 
     name: str
 

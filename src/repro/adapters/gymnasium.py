@@ -168,6 +168,9 @@ class GymnasiumAdapter:
 
     name = "gymnasium"
     simulator_modules = ("gymnasium",)
+    #: Its environments differ by ``env_id``: an estimand across them mixes environments
+    #: (:mod:`repro.protocol.estimand`).
+    environment_factors = ("env_id",)
     simulator_install = SIMULATOR_INSTALL
 
     def freeze(self, protocol: Protocol, options: Mapping[str, str]) -> Frozen:

@@ -140,6 +140,9 @@ class InspectAdapter:
 
     name = "inspect"
     simulator_modules = ("inspect_ai",)
+    #: Its tasks differ by ``task``: an estimand across them mixes tasks
+    #: (:mod:`repro.protocol.estimand`).
+    environment_factors = ("task",)
     simulator_install = install_hint("inspect")
 
     def __init__(self) -> None:

@@ -55,6 +55,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from repro.bundle.signatures import PublicKey
+    from repro.derive.derivation import Derived
     from repro.execute.spares import Spares
     from repro.execute.studies import Prepared, StudyResult
     from repro.models import Aggregates, Condition, Ledger, Protocol
@@ -588,12 +589,9 @@ def study(
         raise typer.Exit(exit_code(exc)) from None
     err = _err()
     rep = result.derived.tiers.reproduction
-    e = result.derived.aggregates.estimand
-    summary = f"{e.kind} = {e.value:.4f}" if e.value is not None else f"{e.kind} undefined"
-    if e.interval is not None:
-        summary += f" ± {e.interval.halfwidth:.4f}"
     err.print(
-        f"done in {result.wall_seconds:.1f} s: {summary}; reproduction {rep.verdict}",
+        f"done in {result.wall_seconds:.1f} s: {_headline(result.derived)}; "
+        f"reproduction {rep.verdict}",
         highlight=False,
     )
     _print_losses(result.derived.ledger, result.derived.aggregates, result.lost_opens)
@@ -604,6 +602,26 @@ def study(
     _out(command(["verify", str(out)], started()))
     if lost_slots(result.derived.ledger) and not accept_losses:
         raise typer.Exit(EXIT_SLOTS_LOST)
+
+
+def _headline(derived: Derived) -> str:
+    """The one figure a study's end names: its primary contrast (the comparison the protocol
+    declared first of all) when it declares one, with its interval and verdict; else its
+    estimand, with its interval's half-width."""
+    primary = [c for c in (derived.contrasts.contrasts if derived.contrasts else ()) if c.primary]
+    if primary:
+        c = primary[0]
+        if c.estimate is None:
+            return f"{c.id} undefined, {c.verdict}"
+        shown = f"{c.id} = {c.estimate:+.4f}"
+        if c.interval is not None:
+            shown += f" [{c.interval.low:.4f}, {c.interval.high:.4f}]"
+        return f"{shown}, {c.verdict}"
+    e = derived.aggregates.estimand
+    summary = f"{e.kind} = {e.value:.4f}" if e.value is not None else f"{e.kind} undefined"
+    if e.interval is not None:
+        summary += f" ± {e.interval.halfwidth:.4f}"
+    return summary
 
 
 def _study(
@@ -626,6 +644,7 @@ def _study(
         else LocalWorkers(1 if workers is None else workers)
     )
     prepared = prepare(protocol, _options(option or []), Prestart(backend, spares).early)
+    _print_protocol_warnings(prepared.warnings)
     labels = _Labels(prepared.protocol, prepared.plan.seal.conditions)
     work = _study_work(prepared)
     terminal = _stderr_is_terminal()
@@ -708,6 +727,19 @@ def _values(f: Finding) -> str:
     if f.code == "rederived-differs":
         return f"stored {f.found}, re-derived from the bundle's runs {f.expected}"
     return f"expected {f.expected}, found {f.found}"
+
+
+def _print_protocol_warnings(warnings: Sequence[str]) -> None:
+    """Say on stderr what a protocol may not mean (it still runs), one ``warning:`` each."""
+    from rich.markup import escape
+
+    for warning in warnings:
+        _err().print(
+            f"[yellow]warning:[/yellow] {escape(warning)}",
+            highlight=False,
+            markup=True,
+            soft_wrap=True,
+        )
 
 
 def _print_warnings(warnings: Sequence[Finding]) -> None:
@@ -1283,7 +1315,9 @@ def protocol_check(
         "slots": sum(len(partition.entries) for partition in plan.partitions),
         "sources_sha256": plan.seal.sources_sha256,
         "sources": sources,
+        "warnings": list(prepared.warnings),
     }
+    _print_protocol_warnings(prepared.warnings)
     if as_json:
         _out(json_text(summary))
         return

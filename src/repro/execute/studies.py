@@ -68,6 +68,7 @@ from repro.models import (
     Tiers,
 )
 from repro.plan.sealing import SealedPlan, conditions_of, seal
+from repro.protocol.estimand import ENVIRONMENT_FACTORS, mixed_environments
 from repro.protocol.freeze import freeze
 from repro.protocol.load import load_protocol
 
@@ -131,6 +132,9 @@ class Prepared:
     plan: SealedPlan
     #: The protocol file's directory, where its module targets are looked up first.
     target_root: Path | None = None
+    #: What the protocol may not mean, said before anything runs (an estimand across
+    #: environments: :func:`repro.protocol.estimand.mixed_environments`).
+    warnings: tuple[str, ...] = ()
 
 
 @frozen
@@ -182,6 +186,7 @@ def prepare(
     # After the adapter's checks, whose messages say more about a field than this one does.
     refuse_disclosing_protocol(fp)
     _refuse_disclosing_pins(protocol.adapter.name, frozen_adapter)
+    mixed = mixed_environments(protocol, getattr(adapter, ENVIRONMENT_FACTORS, ()))
     return Prepared(
         protocol,
         fp,
@@ -190,6 +195,7 @@ def prepare(
         frozen_adapter,
         seal(protocol, fp.sha256, frozen_adapter.sources),
         root,
+        () if mixed is None else (mixed,),
     )
 
 
