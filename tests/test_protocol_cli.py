@@ -138,7 +138,8 @@ class TestCheck:
         self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     ) -> None:
         """The digest, adapter facts, plan size, sources and their digest the check prints are
-        those of the bundle a study of the same protocol writes; the check itself writes
+        those of the bundle a study of the same protocol writes, with the warnings the study
+        prints (this small protocol sums two environments' returns); the check itself writes
         nothing, not even in its working directory."""
         path = tmp_path / "protocol.json"
         path.write_text(json.dumps(SMALL), "utf-8")
@@ -162,7 +163,9 @@ class TestCheck:
             "slots": slots,
             "sources_sha256": seal["sources_sha256"],
             "sources": ledger["sources"],
+            "warnings": summary["warnings"],
         }
+        assert [w.split(":")[0] for w in summary["warnings"]] == ["$.estimand"]
         assert (summary["conditions"], summary["slots"]) == (4, 32)
 
     def test_text_output(self, tmp_path: Path) -> None:
@@ -465,7 +468,8 @@ class TestOutcomeSchemaCoversScoring:
     ) -> None:
         """Why the rule: the trap's harness (its outcome without scenario_version), had the
         protocol been accepted, leaves every slot invalid as
-        outcome-scenario-version-missing. The bundle it made still verifies and replays
+        outcome-scenario-version-missing (run whole, past the early stop that would end it after
+        three slots). The bundle it made still verifies and replays
         byte-identical: replay and verify do not apply the rule to a sealed protocol."""
         import repro.adapters.command as command_adapter
 
@@ -476,7 +480,7 @@ class TestOutcomeSchemaCoversScoring:
             "utf-8",
         )
         monkeypatch.setattr(command_adapter, "outcome_schema_problems", lambda *a: [])
-        bundle = run_study(path, tmp_path / "bundle")
+        bundle = run_study(path, tmp_path / "bundle", keep_going=True)
         monkeypatch.undo()
         runs = [
             json.loads(line)
