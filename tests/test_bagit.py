@@ -237,11 +237,25 @@ class TestPlainVerify:
         assert verify_bag(bag).findings == []
         assert verify(bag)
 
-    def test_an_invalid_bag_is_not_refused_as_a_bag(self) -> None:
-        """A bag that is not valid is judged as before, its findings named (exit 1)."""
-        done = runner.invoke(app, ["verify", str(SUITE / "v0.97/invalid/corrupt-data-file")])
+    @pytest.mark.parametrize("case", [case for case in _cases() if _label(case) in REFUSED])
+    def test_an_invalid_bag_is_named_by_its_bagit_fault(self, case: str) -> None:
+        """An invalid bag that is no repro bundle exits 2, not a repro bundle, naming the BagIt
+        finding that its label gives (the fault --bagit-only names), never that a study did
+        not finish nor a bundle's findings."""
+        done = runner.invoke(app, ["verify", str(SUITE / case)])
+        assert done.exit_code == 2, done.output
+        flat = " ".join(done.stderr.split())
+        assert "not a repro bundle" in flat and "an invalid BagIt bag" in flat, flat
+        assert FAULTS[case] in flat, (FAULTS[case], flat)
+        assert "did not finish" not in done.output and done.stdout == ""
+
+    def test_a_bundle_without_its_protocol_is_judged_as_a_bundle(self, bundle_copy: Path) -> None:
+        """A repro bundle whose protocol was removed is still a bundle (it holds its plan and
+        runs): its findings are named, exit 1, not a refusal as a foreign bag."""
+        (bundle_copy / "data" / "protocol.json").unlink()
+        done = runner.invoke(app, ["verify", str(bundle_copy)])
         assert done.exit_code == 1, done.output
-        assert "a valid BagIt bag" not in done.output
+        assert "not a repro bundle" not in done.output
 
     def test_the_refusal_is_bad_input(self) -> None:
         """The Python face raises BadInput, as for any root that is not a bundle."""

@@ -172,13 +172,31 @@ def _jobs(jobs: int | None) -> int | None:
         raise BadInput(str(exc)) from None
 
 
-def _foreign(listing: Listing, source: Source, limits: Limits, asked: int | None) -> bool:
-    """Whether a root that is not a repro bundle (it holds no protocol, which a study writes
-    right after bagit.txt) is a valid BagIt bag: another tool's, not a study's that stopped,
-    which holds no manifest yet."""
+def _foreign(
+    listing: Listing, source: Source, limits: Limits, asked: int | None
+) -> list[Finding] | None:
+    """What the BagIt check finds of a root that is no repro bundle, or None when it may be
+    one (a study's that stopped, or a bundle whose protocol is gone). A root is no repro bundle
+    when it holds no protocol, none of the files only a study writes (its plan, ledger, runs),
+    and more than a study that stopped at once holds (bagit.txt, and a protocol being written):
+    a study writes its protocol right after bagit.txt. Its findings are BagIt's alone: none, a valid bag that is not a repro
+    bundle; some, an invalid bag, each fault named."""
+    if layout.PROTOCOL in listing.entries or any(
+        name in (layout.SEAL, layout.LEDGER) or name.startswith(("data/plans/", "data/runs/"))
+        for name in listing.entries
+    ):
+        return None
+    if all(name in ("bagit.txt", "data") or _partial(name) for name in listing.entries):
+        return None  # all a study that stopped at once holds
     findings = Findings(limits.max_findings)
     _bag(listing, source, limits, asked, findings)
-    return not findings
+    return [f for f in findings.close() if f.code not in TOLERATED]
+
+
+def _partial(name: str) -> bool:
+    """Whether ``name`` is a file a study writes under a temporary name (``.NAME.partial``)."""
+    last = name.rsplit("/", 1)[-1]
+    return last.startswith(".") and last.endswith(".partial")
 
 
 def verification(
@@ -239,14 +257,18 @@ def _verification(
         )
     if listing.stopped or source is None:
         return Verification(findings.close(), [])
-    if (
-        layout.PROTOCOL not in listing.entries
-        and all(f.code in TOLERATED for f in findings)
-        and _foreign(listing, source, limits, asked)
-    ):
+    foreign = _foreign(listing, source, limits, asked)
+    if foreign is not None and not foreign and all(f.code in TOLERATED for f in findings):
         raise BadInput(
             f"{root}: a valid BagIt bag, not a repro bundle: it holds no {layout.PROTOCOL} "
             "(repro verify --bagit-only checks it as a bag)"
+        )
+    if foreign:
+        codes = sorted({f.code for f in foreign})
+        raise BadInput(
+            f"{root}: not a repro bundle (it holds no {layout.PROTOCOL}, nor any file only a "
+            f"study writes), and an invalid BagIt bag: {len(foreign)} BagIt finding(s), "
+            f"{', '.join(codes)} (repro verify --bagit-only names each)"
         )
     findings[:0] = unfinished(listing)
     read = BundleReader(source, findings, limits)
