@@ -1454,7 +1454,9 @@ def show(
 
         out = console()
         print_identity(shown.protocol, bundle, shown.bundle_sha256, out)
-        print_tables(shown.figures(runs=False), shown.tiers, out, shown.contrasts, shown.rl)
+        print_tables(
+            shown.figures(runs=False), shown.tiers, out, shown.contrasts, shown.rl, shown.scores
+        )
     # With --json, stdout holds the JSON object alone: notes go to stderr.
     if html is not None:
         _write_new(html, shown.html())
