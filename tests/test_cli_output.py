@@ -323,6 +323,32 @@ class TestProgress:
         assert "study: " not in text  # no plain progress lines on a terminal
         assert "reproduction unavailable" in text
 
+    def test_at_80_columns_the_bar_cuts_the_label_never_counts_or_times(
+        self, tmp_path: Path
+    ) -> None:
+        """On a terminal 80 columns wide, a condition whose label is longer than the line: the
+        bar's last frame has the counts (runs done of all, and those not valid) and both times
+        whole, and its label cut with an ellipsis; no line is past 80 columns."""
+        from test_losses import BROKEN
+
+        protocol = tmp_path / "p.json"
+        broken = {**BROKEN["participants"][1], "id": LONG_ID}
+        long = {**BROKEN, "participants": [broken], "runs_per_condition": 3}
+        protocol.write_text(json.dumps(long), "utf-8")
+        tests = str(ROOT / "tests")
+        env = _env(TERM="xterm-256color")
+        env["PYTHONPATH"] = os.pathsep.join([env["PYTHONPATH"], tests])
+        status, text = in_pty(["study", str(protocol), "--out", str(tmp_path / "b")], 80, env)
+        assert status == 0, text
+        # The bar redraws its line in place: its frames are what is between the cursor moves.
+        frames = [f for x in text.splitlines() for f in x.split("\r") if " eta " in f]
+        assert frames, text
+        last = frames[-1]
+        assert len(last) <= 80, last
+        assert re.search(r" 3/3 3 not valid \d+:\d\d:\d\d eta \d+:\d\d:\d\d$", last), last
+        assert last.startswith("c00 env_id=CartPole-v1 / a"), last
+        assert "\u2026" in last and LONG_ID not in last, last
+
 
 def _started(**facts: Any) -> Started:
     """A console script on PATH, outside uv, unless ``facts`` say otherwise."""

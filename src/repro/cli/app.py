@@ -324,7 +324,9 @@ class _Work:
 class _BarProgress:
     """A progress bar with ETA, for terminals; it names the condition of the slot that ended
     last by ``labels`` (condition ID to ``c01 env_id=CartPole-v1 / random``). The bar fills,
-    and the ETA runs, by the work's cost (:class:`_Work`); the count beside it is of runs."""
+    and the ETA runs, by the work's cost (:class:`_Work`); the count beside it is of runs, and
+    of those that did not end valid. On a narrow terminal the condition's label is cut (``…``),
+    never the bar, the counts or the times: every other column keeps its whole width."""
 
     def __init__(self, labels: Mapping[str, str], work: _Work) -> None:
         from rich.markup import escape
@@ -335,15 +337,21 @@ class _BarProgress:
             TimeRemainingColumn,
         )
         from rich.progress import Progress as RichBar
+        from rich.table import Column
 
         self._bar = RichBar(
-            TextColumn("[bold]{task.description}"),
-            BarColumn(),
-            TextColumn("{task.fields[runs]}"),
+            # The label takes what the other columns leave of the line, cut at its end.
+            TextColumn(
+                "[bold]{task.description}",
+                table_column=Column(ratio=1, no_wrap=True, overflow="ellipsis"),
+            ),
+            BarColumn(bar_width=_BAR_WIDTH),
+            TextColumn("{task.fields[runs]}", table_column=Column(no_wrap=True)),
             TimeElapsedColumn(),
             TextColumn("eta"),
             TimeRemainingColumn(),
             console=_err(),
+            expand=True,
         )
         self._task = self._bar.add_task("runs", total=None, runs="")
         self._work = work
@@ -366,12 +374,16 @@ class _BarProgress:
         self._bar.update(
             self._task,
             advance=self._work.advance(condition),
-            description=f"{label}{lost}",
-            runs=f"{self._done}/{self._total}",
+            description=label,
+            runs=f"{self._done}/{self._total}{lost}",
         )
 
     def finish(self) -> None:
         self._bar.stop()
+
+
+#: The progress bar's width in columns: room for the label, the counts and the times at 80.
+_BAR_WIDTH = 16
 
 
 class _LineProgress:
