@@ -1108,6 +1108,8 @@ def publish(
         raise _refused(refused, "REFUSED", "no table written") from None
     for gate in gates:
         _out(f"gate {gate.name}: holds ({gate.detail})")
+    if not gates:
+        _out("gates: none declared")
     _out(f"OK: wrote {out}")
 
 
