@@ -10,6 +10,7 @@ samples, figures and verdicts, and a sentence of the claim per primary contrast.
 from __future__ import annotations
 
 import itertools
+import json
 import math
 from collections import Counter
 from pathlib import Path
@@ -298,9 +299,11 @@ def failing_bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_losses_are_grouped_by_cause(failing_bundle: Path) -> None:
-    """A row per outcome and cause, the most frequent first: its number of slots and their
-    attempts (data-value, checked against the ledger), and which slots, consecutive ones as a
-    range; every figure is still the bundle's and every valid run drawn."""
+    """A row per outcome and cause, the most frequent first: how its slots ended (by their last
+    attempt's status, as the runs files hold it: an invalid slot is not called failed), its
+    number of slots and their attempts (data-value, checked against the ledger), and which
+    slots, consecutive ones as a range; every figure is still the bundle's and every valid run
+    drawn."""
     shown = load(failing_bundle)
     elements = parse(shown.html())
     check_figures(elements, failing_bundle)
@@ -310,19 +313,37 @@ def test_losses_are_grouped_by_cause(failing_bundle: Path) -> None:
     rows = [
         e for e in elements if e.tag == "tr" and any("data-cause" in c.attrs for c in e.children)
     ]
-    shown_rows = [(r.children[0].text, r.children[1].text, int(r.children[2].text)) for r in rows]
+    shown_rows = [
+        (r.children[2].attrs["data-outcome"], r.children[1].text, int(r.children[2].text))
+        for r in rows
+    ]
     assert sorted(shown_rows, key=lambda r: -r[2]) == shown_rows
     assert sorted(shown_rows) == sorted((o, c, n) for (o, c), n in causes.items())
+    statuses = _statuses(failing_bundle)
     for row in rows:
-        outcome, cause = row.children[0].text, row.children[1].text
+        outcome, cause = row.children[2].attrs["data-outcome"], row.children[1].text
         slots = [
             loss.slot
             for loss in shown.ledger.losses
             if (loss.outcome, loss.cause) == (outcome, cause)
         ]
         assert row.children[-1].text == _slot_list(slots)
+        ended = {statuses[slot] for slot in slots}
+        assert len(ended) == 1
+        assert row.children[0].text.split(" ")[0] == ended.pop()
     excluded = next(r for r in rows if r.children[0].text == "excluded")
     assert excluded.children[-1].text == "c00-r0003"
+
+
+def _statuses(bundle: Path) -> dict[str, str]:
+    """Each slot's last attempt's status, read from the runs files with the standard library."""
+    last: dict[str, tuple[int, str]] = {}
+    for path in sorted((bundle / "data" / "runs").glob("*.jsonl")):
+        for line in path.read_text("utf-8").splitlines():
+            r = json.loads(line)
+            if r["attempt"] >= last.get(r["slot"], (0, ""))[0]:
+                last[r["slot"]] = (r["attempt"], r["status"])
+    return {slot: status for slot, (_, status) in last.items()}
 
 
 def test_a_long_slot_list_is_compacted_and_cut() -> None:

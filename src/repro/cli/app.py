@@ -54,6 +54,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from repro.bundle.signatures import PublicKey
+    from repro.derive.tally import LossStatus
     from repro.execute.spares import Spares
     from repro.execute.studies import Prepared, StudyResult
     from repro.models import Aggregates, Condition, Ledger, Protocol
@@ -577,7 +578,9 @@ def study(
         f"done in {result.wall_seconds:.1f} s: {summary}; reproduction {rep.verdict}",
         highlight=False,
     )
-    lost = _print_losses(result.derived.ledger, result.derived.aggregates, result.lost_opens)
+    lost = _print_losses(
+        result.derived.ledger, result.derived.aggregates, result.lost_opens, result.lost_as
+    )
     # The command as repro was started: a bare `repro` is not on PATH after `uv run repro`.
     from repro.cli.started import command, started
 
@@ -633,25 +636,28 @@ def _stderr_is_terminal() -> bool:
     return _err().is_terminal
 
 
-def _print_losses(ledger: Ledger, aggregates: Aggregates, lost_opens: int) -> int:
-    """Say on stderr what the study lost, grouped by outcome and cause (``12 of 600 slots
-    failed: policy-error:ZeroDivisionError (12)``), and how many session opens a dying worker
-    cost; return how many slots that ran did not end valid."""
+def _print_losses(
+    ledger: Ledger, aggregates: Aggregates, lost_opens: int, lost_as: Mapping[str, LossStatus]
+) -> int:
+    """Say on stderr what the study lost, grouped by how each slot ended (``lost_as``: invalid,
+    failed or excluded, :func:`repro.derive.tally.loss_status`) and by cause (``12 of 600 slots
+    failed (attempts exhausted): policy-error:ZeroDivisionError (12)``), and how many session
+    opens a dying worker cost; return how many slots that ran did not end valid."""
     from collections import Counter
 
-    from repro.derive.tally import DECLARED
-    from repro.models import LOSS_OUTCOMES
+    from repro.derive.tally import DECLARED, loss_groups
 
     err = _err()
     total = sum(c.scheduled for c in aggregates.conditions)
     ran_lost = 0
-    for outcome in LOSS_OUTCOMES:
-        causes = Counter(loss.cause for loss in ledger.losses if loss.outcome == outcome)
-        if not causes:
-            continue
-        count = sum(causes.values())
+    for status, losses in loss_groups(ledger.losses, lost_as):
+        causes = Counter(loss.cause for loss in losses)
         shown = ", ".join(f"{cause} ({n})" for cause, n in causes.most_common())
-        err.print(f"{count} of {total} slots {outcome}: {shown}", highlight=False, markup=False)
+        err.print(
+            f"{len(losses)} of {total} slots {_ENDED[status]}: {shown}",
+            highlight=False,
+            markup=False,
+        )
         ran_lost += sum(n for cause, n in causes.items() if not cause.startswith(DECLARED))
     if lost_opens:
         err.print(
@@ -660,6 +666,14 @@ def _print_losses(ledger: Ledger, aggregates: Aggregates, lost_opens: int) -> in
             highlight=False,
         )
     return ran_lost
+
+
+#: How the study's end words each way a slot did not end valid (docs/bundle-format.md).
+_ENDED: dict[str, str] = {
+    "invalid": "invalid (ran, but outside the protocol's validity rules)",
+    "failed": "failed (attempts exhausted)",
+    "excluded": "excluded",
+}
 
 
 def _refused(refused: Refused, prefix: str, outcome: str | None = None) -> typer.Exit:

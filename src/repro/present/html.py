@@ -86,6 +86,7 @@ from repro.derive.figures import (
     p_text,
     plot_model,
 )
+from repro.derive.tally import LOSS_STATUSES, LossStatus, loss_groups
 from repro.models import (
     Aggregates,
     CellScore,
@@ -1033,14 +1034,25 @@ def _slot_cell(slots: Sequence[str]) -> str:
     )
 
 
-def _losses(ledger: Ledger) -> str:
-    """The losses grouped by outcome and cause, the most frequent first: how many slots, their
-    attempts, and which slots."""
+#: How the page words each way a slot did not end valid (docs/bundle-format.md).
+_ENDED = {
+    "invalid": "invalid (ran, but outside the protocol's validity rules)",
+    "failed": "failed (attempts exhausted)",
+    "excluded": "excluded",
+}
+
+
+def _losses(ledger: Ledger, lost_as: Mapping[str, LossStatus] | None = None) -> str:
+    """The losses grouped by outcome and cause, the most frequent first: how each group's slots
+    ended (``lost_as``, by their last attempt's status: invalid, failed or excluded; the
+    ledger's outcome, which says failed for invalid slots too, where not given), how many
+    slots, their attempts, and which slots."""
     if not ledger.losses:
         return (
             "<section id=losses><h2>Losses</h2><p>None: every admitted slot ended valid.</p>"
             "</section>"
         )
+    ended = lost_as or {}
     groups: dict[tuple[str, str], list[Loss]] = {}
     for loss in ledger.losses:
         groups.setdefault((loss.outcome, loss.cause), []).append(loss)
@@ -1052,8 +1064,10 @@ def _losses(ledger: Ledger) -> str:
         each = sorted({loss.attempts for loss in losses})
         per = f"{each[0]} each" if len(each) == 1 else f"{each[0]}\u2013{each[-1]} each"
         per_text = f" ({per})" if len(losses) > 1 else ""
+        how = {ended.get(loss.slot, loss.outcome) for loss in losses}
+        worded = "; ".join(_ENDED[status] for status in LOSS_STATUSES if status in how)
         rows.append(
-            f"<tr><td>{_text(outcome)}</td><td>{_text(cause)}</td>"
+            f"<tr><td>{_text(worded)}</td><td>{_text(cause)}</td>"
             + _figure("td", len(losses), f"{len(losses):,}", "num", field="slots", **names)
             + '<td class="num">'
             + _figure("span", attempts, f"{attempts:,}", field="attempts", **names)
@@ -1061,11 +1075,14 @@ def _losses(ledger: Ledger) -> str:
             + _slot_cell([loss.slot for loss in losses])
             + "</tr>"
         )
+    counts = ", ".join(
+        f"{len(found):,} {status}" for status, found in loss_groups(ledger.losses, ended)
+    )
     return (
         "<section id=losses><h2>Losses</h2>"
-        f"<p>{len(ledger.losses):,} slot(s) did not end valid and are not in the means; nothing "
-        f"was imputed. By cause:</p>"
-        + _table(["outcome", "cause", "slots", "attempts", "which"], rows)
+        f"<p>{len(ledger.losses):,} slot(s) did not end valid ({_text(counts)}) and are not in "
+        "the means; nothing was imputed. By cause:</p>"
+        + _table(["ended", "cause", "slots", "attempts", "which"], rows)
         + "</section>"
     )
 
@@ -1110,6 +1127,7 @@ def render(
     version: str | None = None,
     contrasts: ContrastsFile | None = None,
     rl: RLAggregates | None = None,
+    lost_as: Mapping[str, LossStatus] | None = None,
 ) -> str:
     """The page for a bundle's parsed files (the caller verified the bundle). A pure function:
     the same bundle gives the same bytes. ``bundle_sha256`` is the bundle's identity (the
@@ -1118,7 +1136,8 @@ def render(
     which the plot draws run by run; ``version`` is repro's (:func:`repro_version` by
     default); ``contrasts`` is contrasts.json, whose section (a forest plot and a table) and
     primary contrasts' sentences in the claim are only on the page of a bundle that has it, as
-    ``rl``'s section (rl-aggregates.json) is."""
+    ``rl``'s section (rl-aggregates.json) is; ``lost_as`` is how each lost slot ended, by its
+    last attempt's status (:meth:`repro.present.showing.Shown.lost_as`)."""
     p = fp.protocol
     order = [f.name for f in p.matrix]
     model = figures(fp, agg, tiers, values)
@@ -1143,7 +1162,7 @@ def render(
         _scores(scores, order) if scores is not None else "",
         _tiers(tiers, ledger),
         _contracts(ledger),
-        _losses(ledger),
+        _losses(ledger, lost_as),
         "<section id=recheck><h2>Re-check</h2><p>Offline, with no simulator installed, from a "
         "copy of the bundle: <code>repro verify BUNDLE_DIR</code></p></section>",
     ]
