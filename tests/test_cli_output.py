@@ -13,6 +13,7 @@ import fcntl
 import importlib.metadata
 import importlib.util
 import inspect
+import itertools
 import json
 import os
 import pty
@@ -173,6 +174,43 @@ class TestVersionAndHelp:
         assert codes
         for code, meaning in codes:
             assert f"{code} {' '.join(meaning.split())}" in text, (code, text)
+
+    @pytest.mark.parametrize("command", COMMANDS, ids=lambda c: " ".join(c) or "repro")
+    def test_help_breaks_no_sentence_at_80_columns(self, command: tuple[str, ...]) -> None:
+        """At 80 columns a help text's line ends only where its next word would not fit (rich's
+        wrapping), never mid-sentence where the source happened to break: in the description
+        and in every panel (commands, arguments, options), each line continued by the next
+        reaches the right edge but for less than the next word (typer's own ``[required]``
+        and ``[default: ...]`` notes aside); and the commands panel shows each command's
+        first sentence whole."""
+        result = runner.invoke(app, [*command, "--help"], env={"COLUMNS": "80"})
+        assert result.exit_code == 0, result.output
+        lines = result.stdout.splitlines()
+        assert max(len(x) for x in lines) <= 80
+        for line, after in itertools.pairwise(lines):
+            boxed = line.startswith("\u2502") and after.startswith("\u2502")
+            plain = line.strip() and after.strip() and not line.startswith(("\u2502", "\u2570"))
+            plain = plain and not after.startswith(("\u2502", "\u256d"))
+            if boxed:
+                # A continuation line leaves the first columns of its panel blank (an item
+                # starts with its name, an option with its flag or its required mark).
+                text = after.strip("\u2502 ")
+                if after[2] != " " or not text or text.startswith(("-", "*")):
+                    continue
+                if line.strip("\u2502 ").startswith("["):
+                    continue
+                end = len(line.rstrip().removesuffix("\u2502").rstrip())
+                word = after.strip("\u2502 ").split()[0]
+                edge = 78
+            elif plain:
+                end = len(line.rstrip())
+                word = after.split()[0]
+                edge = 79
+            else:
+                continue
+            if word.startswith("["):
+                continue
+            assert end + 1 + len(word) > edge - 2, (line, after)
 
 
 class TestInstallHints:
