@@ -13,6 +13,7 @@ import fcntl
 import importlib.metadata
 import importlib.util
 import inspect
+import itertools
 import json
 import os
 import pty
@@ -174,6 +175,43 @@ class TestVersionAndHelp:
         for code, meaning in codes:
             assert f"{code} {' '.join(meaning.split())}" in text, (code, text)
 
+    @pytest.mark.parametrize("command", COMMANDS, ids=lambda c: " ".join(c) or "repro")
+    def test_help_breaks_no_sentence_at_80_columns(self, command: tuple[str, ...]) -> None:
+        """At 80 columns a help text's line ends only where its next word would not fit (rich's
+        wrapping), never mid-sentence where the source happened to break: in the description
+        and in every panel (commands, arguments, options), each line continued by the next
+        reaches the right edge but for less than the next word (typer's own ``[required]``
+        and ``[default: ...]`` notes aside); and the commands panel shows each command's
+        first sentence whole."""
+        result = runner.invoke(app, [*command, "--help"], env={"COLUMNS": "80"})
+        assert result.exit_code == 0, result.output
+        lines = result.stdout.splitlines()
+        assert max(len(x) for x in lines) <= 80
+        for line, after in itertools.pairwise(lines):
+            boxed = line.startswith("\u2502") and after.startswith("\u2502")
+            plain = line.strip() and after.strip() and not line.startswith(("\u2502", "\u2570"))
+            plain = plain and not after.startswith(("\u2502", "\u256d"))
+            if boxed:
+                # A continuation line leaves the first columns of its panel blank (an item
+                # starts with its name, an option with its flag or its required mark).
+                text = after.strip("\u2502 ")
+                if after[2] != " " or not text or text.startswith(("-", "*")):
+                    continue
+                if line.strip("\u2502 ").startswith("["):
+                    continue
+                end = len(line.rstrip().removesuffix("\u2502").rstrip())
+                word = after.strip("\u2502 ").split()[0]
+                edge = 78
+            elif plain:
+                end = len(line.rstrip())
+                word = after.split()[0]
+                edge = 79
+            else:
+                continue
+            if word.startswith("["):
+                continue
+            assert end + 1 + len(word) > edge - 2, (line, after)
+
 
 class TestInstallHints:
     """A missing optional package is named with the README's way to get its extra."""
@@ -322,6 +360,32 @@ class TestProgress:
         assert SMALL_LABELS[-1] in text, text
         assert "study: " not in text  # no plain progress lines on a terminal
         assert "reproduction unavailable" in text
+
+    def test_at_80_columns_the_bar_cuts_the_label_never_counts_or_times(
+        self, tmp_path: Path
+    ) -> None:
+        """On a terminal 80 columns wide, a condition whose label is longer than the line: the
+        bar's last frame has the counts (runs done of all, and those not valid) and both times
+        whole, and its label cut with an ellipsis; no line is past 80 columns."""
+        from test_losses import BROKEN
+
+        protocol = tmp_path / "p.json"
+        broken = {**BROKEN["participants"][1], "id": LONG_ID}
+        long = {**BROKEN, "participants": [broken], "runs_per_condition": 3}
+        protocol.write_text(json.dumps(long), "utf-8")
+        tests = str(ROOT / "tests")
+        env = _env(TERM="xterm-256color")
+        env["PYTHONPATH"] = os.pathsep.join([env["PYTHONPATH"], tests])
+        status, text = in_pty(["study", str(protocol), "--out", str(tmp_path / "b")], 80, env)
+        assert status == 0, text
+        # The bar redraws its line in place: its frames are what is between the cursor moves.
+        frames = [f for x in text.splitlines() for f in x.split("\r") if " eta " in f]
+        assert frames, text
+        last = frames[-1]
+        assert len(last) <= 80, last
+        assert re.search(r" 3/3 3 not valid \d+:\d\d:\d\d eta \d+:\d\d:\d\d$", last), last
+        assert last.startswith("c00 env_id=CartPole-v1 / a"), last
+        assert "\u2026" in last and LONG_ID not in last, last
 
 
 def _started(**facts: Any) -> Started:

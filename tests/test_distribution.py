@@ -3,7 +3,7 @@
 repro's distribution is ``repro-evidence``: ``repro`` on the package index is another project,
 whose distribution also installs an import package and a command named ``repro``, so the two
 cannot share one environment (README, "Install"). ``docs/examples/quick-start-bundle/`` is a
-bundle of the quick-start protocol of repro 0.1.0 at 5 episodes per condition, made by it: the bundle
+bundle of repro 0.1.0's quick-start protocol at 5 episodes per condition, made by it: the bundle
 the nox session ``wheel`` verifies with the built wheel alone, and a compatibility fixture that
 every later version must keep verifying."""
 

@@ -10,6 +10,7 @@ samples, figures and verdicts, and a sentence of the claim per primary contrast.
 from __future__ import annotations
 
 import itertools
+import json
 import math
 from collections import Counter
 from pathlib import Path
@@ -298,9 +299,11 @@ def failing_bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_losses_are_grouped_by_cause(failing_bundle: Path) -> None:
-    """A row per outcome and cause, the most frequent first: its number of slots and their
-    attempts (data-value, checked against the ledger), and which slots, consecutive ones as a
-    range; every figure is still the bundle's and every valid run drawn."""
+    """A row per outcome and cause, the most frequent first: how its slots ended (by their last
+    attempt's status, as the runs files hold it: an invalid slot is not called failed), its
+    number of slots and their attempts (data-value, checked against the ledger), and which
+    slots, consecutive ones as a range; every figure is still the bundle's and every valid run
+    drawn."""
     shown = load(failing_bundle)
     elements = parse(shown.html())
     check_figures(elements, failing_bundle)
@@ -310,19 +313,37 @@ def test_losses_are_grouped_by_cause(failing_bundle: Path) -> None:
     rows = [
         e for e in elements if e.tag == "tr" and any("data-cause" in c.attrs for c in e.children)
     ]
-    shown_rows = [(r.children[0].text, r.children[1].text, int(r.children[2].text)) for r in rows]
+    shown_rows = [
+        (r.children[2].attrs["data-outcome"], r.children[1].text, int(r.children[2].text))
+        for r in rows
+    ]
     assert sorted(shown_rows, key=lambda r: -r[2]) == shown_rows
     assert sorted(shown_rows) == sorted((o, c, n) for (o, c), n in causes.items())
+    statuses = _statuses(failing_bundle)
     for row in rows:
-        outcome, cause = row.children[0].text, row.children[1].text
+        outcome, cause = row.children[2].attrs["data-outcome"], row.children[1].text
         slots = [
             loss.slot
             for loss in shown.ledger.losses
             if (loss.outcome, loss.cause) == (outcome, cause)
         ]
         assert row.children[-1].text == _slot_list(slots)
+        ended = {statuses[slot] for slot in slots}
+        assert len(ended) == 1
+        assert row.children[0].text.split(" ")[0] == ended.pop()
     excluded = next(r for r in rows if r.children[0].text == "excluded")
     assert excluded.children[-1].text == "c00-r0003"
+
+
+def _statuses(bundle: Path) -> dict[str, str]:
+    """Each slot's last attempt's status, read from the runs files with the standard library."""
+    last: dict[str, tuple[int, str]] = {}
+    for path in sorted((bundle / "data" / "runs").glob("*.jsonl")):
+        for line in path.read_text("utf-8").splitlines():
+            r = json.loads(line)
+            if r["attempt"] >= last.get(r["slot"], (0, ""))[0]:
+                last[r["slot"]] = (r["attempt"], r["status"])
+    return {slot: status for slot, (_, status) in last.items()}
 
 
 def test_a_long_slot_list_is_compacted_and_cut() -> None:
@@ -776,7 +797,7 @@ def test_the_claim_names_each_primary_contrast(contrasted: Shown) -> None:
     """The claim gains a sentence per primary contrast, none for the others: its verdict,
     difference, interval and adjusted p-value, named by the family's multiplicity."""
     assert contrasted.contrasts is not None
-    axis = forest_model(contrasted.contrasts, contrasted.aggregates.measure).axis
+    axis = forest_model(contrasted.contrasts, contrasted.aggregates.measure).panels[0].axis
 
     def sentences(shown: Shown) -> list[str]:
         claim = _section(parse(_render(shown)), "claim")
@@ -808,8 +829,8 @@ def test_the_forest_plot_draws_each_contrast_where_its_values_say(contrasted: Sh
     """One axis of differences with nice ticks that holds 0 and every interval, titled with
     the measure and "difference a - b (positive favours a)"; per contrast, in order, a row
     naming its verdict in words (and in the mark's shape and colour), its difference's mark
-    between its interval's ends, each where its value is on the axis; a line at 0; and a mark
-    at -margin for the non-inferiority contrast only."""
+    between its interval's ends, each where its value is on the axis; a line at 0 through each
+    row's marks; and a mark at -margin for the non-inferiority contrast only."""
     assert contrasted.contrasts is not None
     elements = parse(_render(contrasted))
     forest = _forest(elements)
@@ -824,8 +845,10 @@ def test_the_forest_plot_draws_each_contrast_where_its_values_say(contrasted: Sh
     titles = [e.text for e in forest if e.attrs.get("class") == "axis-title"]
     measure = contrasted.aggregates.measure
     assert titles == [f"{measure}: difference a - b (positive favours a)"]
+    # 0 is drawn through each row's marks, a line per row.
     zero = [e for e in forest if "data-zero" in e.attrs]
-    assert len(zero) == 1 and _x(zero[0]) == pytest.approx(at(0.0), abs=1e-3)
+    assert len(zero) == len(contrasted.contrasts.contrasts)
+    assert all(_x(z) == pytest.approx(at(0.0), abs=1e-3) for z in zero)
     rows = [e for e in forest if "data-forest-row" in e.attrs]
     assert [r.attrs["data-forest-row"] for r in rows] == [
         c.id for c in contrasted.contrasts.contrasts
@@ -924,3 +947,85 @@ def test_any_finite_contrasts_plot_inside_the_frame(
             if name in mark.attrs and mark.attrs[name].endswith("%"):
                 assert 0 <= _pc(mark.attrs[name]) <= 100, mark
     assert len([e for e in forest if "data-forest-row" in e.attrs]) == len(figures)
+
+
+def _mixed(contrasted: Shown) -> Shown:
+    """``contrasted`` with one contrast a difference of rates (a check's passes): a family of
+    two units, the measure's and a rate's."""
+    rate = attrs.evolve(
+        _contrast(contrasted, "random-differs-on-cartpole"),
+        outcome="check:upright",
+        estimate=0.25,
+        interval=IntervalValue("newcombe-score", 0.95, 0.125, 0.375, 0.0),
+    )
+    return _with_contrasts(contrasted, rate)
+
+
+def test_contrasts_of_two_units_get_a_panel_each(contrasted: Shown) -> None:
+    """A family with a difference of rates beside differences of the measure: the forest plot
+    has a panel per unit, the measure's first, each on an axis of its own titled with its
+    unit; each contrast's marks are in its unit's panel, where its values are on that axis;
+    the rows in words still follow contrasts.json; a family of one unit has one panel."""
+    shown = _mixed(contrasted)
+    assert shown.contrasts is not None
+    elements = parse(_render(shown))
+    forest = _forest(elements)
+    panels = [e for e in forest if "data-forest-panel" in e.attrs]
+    assert [p.attrs["data-forest-panel"] for p in panels] == ["measure", "rate"]
+    titles = [e.text for e in forest if e.attrs.get("class") == "axis-title"]
+    measure = shown.aggregates.measure
+    assert titles == [
+        f"{measure}: difference a - b (positive favours a)",
+        "rate (check:upright): difference a - b (positive favours a)",
+    ]
+    for panel, axis, unit in zip(
+        panels, ("contrasts", "contrast-rates"), ("measure", "rate"), strict=True
+    ):
+        inside = _descendants(panel)
+        low, high = axis_range(inside, axis)
+        assert low <= 0 <= high
+        rows = [e.attrs["data-forest-row"] for e in inside if "data-forest-row" in e.attrs]
+        want = [
+            c for c in shown.contrasts.contrasts if (c.outcome == "measure") == (unit == "measure")
+        ]
+        assert rows == [c.id for c in want]
+        for c in want:
+            assert c.estimate is not None
+            mark = next(
+                e
+                for e in inside
+                if e.attrs.get("data-contrast") == c.id and e.attrs.get("data-field") == "estimate"
+            )
+            assert _x(mark) == pytest.approx(100 * (c.estimate - low) / (high - low), abs=1e-3)
+    rate_low, rate_high = axis_range(elements, "contrast-rates")
+    assert rate_high - rate_low < 1  # a rate's axis, not the measure's (CartPole's returns)
+    table = [e.attrs["data-contrast-row"] for e in elements if "data-contrast-row" in e.attrs]
+    assert table == [c.id for c in shown.contrasts.contrasts]
+    one = [e for e in _forest(parse(_render(contrasted))) if "data-forest-panel" in e.attrs]
+    assert [p.attrs["data-forest-panel"] for p in one] == ["measure"]
+
+
+def test_tied_runs_are_named_with_their_count(contrasted: Shown) -> None:
+    """Where runs of a condition share a value (push-left on MountainCar: -200 every run), the
+    plot names the tie beside it, ``xN at V`` (x the multiplication sign) with N the runs at V,
+    placed at V on the axis; every tie a row names is a real one."""
+    elements = parse(_render(contrasted))
+    values = contrasted.values()
+    assert values is not None
+    named = [e for e in _svg(elements) if "data-tie" in e.attrs]
+    assert named
+    low, high = axis_range(elements, "conditions")
+    for e in named:
+        count, at = int(e.attrs["data-count"]), float(e.attrs["data-at"])
+        assert list(values[e.attrs["data-tie"]]).count(at) == count >= 2
+        assert e.text == f"\u00d7{count} at {at:g}"
+        assert _x(e) == pytest.approx(100 * (at - low) / (high - low), abs=1e-3)
+    push_left = next(
+        c
+        for c in contrasted.aggregates.conditions
+        if c.participant == "push-left" and c.factors["env_id"] == "MountainCar-v0"
+    )
+    runs = values[push_left.condition]
+    assert [e.text for e in named if e.attrs["data-tie"] == push_left.condition] == [
+        f"\u00d7{len(runs)} at -200"
+    ]

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from conftest import SMALL, run_study
+from htmlpage import parse
 from repro.errors import EXIT_SLOTS_LOST
 from repro.verify import verify
 
@@ -73,9 +74,65 @@ class TestLossesAreTold:
         done = _repro("study", str(broken_protocol), "--out", str(tmp_path / "b"))
         assert done.returncode == EXIT_SLOTS_LOST == 4, done.stderr
         text = " ".join(done.stderr.split())
-        assert "6 of 12 slots failed: policy-error:ZeroDivisionError (6)" in text
+        assert (
+            "6 of 12 slots failed (attempts exhausted): policy-error:ZeroDivisionError (6)" in text
+        )
         assert "6 not valid" in text  # the plain-lines progress, as in a log
         assert verify(tmp_path / "b") == []
+
+    @pytest.mark.usefixtures("fault_adapter")
+    def test_the_end_of_a_study_groups_its_losses_by_how_each_slot_ended(
+        self, tmp_path: Path
+    ) -> None:
+        """Slots whose last attempt was invalid (a NaN step reward), failed (the simulator
+        raised) or excluded (declared before sealing) are summed up apart, each named by its
+        record status as docs/bundle-format.md defines them, invalid first: an invalid slot is
+        never called failed."""
+        from typer.testing import CliRunner
+
+        from repro.cli.app import app
+
+        protocol = {
+            "schema": "repro.protocol/1",
+            "id": "lost-three-ways",
+            "title": "Losses of each kind",
+            "adapter": {"name": "faults", "options": {}},
+            "matrix": [{"name": "fault", "levels": ["none", "nan", "run-failed"]}],
+            "participants": [{"id": "p", "kind": "fixed", "params": {}}],
+            "runs_per_condition": 2,
+            "seeding": {"mode": "per-run", "seed": 11},
+            "measure": {"name": "episode_return", "description": "sum of step rewards"},
+            "estimand": "sum-of-condition-means",
+            "interval": {"method": "normal", "level": 0.95},
+            "retry": {"max_attempts": 2},
+            "exclusions": [{"slot": "c00-r0001", "reason": "declared before sealing"}],
+        }
+        path = tmp_path / "p.json"
+        path.write_text(json.dumps(protocol), "utf-8")
+        result = CliRunner().invoke(app, ["study", str(path), "--out", str(tmp_path / "b")])
+        assert result.exit_code == EXIT_SLOTS_LOST, result.output
+        lines = [" ".join(x.split()) for x in result.stderr.splitlines() if " of 6 slots " in x]
+        assert lines == [
+            "2 of 6 slots invalid (ran, but outside the protocol's validity rules): "
+            "non-finite-step-reward (2)",
+            "2 of 6 slots failed (attempts exhausted): simulator-error:Boom (2)",
+            "1 of 6 slots excluded: excluded before sealing: declared before sealing (1)",
+        ], result.stderr
+        assert verify(tmp_path / "b") == []
+        # The page says the same of each group of losses, and counts each kind.
+        page = tmp_path / "page.html"
+        shown = CliRunner().invoke(app, ["show", str(tmp_path / "b"), "--html", str(page)])
+        assert shown.exit_code == 0, shown.output
+        rows = [e for e in parse(page.read_text("utf-8")) if e.tag == "tr"]
+        cells = [r.children for r in rows if r.children and r.children[0].tag == "td"]
+        ended = {c[1].text: c[0].text for c in cells if len(c) == 5}
+        assert ended == {
+            "non-finite-step-reward": "invalid (ran, but outside the protocol's validity rules)",
+            "simulator-error:Boom": "failed (attempts exhausted)",
+            "excluded before sealing: declared before sealing": "excluded",
+        }
+        losses = next(e for e in parse(page.read_text("utf-8")) if e.attrs.get("id") == "losses")
+        assert "5 slot(s) did not end valid (2 invalid, 2 failed, 1 excluded)" in losses.text
 
     def test_accept_losses_exits_0_and_strict_is_still_taken(
         self, broken_protocol: Path, tmp_path: Path

@@ -424,3 +424,16 @@ def test_terminal_table_shows_the_models_figures(published: Shown) -> None:
     e = model.estimand
     assert e.mean is not None and e.interval is not None
     assert f"{e.key}: {e.mean:.4f} ± {e.interval.halfwidth:.4f}" in text
+
+
+def test_ties_are_counted_the_most_runs_first() -> None:
+    """Values two or more runs share, with how many, the most runs first then by value; a
+    plot names at most four a row, none within an eighth of the axis of one named before."""
+    from repro.derive.figures import Tie, _ties, nice_axis, ties_to_name
+
+    ties = _ties([500.0] * 10 + [1.0, 2.0, 2.0, 3.0, 1.0])
+    assert ties == (Tie(500.0, 10), Tie(1.0, 2), Tie(2.0, 2))
+    axis = nice_axis(0.0, 500.0, "m")
+    assert ties_to_name(ties, axis) == [Tie(500.0, 10), Tie(1.0, 2)]
+    assert Tie(500.0, 10).text(axis) == "\u00d710 at 500"
+    assert _ties([1.0, 2.0, 3.0]) == ()

@@ -211,3 +211,59 @@ def test_the_plot_is_as_wide_as_the_content_column(
     _chromium(chromium, tmp_path, width, f"--screenshot={shot}", page.as_uri())
     left, right = _magenta_extent(shot)
     assert left == pytest.approx(line[0], abs=3) and right == pytest.approx(line[1], abs=3)
+
+
+#: Measures the forest plot's and the plot's text and lines as laid out, for --dump-dom.
+_GEOMETRY = """<script>
+(() => {
+  const r = e => { const b = e.getBoundingClientRect();
+    return [b.left, b.top, b.right, b.bottom]; };
+  const all = q => [...document.querySelectorAll(q)].map(r);
+  document.body.setAttribute('data-geometry', JSON.stringify({
+    panels: [...document.querySelectorAll('[data-forest-panel]')].map(
+      p => [p.getAttribute('data-forest-panel'), r(p.querySelector('line.axis'))]),
+    zeros: all('#contrasts line.zero'),
+    labels: all('#contrasts text.forest-label'),
+    ties: [...document.querySelectorAll('text.tie')].map(
+      t => [t.textContent, r(t), r(t.closest('g').querySelector('text'))]),
+  }));
+})();
+</script>"""
+
+
+def _overlap(a: list[float], b: list[float]) -> bool:
+    """Whether two rectangles (left, top, right, bottom) share any area."""
+    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+
+
+@pytest.mark.parametrize("width", [WIDE, NARROW])
+def test_the_forest_has_a_panel_per_unit_and_its_zero_line_crosses_no_label(
+    contrasted_bundle: Path, chromium: Path, tmp_path: Path, width: int
+) -> None:
+    """As Chromium lays out the page of a family with a difference of rates beside
+    differences of the measure, at a wide and at a narrow window: the forest plot has two
+    panels, the measure's above the rates', each with its own axis line; no 0 line crosses a
+    contrast's label; and the plot names its ties (push-left on MountainCar, -200 every run)
+    with text that has a size and stands clear of its row's label."""
+    from repro.present.showing import load
+    from test_html import _mixed
+
+    page = tmp_path / "mixed.html"
+    text = _mixed(load(contrasted_bundle)).html()
+    policy = "default-src 'none'; style-src 'unsafe-inline'"
+    text = text.replace(policy, policy + "; script-src 'unsafe-inline'")
+    page.write_text(text.replace("</body>", _GEOMETRY + "</body>"), "utf-8")
+    dom = parse(_chromium(chromium, tmp_path, width, "--dump-dom", page.as_uri()))
+    found = json.loads(next(e for e in dom if "data-geometry" in e.attrs).attrs["data-geometry"])
+    panels = found["panels"]
+    assert [unit for unit, _ in panels] == ["measure", "rate"]
+    assert panels[0][1][3] < panels[1][1][1]  # the measure's axis above the rates'
+    assert len(found["zeros"]) == 3 and len(found["labels"]) == 3
+    for zero in found["zeros"]:
+        for label in found["labels"]:
+            assert not _overlap(zero, label), (zero, label)
+    assert found["ties"]
+    assert any(t.endswith(" at -200") for t, _, _ in found["ties"])
+    for tie, box, label in found["ties"]:
+        assert box[2] > box[0] and box[3] > box[1], tie
+        assert not _overlap(box, label), (tie, box, label)

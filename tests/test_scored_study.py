@@ -188,3 +188,26 @@ def test_verify_names_a_changed_score(bundles: dict[str, Path], tmp_path: Path) 
     path.write_text(json.dumps(scores, sort_keys=True, separators=(",", ":")) + "\n", "utf-8")
     reseal(root)
     assert any(f.file == "data/scores.json" for f in verify(root))
+
+
+def test_publish_has_no_empty_section(bundles: dict[str, Path], tmp_path: Path) -> None:
+    """The published table's Gates section lists every declared gate and, for scores that
+    declare none, says "None declared" rather than leaving an empty heading; every heading of
+    the table has text under it."""
+    import attrs
+
+    from repro.present.publishing import table
+    from repro.verify import open_verified
+
+    v = open_verified(bundles["v1"])
+    assert v.scores is not None and v.scores.gates
+    declared = table(v.protocol, v.scores)
+    none = table(v.protocol, attrs.evolve(v.scores, gates=()))
+    for g in v.scores.gates:
+        assert f"- {g.name}: holds (" in declared
+    assert "None declared" not in declared
+    gates = none.split("## Gates\n", 1)[1]
+    assert gates.strip().startswith("None declared"), gates
+    for text in (declared, none):
+        sections = text.split("\n## ")[1:]
+        assert all(s.split("\n", 1)[1].strip() for s in sections), text

@@ -24,6 +24,7 @@ from browser import run_chromium
 from htmlpage import check_figures, external_references, parse, without_section
 from repro.cli.app import app
 from repro.verify import bundle_sha256
+from test_cli_output import in_pty
 
 runner = CliRunner()
 
@@ -94,6 +95,75 @@ def test_show_prints_the_tables_of_a_verified_bundle(published_bundle: Path) -> 
     assert result.exit_code == 0, result.output
     for text in ("CartPole-v1", "20.0", "reproduction: failed", "execution-control"):
         assert text in result.stdout
+
+
+def _scores_text(check: dict[str, Any]) -> str:
+    """A check's cell as ``repro show`` words it: ``5/6 0.83 [0.44-0.97]``."""
+    text = f"{check['passed']}/{check['runs']}"
+    if check["rate"] is not None:
+        text += f" {check['rate']:.2f} [{check['low']:.2f}-{check['high']:.2f}]"
+    return text
+
+
+def test_at_80_columns_contrasts_and_pass_rates_are_whole(scored_bundle: Path) -> None:
+    """On a terminal 80 columns wide (a pseudo-terminal, as a person's), the contrasts table,
+    which would cut its cells (``contra…``, ``inconc…``), is printed as ``key: value`` blocks:
+    every contrast's ID and verdict whole on its lines, nothing cut with an ellipsis, no line
+    past 80 columns; and every scored cell's pass rate of every check is printed with its
+    Wilson interval, as scores.json holds it."""
+    status, text = in_pty(["show", str(scored_bundle)], columns=80)
+    assert status == 0, text
+    lines = text.splitlines()
+    assert max(len(x) for x in lines) <= 80, text
+    assert "\u2026" not in text, text
+    contrasts = _json(scored_bundle, "contrasts.json")["contrasts"]
+    stripped = [" ".join(x.split()) for x in lines]
+    for c in contrasts:
+        name = c["id"] + (" *" if c["primary"] else "")
+        assert f"contrast: {name}" in stripped, c["id"]
+    verdicts = [x for x in stripped if x.startswith("verdict: ")]
+    # The contrasts' verdicts come first; the pass rates' "verdict" check follows.
+    assert [v.removeprefix("verdict: ") for v in verdicts[: len(contrasts)]] == [
+        c["verdict"] for c in contrasts
+    ]
+    # The pass rates fit as a table at 80 columns, each cell wrapped at its spaces.
+    rows = _table_rows(lines, "pass rates by cell")
+    for cell in _json(scored_bundle, "scores.json")["cells"]:
+        expected = [cell["condition"], cell["stratum"], *map(_scores_text, cell["checks"])]
+        assert rows[cell["condition"]] == expected, (rows.get(cell["condition"]), expected)
+
+
+def _table_rows(lines: list[str], title: str) -> dict[str, list[str]]:
+    """The rows of the box-drawn table under the line holding ``title``, by their first
+    cell: each cell's text, its wrapped lines joined by a space."""
+    at = next(i for i, x in enumerate(lines) if title in x)
+    rows: dict[str, list[str]] = {}
+    current: list[list[str]] = []
+    for line in lines[at + 1 :]:
+        if line.startswith("\u2514"):  # the table's bottom edge
+            break
+        if not line.startswith("\u2502"):
+            continue
+        cells = [c.strip() for c in line.strip("\u2502").split("\u2502")]
+        if cells[0]:
+            current = [[c] if c else [] for c in cells]
+            rows[cells[0]] = []
+        else:
+            for parts, c in zip(current, cells, strict=True):
+                parts += [c] if c else []
+        rows[current[0][0]] = [" ".join(parts) for parts in current]
+    return rows
+
+
+def test_a_wide_terminal_keeps_the_tables(scored_bundle: Path) -> None:
+    """On a terminal wide enough for every cell, the contrasts and the pass rates are tables
+    (a header row naming their columns), not blocks."""
+    status, text = in_pty(["show", str(scored_bundle)], columns=240)
+    assert status == 0, text
+    heads = [" ".join(x.replace("\u2503", " ").split()) for x in text.splitlines()]
+    assert "contrast claim verdict n difference interval p p adj." in heads, text
+    assert "id stratum concepts domains blocking verdict" in heads, text
+    assert not any(x.startswith("contrast: ") for x in heads)
 
 
 def test_show_first_names_the_protocol_and_says_it_verified(published_bundle: Path) -> None:

@@ -56,6 +56,7 @@ if TYPE_CHECKING:
 
     from repro.bundle.signatures import PublicKey
     from repro.derive.derivation import Derived
+    from repro.derive.tally import LossStatus
     from repro.execute.spares import Spares
     from repro.execute.studies import Prepared, StudyResult
     from repro.models import Aggregates, Condition, Ledger, Protocol
@@ -211,7 +212,8 @@ EXITS: dict[str, tuple[tuple[int | str, str], ...]] = {
 
 #: The options ``study``, ``replay``, ``audit`` and ``protocol power`` share, declared once.
 _AdapterOptions = Annotated[
-    list[str] | None, typer.Option("--option", help="Adapter option KEY=VALUE (repeatable).")
+    list[str] | None,
+    typer.Option("--option", help="Pass the adapter an option, KEY=VALUE; repeat it for more."),
 ]
 _Json = Annotated[bool, typer.Option("--json", help="Print the result as JSON.")]
 _Traceback = Annotated[
@@ -244,14 +246,23 @@ def _exit_codes(command: str) -> str:
 _F = TypeVar("_F", bound="Callable[..., Any]")
 
 
+def _one_line(paragraph: str) -> str:
+    """A paragraph of help text on one line, each run of white space a space: the terminal
+    wraps it to its width."""
+    return " ".join(paragraph.split())
+
+
 def _command(group: typer.Typer, name: str) -> Callable[[_F], _F]:
     """Register a function as the command ``name`` of ``group``; its help is its docstring and
-    then its exit codes."""
+    then its exit codes, and its line in the group's list of commands the docstring's first
+    paragraph. Each paragraph's source line breaks are made spaces: typer's rich help keeps
+    them, which broke sentences mid-line at any width."""
 
     def register(function: _F) -> _F:
         full = name if group is app else f"protocol {name}"
-        text = f"{inspect.cleandoc(function.__doc__ or '')}\n\n{_exit_codes(full)}"
-        group.command(name, help=text)(function)
+        paragraphs = [_one_line(p) for p in inspect.cleandoc(function.__doc__ or "").split("\n\n")]
+        text = "\n\n".join([*paragraphs, _exit_codes(full)])
+        group.command(name, help=text, short_help=paragraphs[0])(function)
         return function
 
     return register
@@ -337,7 +348,9 @@ class _Work:
 class _BarProgress:
     """A progress bar with ETA, for terminals; it names the condition of the slot that ended
     last by ``labels`` (condition ID to ``c01 env_id=CartPole-v1 / random``). The bar fills,
-    and the ETA runs, by the work's cost (:class:`_Work`); the count beside it is of runs."""
+    and the ETA runs, by the work's cost (:class:`_Work`); the count beside it is of runs, and
+    of those that did not end valid. On a narrow terminal the condition's label is cut (``…``),
+    never the bar, the counts or the times: every other column keeps its whole width."""
 
     def __init__(self, labels: Mapping[str, str], work: _Work) -> None:
         from rich.markup import escape
@@ -348,15 +361,21 @@ class _BarProgress:
             TimeRemainingColumn,
         )
         from rich.progress import Progress as RichBar
+        from rich.table import Column
 
         self._bar = RichBar(
-            TextColumn("[bold]{task.description}"),
-            BarColumn(),
-            TextColumn("{task.fields[runs]}"),
+            # The label takes what the other columns leave of the line, cut at its end.
+            TextColumn(
+                "[bold]{task.description}",
+                table_column=Column(ratio=1, no_wrap=True, overflow="ellipsis"),
+            ),
+            BarColumn(bar_width=_BAR_WIDTH),
+            TextColumn("{task.fields[runs]}", table_column=Column(no_wrap=True)),
             TimeElapsedColumn(),
             TextColumn("eta"),
             TimeRemainingColumn(),
             console=_err(),
+            expand=True,
         )
         self._task = self._bar.add_task("runs", total=None, runs="")
         self._work = work
@@ -379,12 +398,16 @@ class _BarProgress:
         self._bar.update(
             self._task,
             advance=self._work.advance(condition),
-            description=f"{label}{lost}",
-            runs=f"{self._done}/{self._total}",
+            description=label,
+            runs=f"{self._done}/{self._total}{lost}",
         )
 
     def finish(self) -> None:
         self._bar.stop()
+
+
+#: The progress bar's width in columns: room for the label, the counts and the times at 80.
+_BAR_WIDTH = 16
 
 
 class _LineProgress:
@@ -503,13 +526,14 @@ def _options(pairs: list[str]) -> dict[str, str]:
 
 @_command(app, "study")
 def study(
-    protocol: Annotated[Path, typer.Argument(help="Protocol JSON file.")],
+    protocol: Annotated[Path, typer.Argument(help="Run the protocol in this JSON file.")],
     out: Annotated[
         Path,
         typer.Option(
             "--out",
-            help="Output root, created 0700: it must not exist, and its parent directory must "
-            "(repro creates no directory above the root, so a mistyped path creates nothing).",
+            help="Write the bundle into this new root, created 0700: it must not exist, and its "
+            "parent directory must (repro creates no directory above the root, so a mistyped "
+            "path creates nothing).",
         ),
     ],
     option: _AdapterOptions = None,
@@ -562,7 +586,7 @@ def study(
 ) -> None:
     """Freeze and seal PROTOCOL, run every slot into the fresh root OUT, and bundle the evidence.
 
-    Ends by printing the command that verifies OUT, worded as repro was started (uv run,
+    It ends by printing the command that verifies OUT, worded as repro was started (uv run,
     python -m repro, the repro on PATH or the script's own path)."""
     if scheduler is not None and workers is not None:
         raise _fail(
@@ -594,7 +618,9 @@ def study(
         f"reproduction {rep.verdict}",
         highlight=False,
     )
-    _print_losses(result.derived.ledger, result.derived.aggregates, result.lost_opens)
+    _print_losses(
+        result.derived.ledger, result.derived.aggregates, result.lost_opens, result.lost_as
+    )
     # The command as repro was started: a bare `repro` is not on PATH after `uv run repro`.
     from repro.cli.started import command, started
     from repro.execute.studies import lost_slots
@@ -675,29 +701,42 @@ def _stderr_is_terminal() -> bool:
     return _err().is_terminal
 
 
-def _print_losses(ledger: Ledger, aggregates: Aggregates, lost_opens: int) -> None:
-    """Say on stderr what the study lost, grouped by outcome and cause (``12 of 600 slots
-    failed: policy-error:ZeroDivisionError (12)``), and how many session opens a dying worker
-    cost."""
+def _print_losses(
+    ledger: Ledger, aggregates: Aggregates, lost_opens: int, lost_as: Mapping[str, LossStatus]
+) -> None:
+    """Say on stderr what the study lost, grouped by how each slot ended (``lost_as``: invalid,
+    failed or excluded, :func:`repro.derive.tally.loss_status`) and by cause (``12 of 600 slots
+    failed (attempts exhausted): policy-error:ZeroDivisionError (12)``), and how many session
+    opens a dying worker cost (the exit counts lost slots with
+    :func:`repro.execute.studies.lost_slots`)."""
     from collections import Counter
 
-    from repro.models import LOSS_OUTCOMES
+    from repro.derive.tally import loss_groups
 
     err = _err()
     total = sum(c.scheduled for c in aggregates.conditions)
-    for outcome in LOSS_OUTCOMES:
-        causes = Counter(loss.cause for loss in ledger.losses if loss.outcome == outcome)
-        if not causes:
-            continue
-        count = sum(causes.values())
+    for status, losses in loss_groups(ledger.losses, lost_as):
+        causes = Counter(loss.cause for loss in losses)
         shown = ", ".join(f"{cause} ({n})" for cause, n in causes.most_common())
-        err.print(f"{count} of {total} slots {outcome}: {shown}", highlight=False, markup=False)
+        err.print(
+            f"{len(losses)} of {total} slots {_ENDED[status]}: {shown}",
+            highlight=False,
+            markup=False,
+        )
     if lost_opens:
         err.print(
             f"{lost_opens} session open(s) lost to a dying worker process and retried with a "
             "fresh one (recorded with the attempts' times)",
             highlight=False,
         )
+
+
+#: How the study's end words each way a slot did not end valid (docs/bundle-format.md).
+_ENDED: dict[str, str] = {
+    "invalid": "invalid (ran, but outside the protocol's validity rules)",
+    "failed": "failed (attempts exhausted)",
+    "excluded": "excluded",
+}
 
 
 def _refused(refused: Refused, prefix: str, outcome: str | None = None) -> typer.Exit:
@@ -826,7 +865,8 @@ def _print_findings(
 @_command(app, "verify")
 def verify(
     bundle: Annotated[
-        Path, typer.Argument(help="Bundle directory, or a packed bundle (.zip or .tar).")
+        Path,
+        typer.Argument(help="Verify this bundle directory, or this packed bundle (.zip or .tar)."),
     ],
     as_json: Annotated[bool, typer.Option("--json", help="Print findings as JSON.")] = False,
     trusted_key: Annotated[
@@ -844,8 +884,8 @@ def verify(
         typer.Option(
             "--jobs",
             min=1,
-            help="Jobs run at a time (default: REPRO_VERIFY_JOBS, else the cores repro may run "
-            "on); the findings are the same whatever it is.",
+            help="Run this many jobs at a time (default: REPRO_VERIFY_JOBS, else the cores repro "
+            "may run on); the findings are the same whatever it is.",
             show_default=False,
         ),
     ] = None,
@@ -934,14 +974,14 @@ def _trusted_keys(paths: Sequence[Path]) -> list[PublicKey]:
 
 @_command(app, "sign")
 def sign(
-    bundle: Annotated[Path, typer.Argument(help="Bundle directory (it must verify).")],
+    bundle: Annotated[Path, typer.Argument(help="Sign this bundle directory; it must verify.")],
     key: Annotated[
         Path,
         typer.Option(
             "--key",
-            help="Ed25519 private key: OpenSSH (ssh-keygen -t ed25519 -f repro-key -N '') or "
-            "PEM (openssl genpkey -algorithm ed25519); an encrypted one's passphrase is read "
-            "from REPRO_KEY_PASSPHRASE.",
+            help="Sign with this Ed25519 private key: OpenSSH (ssh-keygen -t ed25519 -f "
+            "repro-key -N '') or PEM (openssl genpkey -algorithm ed25519); an encrypted one's "
+            "passphrase is read from REPRO_KEY_PASSPHRASE.",
             show_default=False,
         ),
     ],
@@ -965,8 +1005,15 @@ def sign(
 
 @_command(app, "pack")
 def pack(
-    bundle: Annotated[Path, typer.Argument(help="Bundle directory (it must verify).")],
-    out: Annotated[Path, typer.Option("--out", help="New .zip or .tar file.", show_default=False)],
+    bundle: Annotated[Path, typer.Argument(help="Pack this bundle directory; it must verify.")],
+    out: Annotated[
+        Path,
+        typer.Option(
+            "--out",
+            help="Write the packed bundle to this new .zip or .tar file.",
+            show_default=False,
+        ),
+    ],
 ) -> None:
     """Pack a verified bundle into one zip or tar file: the bag in one top-level directory
     named after the bundle's, signatures/ included, as BagIt serializes a bag.
@@ -985,9 +1032,12 @@ def pack(
 @_command(app, "replay")
 def replay(
     bundle: Annotated[
-        Path, typer.Argument(help="Bundle directory or packed bundle (it must verify).")
+        Path,
+        typer.Argument(help="Replay a slot of this bundle, a directory or packed; it must verify."),
     ],
-    slot: Annotated[str, typer.Argument(help="Slot ID, e.g. c03-r0042.")],
+    slot: Annotated[
+        str, typer.Argument(help="Re-execute this slot, named by its ID (e.g. c03-r0042).")
+    ],
     option: _AdapterOptions = None,
     as_json: _Json = False,
     show_traceback: _Traceback = False,
@@ -1030,7 +1080,7 @@ def replay(
 @_command(app, "audit")
 def audit(
     bundle: Annotated[
-        Path, typer.Argument(help="Bundle directory or packed bundle (it must verify).")
+        Path, typer.Argument(help="Audit this bundle, a directory or packed; it must verify.")
     ],
     sample: Annotated[
         int | None,
@@ -1142,9 +1192,9 @@ def _print_audit(result: Any) -> None:
 @_command(app, "publish")
 def publish(
     bundle: Annotated[
-        Path, typer.Argument(help="Bundle directory or packed bundle of a scored study.")
+        Path, typer.Argument(help="Publish this scored study's bundle, a directory or packed.")
     ],
-    out: Annotated[Path, typer.Option("--out", help="New Markdown file for the table.")],
+    out: Annotated[Path, typer.Option("--out", help="Write the table to this new Markdown file.")],
 ) -> None:
     """Write a scored bundle's results table, only if it verifies and every gate holds.
 
@@ -1159,19 +1209,26 @@ def publish(
         raise _refused(refused, "REFUSED", "no table written") from None
     for gate in gates:
         _out(f"gate {gate.name}: holds ({gate.detail})")
+    if not gates:
+        _out("gates: none declared")
     _out(f"OK: wrote {out}")
 
 
 @_command(app, "compare")
 def compare(
-    baseline: Annotated[Path, typer.Argument(help="Baseline bundle (a directory or packed).")],
-    candidate: Annotated[Path, typer.Argument(help="Candidate bundle (a directory or packed).")],
+    baseline: Annotated[
+        Path, typer.Argument(help="Take this bundle (a directory or packed) as the baseline.")
+    ],
+    candidate: Annotated[
+        Path, typer.Argument(help="Take this bundle (a directory or packed) as the candidate.")
+    ],
     as_json: Annotated[bool, typer.Option("--json", help="Print the comparison as JSON.")] = False,
 ) -> None:
     """Compare two verified bundles of one protocol, for regressions or run-by-run equality.
 
-    A scored study's regressions of the candidate against the baseline, or the runs of two
-    backends compared slot by slot. Exits 1 on a regression or a bundle that does not verify."""
+    For a scored study it lists the candidate's regressions against the baseline; for two
+    backends' runs it compares them slot by slot. It exits 1 on a regression or a bundle that
+    does not verify."""
     from repro.compare.bundles import CompareResult
     from repro.compare.bundles import compare as compare_bundles
 
@@ -1196,8 +1253,8 @@ def adapters(
     """List every installed adapter, where it comes from, whether it loads, and whether its
     simulator can be imported.
 
-    Name, distribution and version, object path; the simulator's modules as the adapter states
-    them ("not stated" for one that does not say)."""
+    Each adapter is listed with its name, distribution and version, object path, and the
+    simulator's modules as the adapter states them ("not stated" for one that does not say)."""
     from repro.adapters.base import import_error, registered_adapters
 
     installed = registered_adapters()
@@ -1290,13 +1347,13 @@ app.add_typer(protocol_app, name="protocol")
 
 @_command(protocol_app, "check")
 def protocol_check(
-    protocol: Annotated[Path, typer.Argument(help="Protocol JSON file.")],
+    protocol: Annotated[Path, typer.Argument(help="Check the protocol in this JSON file.")],
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
     option: _AdapterOptions = None,
 ) -> None:
     """Validate and freeze PROTOCOL as `repro study` would, running and writing nothing.
 
-    Prints the frozen sha256 a study records, the adapter, the plan size and pinned sources."""
+    It prints the frozen sha256 a study records, the adapter, the plan size and pinned sources."""
     from repro.execute.studies import prepare
     from repro.json.serde import unstructure
 
@@ -1340,13 +1397,15 @@ def protocol_check(
 
 @_command(protocol_app, "power")
 def protocol_power(
-    protocol: Annotated[Path, typer.Argument(help="Protocol JSON file (it declares contrasts).")],
+    protocol: Annotated[
+        Path, typer.Argument(help="Plan the protocol in this JSON file; it must declare contrasts.")
+    ],
     pilot: Annotated[
         Path,
         typer.Option(
             "--pilot",
-            help="A pilot bundle of the protocol's family (it must verify): same protocol id, "
-            "measure, and conditions of each contrast's groups.",
+            help="Take the variances from this pilot bundle of the protocol's family (it must "
+            "verify): same protocol id, measure, and conditions of each contrast's groups.",
             show_default=False,
         ),
     ],
@@ -1354,22 +1413,22 @@ def protocol_power(
         float | None,
         typer.Option(
             "--effect",
-            help="Also the runs per condition needed to detect this effect beyond the null "
+            help="Also say the runs per condition needed to detect this effect beyond the null "
             "boundary (0, or -margin for non-inferiority), in the measure's units (for a rate, "
             "a difference of rates).",
             show_default=False,
         ),
     ] = None,
-    power: Annotated[float, typer.Option("--power", help="The power to reach.")] = 0.8,
+    power: Annotated[float, typer.Option("--power", help="Plan for this power.")] = 0.8,
     as_json: Annotated[bool, typer.Option("--json", help="Print the plan as JSON.")] = False,
 ) -> None:
-    """Before any run: each contrast's minimum detectable effect at the protocol's runs per
-    condition, from a pilot bundle's variances.
+    """Before any run, plan each contrast's minimum detectable effect at the protocol's runs per
+    condition from a pilot bundle's variances.
 
     Paired contrasts plan from the sd of the pilot's paired differences, unpaired ones from
     each group's sd (Welch); power from the noncentral t. A rate (a check or a category) plans
     from the pilot's discordance (McNemar) or mean rate (Fisher), held fixed, its power exact.
-    With --effect, also the runs per condition needed. Every figure says what it assumed: a
+    With --effect it also says the runs per condition needed. Every figure says what it assumed: a
     pilot's variance is itself uncertain."""
     from repro.derive.power import lines, pilot_tally, power_plan
     from repro.json.serde import unstructure
@@ -1442,16 +1501,23 @@ def _companions(adapter: str) -> dict[str, str]:
 @_command(protocol_app, "new")
 def protocol_new(
     adapter: Annotated[
-        str, typer.Option("--adapter", help="gymnasium, command or cyborg.", show_default=False)
+        str,
+        typer.Option(
+            "--adapter",
+            help="Start from this adapter: gymnasium, command or cyborg.",
+            show_default=False,
+        ),
     ],
     out: Annotated[
-        Path | None, typer.Option("--out", help="New file to write (default: stdout).")
+        Path | None,
+        typer.Option("--out", help="Write the protocol to this new file (by default, to stdout)."),
     ] = None,
 ) -> None:
     """Write a starting protocol for ADAPTER, explained by "$comment" keys.
 
-    To stdout, or to a new file (never over an existing one). For the command adapter, --out
-    also writes harness.py, a working harness the protocol names, beside the file."""
+    It writes to stdout, or to a new file (never over an existing one). For the command
+    adapter, --out also writes harness.py, a working harness the protocol names, beside the
+    file."""
     templates = _templates()
     if adapter not in templates:
         raise _fail(f"no template for adapter {adapter!r} ({', '.join(sorted(templates))})")
@@ -1510,7 +1576,7 @@ def _write_new(path: Path, text: str) -> None:
 @_command(app, "show")
 def show(
     bundle: Annotated[
-        Path, typer.Argument(help="Bundle directory or packed bundle (it must verify).")
+        Path, typer.Argument(help="Show this bundle, a directory or packed; it must verify.")
     ],
     plot: Annotated[
         Path | None, typer.Option("--plot", help="Also draw a PNG comparison plot.")
@@ -1530,9 +1596,10 @@ def show(
     ] = False,
 ) -> None:
     """Verify the bundle, then show its protocol, that it verified (by its sha256), and its
-    conditions, estimand, class and tiers.
+    conditions, estimand, class, contrasts, pass rates and tiers.
 
-    With --json, its derived files as JSON; optionally also a plot (PNG) or an HTML report."""
+    With --json it prints its derived files as JSON instead; it can also draw a plot (PNG) or
+    write an HTML report. A table too wide for the terminal is printed as key: value blocks."""
     from repro.present.showing import load
 
     if html is not None and (html.exists() or html.is_symlink()):
@@ -1557,7 +1624,9 @@ def show(
 
         out = console()
         print_identity(shown.protocol, bundle, shown.bundle_sha256, out)
-        print_tables(shown.figures(runs=False), shown.tiers, out, shown.contrasts, shown.rl)
+        print_tables(
+            shown.figures(runs=False), shown.tiers, out, shown.contrasts, shown.rl, shown.scores
+        )
     # With --json, stdout holds the JSON object alone: notes go to stderr.
     if html is not None:
         _write_new(html, shown.html())

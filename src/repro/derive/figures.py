@@ -24,6 +24,7 @@ import itertools
 import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
+from typing import Literal
 
 from attrs import frozen
 
@@ -49,17 +50,21 @@ __all__ = [
     "BINS",
     "MARGIN",
     "MAX_TICKS",
+    "MAX_TIES_NAMED",
     "POINTS_LIMIT",
     "Axis",
     "Bin",
     "FigureRow",
     "Figures",
     "Forest",
+    "ForestPanel",
     "ForestRow",
+    "ForestUnit",
     "Plot",
     "PlotPanel",
     "PlotRow",
     "Point",
+    "Tie",
     "adjusted_name",
     "condition_label",
     "figures",
@@ -68,6 +73,8 @@ __all__ = [
     "p_text",
     "plot_model",
     "run_measures",
+    "ties_to_name",
+    "unit_of",
 ]
 
 
@@ -375,16 +382,31 @@ class Bin:
 
 
 @frozen
+class Tie:
+    """Runs of one row with the same measure: ``count`` of them at ``value``. Their points are
+    drawn on one spot, so a plot says how many there are (``x10 at 500``)."""
+
+    value: float
+    count: int
+
+    def text(self, axis: Axis) -> str:
+        """The tie in words to the axis' precision: ``x10 at 500``, x a multiplication sign."""
+        value = f"{self.value:g}" if self.value == int(self.value) else axis.text(self.value)
+        return f"\u00d7{self.count} at {value}"
+
+
+@frozen
 class PlotRow:
     """One row of a plot: the figures' row, its ``label`` and the ``note`` of its figures, and
     its valid runs, as ``points`` or as ``bins`` (both empty for the estimand, or where the
-    runs were not read)."""
+    runs were not read), with the ``ties`` among its points, the most runs first."""
 
     row: FigureRow
     label: str
     note: str
     points: tuple[Point, ...] = ()
     bins: tuple[Bin, ...] = ()
+    ties: tuple[Tie, ...] = ()
 
 
 @frozen
@@ -454,6 +476,36 @@ def _note(row: FigureRow, axis: Axis) -> str:
     return ", ".join(parts)
 
 
+def _ties(values: Sequence[float]) -> tuple[Tie, ...]:
+    """Every value at least two runs share, with how many: the most runs first, then by
+    value."""
+    counts: dict[float, int] = defaultdict(int)
+    for v in values:
+        counts[v] += 1
+    found = [Tie(v, n) for v, n in counts.items() if n >= 2]
+    return tuple(sorted(found, key=lambda t: (-t.count, t.value)))
+
+
+#: A plot names at most this many ties a row, the most runs first.
+MAX_TIES_NAMED = 4
+#: A tie is not named nearer than this share of the axis to one already named in its row (the
+#: two texts would overlap).
+_TIE_SPACING = 0.12
+
+
+def ties_to_name(ties: Sequence[Tie], axis: Axis) -> list[Tie]:
+    """The ties of a row that a plot names: the most runs first, at most
+    :data:`MAX_TIES_NAMED`, none within :data:`_TIE_SPACING` of the axis of one named before
+    it."""
+    named: list[Tie] = []
+    for t in ties:
+        if len(named) == MAX_TIES_NAMED:
+            break
+        if all(abs(axis.share(t.value) - axis.share(n.value)) >= _TIE_SPACING for n in named):
+            named.append(t)
+    return named
+
+
 def _points(values: Sequence[float]) -> tuple[Point, ...]:
     return tuple(Point(v, ((i + 1) * _GOLDEN) % 1.0 * 2 - 1) for i, v in enumerate(values))
 
@@ -485,8 +537,8 @@ def _caption(model: Figures, drawn: tuple[int, bool, int, int], axis: Axis) -> l
     else:
         top += (
             f" Each small dot is one valid run ({runs:,} in all, spread up and down in a fixed "
-            "pattern so that equal values stay visible); the large dot and bar are the "
-            f"condition's mean with its {interval}."
+            "pattern so that equal values stay visible; \u00d7N at V: N runs with the same "
+            f"value V); the large dot and bar are the condition's mean with its {interval}."
         )
     lines = [top, f"Bottom: the estimand, {model.estimand.key}, on an axis of its own."]
     if any(r.published is not None for r in model.rows):
@@ -524,6 +576,7 @@ def plot_model(model: Figures, points_limit: int = POINTS_LIMIT, bins: int = BIN
                 _note(r, axis),
                 () if binned else _points(values),
                 _bins(values, axis, bins) if binned else (),
+                () if binned else _ties(values),
             )
         )
     e = model.estimand
@@ -550,25 +603,48 @@ def plot_model(model: Figures, points_limit: int = POINTS_LIMIT, bins: int = BIN
 class ForestRow:
     """One contrast of a forest plot: contrasts.json's figures, the row's ``label`` (its id,
     and whether it is primary), the ``null`` boundary its claim is tested against (0, or
-    ``-margin`` for non-inferiority) and the ``note`` of its figures."""
+    ``-margin`` for non-inferiority), the ``note`` of its figures, and the ``axis`` of its
+    panel (whose precision its figures are written to)."""
 
     contrast: ContrastResult
     label: str
     null: float
     note: str
+    axis: Axis
+
+
+#: A forest plot's panels, one per unit its contrasts' differences are in: differences of the
+#: measure, and differences of rates (a check's passes or a category's share).
+ForestUnit = Literal["measure", "rate"]
+
+
+@frozen
+class ForestPanel:
+    """The contrasts whose differences are in one ``unit``, on one ``axis``."""
+
+    unit: ForestUnit
+    axis: Axis
+    rows: tuple[ForestRow, ...]
 
 
 @frozen
 class Forest:
     """What the forest plot draws: every contrast of the family in the order contrasts.json
-    holds them, on one ``axis`` of differences of ``measure`` (positive favours ``a``), the
+    holds them (``rows``), in a panel per unit (``panels``: the measure's differences first,
+    then the rates'), each on its own axis of differences (positive favours ``a``), the
     family's ``multiplicity`` control, and the ``caption`` that says what the marks are."""
 
     measure: str
     multiplicity: str
-    axis: Axis
+    panels: tuple[ForestPanel, ...]
     rows: tuple[ForestRow, ...]
     caption: tuple[str, ...]
+
+
+def unit_of(c: ContrastResult) -> ForestUnit:
+    """What a contrast's difference is in: the measure's units (outcome ``measure``) or a
+    rate's (``check:NAME``, ``category:NAME``)."""
+    return "measure" if c.outcome == "measure" else "rate"
 
 
 def _null_of(c: ContrastResult) -> float:
@@ -598,41 +674,72 @@ def _forest_note(c: ContrastResult, axis: Axis, multiplicity: str) -> str:
     )
 
 
-def forest_model(compared: ContrastsFile, measure: str) -> Forest:
-    """The forest plot of contrasts.json: a row per contrast, on one axis of differences of
-    ``measure`` (a - b, or b - a for a contrast where lower is better: positive always favours
-    ``a``) that holds every estimate and interval, 0, and each non-inferiority contrast's
-    ``-margin``, with nice ticks (:func:`nice_axis`)."""
-    rows = compared.contrasts
-    reach = [0.0] + [_null_of(c) for c in rows]
-    reach += [c.estimate for c in rows if c.estimate is not None]
-    reach += [v for c in rows if c.interval is not None for v in (c.interval.low, c.interval.high)]
+def _interval_words(rows: Sequence[ContrastResult]) -> str:
     levels = sorted({c.interval.level if c.interval else c.level for c in rows})
     methods = sorted({c.interval.method for c in rows if c.interval is not None})
     level = "/".join(f"{v:.0%}" for v in levels)
-    interval = f"{level} {'/'.join(methods)} interval" if methods else f"{level} interval"
+    return f"{level} {'/'.join(methods)} interval" if methods else f"{level} interval"
+
+
+def _forest_axis(rows: Sequence[ContrastResult], unit: ForestUnit, measure: str) -> Axis:
+    """The axis of one unit's contrasts: it holds every estimate and interval, 0, and each
+    non-inferiority contrast's ``-margin``, with nice ticks (:func:`nice_axis`)."""
+    reach = [0.0] + [_null_of(c) for c in rows]
+    reach += [c.estimate for c in rows if c.estimate is not None]
+    reach += [v for c in rows if c.interval is not None for v in (c.interval.low, c.interval.high)]
     lower = any(c.better == "lower" for c in rows)
-    detail = f"each contrast's difference with its {interval}" + (
+    detail = f"each contrast's difference with its {_interval_words(rows)}" + (
         "; b - a where lower is better" if lower else ""
     )
-    axis = nice_axis(
-        min(reach), max(reach), f"{measure}: difference a - b (positive favours a)", detail
-    )
+    if unit == "measure":
+        title = f"{measure}: difference a - b (positive favours a)"
+    else:
+        outcomes = ", ".join(sorted({c.outcome for c in rows}))
+        title = f"rate ({outcomes}): difference a - b (positive favours a)"
+    return nice_axis(min(reach), max(reach), title, detail)
+
+
+def forest_model(compared: ContrastsFile, measure: str) -> Forest:
+    """The forest plot of contrasts.json: a row per contrast, in a panel per unit (the
+    measure's differences, then the rates'), each panel on its own axis of differences (a - b,
+    or b - a for a contrast where lower is better: positive always favours ``a``) that holds
+    every estimate and interval, 0, and each non-inferiority contrast's ``-margin``, with nice
+    ticks (:func:`nice_axis`). A difference of rates and one of the measure are never drawn on
+    one axis: their units differ."""
+    rows = compared.contrasts
+    units: tuple[ForestUnit, ...] = ("measure", "rate")
+    axes = {
+        unit: _forest_axis([c for c in rows if unit_of(c) == unit], unit, measure)
+        for unit in units
+        if any(unit_of(c) == unit for c in rows)
+    }
     forest_rows = tuple(
         ForestRow(
             c,
             c.id + (" (primary)" if c.primary else ""),
             _null_of(c),
-            _forest_note(c, axis, compared.multiplicity),
+            _forest_note(c, axes[unit_of(c)], compared.multiplicity),
+            axes[unit_of(c)],
         )
         for c in rows
     )
+    panels = tuple(
+        ForestPanel(unit, axis, tuple(r for r in forest_rows if unit_of(r.contrast) == unit))
+        for unit, axis in axes.items()
+    )
+    lower = any(c.better == "lower" for c in rows)
+    shared = (
+        f"one shared axis of differences in {measure}"
+        if set(axes) == {"measure"}
+        else "one shared axis of differences of rates"
+        if set(axes) == {"rate"}
+        else f"an axis per unit: differences in {measure} above, differences of rates below"
+    )
     caption = [
-        f"Every pre-registered contrast on one shared axis of differences in {measure} "
-        "(a - b; positive favours a"
+        f"Every pre-registered contrast on {shared} (a - b; positive favours a"
         + ("; for a contrast where lower is better, b - a" if lower else "")
-        + f"). Each row's mark is its difference, its bar the difference's {interval}; the "
-        "solid vertical line is 0, no difference.",
+        + f"). Each row's mark is its difference, its bar the difference's "
+        f"{_interval_words(rows)}; the solid vertical line is 0, no difference.",
     ]
     if any(c.direction == "non-inferiority" for c in rows):
         caption.append(
@@ -643,4 +750,4 @@ def forest_model(compared: ContrastsFile, measure: str) -> Forest:
         "Each row names its verdict: holds (filled dot), does-not-hold (filled square) or "
         "inconclusive (open dot)."
     )
-    return Forest(measure, compared.multiplicity, axis, forest_rows, tuple(caption))
+    return Forest(measure, compared.multiplicity, panels, forest_rows, tuple(caption))

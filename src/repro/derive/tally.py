@@ -18,7 +18,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Generic, Literal, TypeVar
 
-from attrs import frozen
+from attrs import field, frozen
 
 from repro.derive.scenarios import SUPERSEDED, version_verdict
 from repro.models import Loss, Partition, PlanEntry, RunRecord, RunStatus, Scenario
@@ -185,6 +185,32 @@ def slot_ended(last: RunRecord | None) -> Ended:
     if last is None:
         return Ended("failed", None)
     return Ended(slot_outcome(last.status), last.cause)
+
+
+LossStatus = Literal["invalid", "failed", "excluded"]
+"""How a slot that did not end valid ended, as the record statuses name it (:func:`loss_status`)."""
+#: The statuses of lost slots, in the order a summary of the losses gives them.
+LOSS_STATUSES: tuple[LossStatus, ...] = ("invalid", "failed", "excluded")
+
+
+def loss_status(last: str | None) -> LossStatus:
+    """How a slot that did not end valid ended, from the status of its last attempt (None: it
+    has none), as docs/bundle-format.md names a record's status: invalid (its last attempt ran
+    but its result is outside the protocol's validity rules), excluded, or failed (its attempts
+    exhausted without a run that completed, or none recorded). The ledger's losses say failed
+    for the first and the last alike (:func:`slot_outcome`)."""
+    return "invalid" if last == "invalid" else "excluded" if last == "excluded" else "failed"
+
+
+def loss_groups(
+    losses: Iterable[Loss], lost_as: Mapping[str, LossStatus]
+) -> list[tuple[LossStatus, list[Loss]]]:
+    """``losses`` grouped by how each slot ended (``lost_as``; the ledger's outcome where a slot
+    is not in it), in the order of :data:`LOSS_STATUSES`, empty groups left out."""
+    groups: dict[LossStatus, list[Loss]] = {status: [] for status in LOSS_STATUSES}
+    for loss in losses:
+        groups[lost_as.get(loss.slot, loss.outcome)].append(loss)
+    return [(status, found) for status, found in groups.items() if found]
 
 
 def slot_outcome(last: str | None) -> SlotEnd:
@@ -500,6 +526,9 @@ class RunTally:
     attempt_problems: FirstOf[JoinProblem]
     planned_attempt_problems: FirstOf[JoinProblem]
     slot_problems: FirstOf[JoinProblem]
+    #: How each slot of ``losses`` ended, by the status of its last attempt
+    #: (:func:`loss_status`): what a summary of the losses groups them by. Not stored.
+    lost_as: dict[str, LossStatus] = field(factory=dict)
 
     @property
     def join_problems(self) -> FirstOf[JoinProblem]:
@@ -630,6 +659,11 @@ def tally(
             ),
             MAX_JOIN_PROBLEMS,
         ),
+        lost_as={
+            o.entry.slot: loss_status(None if o.terminal is None else o.terminal.status)
+            for o in outcomes
+            if o.outcome != "valid"
+        },
     )
 
 
@@ -669,4 +703,5 @@ def merge(tallies: Sequence[RunTally]) -> RunTally:
             (t.planned_attempt_problems for t in tallies), MAX_JOIN_PROBLEMS
         ),
         slot_problems=_concat((t.slot_problems for t in tallies), MAX_JOIN_PROBLEMS),
+        lost_as={slot: status for t in tallies for slot, status in t.lost_as.items()},
     )

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from typing import Protocol as TypingProtocol
 
 import orjson
-from attrs import frozen
+from attrs import field, frozen
 
 from repro import __version__
 from repro.adapters.base import Adapter, Frozen, get_adapter, targets_in
@@ -88,6 +88,7 @@ __all__ = [
 
 if TYPE_CHECKING:
     from repro.derive.derivation import Derived
+    from repro.derive.tally import LossStatus
 
 T = TypeVar("T")
 
@@ -146,6 +147,8 @@ class StudyResult:
     wall_seconds: float
     #: Session opens lost to a dying worker process and retried (kept with the attempts' times).
     lost_opens: int = 0
+    #: How each slot that did not end valid ended (:func:`repro.derive.tally.loss_status`).
+    lost_as: Mapping[str, LossStatus] = field(factory=dict)
 
 
 def lost_slots(ledger: Ledger) -> int:
@@ -632,4 +635,6 @@ def _study(
         }
     )
     lost_opens = sum(result.lost_opens for result in results)
-    return StudyResult(root=out, derived=derived, wall_seconds=wall, lost_opens=lost_opens)
+    return StudyResult(
+        root=out, derived=derived, wall_seconds=wall, lost_opens=lost_opens, lost_as=runs.lost_as
+    )

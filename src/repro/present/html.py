@@ -85,7 +85,9 @@ from repro.derive.figures import (
     forest_model,
     p_text,
     plot_model,
+    ties_to_name,
 )
+from repro.derive.tally import LOSS_STATUSES, LossStatus, loss_groups
 from repro.models import (
     Aggregates,
     CellScore,
@@ -148,7 +150,9 @@ svg .grid { stroke: #e8e8e8; }
 svg .tick-label { font-size: 11px; fill: #333; }
 svg .axis-title { font-size: 13px; font-weight: 600; }
 svg .axis-detail { font-size: 11px; fill: #444; }
-svg .run { fill: #4f7fb8; fill-opacity: 0.5; stroke: none; }
+svg .run { fill: #4f7fb8; fill-opacity: 0.75; stroke: #fff; stroke-width: 0.6; }
+svg text.tie { font-size: 10.5px; fill: #1f4f8a; font-weight: 600; paint-order: stroke;
+  stroke: #fff; stroke-width: 3px; }
 svg .bin { fill: #7a9cc6; fill-opacity: 0.7; stroke: none; }
 svg .obs { stroke: #1f4f8a; fill: #1f4f8a; stroke-width: 2.5; }
 svg .pub { stroke: #b8321e; fill: none; stroke-width: 2; }
@@ -348,7 +352,7 @@ def _primary_sentences(forest: Forest) -> str:
 def _primary_sentence(row: ForestRow, forest: Forest) -> str:
     """A primary contrast's verdict in one sentence of the claim, with its difference, interval
     and adjusted p-value."""
-    c, axis = row.contrast, forest.axis
+    c, axis = row.contrast, row.axis
     names = {"contrast": c.id}
     head = f"<p>Pre-registered primary contrast <code>{_text(c.id)}</code>: " + _figure(
         "strong", c.verdict, c.verdict, c.verdict, field="verdict", **names
@@ -384,11 +388,14 @@ def _estimate_mark(c: ContrastResult, x: str, y: float) -> str:
 
 
 def _forest_row(row: ForestRow, axis: Axis, top: float) -> str:
-    """One contrast at ``top``: its id, verdict and figures in words, then its margin's mark
-    (non-inferiority), its interval and its difference."""
+    """One contrast at ``top``: its id, verdict and figures in words on a line of their own,
+    then, in the marks' band below it, 0 (the solid line, drawn in the band only so that it
+    never crosses a label), its margin's mark (non-inferiority), its interval and its
+    difference."""
     c = row.contrast
     names = {"contrast": c.id}
     y = top + 32
+    zero = _at(axis, 0.0)
     out = [
         f"<g{_data(forest_row=c.id)}><title>{_text(row.label)}: {_text(c.verdict)} "
         f"({_text(c.reason)})</title>",
@@ -397,6 +404,8 @@ def _forest_row(row: ForestRow, axis: Axis, top: float) -> str:
         f'<tspan class="verdict {_text(c.verdict)}" dx="10"{_data(field="verdict", **names)} '
         f'data-value="{_text(_json(c.verdict))}">{_text(c.verdict)}</tspan>'
         f'<tspan class="note" dx="10">{_text(row.note)}</tspan></text>',
+        f'<line class="zero" x1="{zero}" x2="{zero}" y1="{y - _FOREST_BAND:.2f}" '
+        f'y2="{y + _FOREST_BAND:.2f}" data-zero="0"/>',
     ]
     if c.direction == "non-inferiority":
         x = _at(axis, row.null)
@@ -418,20 +427,49 @@ def _forest_row(row: ForestRow, axis: Axis, top: float) -> str:
     return "".join(out)
 
 
+#: Half the height of a forest row's marks band, around its marks, in pixels: where its 0 line
+#: and its grid lines are drawn (its label's line is above it).
+_FOREST_BAND = 12
+#: Each forest panel's axis name: the measure's keeps the plot's first name.
+_FOREST_AXES = {"measure": "contrasts", "rate": "contrast-rates"}
+
+
+def _forest_axis(axis: Axis, name: str, bands: Sequence[float], bottom: float) -> str:
+    """A forest panel's axis under its rows: the axis line, ticks, labels and title as
+    :func:`_axis` draws them, its grid lines only in the rows' marks bands (centred at
+    ``bands``), clear of the labels."""
+    drawn = _axis(axis, name, bottom, bottom)
+    grid = "".join(
+        f'<line class="grid" x1="{_at(axis, tick)}" x2="{_at(axis, tick)}" '
+        f'y1="{y - _FOREST_BAND:.2f}" y2="{y + _FOREST_BAND:.2f}"/>'
+        for tick in axis.ticks
+        for y in bands
+    )
+    return drawn.replace(">", ">" + grid, 1)
+
+
 def _forest(forest: Forest) -> str:
-    """The forest plot: every contrast on one axis of differences, with a line at 0."""
-    axis, top = forest.axis, _FOREST_TOP
-    bottom = top + _FOREST_ROW * len(forest.rows)
-    zero = _at(axis, 0.0)
-    rows = [_forest_row(r, axis, top + i * _FOREST_ROW) for i, r in enumerate(forest.rows)]
+    """The forest plot: a panel per unit (the measure's differences, then the rates'), each
+    with its contrasts on its own axis of differences and a line at 0 through each row's
+    marks."""
+    top, parts = _FOREST_TOP, []
+    for panel in forest.panels:
+        rows = [_forest_row(r, panel.axis, top + i * _FOREST_ROW) for i, r in enumerate(panel.rows)]
+        bottom = top + _FOREST_ROW * len(panel.rows)
+        bands = [top + i * _FOREST_ROW + 32 for i in range(len(panel.rows))]
+        name = _FOREST_AXES[panel.unit]
+        parts.append(
+            f"<g{_data(forest_panel=panel.unit)}>"
+            + _forest_axis(panel.axis, name, bands, bottom)
+            + "".join(rows)
+            + "</g>"
+        )
+        top = bottom + _AXIS + _GAP
     caption = " ".join(_text(line) for line in forest.caption)
     return (
-        f'<figure><div class="plot"><svg width="100%" height="{bottom + _AXIS:.0f}" role="img" '
+        f'<figure><div class="plot"><svg width="100%" height="{top - _GAP:.0f}" role="img" '
         f'aria-label="{_text(forest.measure)}: the difference of each pre-registered contrast">'
-        + _axis(axis, "contrasts", top, bottom)
-        + f'<line class="zero" x1="{zero}" x2="{zero}" y1="{top:.2f}" y2="{bottom:.2f}" '
-        'data-zero="0"/>'
-        + "".join(rows)
+        + "".join(parts)
         + f"</svg></div><figcaption>{caption}</figcaption></figure>"
     )
 
@@ -532,7 +570,7 @@ def _contrasts(forest: Forest, agg: Aggregates, order: Sequence[str]) -> str:
     )
     head = ["contrast", "claim", "a", "b", "n", "difference", "interval", "p"]
     head += [f"p adjusted ({forest.multiplicity})", "verdict and reason"]
-    rows = [_contrast_row(r, forest.axis, labels) for r in forest.rows]
+    rows = [_contrast_row(r, r.axis, labels) for r in forest.rows]
     return (
         "<section id=contrasts><h2>Contrasts</h2>"
         f"<p>The protocol pre-registered {len(forest.rows)} contrast(s) of "
@@ -593,6 +631,18 @@ def _runs(row: PlotRow, axis: Axis, centre: float) -> list[str]:
     return out
 
 
+def _ties(row: PlotRow, axis: Axis, centre: float) -> list[str]:
+    """Beside each spot where runs share a value, how many (``x10 at 500``): the most runs
+    first, at most :data:`repro.derive.figures.MAX_TIES_NAMED` a row, none so near one already
+    named that the two would overlap (:func:`repro.derive.figures.ties_to_name`)."""
+    return [
+        f'<text class="tie" x="{_at(axis, t.value)}" dx="7" y="{centre + 4:.2f}"'
+        f'{_data(tie=row.row.key)} data-count="{t.count}" data-at="{_json(t.value)}">'
+        f"{_text(t.text(axis))}</text>"
+        for t in ties_to_name(row.ties, axis)
+    ]
+
+
 def _bar_end(x: str, y: float, field: str, value: float, names: dict[str, str], css: str) -> str:
     return (
         f'<line class="{css}" x1="{x}" x2="{x}" y1="{y - 5:.2f}" y2="{y + 5:.2f}"'
@@ -645,6 +695,7 @@ def _plot_row(row: PlotRow, axis: Axis, top: float, height: int) -> str:
         f'<tspan class="note" dx="10">{_text(row.note)}</tspan></text>',
     ]
     out += _runs(row, axis, top + 27)
+    out += _ties(row, axis, top + 27)
     out += _marks(row.row, axis, top + 42, top + 53)
     out.append("</g>")
     return "".join(out)
@@ -1033,14 +1084,25 @@ def _slot_cell(slots: Sequence[str]) -> str:
     )
 
 
-def _losses(ledger: Ledger) -> str:
-    """The losses grouped by outcome and cause, the most frequent first: how many slots, their
-    attempts, and which slots."""
+#: How the page words each way a slot did not end valid (docs/bundle-format.md).
+_ENDED = {
+    "invalid": "invalid (ran, but outside the protocol's validity rules)",
+    "failed": "failed (attempts exhausted)",
+    "excluded": "excluded",
+}
+
+
+def _losses(ledger: Ledger, lost_as: Mapping[str, LossStatus] | None = None) -> str:
+    """The losses grouped by outcome and cause, the most frequent first: how each group's slots
+    ended (``lost_as``, by their last attempt's status: invalid, failed or excluded; the
+    ledger's outcome, which says failed for invalid slots too, where not given), how many
+    slots, their attempts, and which slots."""
     if not ledger.losses:
         return (
             "<section id=losses><h2>Losses</h2><p>None: every admitted slot ended valid.</p>"
             "</section>"
         )
+    ended = lost_as or {}
     groups: dict[tuple[str, str], list[Loss]] = {}
     for loss in ledger.losses:
         groups.setdefault((loss.outcome, loss.cause), []).append(loss)
@@ -1052,8 +1114,10 @@ def _losses(ledger: Ledger) -> str:
         each = sorted({loss.attempts for loss in losses})
         per = f"{each[0]} each" if len(each) == 1 else f"{each[0]}\u2013{each[-1]} each"
         per_text = f" ({per})" if len(losses) > 1 else ""
+        how = {ended.get(loss.slot, loss.outcome) for loss in losses}
+        worded = "; ".join(_ENDED[status] for status in LOSS_STATUSES if status in how)
         rows.append(
-            f"<tr><td>{_text(outcome)}</td><td>{_text(cause)}</td>"
+            f"<tr><td>{_text(worded)}</td><td>{_text(cause)}</td>"
             + _figure("td", len(losses), f"{len(losses):,}", "num", field="slots", **names)
             + '<td class="num">'
             + _figure("span", attempts, f"{attempts:,}", field="attempts", **names)
@@ -1061,11 +1125,14 @@ def _losses(ledger: Ledger) -> str:
             + _slot_cell([loss.slot for loss in losses])
             + "</tr>"
         )
+    counts = ", ".join(
+        f"{len(found):,} {status}" for status, found in loss_groups(ledger.losses, ended)
+    )
     return (
         "<section id=losses><h2>Losses</h2>"
-        f"<p>{len(ledger.losses):,} slot(s) did not end valid and are not in the means; nothing "
-        f"was imputed. By cause:</p>"
-        + _table(["outcome", "cause", "slots", "attempts", "which"], rows)
+        f"<p>{len(ledger.losses):,} slot(s) did not end valid ({_text(counts)}) and are not in "
+        "the means; nothing was imputed. By cause:</p>"
+        + _table(["ended", "cause", "slots", "attempts", "which"], rows)
         + "</section>"
     )
 
@@ -1110,6 +1177,7 @@ def render(
     version: str | None = None,
     contrasts: ContrastsFile | None = None,
     rl: RLAggregates | None = None,
+    lost_as: Mapping[str, LossStatus] | None = None,
 ) -> str:
     """The page for a bundle's parsed files (the caller verified the bundle). A pure function:
     the same bundle gives the same bytes. ``bundle_sha256`` is the bundle's identity (the
@@ -1118,7 +1186,8 @@ def render(
     which the plot draws run by run; ``version`` is repro's (:func:`repro_version` by
     default); ``contrasts`` is contrasts.json, whose section (a forest plot and a table) and
     primary contrasts' sentences in the claim are only on the page of a bundle that has it, as
-    ``rl``'s section (rl-aggregates.json) is."""
+    ``rl``'s section (rl-aggregates.json) is; ``lost_as`` is how each lost slot ended, by its
+    last attempt's status (:meth:`repro.present.showing.Shown.lost_as`)."""
     p = fp.protocol
     order = [f.name for f in p.matrix]
     model = figures(fp, agg, tiers, values)
@@ -1143,7 +1212,7 @@ def render(
         _scores(scores, order) if scores is not None else "",
         _tiers(tiers, ledger),
         _contracts(ledger),
-        _losses(ledger),
+        _losses(ledger, lost_as),
         "<section id=recheck><h2>Re-check</h2><p>Offline, with no simulator installed, from a "
         "copy of the bundle: <code>repro verify BUNDLE_DIR</code></p></section>",
     ]

@@ -14,7 +14,7 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-from repro.derive.figures import Figures, Plot, PlotPanel, PlotRow, plot_model
+from repro.derive.figures import Axis, Figures, Plot, PlotPanel, PlotRow, plot_model, ties_to_name
 
 __all__ = ["OBSERVED", "PUBLISHED", "RUNS", "plot"]
 
@@ -32,16 +32,31 @@ _PUBLISHED_Y = -0.32
 _BIN_HEIGHT = 0.34
 
 
-def _draw_runs(ax: Any, row: PlotRow, y: float) -> None:
-    """A row's valid runs: a dot each at its offset, or a bar per bin."""
+def _draw_runs(ax: Any, row: PlotRow, y: float, axis: Axis) -> None:
+    """A row's valid runs: a dot each at its offset, or a bar per bin; beside each spot where
+    runs share a value, how many (``x10 at 500``), as the page names them."""
+    for t in ties_to_name(row.ties, axis):
+        ax.annotate(
+            t.text(axis),
+            (t.value, y + _RUNS_Y),
+            xytext=(5, 0),
+            textcoords="offset points",
+            fontsize=6.5,
+            fontweight="bold",
+            color=OBSERVED,
+            va="center",
+            zorder=4,
+            gid=f"tie {row.row.key}",
+        )
     if row.points:
         ax.scatter(
             [p.value for p in row.points],
             [y + _RUNS_Y + _RUNS_HALF * p.offset for p in row.points],
-            s=7,
+            s=8,
             color=RUNS,
-            alpha=0.5,
-            linewidths=0,
+            alpha=0.75,
+            edgecolors="white",
+            linewidths=0.4,
             clip_on=False,
             zorder=2,
             gid=f"runs {row.row.key}",
@@ -62,10 +77,10 @@ def _draw_runs(ax: Any, row: PlotRow, y: float) -> None:
         )
 
 
-def _draw_row(ax: Any, row: PlotRow, y: float) -> None:
+def _draw_row(ax: Any, row: PlotRow, y: float, axis: Axis) -> None:
     """A row at ``y``: its runs, its mean with its interval, its published value with its
     half-width."""
-    _draw_runs(ax, row, y)
+    _draw_runs(ax, row, y, axis)
     r = row.row
     if r.mean is not None:
         iv = r.interval
@@ -103,7 +118,7 @@ def _draw_panel(ax: Any, panel: PlotPanel) -> None:
     """A panel's rows top to bottom on its axis, with its ticks, labels and title."""
     axis = panel.axis
     for i, row in enumerate(panel.rows):
-        _draw_row(ax, row, -i)
+        _draw_row(ax, row, -i, axis)
     ax.set_xlim(axis.low, axis.high)
     ax.set_xticks(list(axis.ticks), list(axis.labels))
     ax.set_xlabel(f"{axis.title}\n{axis.detail}", fontsize=9)

@@ -58,7 +58,8 @@ def _cells_table(cells: Sequence[CellScore], factor_names: Sequence[str]) -> lis
 
 def table(fp: FrozenProtocol, scores: Scores) -> str:
     """The results table (Markdown): per stratum, every cell with each check's passes, rate and
-    Wilson interval, the category counts, agreement and median measure; then the gates."""
+    Wilson interval, the category counts, agreement and median measure; then the gates, or
+    "None declared" where the protocol declares none (never an empty section)."""
     p = fp.protocol
     lines = [
         f"# {markdown_text(p.title)}",
@@ -81,7 +82,7 @@ def table(fp: FrozenProtocol, scores: Scores) -> str:
     lines += [
         f"- {markdown_text(g.name)}: {'holds' if g.holds else 'FAILS'} ({markdown_text(g.detail)})"
         for g in scores.gates
-    ]
+    ] or ["None declared: the protocol declares no publish gate."]
     return "\n".join(lines) + "\n"
 
 

@@ -15,6 +15,7 @@ from typing import Any
 from attrs import field, frozen
 
 from repro.derive.figures import Figures, figures, run_measures
+from repro.derive.tally import LossStatus, loss_status
 from repro.json.serde import unstructure
 from repro.models import (
     Aggregates,
@@ -62,6 +63,24 @@ class Shown:
             self._values.update(run_measures(v.protocol, v.ledger, parts))
         return self._values
 
+    def lost_as(self) -> dict[str, LossStatus]:
+        """How each slot of the ledger's losses ended, by the status of its last attempt
+        (:func:`repro.derive.tally.loss_status`: invalid, failed or excluded), read from the
+        verified bundle's run records of the partitions that hold a loss; empty without a
+        bundle to read."""
+        v = self.verified
+        lost = {loss.slot for loss in self.ledger.losses}
+        if v is None or not lost:
+            return {}
+        last: dict[str, tuple[int, str]] = {}
+        for part in v.partitions():
+            if not lost.intersection(e.slot for e in part.entries):
+                continue
+            for r in v.records(part.id):
+                if r.slot in lost and r.attempt >= last.get(r.slot, (0, ""))[0]:
+                    last[r.slot] = (r.attempt, r.status)
+        return {slot: loss_status(last[slot][1] if slot in last else None) for slot in lost}
+
     def as_dict(self) -> dict[str, Any]:
         """``repro show --json``: the shape of ``repro verify --json``'s success (``ok``,
         ``bundle_sha256``) plus the protocol's identity and the derived files as they are stored.
@@ -103,6 +122,7 @@ class Shown:
             values=self.values(),
             contrasts=self.contrasts,
             rl=self.rl,
+            lost_as=self.lost_as(),
         )
 
 

@@ -21,9 +21,9 @@ from rich.text import Text
 
 from repro._escape import visible
 from repro.derive.figures import FigureRow, Figures
-from repro.models import ContrastsFile, FrozenProtocol, RLAggregates, Tiers
+from repro.models import ContrastsFile, FrozenProtocol, RLAggregates, Scores, Tiers
 
-__all__ = ["UNWRAPPED_WIDTH", "console", "print_identity", "print_tables"]
+__all__ = ["UNWRAPPED_WIDTH", "console", "print_identity", "print_table", "print_tables"]
 
 #: The width a console that is not a terminal lays lines out in: wide enough that no line of
 #: text is wrapped and no table's cell folded, as a log or a pipe reads them.
@@ -51,6 +51,48 @@ def console(*, stderr: bool = False) -> Console:
     if here.is_terminal:
         return here
     return _DataConsole(stderr=stderr, soft_wrap=True, width=UNWRAPPED_WIDTH)
+
+
+def _cuts(out: Console, table: Table) -> bool:
+    """Whether ``table`` laid out on ``out`` would cut a cell short (``contra…``): some column
+    would be narrower than its longest word (its whole text where it does not wrap). rich
+    squeezes every column alike once the wrapping ones cannot give more room, so the widths are
+    rich's own layout's (``Table._calculate_column_widths``, as rich renders the table)."""
+    options = out.options.update_width(out.options.max_width - table._extra_width)
+    widths = table._calculate_column_widths(out, options)
+    return any(
+        width < table._measure_column(out, options, column).minimum
+        for width, column in zip(widths, table.columns, strict=True)
+    )
+
+
+def _folded(table: Table) -> Table:
+    """``table`` as ``key: value`` blocks, a row each: the first column's header and cell on a
+    line, each other column's indented below it, a value wrapping (a word longer than the line
+    folding) beside its key, so that nothing is cut however narrow the console."""
+    grid = Table.grid(padding=(0, 1))
+    grid.add_column(no_wrap=True)
+    grid.add_column(overflow="fold")
+    columns = [(str(c.header), list(c.cells)) for c in table.columns]
+    rows = len(columns[0][1]) if columns else 0
+    for i in range(rows):
+        for j, (header, cells) in enumerate(columns):
+            grid.add_row(("" if j == 0 else "  ") + f"{header}:", cells[i])
+    return grid
+
+
+def print_table(out: Console, table: Table) -> None:
+    """Print ``table`` on ``out``: as a table (its title centred over it) where every cell fits
+    whole, wrapped at spaces if need be; as ``key: value`` blocks under its title where a table
+    would cut a cell short (:func:`_folded`), as on a terminal 80 columns wide."""
+    # A table is laid out as a table even where text is not wrapped: its width is the
+    # console's, which off a terminal fits every cell whole.
+    if not _cuts(out, table):
+        out.print(table, soft_wrap=False)
+        return
+    if table.title:
+        out.print(str(table.title), style="italic")
+    out.print(_folded(table), soft_wrap=False)
 
 
 def _conditions(model: Figures) -> Table:
@@ -137,6 +179,26 @@ def _contrasts(compared: ContrastsFile) -> Table:
     return table
 
 
+def _pass_rates(scores: Scores) -> Table:
+    """A row per scored cell (its condition's ID and stratum), and a column per check: passes
+    of valid runs, the rate and its Wilson interval (the rate needs 2 valid runs)."""
+    table = Table(
+        title=f"pass rates by cell (passes/valid runs, rate [Wilson {scores.level:.0%} interval])"
+    )
+    checks = [c.name for c in scores.cells[0].checks]
+    for name in ("id", "stratum", *checks):
+        table.add_column(name)
+    for cell in scores.cells:
+        rates = []
+        for c in cell.checks:
+            text = f"{c.passed}/{c.runs}"
+            if c.rate is not None and c.low is not None and c.high is not None:
+                text += f" {c.rate:.2f} [{c.low:.2f}-{c.high:.2f}]"
+            rates.append(text)
+        table.add_row(cell.condition, cell.stratum, *rates)
+    return table
+
+
 def _estimate(value: float | None, low: float | None, high: float | None) -> str:
     if value is None or low is None or high is None:
         return "n/a"
@@ -185,14 +247,14 @@ def print_tables(
     out: Console | None = None,
     contrasts: ContrastsFile | None = None,
     rl: RLAggregates | None = None,
+    scores: Scores | None = None,
 ) -> None:
-    """Print the conditions, the estimand, the reproduction class, the contrasts and rliable's
-    aggregates (if any) and the tiers on ``out`` (stdout by default, as :func:`console` makes
-    it)."""
+    """Print the conditions, the estimand, the reproduction class, the contrasts, the scored
+    cells' pass rates and rliable's aggregates (if any) and the tiers on ``out`` (stdout by
+    default, as :func:`console` makes it); a table that would cut a cell short at the console's
+    width is printed as ``key: value`` blocks (:func:`print_table`)."""
     out = out or console()
-    # A table is laid out as a table (its title centred over it) even where text is not
-    # wrapped: its width is the console's, which off a terminal fits every cell whole.
-    out.print(_conditions(model), soft_wrap=False)
+    print_table(out, _conditions(model))
     e = model.estimand
     if e.mean is not None and e.interval is not None:
         out.print(
@@ -204,7 +266,9 @@ def print_tables(
         f"reproduction: [bold]{escape(rep.verdict)}[/bold] ({escape(rep.reason)})", markup=True
     )
     if contrasts is not None:
-        out.print(_contrasts(contrasts), soft_wrap=False)
+        print_table(out, _contrasts(contrasts))
+    if scores is not None and scores.cells:
+        print_table(out, _pass_rates(scores))
     for table in _rl_tables(rl) if rl is not None else []:
-        out.print(table, soft_wrap=False)
-    out.print(_tiers(tiers), soft_wrap=False)
+        print_table(out, table)
+    print_table(out, _tiers(tiers))

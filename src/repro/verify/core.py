@@ -179,8 +179,8 @@ def _foreign(
     one (a study's that stopped, or a bundle whose protocol is gone). A root is no repro bundle
     when it holds no protocol, none of the files only a study writes (its plan, ledger, runs),
     and more than a study that stopped at once holds (bagit.txt, and a protocol being written):
-    a study writes its protocol right after bagit.txt. Its findings are BagIt's alone: none, a valid bag that is not a repro
-    bundle; some, an invalid bag, each fault named."""
+    a study writes its protocol right after bagit.txt. Its findings are BagIt's alone: none,
+    a valid bag that is not a repro bundle; some, an invalid bag, each fault named."""
     if layout.PROTOCOL in listing.entries or any(
         name in (layout.SEAL, layout.LEDGER) or name.startswith(("data/plans/", "data/runs/"))
         for name in listing.entries
