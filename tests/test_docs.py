@@ -386,7 +386,17 @@ class TestExampleAdapter:
 
 
 #: Where the docs name repro's functions, modules and constants as code.
-_NAMED_IN = ("README.md", "docs/architecture.md", "docs/guarantees.md", "docs/bundle-format.md")
+_NAMED_IN = (
+    "README.md",
+    "docs/architecture.md",
+    "docs/guarantees.md",
+    "docs/bundle-format.md",
+    "docs/commands.md",
+    "docs/statistics.md",
+    "docs/scored-studies.md",
+    "docs/adapter-api.md",
+    "docs/reproducing-cage2.md",
+)
 _DOTTED = re.compile(
     r"`((?:repro\.)?(?:derive|execute|verify|plan|bundle|json|models|present|compare|adapters|"
     r"errors|cli)(?:\.[A-Za-z_][A-Za-z0-9_]*)+)`"
