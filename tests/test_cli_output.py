@@ -157,7 +157,7 @@ class TestVersionAndHelp:
         )
 
     def test_every_command_is_walked(self) -> None:
-        """The walk finds the commands the README lists, subcommands included."""
+        """The walk finds the commands docs/commands.md describes, subcommands included."""
         names = {" ".join(c) for c in COMMANDS}
         assert {"study", "verify", "replay", "show", "protocol check", "protocol new"} <= names
 

@@ -383,8 +383,9 @@ class TestPilot:
             assert u.power_at_mde is not None and u.power_at_mde >= 0.8
             assert (u.se, u.df, u.noncentrality, u.method) == (None, None, None, "exact")
 
-    def test_the_figures_the_readme_gives(self, gate: VerifiedBundle) -> None:
-        """README's measured MDEs of the gate example planned from its own bundle."""
+    def test_the_figures_the_docs_give(self, gate: VerifiedBundle) -> None:
+        """The MDEs docs/statistics.md gives for the gate example, planned from its own
+        bundle."""
         plan = _plan(gate, GATE)
         found = [
             (round(c.unadjusted.mde or 0, 3), round(c.bonferroni.mde or 0, 3))

@@ -2,9 +2,9 @@
 offline: Gymnasium, a scored command study, reduced CAGE-2, against the RO-Crate 1.1 and the
 Process Run Crate 0.5 profiles. Its HTTP cache is seeded with the one JSON-LD context a
 version 2 crate names (tests/data/contexts, CC0), so no request leaves the process. At the
-REQUIRED level no issue remains; at the RECOMMENDED level only the checks the README explains
-(who authored, published or ran a study, and where repro and the packages live on the web,
-which repro does not know)."""
+REQUIRED level no issue remains; at the RECOMMENDED level only the checks docs/bundle-format.md
+explains ("What checks the crate": who authored, published or ran a study, and where repro and
+the packages live on the web, which repro does not know)."""
 
 from __future__ import annotations
 
@@ -30,7 +30,8 @@ CONTEXTS = {
 }
 PROFILES = ("ro-crate-1.1", "process-run-crate-0.5")
 
-#: The RECOMMENDED checks that remain, by profile, each explained in the README ("RO-Crate"):
+#: The RECOMMENDED checks that remain, by profile, each explained in docs/bundle-format.md
+#: ("What checks the crate"):
 #: repro knows no person or organization (the protocol names none, and who ran the study is
 #: not recorded), and gives repro, its adapter and the pinned packages local identifiers and
 #: no url, not knowing where each was obtained.
@@ -131,9 +132,9 @@ def test_no_issue_at_the_required_level(
 def test_only_explained_issues_at_the_recommended_level(
     any_bundle: Path, context_cache: Path, profile: str
 ) -> None:
-    """At the RECOMMENDED level every issue is RECOMMENDED and one of the checks the README
-    explains, and each of those checks is still found (so that a fix shows here and in the
-    README together)."""
+    """At the RECOMMENDED level every issue is RECOMMENDED and one of the checks
+    docs/bundle-format.md explains, and each of those checks is still found (so that a fix
+    shows here and in that page together)."""
     issues = _issues(any_bundle, context_cache, profile, "RECOMMENDED")
     assert {severity for severity, _ in issues} == {"RECOMMENDED"}
     assert {check for _, check in issues} == EXPLAINED[profile]

@@ -177,7 +177,9 @@ def reference() -> str:
         "# Command-line reference",
         "",
         "Every command and subcommand of `repro`, with its usage, arguments, options and help, "
-        "as `repro COMMAND --help` says them. From Python, docs/python-api.md.",
+        "as `repro COMMAND --help` says them. What each command does in depth (parallel "
+        "execution, signing, auditing): [commands.md](commands.md); from Python: "
+        "[python-api.md](python-api.md).",
         "",
     ]
     for sub in _commands(root, ctx):

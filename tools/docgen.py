@@ -171,15 +171,15 @@ it before it validates anything, so comments never change the frozen protocol or
 
 What the adapter named in `adapter.name` accepts (its `options`, the names and levels of the
 matrix factors, each participant's `kind` and `params`) is the adapter's to check: see
-[README.md](../README.md), "Adapters", and [adapter-api.md](adapter-api.md).
+[adapter-api.md](adapter-api.md), "The built-in adapters", and the contract a new one meets there.
 
 A module target in `params.target` (`"module:attribute"`: a Gymnasium `callable` policy, a
 CybORG `agent_class`) is looked up first in the directory of the protocol file, then on the
 import path; a module found in that directory must lie inside it, and the module's source file
 is pinned by sha256. `repro replay` and `repro audit` import it only from `--sources DIR` (then the
 import path), at the digest the bundle's ledger pins, checked before it runs. The contract of a
-`callable` policy (its arguments, `params.arguments`, the `factory` form): README.md, "Your
-own policy".
+`callable` policy (its arguments, `params.arguments`, the `factory` form):
+[adapter-api.md](adapter-api.md), "Your own policy: the `callable` contract".
 
 `repro study` freezes the protocol into the bundle's `data/protocol.json` with every default
 made explicit, except the fields marked "left out of protocol.json while it is the default",
