@@ -105,11 +105,15 @@ def _without_comments(value: Any) -> Any:
 
 def _check_the_edit_step(edited: Path) -> None:
     """The edit step does what the tutorial says: it keeps every "$comment" of the template but
-    the participants' (its own participant has one), and the file then holds, without its
-    comments, exactly the JSON the tutorial shows."""
+    the participants' (its own participant has one) and the contrast's it removes, and the file
+    then holds, without its comments, exactly the JSON the tutorial shows."""
     template = json.loads((ROOT / "src" / "repro" / "templates" / "gymnasium.json").read_text())
     study = json.loads(edited.read_text("utf-8"))
-    kept = {k: v for k, v in _comments(template).items() if not k.startswith("$.participants")}
+    kept = {
+        k: v
+        for k, v in _comments(template).items()
+        if not k.startswith(("$.participants", "$.contrasts"))
+    }
     assert kept and _comments(study).items() >= kept.items()
     assert set(_comments(study)) - set(kept) == {"$.participants[0]"}
     shown = re.findall(r"```json\n(.*?)```", TUTORIAL.read_text("utf-8"), re.S)
