@@ -121,6 +121,16 @@ class TestPerformancePage:
         assert named, "the page names no script"
         assert sorted(n for n in named if not (BENCHMARKS / n).is_file()) == []
 
+    def test_links_within_the_page_resolve(self) -> None:
+        """Every ``](#anchor)`` link on the page names one of its headings, slugged as GitHub
+        does (lower case, punctuation but ``-`` and ``_`` dropped, spaces to ``-``)."""
+        text = PERFORMANCE.read_text("utf-8")
+        headings = re.findall(r"^#+ (.+)$", text, re.M)
+        slugs = {re.sub(r"[^\w\- ]", "", h.lower()).replace(" ", "-") for h in headings}
+        links = set(re.findall(r"\]\(#([^)]+)\)", text))
+        assert links
+        assert sorted(links - slugs) == []
+
     def test_names_every_script(self) -> None:
         """Every benchmark script (not the helper modules, _*.py) is on the page."""
         named = set(SCRIPT.findall(PERFORMANCE.read_text("utf-8")))
