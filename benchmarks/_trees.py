@@ -3,6 +3,7 @@ own, and the source tree of repro at a commit."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import tarfile
@@ -12,17 +13,22 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def synthetic(root: Path, conditions: int, runs: int, steps: int) -> Path:
+def synthetic(root: Path, conditions: int, runs: int, steps: int, tree: Path | None = None) -> Path:
     """Write the synthetic bundle of tests/synthetic.py at ``root`` in a process of its own.
     Generating it in the benchmark's process would leave that process large, and a child's
-    peak resident size counts the pages it shares with its parent between fork and exec."""
+    peak resident size counts the pages it shares with its parent between fork and exec.
+
+    With ``tree`` (a directory :func:`commit_tree` extracted with ``tests``), the bundle is
+    that version's: its tests/synthetic.py with its ``src`` first on the import path."""
     code = (
         "import sys; from pathlib import Path; sys.path.insert(0, sys.argv[1]); "
         "from synthetic import synthetic_bundle; "
         "synthetic_bundle(Path(sys.argv[2]), *map(int, sys.argv[3:]))"
     )
-    arguments = [str(ROOT / "tests"), str(root), str(conditions), str(runs), str(steps)]
-    subprocess.run([sys.executable, "-c", code, *arguments], check=True)
+    tests = ROOT / "tests" if tree is None else tree / "tests"
+    env = None if tree is None else {**os.environ, "PYTHONPATH": str(tree / "src")}
+    arguments = [str(tests), str(root), str(conditions), str(runs), str(steps)]
+    subprocess.run([sys.executable, "-c", code, *arguments], check=True, env=env)
     return root
 
 
