@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import os
 import shutil
 import signal
 import subprocess
@@ -92,6 +93,22 @@ def run_study(
         keep_going=keep_going,
     )
     return out
+
+
+def repro_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """``python -m repro ARGS`` in a child process run from ``cwd``, as a user runs it from a
+    shell, with the tests' directory importable (their policies and adapters) beside this
+    interpreter's path."""
+    tests = str(Path(__file__).resolve().parent)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([tests, *sys.path])}
+    return subprocess.run(
+        [sys.executable, "-m", "repro", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=cwd,
+        timeout=600,
+    )
 
 
 def bundle_digests(bundle: Path) -> dict[str, str]:

@@ -9,14 +9,12 @@ import copy
 import json
 import os
 import stat
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from conftest import SMALL, run_study
+from conftest import SMALL, repro_cli, run_study
 from htmlpage import parse
 from repro.errors import EXIT_SLOTS_LOST
 from repro.verify import verify
@@ -39,20 +37,6 @@ BROKEN: dict[str, Any] = {
 }
 
 
-def _repro(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    """``python -m repro ARGS`` in a child, with the tests' directory importable."""
-    tests = str(Path(__file__).resolve().parent)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([tests, *sys.path])}
-    return subprocess.run(
-        [sys.executable, "-m", "repro", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=cwd,
-        timeout=600,
-    )
-
-
 @pytest.fixture(scope="module")
 def broken_protocol(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """:data:`BROKEN` written to a file."""
@@ -71,7 +55,7 @@ class TestLossesAreTold:
         first slots are the healthy one's), exits 4 (EXIT_SLOTS_LOST) with its bundle whole, and
         its last lines say how many slots failed and why (``6 of 12 slots failed:
         policy-error:ZeroDivisionError (6)``); the running progress counted them too."""
-        done = _repro("study", str(broken_protocol), "--out", str(tmp_path / "b"))
+        done = repro_cli("study", str(broken_protocol), "--out", str(tmp_path / "b"))
         assert done.returncode == EXIT_SLOTS_LOST == 4, done.stderr
         text = " ".join(done.stderr.split())
         assert (
@@ -139,12 +123,12 @@ class TestLossesAreTold:
     ) -> None:
         """``--accept-losses`` exits 0 for the same study; ``--strict``, what earlier versions
         needed for exit 4, is still accepted and changes nothing."""
-        done = _repro(
+        done = repro_cli(
             "study", str(broken_protocol), "--out", str(tmp_path / "a"), "--accept-losses"
         )
         assert done.returncode == 0, done.stderr
         assert verify(tmp_path / "a") == []
-        done = _repro("study", str(broken_protocol), "--out", str(tmp_path / "b"), "--strict")
+        done = repro_cli("study", str(broken_protocol), "--out", str(tmp_path / "b"), "--strict")
         assert done.returncode == EXIT_SLOTS_LOST, done.stderr
 
     def test_exclusions_declared_before_sealing_are_no_loss(self, tmp_path: Path) -> None:
@@ -159,7 +143,7 @@ class TestLossesAreTold:
         }
         path = tmp_path / "p.json"
         path.write_text(json.dumps(protocol), "utf-8")
-        done = _repro("study", str(path), "--out", str(tmp_path / "b"))
+        done = repro_cli("study", str(path), "--out", str(tmp_path / "b"))
         assert done.returncode == 0, done.stderr
         assert "1 of 3 slots excluded" in " ".join(done.stderr.split())
 
@@ -187,12 +171,12 @@ class TestTraceback:
         root = run_study(broken_protocol, tmp_path / "b")
         # The failing policy is the tests' own module, beside this file.
         sources = ("--sources", str(Path(__file__).parent))
-        done = _repro("replay", str(root), "c01-r0000", "--traceback", *sources)
+        done = repro_cli("replay", str(root), "c01-r0000", "--traceback", *sources)
         assert done.returncode == 0, done.stderr
         assert "Traceback (most recent call last)" in done.stderr
         assert "ZeroDivisionError" in done.stderr and "divides_by_zero" in done.stderr
         assert "byte-identical" in done.stdout
-        plain = _repro("replay", str(root), "c01-r0000", *sources)
+        plain = repro_cli("replay", str(root), "c01-r0000", *sources)
         assert "Traceback" not in plain.stderr
         for path in root.rglob("*"):
             if path.is_file():

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from conftest import ROOT, SMALL
+from conftest import ROOT, SMALL, repro_cli
 from repro.models import Protocol
 from repro.protocol.estimand import mixed_environments
 from repro.protocol.load import load_protocol, parse_protocol
@@ -26,19 +26,6 @@ README = ROOT / "README.md"
 
 def _parse(data: dict[str, Any]) -> Protocol:
     return parse_protocol(json.dumps(data).encode())
-
-
-def _repro(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    """``python -m repro ARGS`` in a child run from ``cwd``."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), *sys.path])}
-    return subprocess.run(
-        [sys.executable, "-m", "repro", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=cwd,
-        timeout=600,
-    )
 
 
 class TestMixedEnvironments:
@@ -90,10 +77,10 @@ class TestTheCommandLineWarns:
         data.pop("contrasts")
         path = tmp_path / "mixed.json"
         path.write_text(json.dumps(data), "utf-8")
-        done = _repro("protocol", "check", str(path), cwd=tmp_path)
+        done = repro_cli("protocol", "check", str(path), cwd=tmp_path)
         assert done.returncode == 0, done.stderr
         assert "warning: $.estimand:" in " ".join(done.stderr.split())
-        listed = _repro("protocol", "check", str(path), "--json", cwd=tmp_path)
+        listed = repro_cli("protocol", "check", str(path), "--json", cwd=tmp_path)
         warnings = json.loads(listed.stdout)["warnings"]
         assert len(warnings) == 1 and warnings[0].startswith("$.estimand:")
 
@@ -105,10 +92,12 @@ class TestTheCommandLineWarns:
         environment: ``protocol check`` warns of nothing, and each declares a primary
         contrast."""
         written = tmp_path / "new.json"
-        made = _repro("protocol", "new", "--adapter", adapter, "--out", str(written), cwd=tmp_path)
+        made = repro_cli(
+            "protocol", "new", "--adapter", adapter, "--out", str(written), cwd=tmp_path
+        )
         assert made.returncode == 0, made.stderr
         for path in (QUICK_START, written):
-            done = _repro("protocol", "check", str(path), "--json", cwd=tmp_path)
+            done = repro_cli("protocol", "check", str(path), "--json", cwd=tmp_path)
             assert done.returncode == 0, done.stderr
             assert json.loads(done.stdout)["warnings"] == [], path
             contrasts = load_protocol(path).contrasts

@@ -6,9 +6,6 @@ accepts losses (``--accept-losses``)."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from conftest import ROOT, _Quiet, bundle_digests
+from conftest import _Quiet, bundle_digests, repro_cli
 from repro.derive.tally import Ended
 from repro.errors import EXIT_SLOTS_LOST, EXIT_STUDY_STOPPED, StudyStopped
 from repro.execute.stopping import FIRST_SLOTS, EarlyStop, Watch, early_stop, structural
@@ -170,13 +167,13 @@ class TestAStudyStopsEarly:
         """``repro study`` on the same study exits 3 with the cause on stderr; with
         ``--keep-going`` it runs every slot and, having lost them all, exits 4."""
         path = _write(tmp_path, _protocol("garbage", runs=3))
-        stopped = _repro("study", str(path), "--out", str(tmp_path / "a"), cwd=tmp_path)
+        stopped = repro_cli("study", str(path), "--out", str(tmp_path / "a"), cwd=tmp_path)
         assert stopped.returncode == EXIT_STUDY_STOPPED, stopped.stderr
         assert "outcome-not-json" in stopped.stderr
         # two attempts each, and the next slot's first may be under way when the third ends
         assert FIRST_SLOTS * 2 <= len(counting.read_bytes()) <= FIRST_SLOTS * 2 + 1
         counting.write_bytes(b"")
-        going = _repro(
+        going = repro_cli(
             "study", str(path), "--out", str(tmp_path / "b"), "--keep-going", cwd=tmp_path
         )
         assert going.returncode == EXIT_SLOTS_LOST, going.stderr
@@ -215,16 +212,3 @@ class TestTheRuleChangesNothingElse:
         study(prepare(path, {}), armed, _Quiet())
         study(prepare(path, {}), unarmed, _Quiet(), keep_going=True)
         assert bundle_digests(armed) == bundle_digests(unarmed)
-
-
-def _repro(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    """``python -m repro ARGS`` in a child run from ``cwd``."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), *sys.path])}
-    return subprocess.run(
-        [sys.executable, "-m", "repro", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=cwd,
-        timeout=600,
-    )

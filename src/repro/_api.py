@@ -206,13 +206,9 @@ def _trusted(paths: list[Path]) -> list[PublicKey]:
     """The public keys in ``paths``, each once (as ``--trusted-key`` loads them)."""
     if not paths:
         return []
-    from repro.bundle.signatures import load_public_key
+    from repro.bundle.signatures import load_public_keys
 
-    keys: dict[str, PublicKey] = {}
-    for path in paths:
-        key = load_public_key(path)
-        keys.setdefault(key.fingerprint, key)
-    return list(keys.values())
+    return load_public_keys(paths)
 
 
 def open_verified(

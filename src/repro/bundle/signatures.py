@@ -20,6 +20,7 @@ import contextlib
 import hashlib
 import os
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -189,6 +190,16 @@ def load_signing_key(path: Path) -> SigningKey:
         raise _refuse_type(path, key)
     public = key.public_key()
     return SigningKey(key, PublicKey(public, fingerprint(public), str(path)))
+
+
+def load_public_keys(paths: Sequence[Path]) -> list[PublicKey]:
+    """The public keys in ``paths`` (:func:`load_public_key`), each once, in the order first
+    given: what ``repro verify --trusted-key`` and ``repro.verify(trusted_keys=...)`` trust."""
+    keys: dict[str, PublicKey] = {}
+    for path in paths:
+        key = load_public_key(path)
+        keys.setdefault(key.fingerprint, key)
+    return list(keys.values())
 
 
 def load_public_key(path: Path) -> PublicKey:

@@ -960,16 +960,12 @@ def verify(
 
 
 def _trusted_keys(paths: Sequence[Path]) -> list[PublicKey]:
-    """The public keys of ``--trusted-key``, each once."""
+    """The public keys of ``--trusted-key``, each once (none imports no cryptography)."""
     if not paths:
         return []
-    from repro.bundle.signatures import load_public_key
+    from repro.bundle.signatures import load_public_keys
 
-    keys: dict[str, PublicKey] = {}
-    for path in paths:
-        key = load_public_key(path)
-        keys.setdefault(key.fingerprint, key)
-    return list(keys.values())
+    return load_public_keys(paths)
 
 
 @_command(app, "sign")
