@@ -50,7 +50,7 @@ class TestQuickStart:
         )
         assert result.exit_code == 0, result.output
         assert result.stdout.strip().splitlines()[-1] == command(["verify", str(out)], started())
-        assert "study: 600/600 runs (100%)" in result.stderr
+        assert "study: 200/200 runs (100%)" in result.stderr
         check = runner.invoke(app, ["verify", str(out)])
         assert check.exit_code == 0, check.output
         bagit.Bag(str(out)).validate()
