@@ -9,7 +9,6 @@ one bundle twice gives the same bytes (a zip's, with the same zlib: its members 
 
 from __future__ import annotations
 
-import contextlib
 import io
 import os
 import tarfile
@@ -18,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 
+from repro._files import write_atomically
 from repro.errors import BadInput, NotVerified
 
 __all__ = ["PACKED_SUFFIXES", "pack"]
@@ -117,24 +117,14 @@ def pack(root: Path, out: Path) -> Path:
         ) from None
     top = _top(root)
     files = ((name, bundle.size(name), bundle.blocks(name)) for name in bundle.names())
-    tmp = out.with_name(f".{out.name}.partial")
     try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, _MODE)
-    except OSError as exc:
-        raise BadInput(f"{out}: cannot write ({exc.strerror or type(exc).__name__})") from None
-    try:
-        with os.fdopen(fd, "wb") as fh:
+        # Mode 0644 as the umask narrows it (a file to share, as the user's others are).
+        with write_atomically(out, mode=_MODE, exact_mode=False, place=os.link) as fh:
             (_zip if out.suffix == ".zip" else _tar)(fh, top, files)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.link(tmp, out)
     except NotVerified as exc:
         raise BadInput(
             f"{root} changed while it was packed ({len(exc.findings)} finding(s)); nothing written"
         ) from None
     except OSError as exc:
         raise BadInput(f"{out}: cannot write ({exc.strerror or type(exc).__name__})") from None
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
     return out

@@ -33,6 +33,7 @@ from securesystemslib.dsse import Envelope
 from securesystemslib.exceptions import UnverifiedSignatureError
 from securesystemslib.signer import CryptoSigner, Signature, SSlibKey
 
+from repro._files import write_atomically
 from repro.bundle import layout
 from repro.errors import BadInput
 from repro.json import canonical
@@ -430,7 +431,8 @@ def sign_statement(root: Path, statement: dict[str, Any], key_path: Path, kind: 
 
 
 def _write_signature(root: Path, name: str, data: bytes) -> Path:
-    """Write ``data`` as ``name`` below ``root``: under a temporary name, then renamed."""
+    """Write ``data`` as ``name`` below ``root``, mode 0600: under a temporary name, then
+    renamed."""
     directory = root / layout.SIGNATURES.rstrip("/")
     try:
         with contextlib.suppress(FileExistsError):
@@ -445,18 +447,8 @@ def _write_signature(root: Path, name: str, data: bytes) -> Path:
                 f"{path} exists and holds another signature by this key: repro never replaces "
                 "a signature (remove it first to sign again)"
             )
-        tmp = path.with_name(f".{path.name}.partial")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
-        try:
-            os.fchmod(fd, 0o600)
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-                fh.flush()
-                os.fsync(fh.fileno())
-        except BaseException:
-            tmp.unlink(missing_ok=True)
-            raise
-        os.replace(tmp, path)
+        with write_atomically(path, mode=0o600) as fh:
+            fh.write(data)
     except OSError as exc:
         raise BadInput(
             f"{directory}: cannot write ({exc.strerror or type(exc).__name__})"

@@ -12,6 +12,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from repro._files import write_atomically
 from repro.bundle.layout import BAG_INFO, BAGIT, MANIFEST, TAGMANIFEST
 from repro.derive.disclosure import FileHits, Scanner, scan_hits
 from repro.errors import BadInput
@@ -72,18 +73,6 @@ _DIR_MODE = 0o700
 _SCAN_BLOCK = 1 << 16
 
 
-def _create(path: Path) -> BinaryIO:
-    """A new file at ``path`` (refused if it exists) with mode :data:`_FILE_MODE`, open for
-    writing bytes."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, _FILE_MODE)
-    try:
-        os.fchmod(fd, _FILE_MODE)  # the umask narrows the mode os.open sets; never widens it
-        return os.fdopen(fd, "wb")
-    except BaseException:
-        os.close(fd)
-        raise
-
-
 @contextmanager
 def _naming(path: Path) -> Iterator[None]:
     """Let an I/O error that names no file name ``path``, so the user learns which file of the
@@ -136,16 +125,19 @@ class BundleWriter:
         reader sees the whole file or none (tests count and stop studies here)."""
         os.replace(tmp, path)
 
+    def _create(self, path: Path) -> contextlib.AbstractContextManager[BinaryIO]:
+        """A new file at ``path``'s temporary name with mode :data:`_FILE_MODE` whatever the
+        umask, open for writing bytes, put in place by :meth:`commit` once the block ends; left
+        under its temporary name if the block fails, the mark of an unfinished file that verify
+        names."""
+        return write_atomically(path, mode=_FILE_MODE, place=self.commit, keep_partial=True)
+
     def write(self, name: str, data: bytes) -> str:
         """Write ``data`` as ``name`` (a path inside the root, ``/``-separated); return its
         sha256."""
         path = self._target(name)
-        tmp = path.with_name(f".{path.name}.partial")
-        with _naming(path), _create(tmp) as fh:
+        with _naming(path), self._create(path) as fh:
             fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        self.commit(tmp, path)
         digest = hashlib.sha256(data).hexdigest()
         self._record(
             name, digest, len(data), scan_hits(name, data), payload=name.startswith("data/")
@@ -181,14 +173,13 @@ class BundleWriter:
         """Append bytes to ``name`` under its temporary name, digesting and scanning them as
         they come; put it in place once the block ends."""
         path = self._target(name)
-        tmp = path.with_name(f".{path.name}.partial")
         digest = hashlib.sha256()
         size = 0
         scanner = Scanner(name)
         # The scanner is fed blocks of lines: it scans a block faster than the lines one by one.
         pending: list[bytes] = []
         held = 0
-        with _naming(path), _create(tmp) as fh:
+        with _naming(path), self._create(path) as fh:
 
             def put(data: bytes) -> None:
                 nonlocal size, held
@@ -203,9 +194,6 @@ class BundleWriter:
                 size += len(data)
 
             yield put
-            fh.flush()
-            os.fsync(fh.fileno())
-        self.commit(tmp, path)
         scanner.feed(b"".join(pending))
         self._record(
             name, digest.hexdigest(), size, scanner.finish(), payload=name.startswith("data/")
