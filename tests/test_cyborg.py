@@ -43,11 +43,16 @@ runner = CliRunner()
 
 
 def _study(
-    protocol: dict[str, Any], tmp_path: Path, name: str = "bundle", backend: Backend | None = None
+    protocol: dict[str, Any],
+    tmp_path: Path,
+    name: str = "bundle",
+    backend: Backend | None = None,
+    keep_going: bool = False,
 ) -> Path:
     path = tmp_path / f"{name}.json"
     path.write_text(json.dumps(protocol))
-    return run_study(path, tmp_path / name, backend, {"scenario_dir": str(SCENARIO)})
+    options = {"scenario_dir": str(SCENARIO)}
+    return run_study(path, tmp_path / name, backend, options, keep_going)
 
 
 def _small(runs: int) -> dict[str, Any]:
@@ -301,7 +306,8 @@ class TestClassesOnRealData:
 
     def test_unavailable_when_incomplete(self, tmp_path: Path) -> None:
         """A blue agent class that fails every attempt leaves the plan incomplete: unavailable,
-        with every slot recorded failed and listed as a loss."""
+        with every slot recorded failed and listed as a loss (the study run whole, past the
+        early stop)."""
         data = _small(2)
         data["participants"] = [
             {
@@ -310,7 +316,7 @@ class TestClassesOnRealData:
                 "params": {"target": "repro_test_policies:BrokenBlue"},
             }
         ]
-        out = _study(data, tmp_path)
+        out = _study(data, tmp_path, keep_going=True)
         rep = _json(out, "tiers.json")["reproduction"]
         assert rep["verdict"] == "unavailable" and "incomplete" in rep["reason"]
         losses = _json(out, "source-ledger.json")["losses"]

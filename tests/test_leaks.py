@@ -100,7 +100,11 @@ def probe(tmp_path_factory: pytest.TempPathFactory) -> Probe:
     out = f"out-{SENTINEL}/bundle"
     # The sentinel in a directory name above the root too: repro creates the root alone.
     (work / f"out-{SENTINEL}").mkdir()
-    study = [sys.executable, "-m", "repro", "study", "protocol.json", "--out", out]
+    # Slots are lost on purpose (the leaky participant fails some for good).
+    study = [
+        *(sys.executable, "-m", "repro", "study", "protocol.json", "--out", out),
+        "--accept-losses",
+    ]
     command, skipped = _uts_namespace(study, seen)
     done = subprocess.run(command, cwd=work, env=env, capture_output=True, text=True, check=False)
     verify = subprocess.run(
@@ -125,8 +129,8 @@ class TestSentinelStudy:
     it."""
 
     def test_study_ran_with_failed_attempts(self, probe: Probe) -> None:
-        """The study exits 0, and the leaky participant's exceptions were recorded: some slots
-        failed for good, some recovered on their retry, every cause a short code."""
+        """The study exits 0 (its losses accepted), and the leaky participant's exceptions were
+        recorded: some slots failed for good, some recovered on their retry, every cause a short code."""
         assert probe.study.returncode == 0, probe.study.stderr
         records = [
             json.loads(line)
