@@ -130,7 +130,8 @@ class TestSentinelStudy:
 
     def test_study_ran_with_failed_attempts(self, probe: Probe) -> None:
         """The study exits 0 (its losses accepted), and the leaky participant's exceptions were
-        recorded: some slots failed for good, some recovered on their retry, every cause a short code."""
+        recorded: some slots failed for good, some recovered on their retry, every cause a
+        short code."""
         assert probe.study.returncode == 0, probe.study.stderr
         records = [
             json.loads(line)
