@@ -258,16 +258,17 @@ def _verification(
     if listing.stopped or source is None:
         return Verification(findings.close(), [])
     foreign = _foreign(listing, source, limits, asked)
-    if foreign is not None and not foreign and all(f.code in TOLERATED for f in findings):
-        raise BadInput(
-            f"{root}: a valid BagIt bag, not a repro bundle: it holds no {layout.PROTOCOL} "
-            "(repro verify --bagit-only checks it as a bag)"
-        )
-    if foreign:
-        codes = sorted({f.code for f in foreign})
+    if foreign is not None:
+        faults = [f for f in findings if f.code not in TOLERATED] + foreign
+        if not faults:
+            raise BadInput(
+                f"{root}: a valid BagIt bag, not a repro bundle: it holds no {layout.PROTOCOL} "
+                "(repro verify --bagit-only checks it as a bag)"
+            )
+        codes = sorted({f.code for f in faults})
         raise BadInput(
             f"{root}: not a repro bundle (it holds no {layout.PROTOCOL}, nor any file only a "
-            f"study writes), and an invalid BagIt bag: {len(foreign)} BagIt finding(s), "
+            f"study writes), and an invalid BagIt bag: {len(faults)} finding(s), "
             f"{', '.join(codes)} (repro verify --bagit-only names each)"
         )
     findings[:0] = unfinished(listing)
