@@ -108,7 +108,7 @@ def _contrast_work(p: Protocol, contrast: Contrast, conditions: int, compared: i
 def _improvement_replicate(runs: int, tasks: int) -> int:
     """One replicate of a probability of improvement of two participants' (runs x tasks)
     scores: both resampled, then their pairs compared one by one (eight pairs cost about one
-    unit), or past :data:`repro.derive.rl.PAIRS_COMPARED` pairs a task, their runs sorted (about
+    unit), or past :data:`PAIRS_COMPARED` pairs a task, their runs sorted (about
     three units a score)."""
     scores = 2 * runs * tasks
     if runs * runs <= PAIRS_COMPARED:
