@@ -1,5 +1,5 @@
-"""Sessions: tests, lint (ruff), types (mypy strict on src), wheel (the built sdist and wheel,
-and the wheel installed alone), compat (bundles made under the oldest declared numerical
+"""Sessions: tests, lint (ruff, lint-imports), types (mypy strict on src), wheel (the built sdist
+and wheel, and the wheel installed alone), compat (bundles made under the oldest declared numerical
 libraries verified under uv.lock's, and the other way round). Run all with ``uvx nox``.
 
 Not default sessions: ``uvx nox -s stress`` runs the tamper corpus and the fuzzing at ten times
@@ -121,10 +121,12 @@ def tests(session: nox.Session) -> None:
 
 @nox.session
 def lint(session: nox.Session) -> None:
-    """ruff: lint and format check."""
+    """ruff: lint and format check; lint-imports: the layers of pyproject.toml's
+    [tool.importlinter] (no import cycle between subpackages, no upward import)."""
     _sync(session, "lint")
     session.run("ruff", "check", "src", "tests", "tools", "benchmarks", "noxfile.py")
     session.run("ruff", "format", "--check", "src", "tests", "tools", "benchmarks", "noxfile.py")
+    session.run("lint-imports")
 
 
 @nox.session

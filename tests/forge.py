@@ -12,7 +12,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from repro.bundle.layout import CRATE, MANIFEST, TAGMANIFEST, is_derivation_input, payload_files
 from repro.bundle.writer import manifest_text
 from repro.derive.crate import CRATE_VERSION, ActionFacts, CrateBuilder
 from repro.derive.derivation import derive, tally_records
@@ -21,6 +20,7 @@ from repro.derive.ledger import contract_sha256, source_ledger
 from repro.derive.report import REPORT_VERSION
 from repro.json import canonical
 from repro.json.serde import structure, to_bytes, unstructure
+from repro.layout import CRATE, MANIFEST, TAGMANIFEST, is_derivation_input, payload_files
 from repro.models import (
     AttemptTimes,
     Environment,

@@ -9,8 +9,8 @@ from typing import Any
 
 from repro.adapters.base import Evidence, Frozen
 from repro.adapters.command import CommandAdapter
+from repro.adapters.lifetime import stopped_with_run
 from repro.errors import RunFailed
-from repro.execute.worker import stopped_with_run
 from repro.models import Condition, PlanEntry, Protocol
 
 

@@ -14,7 +14,6 @@ import hashlib
 import random
 from pathlib import Path
 
-from repro.bundle.layout import CRATE, is_derivation_input, payload_files
 from repro.bundle.writer import BundleWriter, create_root
 from repro.derive.crate import ActionFacts, CrateBuilder
 from repro.derive.derivation import derive
@@ -22,6 +21,7 @@ from repro.derive.ledger import source_ledger
 from repro.derive.tally import Attempt, attempt_id, measure_of, merge, tally
 from repro.derive.tiers import contract_digests
 from repro.json.serde import structure
+from repro.layout import CRATE, is_derivation_input, payload_files
 from repro.models import (
     AdapterFacts,
     AttemptTimes,

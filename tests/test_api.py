@@ -66,7 +66,8 @@ class TestImport:
     def test_import_repro_imports_nothing_else(self) -> None:
         """A fresh ``import repro`` loads no other module of repro, nor attrs; asking for
         ``repro.study`` and ``repro.open_verified`` loads only the private module that holds
-        them (and repro.errors), not the study machinery nor the verifier."""
+        them (and repro.errors, and repro._files, which imports only the standard library), not
+        the study machinery nor the verifier."""
         done = _python(
             "import sys, repro\n"
             "print(sorted(m for m in sys.modules if m.startswith(('repro', 'attrs'))))\n"
@@ -76,7 +77,7 @@ class TestImport:
         assert done.returncode == 0, done.stderr
         first, second = done.stdout.splitlines()
         assert first == "['repro']"
-        assert second == "['repro', 'repro._api', 'repro.errors']"
+        assert second == "['repro', 'repro._api', 'repro._files', 'repro.errors']"
 
     def test_the_public_face_is_all(self) -> None:
         """``__all__`` names exactly the API; every other name a fresh ``import repro`` binds
@@ -119,7 +120,7 @@ class TestImport:
             "import repro.verify",
             "import repro.verify.core",
             "from repro.verify import verify as v",
-            "from repro.verify.walk import bundle_sha256",
+            "from repro.verify.walk import scan_tree",
             "import repro.cli.app",
             "from repro import verify as v",
         ],
@@ -308,7 +309,7 @@ class TestVerify:
         shutil.copytree(api_study.root, root)
         private, public = openssh_key(tmp_path / "author")
         _, other = openssh_key(tmp_path / "other")
-        sign_bundle(root, private)
+        sign_bundle(root, private, repro.open_verified)
         done = repro.verify(root, trusted_keys=[str(public)])
         assert done.ok and [s.status for s in done.signatures] == ["verified"]
         untrusted = repro.verify(root, trusted_keys=[other])

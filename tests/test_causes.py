@@ -14,7 +14,7 @@ from typing import Any
 from typer.testing import CliRunner
 
 from forge import reseal
-from repro.bundle import layout
+from repro import layout
 from repro.cli.app import app
 from repro.json import canonical
 from repro.verify import verify

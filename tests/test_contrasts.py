@@ -430,7 +430,7 @@ def test_a_single_primary_contrast_may_go_without_multiplicity_control() -> None
 def test_protocols_without_contrasts_freeze_as_before() -> None:
     """A protocol without contrasts holds no contrasts key when frozen (its bytes and sha256
     are those of earlier versions), and its bundle has no contrasts.json."""
-    from repro.bundle import layout
+    from repro import layout
     from repro.protocol.freeze import freeze
 
     fp = freeze(structure(SMALL, Protocol, what="protocol"))

@@ -52,12 +52,12 @@ import repro
 from conftest import SMALL, run_study
 from forge import reseal, retag
 from guarantees import record
-from repro.bundle.layout import AGGREGATES, MANIFEST, TAGMANIFEST
 from repro.bundle.writer import manifest_text
 from repro.cli.app import app
 from repro.derive.derivation import derive, tally_records
 from repro.json import canonical
 from repro.json.serde import structure, to_bytes
+from repro.layout import AGGREGATES, MANIFEST, TAGMANIFEST
 from repro.models import FrozenProtocol, Ledger, Partition, RunRecord, Seal
 from repro.stats.figures import LIBRARY_FIGURES, same_figure
 from repro.verify import Finding, verify

@@ -21,7 +21,6 @@ from typer.testing import CliRunner
 
 import repro.derive.disclosure as disclosure
 from conftest import ROOT
-from repro.bundle.layout import is_derivation_input
 from repro.cli.app import app
 from repro.derive.derivation import derive, tally_records
 from repro.derive.disclosure import (
@@ -37,6 +36,7 @@ from repro.derive.disclosure import (
 from repro.derive.tiers import MAX_DISCLOSURES_LISTED
 from repro.json import canonical
 from repro.json.serde import structure, to_bytes
+from repro.layout import is_derivation_input
 from repro.models import FrozenProtocol, Ledger, Partition, RunRecord, Seal
 from repro.protocol.freeze import freeze
 from repro.protocol.load import load_protocol

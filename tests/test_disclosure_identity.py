@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 import repro.derive.disclosure as disclosure
 from conftest import run_study
 from forge import reseal
-from repro.bundle import layout
+from repro import layout
 from repro.derive.disclosure import CONTACT_LABELS, Scanner, scan, withheld
 from repro.verify import verify
 from test_disclosure import _reads

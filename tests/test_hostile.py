@@ -28,8 +28,8 @@ from conftest import SMALL, study_once
 from corpus_findings import TOP, _member
 from forge import edit_protocol, reseal, retag
 from guarantees import record, record_max
-from repro.bundle.layout import MANIFEST, SEAL
 from repro.json import canonical
+from repro.layout import MANIFEST, SEAL
 from repro.verify import Limits
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="peak memory from wait4, Linux")

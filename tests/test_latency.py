@@ -23,8 +23,8 @@ from typing import Any
 import pytest
 
 from conftest import ROOT, SMALL, _Quiet, bundle_digests, register_adapters, run_study
+from repro import layout
 from repro.adapters.command import CommandAdapter
-from repro.bundle import layout
 from repro.errors import BadInput
 from repro.execute import worker
 from repro.execute.studies import LocalWorkers, _workload, check_backend, prepare, study
@@ -330,7 +330,7 @@ class TestStopping:
     def test_a_killed_study_takes_its_harnesses_with_it(self, tmp_path: Path) -> None:
         """SIGKILL of the study process (no handler runs) kills every harness it started from
         its threads, and the harness's child in its process group, through the study's reaper
-        (repro.execute.reaper)."""
+        (repro.adapters.reaper)."""
         process, pids = self._start(tmp_path, runs=2, workers=4)
         try:
             process.kill()

@@ -1,18 +1,20 @@
 """The seams between the steps of the flow: one bundle layout, one way to read a verified bundle,
-findings as data, one table from exception to exit code."""
+findings as data, one table from exception to exit code; and every module of the package in a
+layer of the import contract that ``lint-imports`` checks (which imports cross the layers is
+the linter's to check, not these tests')."""
 
 from __future__ import annotations
 
 import json
 import os
+import tomllib
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
-from conftest import PUBLISHED, study_once
-from repro import errors
-from repro.bundle import layout
+from conftest import PUBLISHED, ROOT, study_once
+from repro import errors, layout
 from repro.cli import app
 from repro.derive.tally import runs
 from repro.errors import (
@@ -40,7 +42,7 @@ def _payload(root: Path) -> set[str]:
 
 
 class TestLayout:
-    """repro.bundle.layout names exactly the files a study writes."""
+    """repro.layout names exactly the files a study writes."""
 
     def test_payload_files_are_what_a_study_writes(self, small_bundle: Path) -> None:
         """The payload a study wrote, crate aside, is layout.payload_files of its protocol and
@@ -216,3 +218,20 @@ class TestExitCodes:
         """A run's own failure is recorded, never an exit: asking its code is a bug."""
         with pytest.raises(TypeError):
             exit_code(RunFailed("x"))
+
+
+class TestImportLayers:
+    """The layers contract of pyproject.toml's [tool.importlinter] covers the whole package."""
+
+    def test_every_module_is_in_one_layer(self) -> None:
+        """Each module and subpackage at the top of src/repro (the package's own module aside)
+        is named in exactly one layer, so that a new one cannot import upward unchecked; and no
+        layer names what is not there."""
+        config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
+        (contract,) = [c for c in config["contracts"] if c["type"] == "layers"]
+        assert contract["containers"] == ["repro"]
+        named = [n.strip() for layer in contract["layers"] for n in layer.split("|")]
+        package = ROOT / "src" / "repro"
+        modules = {p.stem for p in package.glob("*.py") if p.name != "__init__.py"}
+        modules |= {p.parent.name for p in package.glob("*/__init__.py")}
+        assert sorted(named) == sorted(modules)

@@ -19,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from forge import reseal
-from repro.bundle import layout
+from repro import layout
 from repro.derive.contrasts import judged
 from repro.json import canonical
 from repro.json.serde import structure

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from conftest import ROOT, SMALL, run_study, study_once
 from forge import reseal
 from htmlpage import check_figures, expected_rl, parse
-from repro.bundle import layout
+from repro import layout
 from repro.derive import rl
 from repro.derive.rl_aggregates import rl_aggregates, scale_of, score_matrix
 from repro.derive.tally import Attempt, tally

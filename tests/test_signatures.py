@@ -28,7 +28,7 @@ from typer.testing import CliRunner
 
 from conftest import SMALL, study_once
 from forge import forge, forge_plan, rederive, reseal, retag
-from repro.bundle import layout
+from repro import layout
 from repro.bundle.signatures import (
     PASSPHRASE_VARIABLE,
     fingerprint,
@@ -138,7 +138,7 @@ class TestRoundTrip:
         """The signature file is named after the key and the kind, outside every manifest, and
         checks against the public key: the bundle verifies with it."""
         private, public = make(tmp_path / "key")
-        path = sign_bundle(root, private)
+        path = sign_bundle(root, private, open_verified)
         key = load_public_key(public)
         digits = base64.b64decode(key.fingerprint.removeprefix("SHA256:") + "=").hex()[:12]
         assert path.relative_to(root).as_posix() == layout.signature_file(digits, "bundle")
@@ -154,7 +154,7 @@ class TestRoundTrip:
     def test_the_statement(self, root: Path, author: tuple[Path, Path]) -> None:
         """The payload is the in-toto Statement v1 about the tag manifest by the bundle's
         sha256, and its predicate says what the bundle's files say."""
-        path = sign_bundle(root, author[0])
+        path = sign_bundle(root, author[0], open_verified)
         envelope = _envelope(path)
         assert envelope["payloadType"] == "application/vnd.in-toto+json"
         s = json.loads(base64.b64decode(envelope["payload"]))
@@ -184,7 +184,7 @@ class TestRoundTrip:
         """A bundle with contrasts claims each contrast's verdict, in the protocol's order."""
         target = tmp_path / "contrasted"
         shutil.copytree(contrasted_bundle, target)
-        path = sign_bundle(target, author[0])
+        path = sign_bundle(target, author[0], open_verified)
         predicate = json.loads(base64.b64decode(_envelope(path)["payload"]))["predicate"]
         b = open_verified(target)
         assert b.contrasts is not None
@@ -197,9 +197,9 @@ class TestRoundTrip:
         self, root: Path, author: tuple[Path, Path]
     ) -> None:
         """Ed25519 and the statement are deterministic: signing twice changes nothing."""
-        path = sign_bundle(root, author[0])
+        path = sign_bundle(root, author[0], open_verified)
         first = path.read_bytes()
-        assert sign_bundle(root, author[0]) == path
+        assert sign_bundle(root, author[0], open_verified) == path
         assert path.read_bytes() == first
         assert sorted(p.name for p in path.parent.iterdir()) == [path.name]
 
@@ -216,7 +216,7 @@ class TestRoundTrip:
         with pytest.raises(BadInput, match="never replaces"):
             sign_statement(root, other, author[0], "bundle")
         with pytest.raises(BadInput, match="does not verify"):
-            sign_bundle(root, author[0])
+            sign_bundle(root, author[0], open_verified)
         assert path.read_bytes() == changed
 
     def test_ssh_keygen_key(self, root: Path, tmp_path: Path) -> None:
@@ -233,7 +233,7 @@ class TestRoundTrip:
             ["ssh-keygen", "-lf", f"{key}.pub"], check=True, capture_output=True, text=True
         ).stdout.split()[1]
         assert load_public_key(Path(f"{key}.pub")).fingerprint == listed
-        sign_bundle(root, key)
+        sign_bundle(root, key, open_verified)
         assert _codes(root, Path(f"{key}.pub")) == set()
 
     def test_encrypted_key_with_the_passphrase_variable(
@@ -254,7 +254,7 @@ class TestRoundTrip:
             load_signing_key(path)
         monkeypatch.setenv(PASSPHRASE_VARIABLE, "s3cret")
         assert load_signing_key(path).public.fingerprint == fingerprint(key.public_key())
-        sign_bundle(root, path)
+        sign_bundle(root, path, open_verified)
 
 
 class TestStockTools:
@@ -264,8 +264,8 @@ class TestStockTools:
         self, root: Path, author: tuple[Path, Path], tmp_path: Path
     ) -> None:
         """The bagit package validates a bag with two signatures beside it."""
-        sign_bundle(root, author[0])
-        sign_bundle(root, pem_key(tmp_path / "reviewer")[0])
+        sign_bundle(root, author[0], open_verified)
+        sign_bundle(root, pem_key(tmp_path / "reviewer")[0], open_verified)
         assert len(list((root / "signatures").iterdir())) == 2
         bagit.Bag(str(root)).validate()
 
@@ -282,8 +282,8 @@ class TestSideBySide:
     def test_two_signatures(self, root: Path, author: tuple[Path, Path], tmp_path: Path) -> None:
         """Both keys trusted: both verify. One trusted: the other is untrusted (exit 1)."""
         reviewer = pem_key(tmp_path / "reviewer")
-        sign_bundle(root, author[0])
-        sign_bundle(root, reviewer[0])
+        sign_bundle(root, author[0], open_verified)
+        sign_bundle(root, reviewer[0], open_verified)
         assert _codes(root, author[1], reviewer[1]) == set()
         assert _codes(root, author[1]) == {"signature-untrusted"}
 
@@ -292,8 +292,8 @@ class TestSideBySide:
     ) -> None:
         """Without a trusted key verify passes and names each signature's key as not checked,
         in the text and in --json."""
-        sign_bundle(root, author[0])
-        sign_bundle(root, pem_key(tmp_path / "reviewer")[0])
+        sign_bundle(root, author[0], open_verified)
+        sign_bundle(root, pem_key(tmp_path / "reviewer")[0], open_verified)
         done = CliRunner().invoke(app, ["verify", str(root)])
         assert done.exit_code == EXIT_OK, done.output
         lines = [line for line in done.stdout.splitlines() if line.startswith("signature ")]
@@ -309,7 +309,7 @@ class TestIndependently:
     def test_pynacl_over_the_spec_s_pae(self, root: Path, author: tuple[Path, Path]) -> None:
         """libsodium (PyNaCl) verifies the signature over PAE(type, payload) as the DSSE spec
         defines it: "DSSEv1" SP LEN(type) SP type SP LEN(body) SP body."""
-        envelope = _envelope(sign_bundle(root, author[0]))
+        envelope = _envelope(sign_bundle(root, author[0], open_verified))
         payload = base64.b64decode(envelope["payload"])
         kind = envelope["payloadType"].encode()
         pae = b"DSSEv1 " + b" ".join(
@@ -326,7 +326,7 @@ class TestIndependently:
     def test_securesystemslib_reads_the_file(self, root: Path, author: tuple[Path, Path]) -> None:
         """securesystemslib's own reading of the file (Envelope.from_dict) verifies it with the
         author's key, and refuses it with another."""
-        path = sign_bundle(root, author[0])
+        path = sign_bundle(root, author[0], open_verified)
         public = load_public_key(author[1])
         key = SSlibKey.from_crypto(public.key, keyid=public.fingerprint)
         accepted = Envelope.from_dict(_envelope(path)).verify([key], 1)
@@ -396,7 +396,7 @@ class TestForgeries:
         """After the forgery the author's signature is about another bundle: with the author's
         key, and, the signature left in place, without any key too (it is stale). A forgery
         verify alone does not see is invisible once the forger removes the signature."""
-        sign_bundle(root, author[0])
+        sign_bundle(root, author[0], open_verified)
         edit, unseen = FORGERIES[case]
         edit(root)
         assert "signature-subject" in _codes(root, author[1])
@@ -410,16 +410,16 @@ class TestForgeries:
     ) -> None:
         """A forger who signs the forged bundle with their own key and deletes the author's
         signature leaves a signature by an untrusted key and none by the author's."""
-        sign_bundle(root, author[0])
+        sign_bundle(root, author[0], open_verified)
         _environment_edited(root)
         shutil.rmtree(root / "signatures")
-        sign_bundle(root, openssh_key(tmp_path / "forger")[0])
+        sign_bundle(root, openssh_key(tmp_path / "forger")[0], open_verified)
         assert _codes(root, author[1]) == {"signature-untrusted", "signature-missing"}
 
     def test_subject_rewritten_in_the_envelope(self, root: Path, author: tuple[Path, Path]) -> None:
         """A forger who rewrites the statement's subject to the forged bundle's digest breaks
         the signature."""
-        path = sign_bundle(root, author[0])
+        path = sign_bundle(root, author[0], open_verified)
         _environment_edited(root)
 
         def resubject(envelope: dict[str, Any]) -> None:
@@ -432,7 +432,7 @@ class TestForgeries:
 
     def test_deleted_signature(self, root: Path, author: tuple[Path, Path]) -> None:
         """A trusted key given and no signature by it: signature-missing."""
-        sign_bundle(root, author[0])
+        sign_bundle(root, author[0], open_verified)
         shutil.rmtree(root / "signatures")
         assert _codes(root, author[1]) == {"signature-missing"}
         assert _codes(root) == set()
@@ -440,7 +440,7 @@ class TestForgeries:
     def test_another_key_only(self, root: Path, author: tuple[Path, Path], tmp_path: Path) -> None:
         """A signature by a key the reader does not trust is named, and the trusted key's is
         missing."""
-        sign_bundle(root, openssh_key(tmp_path / "other")[0])
+        sign_bundle(root, openssh_key(tmp_path / "other")[0], open_verified)
         assert _codes(root, author[1]) == {"signature-untrusted", "signature-missing"}
 
     def test_a_claim_that_is_not_the_bundle_s(self, root: Path, author: tuple[Path, Path]) -> None:
@@ -491,13 +491,13 @@ class TestTamperedEnvelope:
 
     def test_not_an_envelope(self, root: Path, author: tuple[Path, Path]) -> None:
         """A signature file that is no envelope is named even without a trusted key."""
-        path = sign_bundle(root, author[0])
+        path = sign_bundle(root, author[0], open_verified)
         path.write_bytes(b'{"payload":"x"}\n')
         assert _codes(root) == {"signature-malformed"}
 
     def test_a_name_that_is_not_its_key_s(self, root: Path, author: tuple[Path, Path]) -> None:
         """An envelope renamed after another key is malformed."""
-        path = sign_bundle(root, author[0])
+        path = sign_bundle(root, author[0], open_verified)
         path.rename(path.with_name("000000000000.bundle.dsse.json"))
         assert _codes(root) == {"signature-malformed"}
 
@@ -518,7 +518,7 @@ def _signed_copy(base: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("flips") / "bundle"
     shutil.copytree(base, root)
     keys = openssh_key(root.parent / "key")
-    sign_bundle(root, keys[0])
+    sign_bundle(root, keys[0], open_verified)
     _KEYS[root] = keys
     return root
 
@@ -554,14 +554,14 @@ class TestLimits:
 
     def test_too_many_signature_files(self, root: Path, author: tuple[Path, Path]) -> None:
         """Past max_signatures the rest are named in one finding and not read."""
-        path = sign_bundle(root, author[0])
+        path = sign_bundle(root, author[0], open_verified)
         shutil.copy(path, path.with_name("ffffffffffff.bundle.dsse.json"))
         findings = verification(root, limits=Limits(max_signatures=1)).findings
         assert [f.code for f in findings] == ["signature-count-limit"]
 
     def test_a_signature_file_too_large(self, root: Path, author: tuple[Path, Path]) -> None:
         """A signature file past max_signature_bytes is named and not read."""
-        path = sign_bundle(root, author[0])
+        path = sign_bundle(root, author[0], open_verified)
         findings = verification(root, limits=Limits(max_signature_bytes=100)).findings
         assert [f.code for f in findings] == ["signature-file-limit"]
         assert path.stat().st_size > 100

@@ -24,12 +24,12 @@ from typer.testing import CliRunner
 from conftest import SMALL, deadline, run_study
 from forge import reseal, retag, sha256
 from guarantees import record
-from repro.bundle.layout import MANIFEST, TAGMANIFEST
 from repro.bundle.writer import BundleWriter
 from repro.cli.app import VERIFY_LIMITS, app
 from repro.errors import BadInput
 from repro.json import canonical
 from repro.json.serde import structure
+from repro.layout import MANIFEST, TAGMANIFEST
 from repro.models import Protocol
 from repro.protocol.work import MAX_DERIVATION_WORK, derivation_work
 from repro.verify import MAX_FILE_BYTES, Finding, Limits, verify, walk

@@ -8,7 +8,7 @@ package; the functions are imported on first use, so ``import repro`` imports no
 """
 
 import importlib as _importlib
-from typing import TYPE_CHECKING as _TYPE_CHECKING
+import typing as _typing
 from typing import Any as _Any
 
 __version__ = "0.1.0"
@@ -21,7 +21,7 @@ DISTRIBUTION = "repro-evidence"
 
 __all__ = ["DISTRIBUTION", "__version__", "open_verified", "study", "verify", "version"]
 
-if _TYPE_CHECKING:
+if _typing.TYPE_CHECKING:  # spelt so, lint-imports sees these imports are for types alone
     # What a type checker sees: the functions. At run time ``repro.verify`` is the subpackage,
     # whose module is callable with the same signature (repro/verify/__init__.py).
     from repro._api import open_verified as open_verified

@@ -2,49 +2,29 @@
 and ``repro verify`` (and every command that reads a bundle) do, without a subprocess.
 
 The package exports them (``repro.study``, ``repro.verify``, ``repro.open_verified``); this module
-is where they are written. It imports nothing heavy itself: each function imports what it runs
-when it is called, so that ``import repro`` stays as cheap as it was (``tests/test_startup.py``).
-``repro.verify`` is the subpackage :mod:`repro.verify`, made callable: calling it calls
-:func:`verify` here (see ``repro/verify/__init__.py``). docs/python-api.md is the user's page.
+is where ``study`` and ``open_verified`` are written. It imports nothing heavy itself: each
+function imports what it runs when it is called, so that ``import repro`` stays as cheap as it
+was (``tests/test_startup.py``). ``repro.verify`` is the subpackage :mod:`repro.verify`, made
+callable: calling it calls :func:`repro.verify.api.verify`, written in the verifier's layer (so
+that the subpackage imports nothing above it) and given here as ``verify`` on first use.
+docs/python-api.md is the user's page.
 """
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterable, Mapping
-from pathlib import Path
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
+from repro._files import PathArg, path_of
 from repro.errors import BadInput
 
 if TYPE_CHECKING:
-    from repro.bundle.signatures import PublicKey
     from repro.execute.studies import StudyResult
-    from repro.verify.core import Verification, VerifiedBundle
+    from repro.verify.api import verify as verify
+    from repro.verify.core import VerifiedBundle
     from repro.verify.limits import Limits
 
 __all__ = ["open_verified", "study", "verify"]
-
-#: What the functions take as a path: a ``str`` or any ``os.PathLike`` of one (``pathlib.Path``).
-PathArg = str | os.PathLike[str]
-
-
-def _path(value: object, what: str) -> Path:
-    """``value`` as a :class:`Path`; a value that is no path (bytes among them) is a
-    :class:`TypeError` naming the argument ``what``."""
-    if isinstance(value, str | os.PathLike):
-        path = os.fspath(value)
-        if isinstance(path, str):
-            return Path(path)
-    raise TypeError(f"{what} must be a str or an os.PathLike of one, not {type(value).__name__}")
-
-
-def _paths(values: object, what: str) -> list[Path]:
-    """Each path of the sequence ``values``; one path alone (a ``str`` would be iterated as its
-    characters) is a :class:`TypeError`."""
-    if isinstance(values, str | bytes | os.PathLike) or not isinstance(values, Iterable):
-        raise TypeError(f"{what} must be a sequence of paths, not {type(values).__name__}")
-    return [_path(value, f"each of {what}") for value in values]
 
 
 def study(
@@ -76,7 +56,7 @@ def study(
     an unreachable scheduler), and :class:`~repro.errors.StudyStopped` when a signal (the study
     run from the main thread), an I/O error, a failed cluster or the early stop stops the study
     after ``out`` was created: ``out`` is then incomplete and never verifies."""
-    protocol_path, root = _path(protocol, "protocol"), _path(out, "out")
+    protocol_path, root = path_of(protocol, "protocol"), path_of(out, "out")
     adapter_options = _options(options)
     if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int)):
         raise TypeError(f"workers must be an int, not {type(workers).__name__}")
@@ -135,82 +115,6 @@ class _Silent:
         pass
 
 
-def _limits(limits: object) -> Limits:
-    """The verifier's :class:`~repro.verify.limits.Limits`: the defaults, or a ``Limits``, or
-    the defaults with each name of a mapping set to its value (``--limit NAME=N``)."""
-    import attrs
-
-    from repro.verify.limits import Limits, limit_names
-
-    if limits is None:
-        return Limits()
-    if isinstance(limits, Limits):
-        return limits
-    if not isinstance(limits, Mapping):
-        raise TypeError(f"limits must be a mapping or a Limits, not {type(limits).__name__}")
-    names = limit_names()
-    for name, value in limits.items():
-        if name not in names:
-            raise BadInput(f"limits: {name!r} is not a limit; the limits are {', '.join(names)}")
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise BadInput(f"limits: {name}: {value!r} is not a whole number")
-    try:
-        return attrs.evolve(Limits(), **limits)
-    except ValueError as exc:
-        raise BadInput(f"limits: {exc}") from None
-
-
-def verify(
-    path: PathArg,
-    *,
-    trusted_keys: Iterable[PathArg] = (),
-    limits: Mapping[str, int] | Limits | None = None,
-    jobs: int | None = None,
-) -> Verification:
-    """Check the bundle at ``path`` (a directory, or a packed bundle: a .zip or .tar file)
-    offline, as ``repro verify PATH`` does: integrity, strict parse and schema, joins,
-    re-derivations, and with ``trusted_keys`` its signatures.
-
-    Returns a :class:`~repro.verify.core.Verification`: ``ok`` (no finding), ``findings``
-    (each a :class:`~repro.verify.findings.Finding` with its stable ``code``; a bundle that
-    does not verify is a result, not an exception), ``signatures`` (each signature file's
-    status) and ``bundle_sha256`` (None unless it verifies).
-
-    ``trusted_keys``: Ed25519 public key files (OpenSSH .pub or PEM, ``--trusted-key``): every
-    signature must be by one of them and check, and one at least must be there. ``limits``:
-    what verify reads and re-derives at most, by name (``--limit NAME=N``), or a
-    :class:`~repro.verify.limits.Limits`. ``jobs``: jobs run at a time (``--jobs``).
-
-    Raises :class:`~repro.errors.BadInput` when ``path`` is not a bundle (neither a directory
-    nor a zip or tar file, a tree with none of BagIt's tag files, a valid BagIt bag that is no
-    repro bundle), for a trusted key that is not an Ed25519 public key, or a bad limit or job
-    count."""
-    root = _path(path, "path")
-    keys = _paths(trusted_keys, "trusted_keys")
-    from repro.verify.core import verification
-
-    return verification(root, _trusted(keys), _limits(limits), jobs=_jobs(jobs))
-
-
-def _jobs(jobs: object) -> int | None:
-    if jobs is None:
-        return None
-    if isinstance(jobs, bool) or not isinstance(jobs, int):
-        raise TypeError(f"jobs must be an int, not {type(jobs).__name__}")
-    if jobs < 1:
-        raise BadInput(f"jobs: {jobs} is not a positive integer")
-    return jobs
-
-
-def _trusted(paths: list[Path]) -> list[PublicKey]:
-    """The public keys in ``paths``, each once (as ``--trusted-key`` loads them)."""
-    if not paths:
-        return []
-    from repro.bundle.signatures import load_public_keys
-
-    return load_public_keys(paths)
-
-
 def open_verified(
     path: PathArg, *, limits: Mapping[str, int] | Limits | None = None
 ) -> VerifiedBundle:
@@ -223,7 +127,19 @@ def open_verified(
     Raises :class:`~repro.errors.NotVerified` (its ``findings``, each with its ``code``) when
     the bundle does not verify, or when a file read later has changed since; and
     :class:`~repro.errors.BadInput` when ``path`` is not a bundle (see :func:`verify`)."""
-    root = _path(path, "path")
+    root = path_of(path, "path")
+    # Lazy, as every import here: ``import repro`` and ``repro.study`` load no verifier.
+    from repro.verify.api import limits_of
     from repro.verify.core import open_verified as opened
 
-    return opened(root, _limits(limits))
+    return opened(root, limits_of(limits))
+
+
+def __getattr__(name: str) -> Any:
+    """``verify``: the verifier's own :func:`repro.verify.api.verify`, imported when first asked
+    for (PEP 562), as ``repro.verify`` is."""
+    if name == "verify":
+        from repro.verify.api import verify
+
+        return verify
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,6 +1,8 @@
 """Files read and written safely: a small input file (a protocol) read without ever blocking on
-what is not a regular file (:func:`read_regular`), and a file written whole or not at all
-(:func:`write_atomically`).
+what is not a regular file (:func:`read_regular`), a file written whole or not at all
+(:func:`write_atomically`), a file below a root opened without following a symlink
+(:func:`open_below`: what verify's walk opens a bundle's files with, and what a bundle's identity
+is read through), and a path given to the Python API, checked (:func:`path_of`).
 
 A path test before an open (``Path.is_file``) leaves a window in which a FIFO or a device can take
 the file's place, and opening a FIFO blocks until a writer comes. Here the open itself cannot
@@ -12,12 +14,28 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO
 
-__all__ = ["partial_name", "read_regular", "write_atomically"]
+__all__ = [
+    "DIR_FLAGS",
+    "FILE_FLAGS",
+    "PathArg",
+    "open_below",
+    "partial_name",
+    "path_of",
+    "paths_of",
+    "read_regular",
+    "write_atomically",
+]
+
+#: How a directory below a root is opened: never through a symlink.
+DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+#: O_NONBLOCK: a FIFO put in place of a file after the scan must not block the open; fstat then
+#: refuses it as not a regular file before anything is read.
+FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
 #: The errors under which ``Path.is_file`` says False: nothing (or a dangling link) is there.
 _ABSENT = frozenset({errno.ENOENT, errno.ENOTDIR, errno.ELOOP})
@@ -102,3 +120,41 @@ def write_atomically(
     finally:
         if placed or not keep_partial:
             tmp.unlink(missing_ok=True)
+
+
+def open_below(root: Path, name: str) -> int:
+    """A descriptor for ``name`` (``/``-separated) below ``root``, reached one component at a
+    time without following a symlink, so a file or directory swapped for a link after the scan
+    is refused rather than followed."""
+    fd = os.open(root, DIR_FLAGS)
+    try:
+        *directories, leaf = name.split("/")
+        for part in directories:
+            parent, fd = fd, os.open(part, DIR_FLAGS, dir_fd=fd)
+            os.close(parent)
+        return os.open(leaf, FILE_FLAGS, dir_fd=fd)
+    finally:
+        os.close(fd)
+
+
+#: What the Python API's functions take as a path: a ``str`` or any ``os.PathLike`` of one
+#: (``pathlib.Path``).
+PathArg = str | os.PathLike[str]
+
+
+def path_of(value: object, what: str) -> Path:
+    """``value`` as a :class:`Path`; a value that is no path (bytes among them) is a
+    :class:`TypeError` naming the argument ``what``."""
+    if isinstance(value, str | os.PathLike):
+        path = os.fspath(value)
+        if isinstance(path, str):
+            return Path(path)
+    raise TypeError(f"{what} must be a str or an os.PathLike of one, not {type(value).__name__}")
+
+
+def paths_of(values: object, what: str) -> list[Path]:
+    """Each path of the sequence ``values``; one path alone (a ``str`` would be iterated as its
+    characters) is a :class:`TypeError`."""
+    if isinstance(values, str | bytes | os.PathLike) or not isinstance(values, Iterable):
+        raise TypeError(f"{what} must be a sequence of paths, not {type(values).__name__}")
+    return [path_of(value, f"each of {what}") for value in values]

@@ -136,7 +136,7 @@ class Adapter(TypingProtocol):
     thread can have them to itself; sessions share no mutable state and may run at the same
     time on different threads; a run bounds what it waits on by ``retry.timeout_seconds`` and,
     waiting on a process, registers how to kill it with
-    :func:`repro.execute.worker.stopped_with_run` (the study calls that when the run outlasts
+    :func:`repro.adapters.lifetime.stopped_with_run` (the study calls that when the run outlasts
     its timeout, or when the study stops); and nothing it does can take the study process down
     (an exception is an attempt's failure, as in a worker; a crash would stop the study, left
     visibly incomplete).

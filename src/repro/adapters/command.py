@@ -54,9 +54,9 @@ from repro.adapters.base import (
     reexecuting,
     refuse_unbounded_outcome_runs,
 )
+from repro.adapters.lifetime import die_with_parent, stopped_with_run
+from repro.adapters.reaper import reaper
 from repro.errors import BadInput, RunFailed, RunInvalid
-from repro.execute.reaper import reaper
-from repro.execute.worker import die_with_parent, stopped_with_run
 from repro.json import canonical
 from repro.json.canonical import json_path
 from repro.models import (
@@ -315,7 +315,7 @@ class _CommandSession:
     def run(self, entry: PlanEntry) -> Evidence:
         spec = canonical.dumps(self._spec(entry))
         # The harness dies with this process (the study's, or its worker's), however that ends:
-        # this process's reaper kills its group (repro.execute.reaper); where no reaper can
+        # this process's reaper kills its group (repro.adapters.reaper); where no reaper can
         # start, the kernel's parent-death signal kills the harness.
         guard = reaper()
         launcher = () if guard is not None else _death_launcher()
@@ -437,11 +437,11 @@ def _death_launcher() -> tuple[str, ...]:
 
 @functools.cache
 def _find_death_launcher() -> tuple[str, ...]:
-    """Where no reaper can start (:mod:`repro.execute.reaper`): what starts the harness so that
+    """Where no reaper can start (:mod:`repro.adapters.reaper`): what starts the harness so that
     the kernel kills it when the thread that started it ends (the study's, or its worker's): on
     Linux, util-linux's ``setpriv --pdeathsig KILL`` when it is there, which lets
     :mod:`subprocess` start the child with ``vfork`` (a few ms); else nothing, and
-    :func:`~repro.execute.worker.die_with_parent` runs in the forked child (``preexec_fn``,
+    :func:`~repro.adapters.lifetime.die_with_parent` runs in the forked child (``preexec_fn``,
     which forces a full ``fork`` of the study process: tens of ms with many threads)."""
     if not sys.platform.startswith("linux"):
         return ()

@@ -1,16 +1,18 @@
-"""The bundle on disk: which files a bundle holds (:mod:`~repro.bundle.layout`, the one
-definition every other step reads) and the writer that puts them into a fresh root as a BagIt
-bag, each file atomically, the tag manifest last (:mod:`~repro.bundle.writer`).
+"""The bundle on disk: the writer that puts the files a bundle holds (:mod:`repro.layout`, the
+one definition every other step reads, named here as ``layout`` too) into a fresh root as a
+BagIt bag, each file atomically, the tag manifest last (:mod:`~repro.bundle.writer`); the
+signatures beside it (:mod:`~repro.bundle.signatures`) and a packed bundle
+(:mod:`~repro.bundle.packed`).
 
-The writer's names load on first use: the layout is read by the plan, the derivations and
-verify, which the writer itself depends on."""
+The writer's names load on first use: importing this package does not import the derivations
+the writer depends on."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from repro import layout
 from repro._lazy import names_on_first_use
-from repro.bundle import layout
 
 if TYPE_CHECKING:
     from repro.bundle.writer import (

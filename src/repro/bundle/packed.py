@@ -13,12 +13,16 @@ import io
 import os
 import tarfile
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 from repro._files import write_atomically
 from repro.errors import BadInput, NotVerified
+from repro.layout import is_packed, unsafe_path
+
+if TYPE_CHECKING:
+    from repro.verify.core import VerifiedBundle
 
 __all__ = ["PACKED_SUFFIXES", "pack"]
 
@@ -36,8 +40,6 @@ _MODE = 0o644
 def _top(root: Path) -> str:
     """The top-level directory's name: the bundle directory's own name, which must be a safe
     single component."""
-    from repro.verify.walk import unsafe_path
-
     name = root.resolve().name
     if not name or "/" in name or unsafe_path(name) is not None:
         raise BadInput(f"{root}: its name {name!r} cannot name a packed bundle's directory")
@@ -92,20 +94,18 @@ def _tar(out: IO[bytes], top: str, files: Iterator[tuple[str, int, Iterator[byte
                 pass
 
 
-def pack(root: Path, out: Path) -> Path:
-    """Verify the bundle directory ``root`` and write it to ``out`` (a new ``.zip`` or ``.tar``
+def pack(root: Path, out: Path, open_verified: Callable[[Path], VerifiedBundle]) -> Path:
+    """Verify the bundle directory ``root`` (with ``open_verified``,
+    :func:`repro.verify.open_verified`, which the caller passes: verify is above the bundle
+    layer, and reads this package) and write it to ``out`` (a new ``.zip`` or ``.tar``
     file, written under a temporary name and then linked into place, so that an ``out`` that
     exists is never replaced), each file as verify read it; return ``out``. Raises
     :class:`BadInput` for another suffix, an ``out`` that exists or cannot be written, a root
     that is not a bundle directory or does not verify (naming how many findings)."""
-    from repro.verify import open_verified
-
     if out.suffix not in PACKED_SUFFIXES:
         raise BadInput(f"{out}: a packed bundle's name ends in {' or '.join(PACKED_SUFFIXES)}")
     if os.path.lexists(out):
         raise BadInput(f"{out} already exists: repro never replaces a file")
-    from repro.verify.packed import is_packed
-
     if is_packed(root):
         raise BadInput(f"{root} is packed already: pack a bundle directory")
     try:

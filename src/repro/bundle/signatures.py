@@ -5,7 +5,7 @@ A statement's subject is the bundle: its tag manifest by its sha256, which pins 
 file. Its predicate says what the bundle claims (:func:`bundle_predicate`, a pure function of
 the bundle's parsed files, which ``repro verify`` runs again), or, for another kind of statement
 (an audit's), whatever its maker puts there. Each envelope is one file of the tag directory
-``signatures/``, outside every manifest (:func:`repro.bundle.layout.signature_file`), so that
+``signatures/``, outside every manifest (:func:`repro.layout.signature_file`), so that
 several can sit side by side and stock BagIt tools see the bag unchanged.
 
 The cryptography is `cryptography`'s (keys, Ed25519) and the envelope securesystemslib's
@@ -20,7 +20,7 @@ import contextlib
 import hashlib
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -33,13 +33,14 @@ from securesystemslib.dsse import Envelope
 from securesystemslib.exceptions import UnverifiedSignatureError
 from securesystemslib.signer import CryptoSigner, Signature, SSlibKey
 
+from repro import layout
 from repro._files import write_atomically
-from repro.bundle import layout
-from repro.errors import BadInput
+from repro.errors import BadInput, NotVerified
 from repro.json import canonical
 
 if TYPE_CHECKING:
     from repro.models import Aggregates, ContrastsFile, Environment, FrozenProtocol, Tiers
+    from repro.verify.core import VerifiedBundle
 
 __all__ = [
     "BUNDLE",
@@ -389,9 +390,7 @@ def signature_valid(signed: SignedStatement, key: PublicKey) -> bool:
 def refuse_packed(root: Path) -> None:
     """Raise :class:`BadInput` when ``root`` is a packed bundle (a file, not a directory): a
     signature is a file written beside the bag, which a packed bundle has no room for."""
-    from repro.verify.packed import is_packed
-
-    if is_packed(root):
+    if layout.is_packed(root):
         raise BadInput(
             f"{root} is a packed bundle: a signature is written beside the bag, in its "
             "signatures/ directory; sign the bundle directory, then pack it again"
@@ -405,13 +404,12 @@ def sign_statement(root: Path, statement: dict[str, Any], key_path: Path, kind: 
     again with the same key writes the same bytes and changes nothing; a different envelope by
     the same key for the same kind is refused, never replaced. Raises :class:`BadInput`."""
     from repro.derive.disclosure import scan_hits
-    from repro.verify.walk import bundle_sha256
 
     refuse_packed(root)
     if _statement_kind(statement) != kind:
         raise BadInput(f"the statement is not of kind {kind!r} @ payload $.predicateType")
     try:
-        digest = bundle_sha256(root)
+        digest = layout.bundle_sha256(root)
     except OSError as exc:
         raise BadInput(f"{root}: no bundle's tag manifest ({exc.strerror})") from None
     if statement["subject"][0]["digest"]["sha256"] != digest:
@@ -456,13 +454,14 @@ def _write_signature(root: Path, name: str, data: bytes) -> Path:
     return path
 
 
-def sign_bundle(root: Path, key_path: Path) -> Path:
+def sign_bundle(
+    root: Path, key_path: Path, open_verified: Callable[[Path], VerifiedBundle]
+) -> Path:
     """Sign what the bundle at ``root`` claims (:func:`bundle_predicate`) with the private key
-    at ``key_path`` (:func:`sign_statement`); return the signature file's path. A bundle that
-    does not verify is refused (:class:`BadInput`, naming how many findings)."""
-    from repro.errors import NotVerified
-    from repro.verify import open_verified
-
+    at ``key_path`` (:func:`sign_statement`); return the signature file's path. The bundle is
+    read with ``open_verified`` (:func:`repro.verify.open_verified`, which the caller passes:
+    verify is above the bundle layer, and reads this module); one that does not verify is
+    refused (:class:`BadInput`, naming how many findings)."""
     refuse_packed(root)
     load_signing_key(key_path)  # a bad key is named before the bundle is read
     try:

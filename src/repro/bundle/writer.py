@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from repro._files import write_atomically
-from repro.bundle.layout import BAG_INFO, BAGIT, MANIFEST, TAGMANIFEST
 from repro.derive.disclosure import FileHits, Scanner, scan_hits
 from repro.errors import BadInput
 from repro.json.serde import to_bytes
+from repro.layout import BAG_INFO, BAGIT, MANIFEST, TAGMANIFEST
 
 __all__ = [
     "BAGIT_TXT",

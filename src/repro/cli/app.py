@@ -990,10 +990,11 @@ def sign(
     version. Several signatures (the author's, a reviewer's) sit side by side; check them with
     repro verify --trusted-key."""
     from repro.bundle.signatures import load_signing_key, sign_bundle
+    from repro.verify import open_verified
 
     try:
         signing = load_signing_key(key)
-        path = sign_bundle(bundle, key)
+        path = sign_bundle(bundle, key, open_verified)
     except BadInput as exc:
         raise _fail(exc) from None
     _out(f"signed {bundle}: wrote {path} (key {signing.public.fingerprint})")
@@ -1017,9 +1018,10 @@ def pack(
     The same bundle packs to the same bytes. repro verify, show, compare, publish, replay and
     audit read the packed bundle in place, without unpacking it."""
     from repro.bundle.packed import pack as pack_bundle
+    from repro.verify import open_verified
 
     try:
-        written = pack_bundle(bundle, out)
+        written = pack_bundle(bundle, out, open_verified)
     except BadInput as exc:
         raise _fail(exc) from None
     _out(f"packed {bundle}: wrote {written}")

@@ -177,7 +177,7 @@ def derive(
     of the runs against the sealed plan; ``ledger`` supplies the facts gathered at run time
     (adapter, sources, contracts), and its losses are re-derived. ``disclosures`` are the hits
     of :class:`repro.derive.disclosure.Scanner` in the bytes of each input file
-    (:func:`repro.bundle.layout.is_derivation_input`) as written or read. The report is written
+    (:func:`repro.layout.is_derivation_input`) as written or read. The report is written
     as ``report_version`` (:func:`repro.derive.report.validation_report`): a study's the
     current one, verify's the one the stored report declares."""
     figures = figures_of(frozen_protocol, seal, runs)

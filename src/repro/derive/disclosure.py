@@ -6,7 +6,7 @@ hold a secret. The scanner looks at the bytes of one bundle file and reports eac
 never the matched text, so that a report about a leak does not leak again.
 
 ``repro study`` scans the exact bytes it writes and ``repro verify`` the exact bytes it reads;
-the hits in the derivation's input files (:func:`repro.bundle.layout.is_derivation_input`)
+the hits in the derivation's input files (:func:`repro.layout.is_derivation_input`)
 decide the disclosure tier on both sides, so a stored verdict that hides a hit fails re-derivation.
 
 Design
@@ -53,7 +53,7 @@ from typing import Any, Literal
 
 from attrs import frozen
 
-from repro.bundle import layout
+from repro import layout
 from repro.errors import BadInput
 from repro.json import canonical
 from repro.json.serde import to_bytes, unstructure

@@ -27,11 +27,9 @@ from repro.models import (
     Published,
     Reproduction,
 )
+from repro.models.protocol import FAMILYWISE
 
 __all__ = ["FAMILYWISE", "familywise_level", "reproduction", "rescaled_halfwidth", "rounded"]
-
-#: The bounded criterion that controls the family-wise error of the containment checks.
-FAMILYWISE = "familywise-interval-containment"
 
 
 def rounded(value: float, decimals: int) -> str:

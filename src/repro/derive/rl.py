@@ -54,6 +54,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from attrs import frozen
 
+from repro.protocol.work import PAIRS_COMPARED
+
 if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import ArrayLike, NDArray
@@ -299,12 +301,6 @@ def _pairs_below(x: Batch, y: Batch, ties: bool) -> NDArray[np.int64]:
     ys_before = np.cumsum(~is_x, axis=2)
     counts: NDArray[np.int64] = np.where(is_x, ys_before, 0).sum(axis=2)
     return counts
-
-
-#: Pairs of runs (an x's by a y's) up to which a task's pairs are compared one by one: up to it
-#: that is the quicker way (some 6 ns a pair, against some 150 ns a score to sort), and what it
-#: holds at once stays within a few times a batch. Also what repro.protocol.work counts by.
-PAIRS_COMPARED = 1024
 
 
 def _task_improvements(x: Batch, y: Batch) -> NDArray[np.float64]:

@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from typing import Any, Literal
 
 from repro.models import Condition, Protocol, Scenario
+from repro.models.outcome import VERSION_KEY
 
 __all__ = [
     "SUPERSEDED",
@@ -23,8 +24,6 @@ __all__ = [
     "version_verdict",
 ]
 
-#: The outcome key a harness reports the scenario version in.
-VERSION_KEY = "scenario_version"
 #: The cause of a superseded run's record, followed by the version it ran.
 SUPERSEDED = "superseded-scenario-version:"
 

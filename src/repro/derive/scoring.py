@@ -13,7 +13,6 @@ reported the expected value.
 from __future__ import annotations
 
 import math
-import re
 import statistics
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
@@ -37,6 +36,7 @@ from repro.models import (
     Scoring,
     Taxonomy,
 )
+from repro.models.outcome import is_number, json_type, tokens
 
 __all__ = [
     "FEW_RUNS_NOTE",
@@ -55,7 +55,6 @@ __all__ = [
 #: The note of a cell with too few valid runs for a rate, an interval or a median to mean much.
 FEW_RUNS_NOTE = "fewer than 2 valid runs: no rate, interval or median"
 
-_TOKEN = re.compile(r"[a-z0-9]+")
 _KEYED = ("includes-all", "at-least", "equals")
 
 
@@ -78,35 +77,7 @@ def json_equal(a: Any, b: Any) -> bool:
     return type(a) is type(b) and bool(a == b)
 
 
-def json_type(value: Any) -> str:
-    """The JSON type name of ``value`` (object, array, string, number, boolean, null), for
-    details and messages that say what was found instead of what was expected."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, (int, float)):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, (list, tuple)):
-        return "array"
-    if isinstance(value, dict):
-        return "object"
-    return type(value).__name__
-
-
-def is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
 # --------------------------------------------------------------------------- one run
-
-
-def tokens(text: str) -> frozenset[str]:
-    """The ``[a-z0-9]+`` tokens of ``text`` lower-cased: concept coverage compares words, so
-    that case and punctuation ("Token-Expiry!" against "token expiry") never decide it."""
-    return frozenset(_TOKEN.findall(text.lower()))
 
 
 def _text_tokens(outcome: Mapping[str, Any], keys: Sequence[str]) -> frozenset[str]:

@@ -17,8 +17,8 @@ from typing import Any
 
 from attrs import frozen
 
+from repro import layout
 from repro.adapters.base import Evidence
-from repro.bundle import layout
 from repro.bundle.writer import BundleWriter
 from repro.derive.ledger import contract_sha256
 from repro.derive.scenarios import scenario_of

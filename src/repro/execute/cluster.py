@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING, Any
 
-from repro.bundle import layout
+from repro import layout
 from repro.bundle.writer import BundleWriter
 from repro.derive.tally import Ended, slot_ended
 from repro.errors import BadInput, ClusterFailed, install_hint

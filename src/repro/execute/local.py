@@ -23,7 +23,7 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import Any, Literal
 
-from repro.bundle import layout
+from repro import layout
 from repro.bundle.writer import BundleWriter
 from repro.derive.tally import Ended
 from repro.execute.attempts import (

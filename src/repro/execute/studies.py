@@ -25,9 +25,8 @@ from typing import Protocol as TypingProtocol
 import orjson
 from attrs import field, frozen
 
-from repro import __version__
+from repro import __version__, layout
 from repro.adapters.base import Adapter, Frozen, get_adapter, targets_in
-from repro.bundle import layout
 from repro.bundle.writer import BundleWriter, create_root
 from repro.derive.disclosure import refuse_disclosing_protocol, scan, withheld
 from repro.derive.facts import facts_problems

@@ -21,11 +21,11 @@ What a worker process guarantees is kept per run. Each attempt runs on a thread 
 slot's (the slot thread's runner, which makes its calls one after another), which the slot's
 thread waits on at most ``retry.timeout_seconds`` (``retry.open_bound`` for a session's
 opening): past it the attempt fails with cause ``timeout``, the runner is given up, the run is
-stopped (:class:`~repro.execute.worker.RunScope`: the command adapter kills its harness's
+stopped (:class:`~repro.adapters.lifetime.RunScope`: the command adapter kills its harness's
 process group) and its session is dropped, as a lost worker's is. A stop signal (delivered to
 the main thread) stops every run under way the same way at once and leaves the runs files
 unfinished, under their temporary names. A harness started from a thread dies with the study process
-(:mod:`~repro.execute.reaper`). What the adapter returns is checked as a worker
+(:mod:`~repro.adapters.reaper`). What the adapter returns is checked as a worker
 checks it (:func:`~repro.execute.worker.check_evidence`); an exception is the attempt's failure.
 """
 
@@ -40,8 +40,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Literal
 
+from repro import layout
 from repro.adapters.base import THREAD_SESSIONS, Adapter, Frozen, Session, targets_in
-from repro.bundle import layout
 from repro.bundle.writer import BundleWriter
 from repro.derive.scenarios import scenario_of
 from repro.derive.tally import Ended, runs, slot_ended

@@ -18,20 +18,17 @@ depends on which runs the same process served before it.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import gc
 import importlib
 import multiprocessing
 import multiprocessing.connection
-import os
 import random
 import signal
 import subprocess
 import sys
-import threading
 import time
 import traceback
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from numbers import Real
 from pathlib import Path
@@ -51,6 +48,7 @@ from repro.adapters.base import (
     code_of_bundle,
     targets_in,
 )
+from repro.adapters.lifetime import RunScope, die_with_parent, stopped_with_run
 from repro.derive.disclosure import scan, short_cause
 from repro.derive.facts import contract_problems
 from repro.errors import ReproError, RunFailed, RunInvalid
@@ -228,87 +226,6 @@ class Job:
 
 
 # --------------------------------------------------------------------------- the child
-
-
-#: ``prctl``, looked up once, in the parent: :func:`die_with_parent` runs in a child forked from
-#: a process that may have many threads (thread sessions, :mod:`repro.execute.threads`), and
-#: must not call the dynamic loader between fork and exec, where a lock another thread held at
-#: the fork would stay held.
-_PRCTL = ctypes.CDLL(None, use_errno=True).prctl if sys.platform.startswith("linux") else None
-
-
-def die_with_parent(parent: int) -> None:
-    """On Linux, ask the kernel to kill this child when its parent dies, so a study killed by
-    SIGKILL leaves no run going on behind it. (The kernel's "parent" is the thread that started
-    the child: one started from a thread session dies when that thread ends, which it does
-    only after the run.)"""
-    if _PRCTL is not None:
-        pr_set_pdeathsig = 1
-        _PRCTL(pr_set_pdeathsig, signal.SIGKILL, 0, 0, 0)
-    if os.getppid() != parent:  # it died before the request above took effect
-        os._exit(1)
-
-
-class RunScope:
-    """What ends one run early when it runs on a thread of the study process (a thread
-    session, :mod:`repro.execute.threads`), where there is no worker process to kill: the stops
-    its session registered with :func:`stopped_with_run`, called from another thread when the
-    run outlasts its timeout or the study stops."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._stops: list[Callable[[], None]] = []
-        self._stopped = False
-
-    def enter(self) -> None:
-        """Make this the scope of the runs of the calling thread."""
-        _scope.run = self
-
-    def add(self, stop: Callable[[], None]) -> None:
-        """Register ``stop``; call it at once if the run was stopped already."""
-        with self._lock:
-            if not self._stopped:
-                self._stops.append(stop)
-                return
-        _call_stop(stop)
-
-    def discard(self, stop: Callable[[], None]) -> None:
-        """Forget ``stop``: what it stops has ended."""
-        with self._lock, contextlib.suppress(ValueError):
-            self._stops.remove(stop)
-
-    def stop(self) -> None:
-        """Call every stop registered, now and later."""
-        with self._lock:
-            self._stopped, stops = True, list(self._stops)
-            self._stops.clear()
-        for stop in stops:
-            _call_stop(stop)
-
-
-def _call_stop(stop: Callable[[], None]) -> None:
-    with contextlib.suppress(Exception):
-        stop()
-
-
-_scope = threading.local()
-
-
-@contextlib.contextmanager
-def stopped_with_run(stop: Callable[[], None]) -> Iterator[None]:
-    """While the block runs, ``stop`` (which must be safe to call from another thread, e.g. a
-    kill of the process group the run waits on) is how the run is ended early, should it run on
-    a thread of the study process: when it outlasts ``retry.timeout_seconds`` or the study
-    stops. In a worker process it is never called: the study kills the process instead."""
-    scope: RunScope | None = getattr(_scope, "run", None)
-    if scope is None:
-        yield
-        return
-    scope.add(stop)
-    try:
-        yield
-    finally:
-        scope.discard(stop)
 
 
 def _stream_state() -> tuple[str, Any]:

@@ -27,6 +27,7 @@ from repro.models.constraints import (
 __all__ = [
     "CHECKPOINT_EVERY",
     "DEFAULT_OPEN_TIMEOUT_SECONDS",
+    "FAMILYWISE",
     "MAX_CHECKPOINTS",
     "MAX_RESAMPLES",
     "MAX_TAUS",
@@ -266,6 +267,9 @@ class Published:
 
 BoundedCriterion = Literal["mutual-interval-containment", "familywise-interval-containment"]
 """The rule that tells a bounded reproduction from a failed one (:class:`Criteria`)."""
+
+#: The bounded criterion that controls the family-wise error of the containment checks.
+FAMILYWISE = "familywise-interval-containment"
 
 
 @frozen

@@ -9,7 +9,7 @@ from typing import overload
 
 import orjson
 
-from repro.bundle import layout
+from repro import layout
 from repro.json import canonical
 from repro.json.serde import unstructure
 from repro.models import (

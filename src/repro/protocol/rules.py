@@ -6,9 +6,9 @@ bundle's protocol."""
 
 from __future__ import annotations
 
-from repro.derive.reproduction import FAMILYWISE
 from repro.errors import BadInput
 from repro.models import CHECKPOINT_EVERY, MAX_CHECKPOINTS, Condition, Level, Protocol, Published
+from repro.models.protocol import FAMILYWISE
 from repro.plan.sealing import PARTICIPANT, conditions_of, slot_ids
 from repro.protocol.contrasts import contrast_problems
 from repro.protocol.rl_rules import rl_problems

@@ -8,14 +8,13 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from repro.derive.scenarios import VERSION_KEY
-from repro.derive.scoring import is_number, json_type, tokens
 from repro.models import (
     Check,
     Protocol,
     Scoring,
     Taxonomy,
 )
+from repro.models.outcome import VERSION_KEY, is_number, json_type, tokens
 
 __all__ = ["outcome_reads", "outcome_schema_problems", "scoring_problems"]
 

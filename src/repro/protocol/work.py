@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import math
 
-from repro.derive.rl import PAIRS_COMPARED
 from repro.models import RL, Contrast, Group, Protocol
 from repro.protocol.rl_rules import tasks_of
 
 __all__ = [
     "MAX_DERIVATION_WORK",
+    "PAIRS_COMPARED",
     "derivation_work",
     "planned_conditions",
     "work_over",
@@ -33,6 +33,12 @@ __all__ = [
 #: statistics, profiles of 81 taus and four improvements of five algorithms on 26 tasks of 10
 #: runs (Atari 100k) take 4.8 x 10^8 at 50,000 resamples.
 MAX_DERIVATION_WORK = 5 * 10**8
+
+#: Pairs of runs (an x's by a y's) up to which a task's pairs are compared one by one
+#: (:mod:`repro.derive.rl`): up to it that is the quicker way (some 6 ns a pair, against some
+#: 150 ns a score to sort), and what it holds at once stays within a few times a batch. Also what
+#: the work here is counted by.
+PAIRS_COMPARED = 1024
 
 #: One call of SciPy's bootstrap (a contrast's, an interval's), beyond its resamples.
 _SCIPY_CALL = 40_000
@@ -102,7 +108,7 @@ def _contrast_work(p: Protocol, contrast: Contrast, conditions: int, compared: i
 def _improvement_replicate(runs: int, tasks: int) -> int:
     """One replicate of a probability of improvement of two participants' (runs x tasks)
     scores: both resampled, then their pairs compared one by one (eight pairs cost about one
-    unit), or past :data:`repro.derive.rl.PAIRS_COMPARED` pairs a task, their runs sorted (about
+    unit), or past :data:`PAIRS_COMPARED` pairs a task, their runs sorted (about
     three units a score)."""
     scores = 2 * runs * tasks
     if runs * runs <= PAIRS_COMPARED:

@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
-from repro.bundle import layout
+from repro import layout
 
 __all__ = ["ABS_TOLERANCE", "LIBRARY_FIGURES", "REL_TOLERANCE", "same_figure"]
 

@@ -5,8 +5,8 @@ beside the bag against the keys a reader trusts (:func:`verification`); and
 :func:`open_verified`, the one way the other commands read a bundle.
 
 The module is callable: ``repro.verify(path, *, trusted_keys=(), limits=None, jobs=None)`` is the
-Python API's verify (:func:`repro._api.verify`, docs/python-api.md), which takes a ``str`` or a
-path and returns a :class:`Verification`; its names stay this package's, so that both
+Python API's verify (:func:`repro.verify.api.verify`, docs/python-api.md), which takes a ``str``
+or a path and returns a :class:`Verification`; its names stay this package's, so that both
 ``repro.verify(path)`` and ``from repro.verify import verify`` work whatever was imported first.
 """
 
@@ -16,6 +16,8 @@ import types as _types
 from typing import TYPE_CHECKING as _TYPE_CHECKING
 from typing import Any as _Any
 
+from repro.layout import bundle_sha256
+from repro.verify import api as _api
 from repro.verify.core import (
     BagVerification,
     Verification,
@@ -30,7 +32,6 @@ from repro.verify.findings import Finding
 from repro.verify.limits import MAX_FILE_BYTES, Limits
 from repro.verify.reader import BundleReader
 from repro.verify.signatures import SignatureStatus
-from repro.verify.walk import bundle_sha256
 
 if _TYPE_CHECKING:
     from os import PathLike
@@ -57,18 +58,14 @@ class _CallableModule(_types.ModuleType):
     """This package's module, callable as the Python API's verify."""
 
     def __call__(self, path: "str | PathLike[str]", /, **options: _Any) -> Verification:
-        """Verify the bundle at ``path``: :func:`repro._api.verify`."""
-        from repro._api import verify as api_verify
-
-        return api_verify(path, **options)
+        """Verify the bundle at ``path``: :func:`repro.verify.api.verify`."""
+        return _api.verify(path, **options)
 
     @property
     def __signature__(self) -> _inspect.Signature:
-        """The signature of :func:`repro._api.verify`, which a call takes (``help``,
+        """The signature of :func:`repro.verify.api.verify`, which a call takes (``help``,
         ``inspect.signature``)."""
-        from repro._api import verify as api_verify
-
-        return _inspect.signature(api_verify)
+        return _inspect.signature(_api.verify)
 
 
 _sys.modules[__name__].__class__ = _CallableModule

@@ -14,9 +14,7 @@ from typing import Any, cast
 import orjson
 from attrs import evolve, frozen
 
-from repro import plan
-from repro.bundle import layout
-from repro.bundle.layout import CRATE
+from repro import layout, plan
 from repro.derive.contrasts import judged as judged_contrasts
 from repro.derive.crate import CRATE_VERSION, VERSIONS, ActionFacts, CrateBuilder, version_of
 from repro.derive.derivation import Derived, Figures, figures_of, judgements
@@ -32,6 +30,7 @@ from repro.derive.validity import record_problem
 from repro.errors import BadInput
 from repro.json import canonical
 from repro.json.serde import to_bytes, unstructure
+from repro.layout import CRATE
 from repro.models import (
     AdapterFacts,
     Aggregates,

@@ -47,10 +47,10 @@ from typing import TYPE_CHECKING, TypeVar
 
 from attrs import frozen
 
-from repro.bundle import layout
-from repro.bundle.layout import TAG_FILES, TAGMANIFEST
+from repro import layout
 from repro.errors import BadInput, NotVerified
 from repro.json import schemas
+from repro.layout import TAG_FILES, TAGMANIFEST
 from repro.models import (
     Aggregates,
     Checkpoint,
@@ -110,7 +110,7 @@ class Verification:
     @property
     def bundle_sha256(self) -> str | None:
         """The bundle's identity, the sha256 of the tag manifest verify read, when it verifies
-        (see :func:`~repro.verify.walk.bundle_sha256`); a packed bundle's is its bag's."""
+        (see :func:`~repro.layout.bundle_sha256`); a packed bundle's is its bag's."""
         if self.findings or self._read is None:
             return None
         return self._read.sha256(TAGMANIFEST)
@@ -222,7 +222,7 @@ def read_signatures(
 def _listed(root: Path, limits: Limits, findings: Findings) -> tuple[Listing, Source | None]:
     """Stage 1: the bundle directory walked, or the packed bundle listed; and where its files
     are read from (None when a limit left nothing to read)."""
-    if packed.is_packed(root):
+    if layout.is_packed(root):
         return packed.scan_archive(root, limits, findings)
     try:
         mode = os.lstat(root).st_mode

@@ -8,7 +8,7 @@ from typing import Any
 
 from attrs import evolve, field, frozen
 
-from repro.bundle import layout
+from repro import layout
 
 #: At most this many findings of one kind in one file are listed one by one; the rest are counted.
 MAX_DIFFS = 25

@@ -19,9 +19,9 @@ import re
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping
 
-from repro.bundle import layout
-from repro.bundle.layout import CRATE, DATA, FIXED_PAYLOAD, MANIFEST, TAG_FILES, TAGMANIFEST
+from repro import layout
 from repro.bundle.writer import BAGIT_TXT, MANIFEST_LINE
+from repro.layout import CRATE, DATA, FIXED_PAYLOAD, MANIFEST, TAG_FILES, TAGMANIFEST
 from repro.verify import tagfiles
 from repro.verify.findings import Finding, Location
 from repro.verify.reader import BundleReader, Reads
@@ -126,7 +126,7 @@ def _check_tag_text(name: str, data: bytes, findings: list[Finding]) -> None:
 def _check_layout(files: Mapping[str, int], findings: list[Finding]) -> None:
     """Every file of a bundle is a tag file at the top, a signature file (``signatures/``, read
     by the signatures stage) or a payload file the bundle layout has a place for
-    (:mod:`repro.bundle.layout`)."""
+    (:mod:`repro.layout`)."""
     for name in sorted(files):
         if ("/" not in name and name not in TAG_FILES) or (
             "/" in name and not name.startswith(DATA) and not layout.is_signature(name)

@@ -44,6 +44,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from repro.errors import BadInput
+from repro.layout import unsafe_path
 from repro.verify import tarscan, zipscan
 from repro.verify.archive import (
     ArchiveError,
@@ -57,22 +58,13 @@ from repro.verify.archive import (
 )
 from repro.verify.findings import Finding, Findings
 from repro.verify.limits import Limits, raise_hint
-from repro.verify.walk import Listing, bytes_limit, folded, os_reason, unsafe_path
+from repro.verify.walk import Listing, bytes_limit, folded, os_reason
 
-__all__ = ["ArchiveSource", "is_packed", "scan_archive"]
+__all__ = ["ArchiveSource", "scan_archive"]
 
 #: Bytes a tar member's extension headers (its pax header, a GNU long name) may hold: far more
 #: than any bundle file needs, and the bound on what one header makes verify hold.
 _HEADER_BYTES = 1 << 20
-
-
-def is_packed(path: Path) -> bool:
-    """Whether ``path`` is a regular file (not a link to one): what can only be a packed
-    bundle, where a bundle directory is expected."""
-    try:
-        return stat.S_ISREG(os.lstat(path).st_mode)
-    except (OSError, ValueError):
-        return False
 
 
 class ArchiveSource:

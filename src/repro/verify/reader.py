@@ -18,12 +18,12 @@ import attrs
 import orjson
 from attrs import frozen
 
-from repro.bundle import layout
-from repro.bundle.layout import FIXED_PAYLOAD, TAG_FILES
+from repro import layout
 from repro.derive.disclosure import FileHits, Scanner
 from repro.errors import BadInput
 from repro.json import canonical, schemas
 from repro.json.serde import structure, to_bytes
+from repro.layout import FIXED_PAYLOAD, TAG_FILES
 from repro.models import (
     MAX_RECORD_VALUES,
     AttemptTimes,

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from attrs import frozen
 
-from repro.bundle import layout
+from repro import layout
 from repro.errors import BadInput
 from repro.verify.findings import Finding
 

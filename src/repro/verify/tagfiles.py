@@ -14,9 +14,9 @@ from collections.abc import Iterator
 
 from attrs import frozen
 
-from repro.bundle import layout
+from repro import layout
+from repro.layout import unsafe_path
 from repro.verify.findings import Finding, Location
-from repro.verify.walk import unsafe_path
 
 __all__ = [
     "ALGORITHMS",
@@ -302,7 +302,7 @@ def decoded(
 
 def out_of_bag(path: str, *, controls: bool = False) -> str | None:
     """Why a path a manifest or fetch.txt gives is not a place inside the bag on every system,
-    or None: what :func:`~repro.verify.walk.unsafe_path` refuses (a backslash among it, which a
+    or None: what :func:`~repro.layout.unsafe_path` refuses (a backslash among it, which a
     Windows reader takes as a separator), a path a shell reads as a home directory (``~``,
     ``~user``) and one a Windows reader reads as a drive (``C:``). ``controls``: whether a
     control character is a name's own (a BagIt 1.0 path's, percent-encoded)."""

@@ -6,7 +6,6 @@ through them alone."""
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import stat
@@ -17,17 +16,10 @@ from typing import Protocol
 
 from attrs import frozen
 
-from repro.bundle.layout import TAG_FILES, TAGMANIFEST
+from repro._files import DIR_FLAGS, open_below
+from repro.layout import TAG_FILES, TAGMANIFEST
 from repro.verify.findings import INCOMPLETE, Finding
 from repro.verify.limits import Limits
-
-_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-
-
-#: O_NONBLOCK: a FIFO put in place of a file after the scan must not block the open; fstat then
-#: refuses it as not a regular file before anything is read.
-_FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
-
 
 #: The temporary name BundleWriter writes a file under before renaming it into place.
 _PARTIAL = re.compile(r"^\..+\.partial$")
@@ -52,25 +44,6 @@ def bytes_limit(total: int, limits: Limits) -> Finding:
         f"<= {limits.max_total_bytes} bytes",
         f"{total} bytes so far",
     )
-
-
-def unsafe_path(path: str, *, controls: bool = False) -> str | None:
-    """Why a bundle name (``/``-separated, as a manifest line or an archive member names a
-    file) does not name a place inside the bag, or None when it does. A control character is
-    refused unless ``controls`` allows it: a BagIt 1.0 manifest may name a file whose name holds
-    a line feed, percent-encoded."""
-    if path.startswith("/"):
-        return "absolute path"
-    if "\\" in path:
-        return "backslash in path"
-    parts = path.split("/")
-    if ".." in parts:
-        return "path traversal (..)"
-    if "" in parts or "." in parts:
-        return "empty or '.' path component"
-    if not controls and any(ord(c) < 0x20 or ord(c) == 0x7F for c in path):
-        return "control character in path"
-    return None
 
 
 def folded(name: str) -> str:
@@ -292,7 +265,7 @@ class _Walk:
         """Walk the subdirectory ``name`` of ``fd``, opened without following a link; False
         when a limit stopped the scan."""
         try:
-            child = os.open(name, _DIR_FLAGS, dir_fd=fd)
+            child = os.open(name, DIR_FLAGS, dir_fd=fd)
         except OSError as exc:
             self.findings.append(
                 Finding(
@@ -315,7 +288,7 @@ def scan_tree(root: Path, limits: Limits, findings: list[Finding]) -> Listing:
     relative to its parent's descriptor with ``O_NOFOLLOW``. A directory's entries are all listed
     before its subdirectories are entered, so the root's tag files are seen first."""
     try:
-        fd = os.open(root, _DIR_FLAGS)
+        fd = os.open(root, DIR_FLAGS)
     except OSError as exc:
         findings.append(
             Finding(
@@ -364,34 +337,3 @@ def unfinished(listing: Listing) -> list[Finding]:
             "missing",
         )
     ]
-
-
-def open_below(root: Path, name: str) -> int:
-    """A descriptor for ``name`` (``/``-separated) below ``root``, reached one component at a
-    time without following a symlink, so a file or directory swapped for a link after the scan
-    is refused rather than followed."""
-    fd = os.open(root, _DIR_FLAGS)
-    try:
-        *directories, leaf = name.split("/")
-        for part in directories:
-            parent, fd = fd, os.open(part, _DIR_FLAGS, dir_fd=fd)
-            os.close(parent)
-        return os.open(leaf, _FILE_FLAGS, dir_fd=fd)
-    finally:
-        os.close(fd)
-
-
-def bundle_sha256(root: Path) -> str:
-    """The bundle's identity: the sha256 of its tag manifest, which pins the other tag files,
-    which pin every payload file. A bag carries no signature, so a forger who rewrites a file
-    that is not re-derived (environment.json, bag-info.txt) and both manifests goes unnoticed by
-    :func:`verify`, but not by a reader who compares this digest with a published one. Call it
-    on a root that verifies."""
-    digest = hashlib.sha256()
-    fd = open_below(root, TAGMANIFEST)
-    try:
-        while block := os.read(fd, 1 << 20):
-            digest.update(block)
-    finally:
-        os.close(fd)
-    return digest.hexdigest()

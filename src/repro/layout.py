@@ -1,15 +1,24 @@
 """The one definition of which files a bundle holds: the BagIt tag files, the payload files every
 bundle has, those each sealed partition adds, and which of them the derivations read. The
 writer, the crate, ``verify``'s expected-file checks, the disclosure tier and the readers all
-take their file names from here.
+take their file names from here; and what a bundle's names and identity are: a name that stays
+inside the bag (:func:`unsafe_path`), a packed bundle (:func:`is_packed`), the bundle's sha256
+(:func:`bundle_sha256`).
 
-It imports nothing else of repro at run time, so every layer may read it."""
+It imports nothing else of repro at run time but :func:`repro._files.open_below` (standard
+library only), so every layer may read it."""
 
 from __future__ import annotations
 
+import hashlib
+import os
 import re
+import stat
 from collections.abc import Iterable
+from pathlib import Path
 from typing import TYPE_CHECKING
+
+from repro._files import open_below
 
 if TYPE_CHECKING:
     from repro.models import FrozenProtocol
@@ -36,8 +45,10 @@ __all__ = [
     "TAGMANIFEST",
     "TAG_FILES",
     "TIERS",
+    "bundle_sha256",
     "checkpoint_file",
     "is_derivation_input",
+    "is_packed",
     "is_partitioned",
     "is_signature",
     "partition_files",
@@ -46,6 +57,7 @@ __all__ = [
     "runs_file",
     "signature_file",
     "times_file",
+    "unsafe_path",
 ]
 
 #: The payload directory: the manifest names payload files with it, the seal without it.
@@ -151,3 +163,47 @@ def is_derivation_input(name: str) -> bool:
     ledger (which carries the facts gathered at run time) and the environment. The derived
     files repeat what these hold, and the tag files are checked by ``verify`` alone."""
     return name in (PROTOCOL, LEDGER, ENVIRONMENT) or name.startswith(("data/plans/", "data/runs/"))
+
+
+def unsafe_path(path: str, *, controls: bool = False) -> str | None:
+    """Why a bundle name (``/``-separated, as a manifest line or an archive member names a
+    file) does not name a place inside the bag, or None when it does. A control character is
+    refused unless ``controls`` allows it: a BagIt 1.0 manifest may name a file whose name holds
+    a line feed, percent-encoded."""
+    if path.startswith("/"):
+        return "absolute path"
+    if "\\" in path:
+        return "backslash in path"
+    parts = path.split("/")
+    if ".." in parts:
+        return "path traversal (..)"
+    if "" in parts or "." in parts:
+        return "empty or '.' path component"
+    if not controls and any(ord(c) < 0x20 or ord(c) == 0x7F for c in path):
+        return "control character in path"
+    return None
+
+
+def is_packed(path: Path) -> bool:
+    """Whether ``path`` is a regular file (not a link to one): what can only be a packed
+    bundle, where a bundle directory is expected."""
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except (OSError, ValueError):
+        return False
+
+
+def bundle_sha256(root: Path) -> str:
+    """The bundle's identity: the sha256 of its tag manifest, which pins the other tag files,
+    which pin every payload file. A bag carries no signature, so a forger who rewrites a file
+    that is not re-derived (environment.json, bag-info.txt) and both manifests goes unnoticed by
+    :func:`repro.verify.verify`, but not by a reader who compares this digest with a published
+    one. Call it on a root that verifies."""
+    digest = hashlib.sha256()
+    fd = open_below(root, TAGMANIFEST)
+    try:
+        while block := os.read(fd, 1 << 20):
+            digest.update(block)
+    finally:
+        os.close(fd)
+    return digest.hexdigest()
