@@ -6,6 +6,7 @@ accepts losses (``--accept-losses``)."""
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -14,9 +15,17 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from conftest import _Quiet, bundle_digests, repro_cli
-from repro.derive.tally import Ended
+from repro.derive.tally import DECLARED, Ended
 from repro.errors import EXIT_SLOTS_LOST, EXIT_STUDY_STOPPED, StudyStopped
-from repro.execute.stopping import FIRST_SLOTS, EarlyStop, Watch, early_stop, structural
+from repro.execute.stopping import (
+    FIRST_SLOTS,
+    EarlyStop,
+    Gate,
+    Watch,
+    early_stop,
+    ran,
+    structural,
+)
 from repro.execute.studies import prepare, study
 from repro.verify import verify
 
@@ -95,7 +104,10 @@ class TestTheRule:
         assert early_stop([bad] * FIRST_SLOTS, FIRST_SLOTS) is None
         assert early_stop([bad, bad, Ended("valid", None)], 30) is None
         assert early_stop([bad, bad, Ended("failed", "harness-exit:1")], 30) is None
-        assert early_stop([bad, Ended("excluded", "declared"), bad, bad], 30) == bad.cause
+        declared = Ended("excluded", f"{DECLARED}by the protocol")
+        assert early_stop([bad, declared, bad, bad], 30) == bad.cause
+        superseded = Ended("excluded", "superseded-scenario-version:2")
+        assert early_stop([bad, superseded, bad, bad], 30) is None  # it ran
 
     @given(
         st.lists(
@@ -105,7 +117,8 @@ class TestTheRule:
                     Ended("failed", "timeout"),
                     Ended("failed", "outcome-not-json"),
                     Ended("failed", "harness-exit:1"),
-                    Ended("excluded", "declared"),
+                    Ended("excluded", f"{DECLARED}by the protocol"),
+                    Ended("excluded", "superseded-scenario-version:2"),
                 ]
             ),
             max_size=12,
@@ -124,10 +137,39 @@ class TestTheRule:
             except EarlyStop as stop:
                 raised.append(i)
                 assert stop.cause == early_stop(ends[: i + 1], 30)
-        counted = [i for i, end in enumerate(ends) if end.outcome != "excluded"]
+        counted = [i for i, end in enumerate(ends) if ran(end)]
         decided = counted[FIRST_SLOTS - 1] if len(counted) >= FIRST_SLOTS else None
         expected = decided is not None and early_stop(ends[: decided + 1], 30) is not None
         assert raised == ([decided] if expected else [])
+
+
+class TestTheGate:
+    """Slots on threads wait at the watch's gate past the first three until it decides."""
+
+    def test_the_first_slots_pass_and_the_rest_wait_for_the_decision(self) -> None:
+        """A closed gate admits the first three slots at once; a fourth is refused once the
+        study stopped, and admitted once the gate is open; an unarmed watch's gate is open
+        from the start, and a watch opens its own when it decides to go on."""
+        gate, cancelled = Gate(), threading.Event()
+        assert [gate.admit(cancelled) for _ in range(FIRST_SLOTS)] == [True] * FIRST_SLOTS
+        cancelled.set()
+        assert gate.admit(cancelled) is False
+        gate.open()
+        assert gate.admit(threading.Event()) is True
+        assert Watch(30, armed=False).gate.admit(cancelled) is True
+        watch = Watch(30)
+        for end in [Ended("valid", None)] * FIRST_SLOTS:
+            watch.see(end)
+        assert all(watch.gate.admit(cancelled) for _ in range(FIRST_SLOTS + 2))
+
+    def test_every_thread_starts_its_first_slot(self) -> None:
+        """Widened for 8 threads, a closed gate admits 8 slots at once, and no ninth once the
+        study stopped."""
+        gate, cancelled = Gate(), threading.Event()
+        gate.widen(8)
+        assert all(gate.admit(cancelled) for _ in range(8))
+        cancelled.set()
+        assert gate.admit(cancelled) is False
 
 
 class TestAStudyStopsEarly:

@@ -30,6 +30,7 @@ from repro.bundle.writer import BundleWriter
 from repro.derive.tally import Ended, slot_ended
 from repro.errors import BadInput, ClusterFailed, install_hint
 from repro.execute.attempts import PartitionRun, SlotsResult, Workload, run_slots, write_times
+from repro.execute.stopping import Gate
 from repro.execute.worker import Job, Worker
 from repro.models import Condition, Partition, RunRecord
 
@@ -125,10 +126,13 @@ def run_on_dask(
     work: Workload,
     writer: BundleWriter,
     slot_done: Callable[[str, Ended], None],
+    gate: Gate | None = None,
 ) -> list[PartitionRun]:
     """Run every partition of ``work`` as a task on ``client``'s cluster and write each one's
     runs file in sealed order; call ``slot_done(condition, end)`` once per slot of each partition
-    that comes back. Return what the study keeps of each partition, in sealed order (a
+    that comes back (a partition is one task, which runs whole: ``gate`` holds no slot back
+    here, and a study the watch stops stops when the partition that decides comes back).
+    Return what the study keeps of each partition, in sealed order (a
     partition's records are held from when it comes back until it is written).
 
     Whatever stops this function first sets the stop event and cancels the tasks."""

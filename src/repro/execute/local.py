@@ -35,6 +35,7 @@ from repro.execute.attempts import (
     write_times,
 )
 from repro.execute.spares import Spares
+from repro.execute.stopping import Gate
 from repro.execute.threads import run_on_threads, thread_sessions
 from repro.execute.worker import Cancelled, Worker
 from repro.models import Partition, PlanEntry, Protocol, RunRecord
@@ -238,6 +239,7 @@ def run_on_local_workers(
     slot_done: Callable[[str, Ended], None],
     spares: Spares | None = None,
     idle: Callable[[], None] | None = None,
+    gate: Gate | None = None,
 ) -> list[PartitionRun]:
     """Run every partition of ``work`` on ``count`` worker processes and write each one's runs
     and times files; call ``slot_done(condition, end)`` in this thread as each slot finishes,
@@ -250,10 +252,12 @@ def run_on_local_workers(
     raised again here) first stops every thread and its worker process.
 
     An adapter whose sessions only wait on other processes runs on ``count`` threads of this
-    process instead, no worker process at all (:mod:`repro.execute.threads`)."""
+    process instead, no worker process at all (:mod:`repro.execute.threads`), its slots started
+    as ``gate`` admits them. Worker processes do not wait at the gate: a study the watch stops
+    there may have started a slot or two more on each of them."""
     # ---- thread sessions: a separate path, in repro.execute.threads
     if thread_sessions(work):
-        return run_on_threads(count, work, writer, slot_done, idle)
+        return run_on_threads(count, work, writer, slot_done, idle, gate)
     # ---- worker processes
     pool = _Pool(work.partitions)
     results: list[PartitionRun | None] = [None] * len(work.partitions)

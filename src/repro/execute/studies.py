@@ -115,9 +115,10 @@ class Progress(TypingProtocol):
 
 
 #: Runs a workload's partitions, writes their runs files, and calls back as each slot ends.
-_RunPartitions = Callable[
-    [Workload, BundleWriter, Callable[[str, Ended], None]], list[PartitionRun]
-]
+_RunPartitions = Callable[..., list[PartitionRun]]
+"""How a study's partitions run: ``(workload, writer, slot_done, gate=...)``, as
+:func:`repro.execute.local.run_on_local_workers` and
+:func:`repro.execute.cluster.run_on_dask` take them."""
 
 
 @frozen
@@ -568,7 +569,7 @@ def _study(
         watch.see(end)
 
     # What is kept of each partition once written; its records are read back below.
-    results = runner.run(_workload(prepared), writer, slot_done)
+    results = runner.run(_workload(prepared), writer, slot_done, gate=watch.gate)
     wall = time.perf_counter() - clock
     contracts = {result.condition: result.contract for result in results}
 

@@ -56,6 +56,7 @@ from repro.execute.attempts import (
     utc_now,
     write_times,
 )
+from repro.execute.stopping import Gate
 from repro.execute.worker import Cancelled, Failure, Job, RunScope, _open, _run
 from repro.models import AttemptTimes, Condition, Partition, PlanEntry, RunRecord
 
@@ -299,10 +300,11 @@ class _Slots:
     expanded when read, :class:`repro.plan.sealing.PlanPartitions`), and partitions without a
     slot are noted for the main thread."""
 
-    def __init__(self, work: Workload) -> None:
+    def __init__(self, work: Workload, gate: Gate | None = None) -> None:
         self._lock = threading.Lock()
         self.empty: list[tuple[int, Partition]] = []
         self._items = self._each(work)
+        self._gate = gate
 
     def _each(self, work: Workload) -> Iterator[tuple[int, Partition, int, PlanEntry]]:
         for index, part in enumerate(work.partitions):
@@ -311,10 +313,15 @@ class _Slots:
             for place, entry in enumerate(part.entries):
                 yield index, part, place, entry
 
-    def next(self) -> tuple[int, Partition, int, PlanEntry] | None:
-        """The next slot: its partition's index, the partition, its place in it, the entry."""
+    def next(self, cancel: threading.Event) -> tuple[int, Partition, int, PlanEntry] | None:
+        """The next slot: its partition's index, the partition, its place in it, the entry;
+        one that runs once the gate admits it (:class:`repro.execute.stopping.Gate`), None
+        when the study stopped meanwhile."""
         with self._lock:
-            return next(self._items, None)
+            item = next(self._items, None)
+        if item is None or self._gate is None or not runs(item[3]):
+            return item
+        return item if self._gate.admit(cancel) else None
 
 
 def _serve(
@@ -329,7 +336,7 @@ def _serve(
     stops."""
     sessions: dict[str, _ThreadSession] = {}
     try:
-        while not cancel.is_set() and (item := slots.next()) is not None:
+        while not cancel.is_set() and (item := slots.next(cancel)) is not None:
             index, part, place, entry = item
             condition = work.conditions[part.condition]
             session = sessions.get(condition.id)
@@ -428,10 +435,12 @@ def run_on_threads(
     writer: BundleWriter,
     slot_done: Callable[[str, Ended], None],
     idle: Callable[[], None] | None = None,
+    gate: Gate | None = None,
 ) -> list[PartitionRun]:
     """Run every slot of ``work`` on ``count`` threads of this process and write each
     partition's runs and times files; call ``slot_done(condition, end)`` in this thread as each
-    slot finishes, and ``idle()`` once, the first time no slot has ended for a while
+    slot finishes (slots that run start as ``gate`` admits them), and ``idle()`` once, the
+    first time no slot has ended for a while
     (:func:`~repro.execute.attempts.serve_on_threads`). Return what the study keeps of each
     partition, in sealed order: its records are in its runs file, and none is held after it is
     written.
@@ -440,7 +449,7 @@ def run_on_threads(
     raised again here) first stops every run under way and every thread."""
     root = work.job.target_root
     with targets_in(None if root is None else Path(root)):
-        return _run_on_threads(count, work, writer, slot_done, idle)
+        return _run_on_threads(count, work, writer, slot_done, idle, gate)
 
 
 def _run_on_threads(
@@ -449,6 +458,7 @@ def _run_on_threads(
     writer: BundleWriter,
     slot_done: Callable[[str, Ended], None],
     idle: Callable[[], None] | None,
+    gate: Gate | None,
 ) -> list[PartitionRun]:
     host = _Host(work.job)
     results: list[PartitionRun | None] = [None] * len(work.partitions)
@@ -457,7 +467,9 @@ def _run_on_threads(
     events: queue.SimpleQueue[_Event] = queue.SimpleQueue()
     cancel = threading.Event()
     calls = _Calls(cancel)
-    slots = _Slots(work)
+    if gate is not None:
+        gate.widen(max(1, count))
+    slots = _Slots(work, gate)
     threads = [
         threading.Thread(
             target=_serve,
