@@ -34,6 +34,7 @@ __all__ = [
     "RunTally",
     "attempt_id",
     "declared_exclusion",
+    "is_declared_exclusion",
     "measure_of",
     "merge",
     "runs",
@@ -72,6 +73,12 @@ def runs(entry: PlanEntry) -> bool:
 def declared_exclusion(reason: str) -> str:
     """The cause of the one record of a slot the protocol excluded before sealing."""
     return DECLARED + reason
+
+
+def is_declared_exclusion(cause: str | None) -> bool:
+    """Whether ``cause`` is that of a slot the protocol excluded before sealing
+    (:func:`declared_exclusion`)."""
+    return cause is not None and cause.startswith(DECLARED)
 
 
 @frozen

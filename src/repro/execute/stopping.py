@@ -80,9 +80,9 @@ def ran(end: Ended) -> bool:
     sealing, which never run (a run excluded when it ran, on a superseded scenario version,
     ran); the slots the :class:`Gate` admits are the same."""
     # Lazy: the command line imports this module for FIRST_SLOTS alone, and no model.
-    from repro.derive.tally import DECLARED
+    from repro.derive.tally import is_declared_exclusion
 
-    return not (end.outcome == "excluded" and (end.cause or "").startswith(DECLARED))
+    return not (end.outcome == "excluded" and is_declared_exclusion(end.cause))
 
 
 def early_stop(ended: Sequence[Ended], planned: int) -> str | None:

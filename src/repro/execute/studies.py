@@ -30,7 +30,7 @@ from repro.adapters.base import Adapter, Frozen, get_adapter, targets_in
 from repro.bundle.writer import BundleWriter, create_root
 from repro.derive.disclosure import refuse_disclosing_protocol, scan, withheld
 from repro.derive.facts import facts_problems
-from repro.derive.tally import DECLARED, Ended, RunTally, SlotEnd, runs
+from repro.derive.tally import Ended, RunTally, SlotEnd, is_declared_exclusion, runs
 from repro.errors import (
     EXIT_SIGNAL_BASE,
     EXIT_STUDY_STOPPED,
@@ -155,7 +155,7 @@ def lost_slots(ledger: Ledger) -> int:
     """How many slots that ran did not end valid (failed, or excluded at run time): the
     ledger's losses but those the protocol excluded before sealing. ``repro study`` (unless
     ``--accept-losses``) and ``repro.study(strict=True)`` refuse a study that lost any."""
-    return sum(1 for loss in ledger.losses if not loss.cause.startswith(DECLARED))
+    return sum(1 for loss in ledger.losses if not is_declared_exclusion(loss.cause))
 
 
 def prepare(
@@ -417,8 +417,11 @@ def _study_stopping_cleanly(
 ) -> StudyResult:
     """Run the study into the root it created; turn whatever stops it into one
     :class:`StudyStopped` that says how far it got."""
-    total = sum(len(part.entries) for part in prepared.plan.partitions)
-    planned = sum(runs(entry) for part in prepared.plan.partitions for entry in part.entries)
+    # One pass: each reading of the plan's partitions expands them again from the protocol.
+    total = planned = 0
+    for part in prepared.plan.partitions:
+        total += len(part.entries)
+        planned += sum(runs(entry) for entry in part.entries)
     watch = Watch(planned, armed=not keep_going)
     done = [0]
     try:
