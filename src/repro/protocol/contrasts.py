@@ -189,62 +189,39 @@ def _interval_problems(contrast: Contrast, family_size: int, where: str) -> list
     spec = contrast.interval
     if spec is None:
         return []
+    rate = contrast.check is not None or contrast.category is not None
     problems = []
     if spec.method == "t":
         for name in ("resamples", "seed"):
             if getattr(spec, name) is not None:
-                problems.append(
-                    Problem(
-                        f"{where}.{name}",
-                        f"{name} is for a bootstrap interval only",
-                        "inconsistent",
-                    )
-                )
-        if contrast.check is not None or contrast.category is not None:
-            problems.append(
-                Problem(
-                    f"{where}.method",
-                    "a rate's interval is Newcombe's score interval, not a t",
-                    "inconsistent",
-                )
-            )
+                said = f"{name} is for a bootstrap interval only"
+                problems.append(Problem(f"{where}.{name}", said, "inconsistent"))
+        if rate:
+            said = "a rate's interval is Newcombe's score interval, not a t"
+            problems.append(Problem(f"{where}.method", said, "inconsistent"))
         return problems
     for name in ("resamples", "seed"):
         if getattr(spec, name) is None:
-            problems.append(
-                Problem(
-                    f"{where}.{name}", f"a bootstrap interval needs its {name}", "missing-field"
-                )
-            )
-    if contrast.check is not None or contrast.category is not None:
-        problems.append(
-            Problem(
-                f"{where}.method", "a bootstrap interval is for the measure only", "inconsistent"
-            )
-        )
+            said = f"a bootstrap interval needs its {name}"
+            problems.append(Problem(f"{where}.{name}", said, "missing-field"))
+    if rate:
+        said = "a bootstrap interval is for the measure only"
+        problems.append(Problem(f"{where}.method", said, "inconsistent"))
     if contrast.cluster is not None:
-        problems.append(
-            Problem(
-                f"{where}.method",
-                "a clustered contrast takes its cluster-robust t, not a bootstrap of runs or pairs",
-                "inconsistent",
-            )
-        )
+        said = "a clustered contrast takes its cluster-robust t, not a bootstrap of runs or pairs"
+        problems.append(Problem(f"{where}.method", said, "inconsistent"))
     if spec.resamples is not None:
         # The smallest p-value the bootstrap gives, adjusted as Holm's first step would and
         # compared as the verdict compares (repro.derive.contrasts.bootstrap_p_value, holm,
         # verdict): never below 1 - level, the contrast could not hold whatever the runs.
         smallest = (1 if contrast.direction != "two-sided" else 2) / (spec.resamples + 1)
         if not min(1.0, family_size * smallest) < 1.0 - contrast.level:
-            problems.append(
-                Problem(
-                    f"{where}.resamples",
-                    f"the smallest p-value of {spec.resamples} resamples, {smallest:.6g}, "
-                    f"times {family_size} contrast(s) is not below 1 - level "
-                    f"({1.0 - contrast.level:.6g}): the contrast could never hold",
-                    "inconsistent",
-                )
+            said = (
+                f"the smallest p-value of {spec.resamples} resamples, {smallest:.6g}, "
+                f"times {family_size} contrast(s) is not below 1 - level "
+                f"({1.0 - contrast.level:.6g}): the contrast could never hold"
             )
+            problems.append(Problem(f"{where}.resamples", said, "inconsistent"))
     return problems
 
 

@@ -146,52 +146,35 @@ def _published_problems(p: Protocol, published: Published) -> list[Problem]:
     return problems
 
 
-def check_consistency(p: Protocol, max_work: int = MAX_DERIVATION_WORK) -> None:
-    """Refuse what each field allows alone but the protocol as a whole does not: a plan too
-    large to seal, duplicate names, references to slots, conditions or factors that do not
-    exist, scenarios, checks and gates that do not fit together, and derivations that would
-    take more than ``max_work`` (:func:`repro.protocol.work.derivation_work`; verify passes its
-    own limit). The rules' own scans of the conditions are part of that work: past it, the
-    contrasts' rules are not run."""
-    _check_size(p)
-    over = work_problems(p, max_work)
+def _name_problems(p: Protocol) -> list[Problem]:
+    """Factor names, a factor's levels and participant IDs, each once."""
     problems: list[Problem] = []
     names: dict[str, int] = {}
     for i, factor in enumerate(p.matrix):
         if names.setdefault(factor.name, i) != i:
-            problems.append(
-                Problem(
-                    f"$.matrix[{i}].name", f"duplicate factor name {factor.name!r}", "duplicate"
-                )
-            )
+            said = f"duplicate factor name {factor.name!r}"
+            problems.append(Problem(f"$.matrix[{i}].name", said, "duplicate"))
         if len(set(factor.levels)) != len(factor.levels):
-            problems.append(
-                Problem(
-                    f"$.matrix[{i}].levels",
-                    f"duplicate level in factor {factor.name!r}",
-                    "duplicate",
-                )
-            )
+            said = f"duplicate level in factor {factor.name!r}"
+            problems.append(Problem(f"$.matrix[{i}].levels", said, "duplicate"))
     ids: dict[str, int] = {}
     for i, participant in enumerate(p.participants):
         if ids.setdefault(participant.id, i) != i:
-            problems.append(
-                Problem(
-                    f"$.participants[{i}].id",
-                    f"duplicate participant id {participant.id!r}",
-                    "duplicate",
-                )
-            )
-    problems += _seeding_problems(p)
+            said = f"duplicate participant id {participant.id!r}"
+            problems.append(Problem(f"$.participants[{i}].id", said, "duplicate"))
+    return problems
+
+
+def _statistics_problems(p: Protocol) -> list[Problem]:
+    """The measure's bounds in order, and a bootstrap interval of enough resamples that the
+    family-wise criterion does not need recomputed."""
+    problems: list[Problem] = []
     m = p.measure
     if m.minimum is not None and m.maximum is not None and m.minimum > m.maximum:
         problems.append(Problem("$.measure", "minimum is greater than maximum", "inconsistent"))
     if p.interval.method == "bootstrap" and p.interval.resamples < 100:
-        problems.append(
-            Problem(
-                "$.interval.resamples", "a bootstrap needs at least 100 resamples", "not-allowed"
-            )
-        )
+        said = "a bootstrap needs at least 100 resamples"
+        problems.append(Problem("$.interval.resamples", said, "not-allowed"))
     if p.interval.method == "bootstrap" and p.criteria.bounded == FAMILYWISE:
         # The criterion recomputes each observed interval at the family-wise level from
         # aggregates.json, which a bootstrap's resamples are not in.
@@ -203,25 +186,36 @@ def check_consistency(p: Protocol, max_work: int = MAX_DERIVATION_WORK) -> None:
                 "inconsistent",
             )
         )
+    return problems
+
+
+def _exclusion_problems(p: Protocol) -> list[Problem]:
+    """Each excluded slot a slot of the plan, excluded once."""
+    problems: list[Problem] = []
     # One string per slot of the plan: expanded only when there is an exclusion to look up.
     valid_slots = set(slot_ids(p)) if p.exclusions else set()
     seen: set[str] = set()
     for i, exclusion in enumerate(p.exclusions):
+        where = f"$.exclusions[{i}].slot"
         if exclusion.slot not in valid_slots:
-            problems.append(
-                Problem(
-                    f"$.exclusions[{i}].slot", f"unknown slot {exclusion.slot!r}", "unknown-name"
-                )
-            )
+            problems.append(Problem(where, f"unknown slot {exclusion.slot!r}", "unknown-name"))
         if exclusion.slot in seen:
-            problems.append(
-                Problem(
-                    f"$.exclusions[{i}].slot",
-                    f"slot {exclusion.slot!r} excluded twice",
-                    "duplicate",
-                )
-            )
+            problems.append(Problem(where, f"slot {exclusion.slot!r} excluded twice", "duplicate"))
         seen.add(exclusion.slot)
+    return problems
+
+
+def check_consistency(p: Protocol, max_work: int = MAX_DERIVATION_WORK) -> None:
+    """Refuse what each field allows alone but the protocol as a whole does not: a plan too
+    large to seal, duplicate names, references to slots, conditions or factors that do not
+    exist, scenarios, checks and gates that do not fit together, and derivations that would
+    take more than ``max_work`` (:func:`repro.protocol.work.derivation_work`; verify passes its
+    own limit). The rules' own scans of the conditions are part of that work: past it, the
+    contrasts' rules are not run."""
+    _check_size(p)
+    over = work_problems(p, max_work)
+    problems = _name_problems(p) + _seeding_problems(p)
+    problems += _statistics_problems(p) + _exclusion_problems(p)
     if p.published is not None:
         problems += _published_problems(p, p.published)
     problems += scoring_problems(p)
