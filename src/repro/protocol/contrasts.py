@@ -108,7 +108,7 @@ def _contrast_problems(
             Problem(
                 f"{where}.margin",
                 "a non-inferiority contrast needs a margin above 0",
-                "missing-field",
+                "not-allowed",
             )
         )
     if contrast.direction != "non-inferiority" and contrast.margin != 0:

@@ -130,10 +130,10 @@ def _estimate_problems(p: Protocol, rl: RL) -> list[Problem]:
             )
     for i, tau in enumerate(rl.taus):
         if not math.isfinite(tau):
-            problems.append(Problem(f"$.rl.taus[{i}]", "a tau must be finite", "inconsistent"))
+            problems.append(Problem(f"$.rl.taus[{i}]", "a tau must be finite", "not-allowed"))
     if not (rl.statistics or rl.improvements or rl.taus):
         problems.append(
-            Problem("$.rl", "asks for no statistic, improvement or profile", "inconsistent")
+            Problem("$.rl", "asks for no statistic, improvement or profile", "missing-field")
         )
     return problems
 

@@ -126,7 +126,7 @@ def _published_problems(p: Protocol, published: Published) -> list[Problem]:
         where = f"$.published.conditions[{i}]"
         if figure.participant is None and len(p.participants) > 1:
             problems.append(
-                Problem(where, "participant required when there are several", "inconsistent")
+                Problem(where, "participant required when there are several", "missing-field")
             )
             continue
         who = p.participants[0].id if figure.participant is None else figure.participant
