@@ -41,7 +41,7 @@ class Presenting:
     json_problems: bool = False
 
 
-def print_error(error: ReproError | str) -> None:
+def print_error(error: ReproError) -> None:
     """Print ``error`` on stderr, after a red ``error:``."""
     from rich.markup import escape
 
