@@ -35,7 +35,8 @@ from typer.testing import CliRunner
 
 from conftest import ROOT, SMALL, study_once
 from repro.adapters import cyborg
-from repro.cli.app import EXITS, app
+from repro.cli.app import app
+from repro.cli.exits import EXITS
 from repro.cli.started import Started, command, started
 from repro.errors import BadInput, install_hint
 from repro.execute.studies import prepare

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from repro.adapters.base import slot_costs
 from repro.adapters.cyborg import RESET_STEPS, CybORGAdapter
 from repro.adapters.gymnasium import GymnasiumAdapter
-from repro.cli.app import _LineProgress, _Work
+from repro.cli.progress import LineProgress, Work
 from repro.models import Condition
 
 
@@ -65,8 +65,8 @@ class TestTimeLeft:
         """Ten 30-step episodes done in 10 s leave ten 100-step ones: about 33.3 s left (at the
         time per step measured so far), where counting slots would say 10 s."""
         clock = _Clock()
-        work = _Work({"c00": 30.0, "c01": 100.0}, {"c00": 10, "c01": 10})
-        progress = _LineProgress({"c00": "c00", "c01": "c01"}, work, clock)
+        work = Work({"c00": 30.0, "c01": 100.0}, {"c00": 10, "c01": 10})
+        progress = LineProgress({"c00": "c00", "c01": "c01"}, work, clock)
         progress.start(20)
         for i in range(10):
             clock.now = i + 1.0
@@ -85,7 +85,7 @@ class TestTimeLeft:
         """When every slot takes its cost times one rate, the estimate after any number of
         slots is the time that is in fact left (to rounding)."""
         ids = [f"c{i:02d}" for i in range(len(costs))]
-        work = _Work(dict(zip(ids, costs, strict=True)), dict.fromkeys(ids, runs))
+        work = Work(dict(zip(ids, costs, strict=True)), dict.fromkeys(ids, runs))
         elapsed = 0.0
         total = sum(c * runs for c in costs) * per_unit
         for cid, cost in zip(ids, costs, strict=True):
@@ -104,8 +104,8 @@ def test_the_eta_benchmark_reads_every_line(capsys: pytest.CaptureFixture[str]) 
     finally:
         sys.path.pop(0)
     clock = _Clock()
-    work = _Work({"c00": 1.0}, {"c00": 20})
-    progress = _LineProgress({"c00": "c00 [x] / p"}, work, clock)
+    work = Work({"c00": 1.0}, {"c00": 20})
+    progress = LineProgress({"c00": "c00 [x] / p"}, work, clock)
     progress.start(20)
     for i in range(20):
         clock.now = 0.5 * (i + 1)

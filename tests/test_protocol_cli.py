@@ -201,6 +201,57 @@ class TestCheck:
             refused.stderr
         )
 
+    def test_json_refusal_names_each_problem(self, tmp_path: Path) -> None:
+        """Refused with --json, the check exits 2, names the problems on stderr as without it,
+        and prints on stdout one object, ok false, each problem's JSON path, message and code:
+        a wrong type, an unknown key and a rule the protocol breaks as a whole."""
+        data = copy.deepcopy(SMALL)
+        data["runs_per_condition"] = "eight"
+        data["colour"] = "blue"
+        path = tmp_path / "bad.json"
+        path.write_text(json.dumps(data), "utf-8")
+        refused = _invoke("protocol", "check", str(path), "--json")
+        assert refused.exit_code == 2
+        report = json.loads(refused.stdout)
+        assert report["ok"] is False
+        found = {(p["path"], p["code"]) for p in report["problems"]}
+        assert found == {("$.runs_per_condition", "wrong-type"), ("$", "unknown-field")}
+        plain = _invoke("protocol", "check", str(path))
+        assert plain.exit_code == 2 and plain.stdout == ""
+        assert _flat(refused.stderr) == _flat(plain.stderr)
+        for problem in report["problems"]:
+            assert f"{problem['message']} @ {problem['path']}" in _flat(plain.stderr)
+
+        data = copy.deepcopy(SMALL)
+        data["participants"].append(copy.deepcopy(data["participants"][-1]))
+        path.write_text(json.dumps(data), "utf-8")
+        last = f"$.participants[{len(data['participants']) - 1}].id"
+        report = json.loads(_invoke("protocol", "check", str(path), "--json").stdout)
+        assert [(p["path"], p["code"]) for p in report["problems"]] == [(last, "duplicate")]
+
+    def test_json_refusal_without_a_path(self, tmp_path: Path) -> None:
+        """A protocol that cannot be read is one problem at ``$``, code ``unreadable``; a bad
+        ``--option`` (no JSON path at all) one of code ``bad-input``, its message the whole
+        text; both exit 2."""
+        missing = _invoke("protocol", "check", str(tmp_path / "none.json"), "--json")
+        assert missing.exit_code == 2
+        [problem] = json.loads(missing.stdout)["problems"]
+        assert (problem["path"], problem["code"]) == ("$", "unreadable")
+        path = tmp_path / "protocol.json"
+        path.write_text(json.dumps(SMALL), "utf-8")
+        bad = _invoke("protocol", "check", str(path), "--json", "--option", "novalue")
+        assert bad.exit_code == 2
+        assert json.loads(bad.stdout) == {
+            "ok": False,
+            "problems": [
+                {
+                    "path": "$",
+                    "message": "--option takes KEY=VALUE, not 'novalue'",
+                    "code": "bad-input",
+                }
+            ],
+        }
+
     @pytest.mark.parametrize("case", UNKNOWN_KEYS + WRONG_TYPES, ids=lambda c: c.name)
     def test_refuses_as_a_study_does(
         self, case: Case, tmp_path: Path, monkeypatch: pytest.MonkeyPatch

@@ -16,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from repro.derive import scoring
+from repro.errors import PROBLEM_CODES
 from repro.json.serde import structure
 from repro.models import Check, Loss, Protocol, Rule, Taxonomy
 from repro.plan.sealing import conditions_of
@@ -760,8 +761,11 @@ class TestGates:
 
 
 def problems(change: Callable[[dict[str, Any]], object]) -> list[str]:
-    """scoring_problems of the test protocol after ``change``."""
-    return scoring_rules.scoring_problems(protocol(change))
+    """scoring_problems of the test protocol after ``change``, each as its text (``message @
+    path``); every one's code is of the documented vocabulary."""
+    found = scoring_rules.scoring_problems(protocol(change))
+    assert all(p.code in PROBLEM_CODES for p in found), found
+    return [str(p) for p in found]
 
 
 def _set(path: list[Any], value: Any) -> Callable[[dict[str, Any]], None]:

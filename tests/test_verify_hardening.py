@@ -25,7 +25,8 @@ from conftest import SMALL, deadline, run_study
 from forge import reseal, retag, sha256
 from guarantees import record
 from repro.bundle.writer import BundleWriter
-from repro.cli.app import VERIFY_LIMITS, app
+from repro.cli.app import app
+from repro.cli.verify import VERIFY_LIMITS
 from repro.errors import BadInput
 from repro.json import canonical
 from repro.json.serde import structure

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from repro.execute.studies import StudyResult
@@ -17,11 +18,13 @@ __all__ = [
     "EXIT_SLOTS_LOST",
     "EXIT_STUDY_STOPPED",
     "EXIT_VERIFY_FAILED",
+    "PROBLEM_CODES",
     "BadInput",
     "ClusterFailed",
     "FieldError",
     "Interrupted",
     "NotVerified",
+    "Problem",
     "Refused",
     "ReproError",
     "RunFailed",
@@ -49,11 +52,61 @@ class ReproError(Exception):
     """Base of every error repro raises on purpose."""
 
 
+#: The codes a :class:`Problem` carries, each with what it means (docs/commands.md lists them).
+PROBLEM_CODES: dict[str, str] = {
+    "wrong-type": "a value of the wrong JSON type (a string where a number goes)",
+    "missing-field": "a required key is absent",
+    "unknown-field": "a key the schema does not have",
+    "not-allowed": "a value of the right type that the field does not allow",
+    "duplicate": "a name, id or value given twice where each must be unique",
+    "unknown-name": "a reference to a factor, level, participant, slot or check that is not there",
+    "inconsistent": "fields each valid alone that do not fit together",
+    "over-limit": "a size or count over one of repro's limits",
+    "unreadable": "a file that cannot be read or is not JSON",
+    "bad-input": "an input refused in words alone, with no JSON path (an adapter's own refusal)",
+}
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with an input: where (``path``, a JSON path such as
+    ``$.conditions[0].seeds``, or ``$`` for the whole document), what (``message``, in words)
+    and which kind (``code``, one of :data:`PROBLEM_CODES`)."""
+
+    path: str
+    message: str
+    code: str
+
+    def __str__(self) -> str:
+        return f"{self.message} @ {self.path}"
+
+    def as_dict(self) -> dict[str, str]:
+        """The problem as JSON data: ``path``, ``message`` and ``code``."""
+        return {"path": self.path, "message": self.message, "code": self.code}
+
+
 class BadInput(ReproError):
     """Input that repro cannot use: a bad protocol, an existing output root, an unreadable bundle.
 
-    The CLI exits 2 with the message and writes nothing.
+    ``problems`` names each problem of an input that has a JSON path (a protocol's field), as
+    data; the message is the text, which is all an input without one (a missing file) has. The
+    CLI exits 2 with the message and writes nothing.
     """
+
+    def __init__(self, message: str, problems: Iterable[Problem] = ()) -> None:
+        super().__init__(message)
+        self.problems = tuple(problems)
+
+    @classmethod
+    def of(cls, subject: str, problems: Iterable[Problem]) -> BadInput:
+        """Refuse ``subject`` (``protocol``, ``protocol p.json``) for ``problems``: the message
+        is the subject and each problem, ``message @ path``, joined by ``; ``."""
+        listed = tuple(problems)
+        return cls(f"{subject}: " + "; ".join(map(str, listed)), listed)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # A worker process raises it to the study's: its problems go along.
+        return (type(self), (str(self), self.problems))
 
 
 class FieldError(ReproError, ValueError):

@@ -18,7 +18,7 @@ from typing import Any
 
 import orjson
 
-from repro.errors import BadInput
+from repro.errors import BadInput, Problem
 
 __all__ = ["MAX_DEPTH", "MAX_INT", "dumps", "json_path", "loads", "sha256_hex", "syntax_hint"]
 
@@ -99,6 +99,15 @@ def _sound(value: Any, max_depth: int, escapes: bool) -> bool:
     return True
 
 
+#: What a string or key that no UTF-8 writer can encode holds.
+_SURROGATE = "with a lone surrogate (no UTF-8 form)"
+
+
+def _refused(what: str, message: str, path: str, code: str) -> BadInput:
+    """Bad input: ``what`` (the input's name) refused for one problem at ``path``."""
+    return BadInput.of(what, [Problem(path, message, code)])
+
+
 def _check(value: Any, what: str, max_depth: int, escapes: bool) -> None:
     """Refuse what the parse hooks marked, nesting deeper than ``max_depth`` and out-of-range
     numbers; with ``escapes`` (the text holds ``\\u`` escapes, the only way to spell a lone
@@ -109,27 +118,31 @@ def _check(value: Any, what: str, max_depth: int, escapes: bool) -> None:
     while stack:
         node, path, depth = stack.pop()
         if isinstance(node, _Duplicate):
-            raise BadInput(f"{what}: duplicate key {node.key!r} @ {path}")
+            raise _refused(what, f"duplicate key {node.key!r}", path, "duplicate")
         if isinstance(node, _Constant):
-            raise BadInput(f"{what}: {node.name} is not a JSON number @ {path}")
+            raise _refused(what, f"{node.name} is not a JSON number", path, "not-allowed")
         if isinstance(node, (dict, list)) and depth > max_depth:
-            raise BadInput(f"{what}: nesting deeper than {max_depth} levels @ {path}")
+            raise _refused(what, f"nesting deeper than {max_depth} levels", path, "over-limit")
         if escapes and isinstance(node, str) and _has_surrogate(node):
-            raise BadInput(f"{what}: string with a lone surrogate (no UTF-8 form) @ {path}")
+            raise _refused(
+                what, "string with a lone surrogate (no UTF-8 form)", path, "not-allowed"
+            )
         if isinstance(node, dict):
             for k, v in node.items():
                 if escapes and _has_surrogate(k):
                     where = json_path(path, k)
-                    raise BadInput(f"{what}: key with a lone surrogate (no UTF-8 form) @ {where}")
+                    raise _refused(
+                        what, "key with a lone surrogate (no UTF-8 form)", where, "not-allowed"
+                    )
                 stack.append((v, json_path(path, k), depth + 1))
         elif isinstance(node, list):
             stack.extend((v, json_path(path, i), depth + 1) for i, v in enumerate(node))
         elif isinstance(node, int) and not isinstance(node, bool) and abs(node) > MAX_INT:
-            raise BadInput(f"{what}: integer out of 64-bit range @ {path}")
+            raise _refused(what, "integer out of 64-bit range", path, "over-limit")
         elif isinstance(node, float) and not math.isfinite(node):
             # NaN and Infinity literals are markers by now; this is a literal such as 1e999 that
             # the parser rounded to infinity.
-            raise BadInput(f"{what}: number too large for a 64-bit float @ {path}")
+            raise _refused(what, "number too large for a 64-bit float", path, "over-limit")
 
 
 def _line(text: str, index: int) -> int:
@@ -187,24 +200,25 @@ def loads(
     ``max_bytes`` or nested deeper than ``max_depth`` is refused. With ``hints`` (for a file a
     person wrote), a syntax error also names its likely cause (:func:`syntax_hint`)."""
     if len(data) > max_bytes:
-        raise BadInput(f"{what}: {len(data)} bytes is over the limit of {max_bytes} bytes @ $")
+        raise _refused(
+            what, f"{len(data)} bytes is over the limit of {max_bytes} bytes", "$", "over-limit"
+        )
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise BadInput(f"{what}: not UTF-8 (byte {exc.start}) @ $") from None
+        raise _refused(what, f"not UTF-8 (byte {exc.start})", "$", "unreadable") from None
     try:
         value = json.loads(text, object_pairs_hook=_pairs, parse_constant=_Constant)
     except RecursionError:
-        raise BadInput(f"{what}: nesting deeper than {max_depth} levels @ $") from None
+        raise _refused(what, f"nesting deeper than {max_depth} levels", "$", "over-limit") from None
     except json.JSONDecodeError as exc:
         hint = syntax_hint(text, exc.msg, exc.pos) if hints else None
         likely = "" if hint is None else f"; likely {hint}"
-        raise BadInput(
-            f"{what}: not JSON ({exc.msg} at line {exc.lineno} column {exc.colno}){likely} @ $"
-        ) from None
+        said = f"not JSON ({exc.msg} at line {exc.lineno} column {exc.colno}){likely}"
+        raise _refused(what, said, "$", "unreadable") from None
     except ValueError:
         # Python converts integer literals of at most 4300 digits; 64 bits need 19.
-        raise BadInput(f"{what}: integer out of 64-bit range @ $") from None
+        raise _refused(what, "integer out of 64-bit range", "$", "over-limit") from None
     _check(value, what, max_depth, "\\u" in text)
     return value
 

@@ -15,13 +15,20 @@ from cattrs.errors import (
     IterableValidationNote,
 )
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
-from cattrs.v import transform_error
 
-from repro.errors import BadInput
+from repro.errors import BadInput, Problem
 from repro.json import canonical
 from repro.models import FieldError, Level
 
-__all__ = ["converter", "found", "ready", "structure", "to_bytes", "unstructure"]
+__all__ = [
+    "converter",
+    "found",
+    "problems",
+    "ready",
+    "structure",
+    "to_bytes",
+    "unstructure",
+]
 
 T = TypeVar("T")
 
@@ -177,21 +184,46 @@ def _omitting_hook(cls: Any) -> Any:
 converter.register_unstructure_hook_factory(_omits, _omitting_hook)
 
 
-_FIELD = "\x00"
-
-
-def _message(exc: BaseException, type_: Any) -> str:
+def _problem(exc: BaseException, type_: Any, path: str) -> Problem:
+    """The problem ``exc`` raised while structuring the value at ``path`` into ``type_``."""
     if isinstance(exc, FieldError):
-        # A validator ran while the object was built, so cattrs knows only the object's path;
-        # carry the field name along and append it to the path below.
-        return f"{exc}{_FIELD}{exc.field}"
+        # A validator ran while the object was built, so cattrs knows only the object's path:
+        # the field is the validator's.
+        return Problem(f"{path}.{exc.field}", str(exc), "not-allowed")
     if isinstance(exc, ForbiddenExtraKeysError):
-        return f"unknown key(s) {', '.join(sorted(exc.extra_fields))}"
+        return Problem(
+            path, f"unknown key(s) {', '.join(sorted(exc.extra_fields))}", "unknown-field"
+        )
     if isinstance(exc, KeyError):
-        return "required key missing"
+        return Problem(path, "required key missing", "missing-field")
     if isinstance(exc, (TypeError, ValueError)) and str(exc):
-        return str(exc)
-    return f"invalid value for type {getattr(type_, '__name__', type_)}"
+        return Problem(
+            path, str(exc), "wrong-type" if isinstance(exc, TypeError) else "not-allowed"
+        )
+    return Problem(
+        path, f"invalid value for type {getattr(type_, '__name__', type_)}", "wrong-type"
+    )
+
+
+def problems(exc: BaseException, path: str = "$") -> list[Problem]:
+    """Each problem in the error cattrs raised structuring the value at ``path``, its JSON path
+    made as :func:`cattrs.v.transform_error` makes it: ``.field`` for a field, ``[i]`` for an
+    index."""
+    if not isinstance(exc, (ClassValidationError, IterableValidationError)):
+        return [_problem(exc, None, path)]
+    found_: list[Problem] = []
+    with_notes, without = exc.group_exceptions()
+    for inner, note in with_notes:
+        if isinstance(note, IterableValidationNote):
+            where = f"{path}[{note.index!r}]"
+        else:
+            where = f"{path}.{note.name}"
+        if isinstance(inner, (ClassValidationError, IterableValidationError)):
+            found_ += problems(inner, where)
+        else:
+            found_.append(_problem(inner, note.type, where))
+    found_ += [_problem(inner, None, path) for inner in without]
+    return found_
 
 
 def structure(data: Any, cls: type[T], *, what: str) -> T:
@@ -199,16 +231,10 @@ def structure(data: Any, cls: type[T], *, what: str) -> T:
     try:
         return converter.structure(data, cls)
     except (ClassValidationError, IterableValidationError) as exc:
-        lines = []
-        for line in transform_error(exc, path="$", format_exception=_message):
-            if _FIELD in line:
-                message, _, rest = line.partition(_FIELD)
-                field, _, path = rest.partition(" @ ")
-                line = f"{message} @ {path}.{field}"
-            lines.append(line)
-        raise BadInput(f"{what}: " + "; ".join(lines)) from None
+        raise BadInput.of(what, problems(exc)) from None
     except (TypeError, ValueError) as exc:
-        raise BadInput(f"{what}: {exc} @ $") from None
+        code = "wrong-type" if isinstance(exc, TypeError) else "not-allowed"
+        raise BadInput.of(what, [Problem("$", str(exc), code)]) from None
 
 
 def ready(*, structured: Iterable[type] = (), unstructured: Iterable[type] = ()) -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from repro.errors import Problem
 from repro.models import Condition, Contrast, Group, Level, Protocol
 
 __all__ = ["contrast_problems", "matched_conditions", "selected"]
@@ -62,22 +63,32 @@ def matched_conditions(
     return pairs
 
 
-def _group_problems(p: Protocol, group: Group, where: str) -> list[str]:
+def _group_problems(p: Protocol, group: Group, where: str) -> list[Problem]:
     levels = {f.name: f.levels for f in p.matrix}
     problems = []
     for name, level in group.factors.items():
         if name not in levels:
-            problems.append(f"unknown factor {name!r} @ {where}.factors")
+            problems.append(Problem(f"{where}.factors", f"unknown factor {name!r}", "unknown-name"))
         elif level not in levels[name]:
-            problems.append(f"{level!r} is not a level of factor {name!r} @ {where}.factors")
+            problems.append(
+                Problem(
+                    f"{where}.factors",
+                    f"{level!r} is not a level of factor {name!r}",
+                    "unknown-name",
+                )
+            )
     if group.participant is not None and group.participant not in {q.id for q in p.participants}:
-        problems.append(f"unknown participant {group.participant!r} @ {where}.participant")
+        problems.append(
+            Problem(
+                f"{where}.participant", f"unknown participant {group.participant!r}", "unknown-name"
+            )
+        )
     return problems
 
 
 def _contrast_problems(
     p: Protocol, contrast: Contrast, conditions: Sequence[Condition], where: str
-) -> list[str]:
+) -> list[Problem]:
     problems = _group_problems(p, contrast.a, f"{where}.a") + _group_problems(
         p, contrast.b, f"{where}.b"
     )
@@ -86,57 +97,91 @@ def _contrast_problems(
     a, b = selected(contrast.a, conditions), selected(contrast.b, conditions)
     for side, chosen in (("a", a), ("b", b)):
         if not chosen:
-            problems.append(f"group matches no condition @ {where}.{side}")
+            problems.append(
+                Problem(f"{where}.{side}", "group matches no condition", "unknown-name")
+            )
     overlap = sorted({c.id for c in a} & {c.id for c in b})
     if overlap:
-        problems.append(f"groups overlap in {', '.join(overlap)} @ {where}")
+        problems.append(Problem(where, f"groups overlap in {', '.join(overlap)}", "inconsistent"))
     if contrast.direction == "non-inferiority" and not contrast.margin > 0:
-        problems.append(f"a non-inferiority contrast needs a margin above 0 @ {where}.margin")
+        problems.append(
+            Problem(
+                f"{where}.margin",
+                "a non-inferiority contrast needs a margin above 0",
+                "not-allowed",
+            )
+        )
     if contrast.direction != "non-inferiority" and contrast.margin != 0:
-        problems.append(f"a margin is for non-inferiority contrasts only @ {where}.margin")
+        problems.append(
+            Problem(
+                f"{where}.margin", "a margin is for non-inferiority contrasts only", "inconsistent"
+            )
+        )
     problems += _outcome_problems(p, contrast, where)
     if not problems and contrast.pairing == "paired":
         matched = matched_conditions(contrast, conditions)
         if isinstance(matched, str):
-            problems.append(f"cannot pair: {matched} @ {where}.pairing")
+            problems.append(Problem(f"{where}.pairing", f"cannot pair: {matched}", "inconsistent"))
     return problems
 
 
-def _outcome_problems(p: Protocol, contrast: Contrast, where: str) -> list[str]:
+def _outcome_problems(p: Protocol, contrast: Contrast, where: str) -> list[Problem]:
     """What is compared must exist, and each test must be one repro has."""
     problems = []
     binary = contrast.check is not None or contrast.category is not None
     if contrast.check is not None and contrast.category is not None:
-        problems.append(f"a contrast compares a check or a category, not both @ {where}")
+        problems.append(
+            Problem(where, "a contrast compares a check or a category, not both", "inconsistent")
+        )
     scoring = p.scoring
     if binary and scoring is None:
-        problems.append(f"checks and categories need the protocol's scoring @ {where}")
+        problems.append(
+            Problem(where, "checks and categories need the protocol's scoring", "inconsistent")
+        )
     checks = set() if scoring is None else {c.name for c in scoring.checks}
     if contrast.check is not None and scoring is not None and contrast.check not in checks:
-        problems.append(f"unknown check {contrast.check!r} @ {where}.check")
+        problems.append(
+            Problem(f"{where}.check", f"unknown check {contrast.check!r}", "unknown-name")
+        )
     if contrast.category is not None and scoring is not None:
         categories = () if scoring.taxonomy is None else scoring.taxonomy.categories
         if contrast.category not in categories:
-            problems.append(f"unknown category {contrast.category!r} @ {where}.category")
+            problems.append(
+                Problem(
+                    f"{where}.category", f"unknown category {contrast.category!r}", "unknown-name"
+                )
+            )
     if binary and contrast.direction == "non-inferiority":
         problems.append(
-            f"non-inferiority compares the measure only (a margin on a rate has no exact test "
-            f"here) @ {where}.direction"
+            Problem(
+                f"{where}.direction",
+                "non-inferiority compares the measure only (a margin on a rate has no exact test "
+                "here)",
+                "inconsistent",
+            )
         )
     if contrast.cluster is not None:
         named = set(contrast.a.factors) | set(contrast.b.factors)
         if contrast.cluster not in {f.name for f in p.matrix}:
-            problems.append(f"unknown factor {contrast.cluster!r} @ {where}.cluster")
+            problems.append(
+                Problem(f"{where}.cluster", f"unknown factor {contrast.cluster!r}", "unknown-name")
+            )
         elif contrast.pairing == "paired" and contrast.cluster in named:
             problems.append(
-                f"a paired contrast clusters by a factor its groups do not name @ {where}.cluster"
+                Problem(
+                    f"{where}.cluster",
+                    "a paired contrast clusters by a factor its groups do not name",
+                    "inconsistent",
+                )
             )
         if binary:
-            problems.append(f"clusters are for the measure only @ {where}.cluster")
+            problems.append(
+                Problem(f"{where}.cluster", "clusters are for the measure only", "inconsistent")
+            )
     return problems
 
 
-def _interval_problems(contrast: Contrast, family_size: int, where: str) -> list[str]:
+def _interval_problems(contrast: Contrast, family_size: int, where: str) -> list[Problem]:
     """A bootstrap needs its resamples and seed, declared before the runs, a measure to
     resample that no cluster structures, and enough resamples that its smallest p-value,
     adjusted over the ``family_size`` contrasts the multiplicity control counts, can be below
@@ -144,62 +189,73 @@ def _interval_problems(contrast: Contrast, family_size: int, where: str) -> list
     spec = contrast.interval
     if spec is None:
         return []
+    rate = contrast.check is not None or contrast.category is not None
     problems = []
     if spec.method == "t":
         for name in ("resamples", "seed"):
             if getattr(spec, name) is not None:
-                problems.append(f"{name} is for a bootstrap interval only @ {where}.{name}")
-        if contrast.check is not None or contrast.category is not None:
-            problems.append(
-                f"a rate's interval is Newcombe's score interval, not a t @ {where}.method"
-            )
+                said = f"{name} is for a bootstrap interval only"
+                problems.append(Problem(f"{where}.{name}", said, "inconsistent"))
+        if rate:
+            said = "a rate's interval is Newcombe's score interval, not a t"
+            problems.append(Problem(f"{where}.method", said, "inconsistent"))
         return problems
     for name in ("resamples", "seed"):
         if getattr(spec, name) is None:
-            problems.append(f"a bootstrap interval needs its {name} @ {where}.{name}")
-    if contrast.check is not None or contrast.category is not None:
-        problems.append(f"a bootstrap interval is for the measure only @ {where}.method")
+            said = f"a bootstrap interval needs its {name}"
+            problems.append(Problem(f"{where}.{name}", said, "missing-field"))
+    if rate:
+        said = "a bootstrap interval is for the measure only"
+        problems.append(Problem(f"{where}.method", said, "inconsistent"))
     if contrast.cluster is not None:
-        problems.append(
-            f"a clustered contrast takes its cluster-robust t, not a bootstrap of runs or pairs "
-            f"@ {where}.method"
-        )
+        said = "a clustered contrast takes its cluster-robust t, not a bootstrap of runs or pairs"
+        problems.append(Problem(f"{where}.method", said, "inconsistent"))
     if spec.resamples is not None:
         # The smallest p-value the bootstrap gives, adjusted as Holm's first step would and
         # compared as the verdict compares (repro.derive.contrasts.bootstrap_p_value, holm,
         # verdict): never below 1 - level, the contrast could not hold whatever the runs.
         smallest = (1 if contrast.direction != "two-sided" else 2) / (spec.resamples + 1)
         if not min(1.0, family_size * smallest) < 1.0 - contrast.level:
-            problems.append(
-                f"the smallest p-value of {spec.resamples} resamples, {smallest:.6g}, times "
-                f"{family_size} contrast(s) is not below 1 - level ({1.0 - contrast.level:.6g}): "
-                f"the contrast could never hold @ {where}.resamples"
+            said = (
+                f"the smallest p-value of {spec.resamples} resamples, {smallest:.6g}, "
+                f"times {family_size} contrast(s) is not below 1 - level "
+                f"({1.0 - contrast.level:.6g}): the contrast could never hold"
             )
+            problems.append(Problem(f"{where}.resamples", said, "inconsistent"))
     return problems
 
 
-def contrast_problems(p: Protocol, conditions: Sequence[Condition]) -> list[str]:
+def contrast_problems(p: Protocol, conditions: Sequence[Condition]) -> list[Problem]:
     """Every way the protocol's contrasts do not fit its matrix, each with its JSON path."""
     if p.contrasts is None:
         return []
     family = p.contrasts.family
-    problems: list[str] = []
+    problems: list[Problem] = []
     first: dict[str, int] = {}
     for i, contrast in enumerate(family):
         where = f"$.contrasts.family[{i}]"
         if first.setdefault(contrast.id, i) != i:
-            problems.append(f"duplicate contrast id {contrast.id!r} @ {where}.id")
+            problems.append(
+                Problem(f"{where}.id", f"duplicate contrast id {contrast.id!r}", "duplicate")
+            )
         problems += _contrast_problems(p, contrast, conditions, where)
         counted = len(family) if p.contrasts.multiplicity == "holm" else 1
         problems += _interval_problems(contrast, counted, f"{where}.interval")
     if p.contrasts.multiplicity == "none" and not (len(family) == 1 and family[0].primary):
         problems.append(
-            "multiplicity none is only for a family of one contrast declared primary "
-            "@ $.contrasts.multiplicity"
+            Problem(
+                "$.contrasts.multiplicity",
+                "multiplicity none is only for a family of one contrast declared primary",
+                "inconsistent",
+            )
         )
     if p.contrasts.multiplicity == "holm" and len({c.level for c in family}) > 1:
         problems.append(
-            "Holm controls one family-wise error rate: every contrast of the family takes the "
-            "same level @ $.contrasts.family"
+            Problem(
+                "$.contrasts.family",
+                "Holm controls one family-wise error rate: every contrast of the family takes the "
+                "same level",
+                "inconsistent",
+            )
         )
     return problems

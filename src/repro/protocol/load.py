@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from repro._files import read_regular
-from repro.errors import BadInput
+from repro.errors import BadInput, Problem
 from repro.json import canonical
 from repro.json.canonical import json_path
 from repro.json.serde import found, structure
@@ -32,14 +32,14 @@ def load_protocol(path: Path) -> Protocol:
     try:
         read = read_regular(path, MAX_PROTOCOL_BYTES)
     except OSError as exc:
-        raise BadInput(f"protocol {path}: cannot read ({exc.strerror})") from None
+        said = f"cannot read ({exc.strerror})"
+        raise BadInput.of(f"protocol {path}", [Problem("$", said, "unreadable")]) from None
     if read is None:
-        raise BadInput(f"protocol {path}: not a readable file")
+        raise BadInput.of(f"protocol {path}", [Problem("$", "not a readable file", "unreadable")])
     size, data = read
     if size > MAX_PROTOCOL_BYTES:
-        raise BadInput(
-            f"protocol: {size} bytes is over the limit of {MAX_PROTOCOL_BYTES} bytes @ $"
-        )
+        said = f"{size} bytes is over the limit of {MAX_PROTOCOL_BYTES} bytes"
+        raise BadInput.of("protocol", [Problem("$", said, "over-limit")])
     return parse_protocol(data)
 
 
@@ -57,9 +57,8 @@ def strip_comments(value: Any, path: str = "$") -> Any:
             where = json_path(path, key)
             if key == COMMENT:
                 if not isinstance(item, str):
-                    raise BadInput(
-                        f"protocol: a {COMMENT} must be a string, {found(item)} @ {where}"
-                    )
+                    said = f"a {COMMENT} must be a string, {found(item)}"
+                    raise BadInput.of("protocol", [Problem(where, said, "wrong-type")])
                 continue
             out[key] = strip_comments(item, where)
         return out
@@ -72,7 +71,7 @@ def parse_protocol(data: bytes) -> Protocol:
     """Parse and validate protocol bytes; ``"$comment"`` keys are removed first."""
     raw = canonical.loads(data, what="protocol", max_bytes=MAX_PROTOCOL_BYTES, hints=True)
     if not isinstance(raw, dict):
-        raise BadInput("protocol: expected an object @ $")
+        raise BadInput.of("protocol", [Problem("$", "expected an object", "wrong-type")])
     protocol = structure(strip_comments(raw), Protocol, what="protocol")
     check_consistency(protocol)
     return protocol

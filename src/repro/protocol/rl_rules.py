@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from repro.errors import Problem
 from repro.models import RL, Condition, Level, Protocol
 
 __all__ = ["rl_problems", "task_conditions", "tasks_of"]
@@ -41,71 +42,103 @@ def task_conditions(
     return tuple(by_task[task] for task in tasks)
 
 
-def _matrix_problems(p: Protocol, rl: RL) -> list[str]:
+def _matrix_problems(p: Protocol, rl: RL) -> list[Problem]:
     """The task factor is a factor of the matrix; every other factor has one level."""
     names = [f.name for f in p.matrix]
     if rl.task_factor not in names:
-        return [f"unknown factor {rl.task_factor!r} @ $.rl.task_factor"]
+        return [Problem("$.rl.task_factor", f"unknown factor {rl.task_factor!r}", "unknown-name")]
     return [
-        f"factor {f.name!r} has {len(f.levels)} levels: the tasks are the levels of "
-        f"{rl.task_factor!r} and the algorithms the participants, so every other factor must "
-        f"have one level @ $.matrix[{i}].levels"
+        Problem(
+            f"$.matrix[{i}].levels",
+            f"factor {f.name!r} has {len(f.levels)} levels: the tasks are the levels of "
+            f"{rl.task_factor!r} and the algorithms the participants, so every other factor must "
+            f"have one level",
+            "inconsistent",
+        )
         for i, f in enumerate(p.matrix)
         if f.name != rl.task_factor and len(f.levels) != 1
     ]
 
 
-def _normalization_problems(rl: RL, tasks: Sequence[Level]) -> list[str]:
+def _normalization_problems(rl: RL, tasks: Sequence[Level]) -> list[Problem]:
     """None, or one scale per task, each with its low below its high."""
-    problems: list[str] = []
+    problems: list[Problem] = []
     levels, seen = set(tasks), set()
     for i, scale in enumerate(rl.normalization):
         where = f"$.rl.normalization[{i}]"
         if scale.task not in levels:
-            problems.append(f"{scale.task!r} is not a level of {rl.task_factor!r} @ {where}.task")
+            problems.append(
+                Problem(
+                    f"{where}.task",
+                    f"{scale.task!r} is not a level of {rl.task_factor!r}",
+                    "unknown-name",
+                )
+            )
         elif scale.task in seen:
-            problems.append(f"task {scale.task!r} scaled twice @ {where}.task")
+            problems.append(
+                Problem(f"{where}.task", f"task {scale.task!r} scaled twice", "duplicate")
+            )
         seen.add(scale.task)
         if not scale.low < scale.high:
-            problems.append(f"low must be below high @ {where}")
+            problems.append(Problem(where, "low must be below high", "inconsistent"))
     missing = [t for t in tasks if t not in seen]
     if rl.normalization and missing:
         named = ", ".join(repr(t) for t in missing)
         problems.append(
-            f"no scale for task(s) {named}: scale every task or none @ $.rl.normalization"
+            Problem(
+                "$.rl.normalization",
+                f"no scale for task(s) {named}: scale every task or none",
+                "inconsistent",
+            )
         )
     return problems
 
 
-def _estimate_problems(p: Protocol, rl: RL) -> list[str]:
+def _estimate_problems(p: Protocol, rl: RL) -> list[Problem]:
     """Each statistic asked once, gamma for the optimality gap only, each improvement of two
     different participants asked once, finite taus, and something to derive."""
-    problems: list[str] = []
+    problems: list[Problem] = []
     for i, name in enumerate(rl.statistics):
         if rl.statistics.index(name) != i:
-            problems.append(f"statistic {name!r} asked twice @ $.rl.statistics[{i}]")
+            problems.append(
+                Problem(f"$.rl.statistics[{i}]", f"statistic {name!r} asked twice", "duplicate")
+            )
     if rl.gamma != 1.0 and "optimality-gap" not in rl.statistics:
-        problems.append("gamma is the optimality gap's, which is not asked for @ $.rl.gamma")
+        problems.append(
+            Problem(
+                "$.rl.gamma",
+                "gamma is the optimality gap's, which is not asked for",
+                "inconsistent",
+            )
+        )
     participants = {q.id for q in p.participants}
     first: dict[tuple[str, str], int] = {}
     for i, (x, y) in enumerate((pair.x, pair.y) for pair in rl.improvements):
         where = f"$.rl.improvements[{i}]"
         for side, who in (("x", x), ("y", y)):
             if who not in participants:
-                problems.append(f"unknown participant {who!r} @ {where}.{side}")
+                problems.append(
+                    Problem(f"{where}.{side}", f"unknown participant {who!r}", "unknown-name")
+                )
         if x == y:
-            problems.append(f"an improvement compares two participants, not one @ {where}")
+            problems.append(
+                Problem(where, "an improvement compares two participants, not one", "inconsistent")
+            )
         elif first.setdefault((x, y), i) != i:
-            problems.append(f"improvement of {x!r} over {y!r} asked twice @ {where}")
+            problems.append(
+                Problem(where, f"improvement of {x!r} over {y!r} asked twice", "duplicate")
+            )
     for i, tau in enumerate(rl.taus):
         if not math.isfinite(tau):
-            problems.append(f"a tau must be finite @ $.rl.taus[{i}]")
+            problems.append(Problem(f"$.rl.taus[{i}]", "a tau must be finite", "not-allowed"))
     if not (rl.statistics or rl.improvements or rl.taus):
-        problems.append("asks for no statistic, improvement or profile @ $.rl")
+        problems.append(
+            Problem("$.rl", "asks for no statistic, improvement or profile", "missing-field")
+        )
     return problems
 
 
-def rl_problems(p: Protocol) -> list[str]:
+def rl_problems(p: Protocol) -> list[Problem]:
     """Every way the protocol's ``rl`` section does not fit its matrix and participants, each
     with its JSON path."""
     rl = p.rl
@@ -116,6 +149,10 @@ def rl_problems(p: Protocol) -> list[str]:
     problems += _estimate_problems(p, rl)
     if rl.bootstrap.sampler == "rliable" and rl.bootstrap.seed >= _LEGACY_SEEDS:
         problems.append(
-            "the rliable sampler's RandomState takes a seed below 2**32 @ $.rl.bootstrap.seed"
+            Problem(
+                "$.rl.bootstrap.seed",
+                "the rliable sampler's RandomState takes a seed below 2**32",
+                "inconsistent",
+            )
         )
     return problems

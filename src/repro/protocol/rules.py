@@ -6,7 +6,7 @@ bundle's protocol."""
 
 from __future__ import annotations
 
-from repro.errors import BadInput
+from repro.errors import BadInput, Problem
 from repro.models import CHECKPOINT_EVERY, MAX_CHECKPOINTS, Condition, Level, Protocol, Published
 from repro.models.protocol import FAMILYWISE
 from repro.plan.sealing import PARTICIPANT, conditions_of, slot_ids
@@ -25,39 +25,51 @@ MAX_SLOTS = 1_000_000
 def _check_size(p: Protocol) -> None:
     conditions = planned_conditions(p)
     if conditions > MAX_SLOTS:
-        raise BadInput(
-            f"protocol: {conditions} conditions (matrix cells x participants) are over the "
-            f"limit of {MAX_SLOTS} slots @ $.matrix"
+        said = (
+            f"{conditions} conditions (matrix cells x participants) are over the limit of "
+            f"{MAX_SLOTS} slots"
         )
+        raise BadInput.of("protocol", [Problem("$.matrix", said, "over-limit")])
     slots = conditions * p.runs_per_condition
     if slots > MAX_SLOTS:
-        raise BadInput(
-            f"protocol: {conditions} conditions x {p.runs_per_condition} runs = {slots} slots "
-            f"is over the limit of {MAX_SLOTS} @ $.runs_per_condition"
+        said = (
+            f"{conditions} conditions x {p.runs_per_condition} runs = {slots} slots is over the "
+            f"limit of {MAX_SLOTS}"
         )
+        raise BadInput.of("protocol", [Problem("$.runs_per_condition", said, "over-limit")])
 
 
-def _checkpoint_problems(p: Protocol) -> list[str]:
+def _checkpoint_problems(p: Protocol) -> list[Problem]:
     """``seeding.checkpoint_every``: stream seeding only, and no more than
     :data:`~repro.models.MAX_CHECKPOINTS` checkpoints in a partition, declared or by default."""
     every = p.seeding.checkpoint_every
     where = "$.seeding.checkpoint_every"
     if every is not None and p.seeding.mode != "stream":
-        return [f"checkpoints are kept in stream seeding only, not {p.seeding.mode} @ {where}"]
+        return [
+            Problem(
+                where,
+                f"checkpoints are kept in stream seeding only, not {p.seeding.mode}",
+                "inconsistent",
+            )
+        ]
     if p.seeding.mode != "stream":
         return []
     spacing = every or CHECKPOINT_EVERY
     kept = -(-p.runs_per_condition // spacing)
     if kept > MAX_CHECKPOINTS:
         return [
-            f"{p.runs_per_condition} runs per condition at one checkpoint every {spacing} slots "
-            f"keep {kept} checkpoints in a partition, over the limit of {MAX_CHECKPOINTS}: "
-            f"declare a larger spacing @ {where}"
+            Problem(
+                where,
+                f"{p.runs_per_condition} runs per condition at one checkpoint every {spacing} "
+                f"slots keep {kept} checkpoints in a partition, over the limit of "
+                f"{MAX_CHECKPOINTS}: declare a larger spacing",
+                "over-limit",
+            )
         ]
     return []
 
 
-def _seeding_problems(p: Protocol) -> list[str]:
+def _seeding_problems(p: Protocol) -> list[Problem]:
     """``seeding.common``: per-run seeding only, each name once, each a factor of the matrix
     or ``"participant"`` (and not both: a factor named "participant" would make it ambiguous);
     ``seeding.checkpoint_every`` as :func:`_checkpoint_problems` says."""
@@ -67,31 +79,45 @@ def _seeding_problems(p: Protocol) -> list[str]:
         return checkpoints
     if p.seeding.mode != "per-run":
         return [
-            f"common random numbers need per-run seeding, not {p.seeding.mode} @ $.seeding.common"
+            Problem(
+                "$.seeding.common",
+                f"common random numbers need per-run seeding, not {p.seeding.mode}",
+                "inconsistent",
+            )
         ]
-    problems: list[str] = checkpoints
+    problems: list[Problem] = checkpoints
     factors = {f.name for f in p.matrix}
     for i, name in enumerate(common):
         where = f"$.seeding.common[{i}]"
         if common.index(name) != i:
-            problems.append(f"duplicate name {name!r} in seeding.common @ {where}")
+            problems.append(
+                Problem(where, f"duplicate name {name!r} in seeding.common", "duplicate")
+            )
         elif name == PARTICIPANT and name in factors:
             problems.append(
-                f"{name!r} names both the participant and a factor of the matrix @ {where}"
+                Problem(
+                    where,
+                    f"{name!r} names both the participant and a factor of the matrix",
+                    "inconsistent",
+                )
             )
         elif name != PARTICIPANT and name not in factors:
             problems.append(
-                f"unknown factor {name!r}: seeding.common names factors of the matrix or "
-                f"'participant' @ {where}"
+                Problem(
+                    where,
+                    f"unknown factor {name!r}: seeding.common names factors of the matrix or "
+                    f"'participant'",
+                    "unknown-name",
+                )
             )
     return problems
 
 
-def _published_problems(p: Protocol, published: Published) -> list[str]:
+def _published_problems(p: Protocol, published: Published) -> list[Problem]:
     """Each published figure names one condition of the matrix (its participant when there are
     several), and no condition is published twice; something is published. The conditions are
     looked up by their levels, so the check is linear in figures and conditions."""
-    problems: list[str] = []
+    problems: list[Problem] = []
     by_levels: dict[tuple[frozenset[tuple[str, Level]], str], list[Condition]] = {}
     for c in conditions_of(p):
         by_levels.setdefault((frozenset(c.factors.items()), c.participant), []).append(c)
@@ -99,18 +125,83 @@ def _published_problems(p: Protocol, published: Published) -> list[str]:
     for i, figure in enumerate(published.conditions):
         where = f"$.published.conditions[{i}]"
         if figure.participant is None and len(p.participants) > 1:
-            problems.append(f"participant required when there are several @ {where}")
+            problems.append(
+                Problem(where, "participant required when there are several", "missing-field")
+            )
             continue
         who = p.participants[0].id if figure.participant is None else figure.participant
         hits = by_levels.get((frozenset(figure.factors.items()), who), [])
         if len(hits) != 1:
-            problems.append(f"matches no condition of the matrix @ {where}.factors")
+            problems.append(
+                Problem(f"{where}.factors", "matches no condition of the matrix", "unknown-name")
+            )
         elif hits[0].id in matched:
-            problems.append(f"condition published twice @ {where}")
+            problems.append(Problem(where, "condition published twice", "duplicate"))
         else:
             matched.add(hits[0].id)
     if not published.conditions and published.estimand is None:
-        problems.append("published figures declared but none given @ $.published")
+        problems.append(
+            Problem("$.published", "published figures declared but none given", "inconsistent")
+        )
+    return problems
+
+
+def _name_problems(p: Protocol) -> list[Problem]:
+    """Factor names, a factor's levels and participant IDs, each once."""
+    problems: list[Problem] = []
+    names: dict[str, int] = {}
+    for i, factor in enumerate(p.matrix):
+        if names.setdefault(factor.name, i) != i:
+            said = f"duplicate factor name {factor.name!r}"
+            problems.append(Problem(f"$.matrix[{i}].name", said, "duplicate"))
+        if len(set(factor.levels)) != len(factor.levels):
+            said = f"duplicate level in factor {factor.name!r}"
+            problems.append(Problem(f"$.matrix[{i}].levels", said, "duplicate"))
+    ids: dict[str, int] = {}
+    for i, participant in enumerate(p.participants):
+        if ids.setdefault(participant.id, i) != i:
+            said = f"duplicate participant id {participant.id!r}"
+            problems.append(Problem(f"$.participants[{i}].id", said, "duplicate"))
+    return problems
+
+
+def _statistics_problems(p: Protocol) -> list[Problem]:
+    """The measure's bounds in order, and a bootstrap interval of enough resamples that the
+    family-wise criterion does not need recomputed."""
+    problems: list[Problem] = []
+    m = p.measure
+    if m.minimum is not None and m.maximum is not None and m.minimum > m.maximum:
+        problems.append(Problem("$.measure", "minimum is greater than maximum", "inconsistent"))
+    if p.interval.method == "bootstrap" and p.interval.resamples < 100:
+        said = "a bootstrap needs at least 100 resamples"
+        problems.append(Problem("$.interval.resamples", said, "not-allowed"))
+    if p.interval.method == "bootstrap" and p.criteria.bounded == FAMILYWISE:
+        # The criterion recomputes each observed interval at the family-wise level from
+        # aggregates.json, which a bootstrap's resamples are not in.
+        problems.append(
+            Problem(
+                "$.interval.method",
+                f"criteria.bounded {FAMILYWISE} recomputes the observed intervals at the "
+                "family-wise level, which a bootstrap interval cannot be: use normal or t",
+                "inconsistent",
+            )
+        )
+    return problems
+
+
+def _exclusion_problems(p: Protocol) -> list[Problem]:
+    """Each excluded slot a slot of the plan, excluded once."""
+    problems: list[Problem] = []
+    # One string per slot of the plan: expanded only when there is an exclusion to look up.
+    valid_slots = set(slot_ids(p)) if p.exclusions else set()
+    seen: set[str] = set()
+    for i, exclusion in enumerate(p.exclusions):
+        where = f"$.exclusions[{i}].slot"
+        if exclusion.slot not in valid_slots:
+            problems.append(Problem(where, f"unknown slot {exclusion.slot!r}", "unknown-name"))
+        if exclusion.slot in seen:
+            problems.append(Problem(where, f"slot {exclusion.slot!r} excluded twice", "duplicate"))
+        seen.add(exclusion.slot)
     return problems
 
 
@@ -123,40 +214,8 @@ def check_consistency(p: Protocol, max_work: int = MAX_DERIVATION_WORK) -> None:
     contrasts' rules are not run."""
     _check_size(p)
     over = work_problems(p, max_work)
-    problems: list[str] = []
-    names: dict[str, int] = {}
-    for i, factor in enumerate(p.matrix):
-        if names.setdefault(factor.name, i) != i:
-            problems.append(f"duplicate factor name {factor.name!r} @ $.matrix[{i}].name")
-        if len(set(factor.levels)) != len(factor.levels):
-            problems.append(f"duplicate level in factor {factor.name!r} @ $.matrix[{i}].levels")
-    ids: dict[str, int] = {}
-    for i, participant in enumerate(p.participants):
-        if ids.setdefault(participant.id, i) != i:
-            problems.append(f"duplicate participant id {participant.id!r} @ $.participants[{i}].id")
-    problems += _seeding_problems(p)
-    m = p.measure
-    if m.minimum is not None and m.maximum is not None and m.minimum > m.maximum:
-        problems.append("minimum is greater than maximum @ $.measure")
-    if p.interval.method == "bootstrap" and p.interval.resamples < 100:
-        problems.append("a bootstrap needs at least 100 resamples @ $.interval.resamples")
-    if p.interval.method == "bootstrap" and p.criteria.bounded == FAMILYWISE:
-        # The criterion recomputes each observed interval at the family-wise level from
-        # aggregates.json, which a bootstrap's resamples are not in.
-        problems.append(
-            f"criteria.bounded {FAMILYWISE} recomputes the observed intervals at the "
-            "family-wise level, which a bootstrap interval cannot be: use normal or t "
-            "@ $.interval.method"
-        )
-    # One string per slot of the plan: expanded only when there is an exclusion to look up.
-    valid_slots = set(slot_ids(p)) if p.exclusions else set()
-    seen: set[str] = set()
-    for i, exclusion in enumerate(p.exclusions):
-        if exclusion.slot not in valid_slots:
-            problems.append(f"unknown slot {exclusion.slot!r} @ $.exclusions[{i}].slot")
-        if exclusion.slot in seen:
-            problems.append(f"slot {exclusion.slot!r} excluded twice @ $.exclusions[{i}].slot")
-        seen.add(exclusion.slot)
+    problems = _name_problems(p) + _seeding_problems(p)
+    problems += _statistics_problems(p) + _exclusion_problems(p)
     if p.published is not None:
         problems += _published_problems(p, p.published)
     problems += scoring_problems(p)
@@ -164,4 +223,4 @@ def check_consistency(p: Protocol, max_work: int = MAX_DERIVATION_WORK) -> None:
         problems += contrast_problems(p, conditions_of(p))
     problems += rl_problems(p) + over
     if problems:
-        raise BadInput("protocol: " + "; ".join(problems))
+        raise BadInput.of("protocol", problems)

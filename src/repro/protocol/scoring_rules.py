@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from repro.errors import Problem
 from repro.models import (
     Check,
     Protocol,
@@ -43,62 +44,94 @@ def _expectation_problem(check: Check, value: Any) -> str | None:
     return None
 
 
-def _scenario_problems(p: Protocol, scoring: Scoring) -> list[str]:
-    problems: list[str] = []
+def _scenario_problems(p: Protocol, scoring: Scoring) -> list[Problem]:
+    problems: list[Problem] = []
     name = scoring.scenario_factor
     ids = {s.id for s in p.scenarios}
     factor = next((i for i, f in enumerate(p.matrix) if f.name == name), None)
     if factor is None:
         problems.append(
-            f"scenario factor {name!r} is not a matrix factor @ $.scoring.scenario_factor"
+            Problem(
+                "$.scoring.scenario_factor",
+                f"scenario factor {name!r} is not a matrix factor",
+                "unknown-name",
+            )
         )
         return problems
     levels = p.matrix[factor].levels
     for j, level in enumerate(levels):
         if level not in ids:
             problems.append(
-                f"level {level!r} of scenario factor {name!r} names no scenario "
-                f"@ $.matrix[{factor}].levels[{j}]"
+                Problem(
+                    f"$.matrix[{factor}].levels[{j}]",
+                    f"level {level!r} of scenario factor {name!r} names no scenario",
+                    "unknown-name",
+                )
             )
     for k, scenario in enumerate(p.scenarios):
         if scenario.id not in levels:
             problems.append(
-                f"scenario {scenario.id!r} is not a level of scenario factor {name!r} "
-                f"@ $.scenarios[{k}].id"
+                Problem(
+                    f"$.scenarios[{k}].id",
+                    f"scenario {scenario.id!r} is not a level of scenario factor {name!r}",
+                    "unknown-name",
+                )
             )
     return problems
 
 
-def _check_problems(scoring: Scoring) -> list[str]:
-    problems: list[str] = []
+def _check_problems(scoring: Scoring) -> list[Problem]:
+    problems: list[Problem] = []
     seen: set[str] = set()
     for i, check in enumerate(scoring.checks):
         where = f"$.scoring.checks[{i}]"
         if check.name in seen:
-            problems.append(f"duplicate check name {check.name!r} @ {where}.name")
+            problems.append(
+                Problem(f"{where}.name", f"duplicate check name {check.name!r}", "duplicate")
+            )
         seen.add(check.name)
         if check.kind == "concept-coverage":
             if not check.keys:
-                problems.append(f"a concept-coverage check needs keys @ {where}.keys")
+                problems.append(
+                    Problem(f"{where}.keys", "a concept-coverage check needs keys", "missing-field")
+                )
             if check.key is not None:
-                problems.append(f"a concept-coverage check takes keys, not key @ {where}.key")
+                problems.append(
+                    Problem(
+                        f"{where}.key",
+                        "a concept-coverage check takes keys, not key",
+                        "inconsistent",
+                    )
+                )
         else:
             if check.key is None:
-                problems.append(f"an {check.kind} check needs key @ {where}.key")
+                problems.append(
+                    Problem(f"{where}.key", f"an {check.kind} check needs key", "missing-field")
+                )
             if check.keys:
-                problems.append(f"an {check.kind} check takes key, not keys @ {where}.keys")
+                problems.append(
+                    Problem(
+                        f"{where}.keys",
+                        f"an {check.kind} check takes key, not keys",
+                        "inconsistent",
+                    )
+                )
     return problems
 
 
-def _expect_problems(p: Protocol, scoring: Scoring) -> list[str]:
-    problems: list[str] = []
+def _expect_problems(p: Protocol, scoring: Scoring) -> list[Problem]:
+    problems: list[Problem] = []
     for k, scenario in enumerate(p.scenarios):
         for check in scoring.checks:
             where = f"$.scenarios[{k}].expect"
             if check.expect not in scenario.expect:
                 problems.append(
-                    f"scenario {scenario.id!r} has no expectation {check.expect!r} "
-                    f"for check {check.name!r} @ {where}"
+                    Problem(
+                        where,
+                        f"scenario {scenario.id!r} has no expectation {check.expect!r} "
+                        f"for check {check.name!r}",
+                        "inconsistent",
+                    )
                 )
                 continue
             value = scenario.expect[check.expect]
@@ -106,85 +139,127 @@ def _expect_problems(p: Protocol, scoring: Scoring) -> list[str]:
             wrong = _expectation_problem(check, value)
             if wrong is not None:
                 problems.append(
-                    f"expectation {check.expect!r} of check {check.name!r} {wrong} @ {where}"
+                    Problem(
+                        where,
+                        f"expectation {check.expect!r} of check {check.name!r} {wrong}",
+                        "inconsistent",
+                    )
                 )
             elif check.kind == "concept-coverage":
                 problems += [
-                    f"concept {concept!r} has no letters or digits to match @ {where}[{j}]"
+                    Problem(
+                        f"{where}[{j}]",
+                        f"concept {concept!r} has no letters or digits to match",
+                        "inconsistent",
+                    )
                     for j, concept in enumerate(value)
                     if not tokens(concept)
                 ]
     return problems
 
 
-def _taxonomy_problems(taxonomy: Taxonomy, checks: set[str]) -> list[str]:
-    problems: list[str] = []
+def _taxonomy_problems(taxonomy: Taxonomy, checks: set[str]) -> list[Problem]:
+    problems: list[Problem] = []
     where = "$.scoring.taxonomy"
     seen: set[str] = set()
     for i, category in enumerate(taxonomy.categories):
         if category in seen:
-            problems.append(f"duplicate category {category!r} @ {where}.categories[{i}]")
+            problems.append(
+                Problem(f"{where}.categories[{i}]", f"duplicate category {category!r}", "duplicate")
+            )
         seen.add(category)
     last = len(taxonomy.rules) - 1
     for i, rule in enumerate(taxonomy.rules):
         here = f"{where}.rules[{i}]"
         if rule.category not in seen:
-            problems.append(f"category {rule.category!r} is not declared @ {here}.category")
+            problems.append(
+                Problem(
+                    f"{here}.category",
+                    f"category {rule.category!r} is not declared",
+                    "unknown-name",
+                )
+            )
         problems += [
-            f"unknown check {name!r} @ {here}.checks{_member(name)}"
+            Problem(f"{here}.checks{_member(name)}", f"unknown check {name!r}", "unknown-name")
             for name in rule.checks
             if name not in checks
         ]
         unconditional = not rule.checks and not rule.values
         if i == last and not unconditional:
             problems.append(
-                f"the last rule must have no conditions, so that every run gets a category @ {here}"
+                Problem(
+                    here,
+                    "the last rule must have no conditions, so that every run gets a category",
+                    "inconsistent",
+                )
             )
         if i != last and unconditional:
             problems.append(
-                f"only the last rule may have no conditions (the rules after it never apply) "
-                f"@ {here}"
+                Problem(
+                    here,
+                    "only the last rule may have no conditions (the rules after it never apply)",
+                    "inconsistent",
+                )
             )
     return problems
 
 
-def _gate_problems(p: Protocol, checks: set[str]) -> list[str]:
-    problems: list[str] = []
+def _gate_problems(p: Protocol, checks: set[str]) -> list[Problem]:
+    problems: list[Problem] = []
     if p.gates is None:
         return problems
     if p.scoring is None:
-        problems.append("gates judge scores: declared without scoring @ $.gates")
+        problems.append(
+            Problem("$.gates", "gates judge scores: declared without scoring", "inconsistent")
+        )
     breadth = p.gates.breadth
     if breadth is not None and breadth.minimum > breadth.maximum:
-        problems.append("minimum is greater than maximum @ $.gates.breadth")
+        problems.append(
+            Problem("$.gates.breadth", "minimum is greater than maximum", "inconsistent")
+        )
     floor = p.gates.control_floor
     if floor is not None:
         where = "$.gates.control_floor"
         factor = next((f for f in p.matrix if f.name == floor.factor), None)
         if factor is None:
-            problems.append(f"factor {floor.factor!r} is not a matrix factor @ {where}.factor")
+            problems.append(
+                Problem(
+                    f"{where}.factor",
+                    f"factor {floor.factor!r} is not a matrix factor",
+                    "unknown-name",
+                )
+            )
         elif floor.control not in factor.levels:
             problems.append(
-                f"control {floor.control!r} is not a level of factor {floor.factor!r} "
-                f"@ {where}.control"
+                Problem(
+                    f"{where}.control",
+                    f"control {floor.control!r} is not a level of factor {floor.factor!r}",
+                    "unknown-name",
+                )
             )
         if p.scoring is not None and floor.check not in checks:
-            problems.append(f"check {floor.check!r} is not a declared check @ {where}.check")
+            problems.append(
+                Problem(
+                    f"{where}.check",
+                    f"check {floor.check!r} is not a declared check",
+                    "inconsistent",
+                )
+            )
     return problems
 
 
-def _measure_problems(p: Protocol) -> list[str]:
+def _measure_problems(p: Protocol) -> list[Problem]:
     m = p.measure
     if m.name == "outcome_value" and m.key is None:
-        return ["an outcome_value measure needs key @ $.measure.key"]
+        return [Problem("$.measure.key", "an outcome_value measure needs key", "missing-field")]
     if m.name == "episode_return" and m.key is not None:
-        return ["an episode_return measure takes no key @ $.measure.key"]
+        return [Problem("$.measure.key", "an episode_return measure takes no key", "inconsistent")]
     return []
 
 
-def scoring_problems(protocol: Protocol) -> list[str]:
+def scoring_problems(protocol: Protocol) -> list[Problem]:
     """Every inconsistency of ``protocol``'s scenarios, scoring, gates and measure key that
-    each field allows alone, as messages ending in `` @ <JSON path>`` like those of
+    each field allows alone, as problems (:class:`repro.errors.Problem`) like those of
     :func:`repro.protocol.rules.check_consistency`.
 
     Everything the scoring functions assume is checked here, before anything runs, so that a
@@ -199,17 +274,23 @@ def scoring_problems(protocol: Protocol) -> list[str]:
     level and check declared); and the measure's key (``outcome_value`` needs one,
     ``episode_return`` takes none)."""
     p = protocol
-    problems: list[str] = []
+    problems: list[Problem] = []
     seen: set[str] = set()
     for k, scenario in enumerate(p.scenarios):
         if scenario.id in seen:
-            problems.append(f"duplicate scenario id {scenario.id!r} @ $.scenarios[{k}].id")
+            problems.append(
+                Problem(
+                    f"$.scenarios[{k}].id", f"duplicate scenario id {scenario.id!r}", "duplicate"
+                )
+            )
         seen.add(scenario.id)
     scoring = p.scoring
     if scoring is not None and not p.scenarios:
-        problems.append("scoring declared without scenarios @ $.scoring")
+        problems.append(Problem("$.scoring", "scoring declared without scenarios", "inconsistent"))
     if scoring is None and p.scenarios:
-        problems.append("scenarios declared without scoring @ $.scenarios")
+        problems.append(
+            Problem("$.scenarios", "scenarios declared without scoring", "inconsistent")
+        )
     checks = {c.name for c in scoring.checks} if scoring is not None else set()
     if scoring is not None:
         if p.scenarios:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 
+from repro.errors import Problem
 from repro.models import RL, Contrast, Group, Protocol
 from repro.protocol.rl_rules import tasks_of
 
@@ -155,7 +156,7 @@ def work_over(p: Protocol, limit: int) -> tuple[int, str] | None:
     return total, max(work, key=lambda path: work[path])
 
 
-def work_problems(p: Protocol, limit: int = MAX_DERIVATION_WORK) -> list[str]:
+def work_problems(p: Protocol, limit: int = MAX_DERIVATION_WORK) -> list[Problem]:
     """The problem of a protocol whose :func:`derivation_work` is over ``limit`` in all, at the
     part that asks the most; none within it."""
     over = work_over(p, limit)
@@ -163,8 +164,12 @@ def work_problems(p: Protocol, limit: int = MAX_DERIVATION_WORK) -> list[str]:
         return []
     total, largest = over
     return [
-        f"re-deriving its statistics would take {total} units of work (a bootstrap counts its "
-        f"resamples times its values, a contrast the conditions it scans), over the limit of "
-        f"{limit}, most of it asked here: ask for fewer resamples, contrasts, taus or "
-        f"improvements @ {largest}"
+        Problem(
+            largest,
+            f"re-deriving its statistics would take {total} units of work (a bootstrap counts its "
+            f"resamples times its values, a contrast the conditions it scans), over the limit of "
+            f"{limit}, most of it asked here: ask for fewer resamples, contrasts, taus or "
+            f"improvements",
+            "over-limit",
+        )
     ]
