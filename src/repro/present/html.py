@@ -343,9 +343,9 @@ def _contrasts(forest: Forest, agg: Aggregates, order: Sequence[str]) -> Html:
     one's claim, groups, sample, figures and verdict."""
     labels = {c.condition: condition_label(c.factors, c.participant, order) for c in agg.conditions}
     control = (
-        "Holm's step-down adjustment"
+        Html("Holm's step-down adjustment")
         if forest.multiplicity == "holm"
-        else "no adjustment (a family of one primary contrast)"
+        else Html("no adjustment (a family of one primary contrast)")
     )
     family = figure(
         "span", forest.multiplicity, forest.multiplicity, field="multiplicity", family="contrasts"
