@@ -213,6 +213,12 @@ def _locked_constraints(session: nox.Session, path: Path, extras: tuple[str, ...
 #: The libraries whose versions decide the bytes of a derived figure: the numerics (NumPy,
 #: SciPy) and the JSON that carries it (attrs and cattrs build it, orjson writes it).
 DERIVATION_LIBRARIES = ("numpy", "scipy", "attrs", "cattrs", "orjson")
+#: The library that decides the bytes of the HTML page (``repro show --html``), the markup it is
+#: made of: held at its declared minimum beside those, each bundle's page must come out the same
+#: under both environments.
+PAGE_LIBRARIES = ("markupsafe",)
+#: Every library the ``oldest`` environment holds at its declared minimum.
+PINNED_LIBRARIES = (*DERIVATION_LIBRARIES, *PAGE_LIBRARIES)
 
 #: The bundles the compat session makes: every shipped protocol that needs no simulator beyond
 #: gymnasium (inspect-arithmetic needs inspect_ai), each made in seconds. By what it derives:
@@ -291,7 +297,9 @@ def _verdict(repro: Path, bundle: Path) -> tuple[bool | None, str]:
 def compat(session: nox.Session) -> None:
     """Bundles made under the oldest versions pyproject.toml declares of the libraries that
     decide a derived figure's bytes (:data:`DERIVATION_LIBRARIES`) verify under uv.lock's, and
-    the other way round.
+    the other way round; and the HTML page of each bundle comes out the same bytes under the
+    oldest version declared of the library it is made with (:data:`PAGE_LIBRARIES`) as under
+    uv.lock's.
 
     The wheel is built once and installed, with its gymnasium extra, into two fresh
     environments on Python 3.11: ``oldest``, with those libraries at their declared minimum and
@@ -315,11 +323,11 @@ def compat(session: nox.Session) -> None:
     else:
         session.log(f"CAGE-2 left out: no scenario at {CAGE2_SCENARIO}")
     locked = _locked_constraints(session, work / "locked.txt", extras)
-    pinned = [f"{name}=={_declared_minimum(name)}" for name in DERIVATION_LIBRARIES]
+    pinned = [f"{name}=={_declared_minimum(name)}" for name in PINNED_LIBRARIES]
     kept = [
         line
         for line in locked.read_text("utf-8").splitlines()
-        if not line.startswith(tuple(f"{name}==" for name in DERIVATION_LIBRARIES))
+        if not line.startswith(tuple(f"{name}==" for name in PINNED_LIBRARIES))
     ]
     oldest = work / "oldest.txt"
     oldest.write_text("\n".join([*kept, *pinned]) + "\n", "utf-8")
@@ -347,7 +355,7 @@ def compat(session: nox.Session) -> None:
             "-c",
             "import importlib.metadata as m, sys; "
             "print(', '.join(f'{d} {m.version(d)}' for d in sys.argv[1:]))",
-            *DERIVATION_LIBRARIES,
+            *PINNED_LIBRARIES,
             env=env,
             silent=True,
         )
@@ -389,6 +397,17 @@ def compat(session: nox.Session) -> None:
             session.log(f"  {protocol.stem}: {said}")
             if not verified:
                 failures.append(f"{protocol.stem} made under {maker}, verified under {checker}")
+    for protocol in protocols:
+        if not {("oldest", protocol.stem), ("locked", protocol.stem)} <= made:
+            continue
+        bundle = work / "locked" / "bundles" / protocol.stem
+        pages = [
+            _page(repros[name], bundle, work / name / f"{protocol.stem}.html") for name in repros
+        ]
+        same = pages[0] is not None and pages[0] == pages[1]
+        session.log(f"the page of {protocol.stem} under both: {'the same' if same else 'DIFFERS'}")
+        if not same:
+            failures.append(f"the page of {protocol.stem} differs between oldest and locked")
     for checker in ("oldest", "locked"):
         verified, said = _verdict(repros[checker], forged)
         named = "named" if verified is False else "NOT NAMED"
@@ -397,6 +416,18 @@ def compat(session: nox.Session) -> None:
             failures.append(f"the forged {COMPAT_FORGED} is not named under {checker}")
     if failures:
         session.error("; ".join(failures))
+
+
+def _page(repro: Path, bundle: Path, out: Path) -> bytes | None:
+    """The HTML page ``repro show --html`` makes of ``bundle`` (written to ``out``), or None
+    when it made none."""
+    done = subprocess.run(
+        [str(repro), "show", str(bundle), "--html", str(out)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": ""},
+    )
+    return out.read_bytes() if done.returncode == 0 and out.is_file() else None
 
 
 def _runs(bundle: Path) -> dict[str, bytes]:

@@ -126,6 +126,7 @@ GOOD_WHEEL = {
     "repro/cli/__init__.py": "",
     "repro/json_schemas/protocol.schema.json": "{}",
     "repro/templates/gymnasium.json": "{}",
+    "repro/present/page.css": "",
     f"{INFO}/METADATA": (
         "Metadata-Version: 2.4\nName: repro-evidence\nVersion: 0.1.0\n"
         "Requires-Dist: numpy>=1.26\n"
@@ -192,3 +193,10 @@ class TestArchiveChecks:
         does without) is named."""
         problems = check_dist.wheel_problems(_wheel(tmp_path, {**GOOD_WHEEL, **change}))
         assert problem in problems
+
+    def test_a_wheel_without_the_page_style(self, tmp_path: Path) -> None:
+        """A wheel without repro/present/page.css, which the HTML page reads as package data,
+        is named."""
+        files = {k: v for k, v in GOOD_WHEEL.items() if k != "repro/present/page.css"}
+        problems = check_dist.wheel_problems(_wheel(tmp_path, files))
+        assert problems == ["wheel missing: repro/present/page.css"]

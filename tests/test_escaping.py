@@ -27,12 +27,13 @@ from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
+from browser import run_chromium
 from conftest import ROOT, run_study
 from htmlpage import Element, parse
 from repro._escape import json_text, markdown_code, markdown_text, visible
 from repro.derive.report import version_of
 from repro.present.publishing import table
-from repro.present.showing import load
+from repro.present.showing import Shown, load
 
 #: Markup that a renderer passing HTML runs.
 HTML = "<script>alert(1)</script><img src=x onerror=alert(2)>"
@@ -529,6 +530,84 @@ def _active(elements: list[Element]) -> list[tuple[str, dict[str, str]]]:
     ]
 
 
+#: Labels that, were they markup, would add an element or an attribute, close the SVG, make a
+#: link or reorder what a reader sees.
+HOSTILE_LABELS = (
+    "<script>alert(1)</script>",
+    '" onmouseover="alert(2)" x="',
+    "' onfocus='alert(3)' x='",
+    "&amp; &lt;b&gt; & &#60;i>",
+    "</svg><script>alert(4)</script><svg>",
+    '"><a href="javascript:alert(5)">l</a>',
+    "javascript:alert(6)",
+    "\x1b[2J\r\x00\u009b2J\u202eabc\u2066",
+)
+
+
+def _structure(elements: list[Element]) -> list[tuple[str, tuple[str, ...]]]:
+    """Each element's tag and attribute names, in document order."""
+    return [(e.tag, tuple(sorted(e.attrs))) for e in elements]
+
+
+def _hostile(shown: Shown, text: str) -> Shown:
+    """``shown`` with ``text`` in every label the page shows: appended to names (so that they
+    stay distinct), as the whole of reasons, notes and details; the title without its control
+    characters, which a title cannot hold."""
+    fp = shown.protocol
+    title = "".join(ch for ch in text if ch.isprintable())
+    conditions = tuple(
+        attrs.evolve(
+            c,
+            factors={k: f"{v}{text}" for k, v in c.factors.items()},
+            participant=c.participant + text,
+        )
+        for c in shown.aggregates.conditions
+    )
+    ledger = shown.ledger
+    changed = attrs.evolve(
+        shown,
+        protocol=attrs.evolve(fp, protocol=attrs.evolve(fp.protocol, title=title)),
+        aggregates=attrs.evolve(shown.aggregates, measure=text, conditions=conditions),
+        tiers=attrs.evolve(
+            shown.tiers,
+            tiers=tuple(
+                attrs.evolve(t, reason=text, evidence=(text, *t.evidence))
+                for t in shown.tiers.tiers
+            ),
+        ),
+        ledger=attrs.evolve(
+            ledger,
+            adapter=attrs.evolve(ledger.adapter, name=text, version=text),
+            contracts={
+                c: {f"{k}{text}": f"{v}{text}" for k, v in facts.items()}
+                for c, facts in ledger.contracts.items()
+            },
+            losses=tuple(attrs.evolve(loss, cause=text) for loss in ledger.losses),
+        ),
+    )
+    if shown.contrasts is not None:
+        contrasts = tuple(
+            attrs.evolve(c, id=c.id + text, reason=text) for c in shown.contrasts.contrasts
+        )
+        changed = attrs.evolve(
+            changed, contrasts=attrs.evolve(shown.contrasts, contrasts=contrasts)
+        )
+    if shown.scores is not None:
+        cells = tuple(
+            attrs.evolve(
+                cell,
+                participant=cell.participant + text,
+                checks=tuple(attrs.evolve(c, name=c.name + text) for c in cell.checks),
+                categories={k + text: n for k, n in cell.categories.items()},
+                note=text,
+            )
+            for cell in shown.scores.cells
+        )
+        gates = tuple(attrs.evolve(g, detail=text) for g in shown.scores.gates)
+        changed = attrs.evolve(changed, scores=attrs.evolve(shown.scores, cells=cells, gates=gates))
+    return changed
+
+
 class TestHtml:
     """repro show --html of the hostile bundle: every bundle string is text, in elements, in
     attributes and in the SVG."""
@@ -547,3 +626,47 @@ class TestHtml:
         assert any("level<script>" in t for t in svg_texts)
         assert any("javascript:alert(5)" in t for t in texts)
         assert all(any(shown in t for t in texts) for shown in SHOWN)
+
+    @pytest.mark.parametrize("text", HOSTILE_LABELS)
+    @pytest.mark.parametrize("which", ["contrasted_bundle", "scored_bundle"])
+    def test_hostile_labels_inject_nothing(
+        self, text: str, which: str, request: pytest.FixtureRequest
+    ) -> None:
+        """Labels holding markup, quotes, ampersands, ``</svg>``, ``javascript:`` and control
+        characters (in the title, the measure, condition and participant names, contrast ids and
+        reasons, tier reasons and evidence, contract facts, losses' causes, the adapter, the
+        scores' checks, categories, strata, notes and gates) give a page with exactly the
+        elements and attribute names of one with plain labels: nothing injected, nothing
+        active, no control character raw; each label reads back as its text."""
+        shown = load(request.getfixturevalue(which))
+        page = _hostile(shown, text).html()
+        elements = parse(page)
+        plain = _hostile(shown, "x" * len(text)).html()
+        assert _structure(elements) == _structure(parse(plain))
+        assert _active(elements) == []
+        assert raw_controls(page.replace("\n", "")) == []
+        texts = [e.text for e in elements]
+        values = [v for e in elements for v in e.attrs.values()]
+        assert any(visible(text) in t for t in texts)
+        assert any(visible(text) in v for v in values)
+        svg_texts = [e.text for e in elements if e.tag in ("text", "tspan", "title")]
+        assert any(visible(text) in t for t in svg_texts)
+
+    def test_chromium_sees_no_injected_markup(
+        self, contrasted_bundle: Path, chromium: Path, tmp_path: Path
+    ) -> None:
+        """The DOM headless Chromium builds of the page with every hostile label at once has
+        the same elements and attribute names as that of the page with plain labels, and
+        nothing that could run or fetch."""
+        shown = load(contrasted_bundle)
+        doms = []
+        text = "".join(HOSTILE_LABELS)
+        for name, label in (("hostile", text), ("plain", "x" * len(text))):
+            page = tmp_path / f"{name}.html"
+            page.write_text(_hostile(shown, label).html(), "utf-8")
+            dom = run_chromium(chromium, tmp_path, "--dump-dom", page.as_uri(), timeout=120)
+            doms.append(parse(dom))
+        hostile, plain = doms
+        assert _structure(hostile) == _structure(plain)
+        assert _active(hostile) == []
+        assert any("</svg><script>" in e.text for e in hostile if e.tag == "tspan")

@@ -38,7 +38,8 @@ from htmlpage import (
 from repro._escape import visible
 from repro.derive.figures import POINTS_LIMIT, condition_label, forest_model
 from repro.models import ConditionAggregate, ContrastResult, IntervalValue
-from repro.present.html import MAX_SLOTS_LISTED, _slot_list, render, repro_version
+from repro.present.html import render, repro_version
+from repro.present.losses import MAX_SLOTS_LISTED, slot_list
 from repro.present.showing import Shown, load
 from synthetic import synthetic_bundle
 
@@ -327,7 +328,7 @@ def test_losses_are_grouped_by_cause(failing_bundle: Path) -> None:
             for loss in shown.ledger.losses
             if (loss.outcome, loss.cause) == (outcome, cause)
         ]
-        assert row.children[-1].text == _slot_list(slots)
+        assert row.children[-1].text == slot_list(slots)
         ended = {statuses[slot] for slot in slots}
         assert len(ended) == 1
         assert row.children[0].text.split(" ")[0] == ended.pop()
@@ -349,17 +350,17 @@ def _statuses(bundle: Path) -> dict[str, str]:
 def test_a_long_slot_list_is_compacted_and_cut() -> None:
     """Consecutive slots of a condition make a range; past :data:`MAX_SLOTS_LISTED` items the
     list ends with how many slots it leaves out, so a million losses of one cause take a line."""
-    assert _slot_list(["c00-r0001", "c00-r0002", "c00-r0003", "c00-r0005", "c01-r0006"]) == (
+    assert slot_list(["c00-r0001", "c00-r0002", "c00-r0003", "c00-r0005", "c01-r0006"]) == (
         "c00-r0001\u2013r0003, c00-r0005, c01-r0006"
     )
-    assert _slot_list(["odd", "c00-r0009", "c00-r0010"]) == "odd, c00-r0009\u2013r0010"
+    assert slot_list(["odd", "c00-r0009", "c00-r0010"]) == "odd, c00-r0009\u2013r0010"
     every_other = [f"c00-r{i:07d}" for i in range(0, 2_000_000, 2)]
-    text = _slot_list(every_other)
+    text = slot_list(every_other)
     assert len(text) < 400
     assert text.endswith(f", and {len(every_other) - MAX_SLOTS_LISTED:,} more slot(s)")
-    assert _slot_list([f"c00-r{i:07d}" for i in range(1_000_000)]) == "c00-r0000000\u2013r0999999"
+    assert slot_list([f"c00-r{i:07d}" for i in range(1_000_000)]) == "c00-r0000000\u2013r0999999"
     few = [f"c00-r{i:04d}" for i in range(0, 2 * (MAX_SLOTS_LISTED + 2), 2)]
-    assert _slot_list(few) == ", ".join(few)
+    assert slot_list(few) == ", ".join(few)
 
 
 # --------------------------------------------------------------------------- user text

@@ -118,7 +118,9 @@ def wheel_problems(path: Path) -> list[str]:
     for name in names:
         if name.split("/", 1)[0] not in {"repro", info} or _byte_code(name):
             problems.append(f"wheel unexpected: {name}")
-    for name in ("repro/__init__.py", "repro/cli/__init__.py", f"{info}/licenses/LICENSE"):
+    required = ("repro/__init__.py", "repro/cli/__init__.py", f"{info}/licenses/LICENSE")
+    # The HTML page's style sheet, package data beside the module that reads it.
+    for name in (*required, "repro/present/page.css"):
         if name not in names:
             problems.append(f"wheel missing: {name}")
     for folder in ("repro/json_schemas/", "repro/templates/"):
