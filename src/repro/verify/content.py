@@ -351,7 +351,7 @@ def whole_plan_tally(
     """The tally of all partitions and runs files together, read again: for a plan whose
     partitions' tallies may not add up to it. None when a file no longer reads as it did (which
     is named)."""
-    with read._repeating():
+    with read.repeating():
         parts = [read.json(k.file, "partition", Partition) for k in kept]
         attempts: list[Attempt] = []
         for k in kept:
@@ -495,7 +495,8 @@ class _CrateCheck:
 
 def _seen_of(read: BundleReader, names: Iterable[str]) -> dict[str, Any]:
     """What ``read``'s first reads found of those of ``names`` it has read."""
-    return {n: read._seen[n] for n in names if n in read._seen}
+    seen = read.first_reads
+    return {n: seen[n] for n in names if n in seen}
 
 
 @frozen
@@ -514,9 +515,8 @@ class _Read:
         read.findings.extend(self.findings)
         if isinstance(read.findings, Findings):
             read.findings.dropped += self.dropped
-        for name, seen in self.seen.items():
-            read._seen.setdefault(name, seen)
-        read._budget -= self.spent
+        read.adopt(self.seen)
+        read.budget -= self.spent
 
 
 class _JobReader:
@@ -532,10 +532,10 @@ class _JobReader:
         budget: int | None = None,
     ) -> None:
         self.read = BundleReader(source, Findings(limits.max_findings), limits)
-        self.read._seen.update(seen)
+        self.read.adopt(seen)
         if budget is not None:
-            self.read._budget = budget
-        self._mark = (0, 0, set(self.read._seen), self.read._budget)
+            self.read.budget = budget
+        self._mark = (0, 0, set(self.read.first_reads), self.read.budget)
 
     def stretch(self) -> _Read:
         findings = self.read.findings
@@ -544,10 +544,10 @@ class _JobReader:
         got = _Read(
             list(findings[listed:]),
             findings.dropped - dropped,
-            {n: v for n, v in self.read._seen.items() if n not in seen},
-            budget - self.read._budget,
+            {n: v for n, v in self.read.first_reads.items() if n not in seen},
+            budget - self.read.budget,
         )
-        self._mark = (len(findings), findings.dropped, set(self.read._seen), self.read._budget)
+        self._mark = (len(findings), findings.dropped, set(self.read.first_reads), self.read.budget)
         return got
 
 
@@ -562,7 +562,7 @@ def _mentions(context: tuple[FileSource, Limits], task: tuple[str, dict[str, Any
     again (findings about its content are not made twice)."""
     name, seen = task
     job = _JobReader(*context, seen)
-    with job.read._repeating():
+    with job.read.repeating():
         ids = [t for t in job.read.times_ids(name) or () if t is not None]
     return job.stretch(), zlib.compress(pickle.dumps(ids, protocol=pickle.HIGHEST_PROTOCOL), 1)
 
@@ -728,7 +728,7 @@ def _partition_runs(
                 digest,
             )
         )
-    part, part_sha256 = read._model(name, "partition", Partition)
+    part, part_sha256 = read.model(name, "partition", Partition)
     if fp.protocol.seeding.mode == "stream":
         _check_checkpoint(read, fp.protocol, part, ref.id, first)
     runs_name = layout.runs_file(ref.id)
@@ -816,7 +816,7 @@ def _reseal(
     for index, expected in enumerate(made, start=len(refs)):
         refs.append(plan.partition_ref(expected))
         if index < len(kept) and refs[-1].sha256 != kept[index].sha256:
-            with read._repeating():
+            with read.repeating():
                 part = read.json(kept[index].file, "partition", Partition)
             if part is not None:
                 found = to_bytes(part)
@@ -1053,9 +1053,7 @@ def _read_partitions(
     def tasks() -> Iterator[_PartitionTask]:
         for ref in seal.partitions:
             names = [layout.DATA + ref.file, *layout.partition_files(ref.id, stream)[1:]]
-            yield _PartitionTask(
-                ref, ref is seal.partitions[0], _seen_of(read, names), read._budget
-            )
+            yield _PartitionTask(ref, ref is seal.partitions[0], _seen_of(read, names), read.budget)
 
     def mentions() -> Iterator[tuple[str, dict[str, Any]]]:
         # Given after the partitions' jobs, to run while the last of them do (their results
