@@ -26,7 +26,8 @@ from guarantees import record
 from repro.derive.tally import Attempt, merge, tally
 from repro.json import canonical
 from repro.models import Partition, RunRecord
-from repro.verify import BundleReader, Finding, Limits, content, verify
+from repro.verify import BundleReader, Finding, Limits, verify
+from repro.verify.content import sealing
 from repro.verify import reader as reading
 from repro.verify.reader import parsing
 from synthetic import synthetic_bundle
@@ -92,13 +93,13 @@ class TestWholePlanTally:
     def whole_plan_reads(self, monkeypatch: pytest.MonkeyPatch) -> list[int]:
         """How often verify tallied the whole plan at once."""
         calls: list[int] = []
-        real = content.whole_plan_tally
+        real = sealing.whole_plan_tally
 
         def spy(*args: Any) -> Any:
             calls.append(1)
             return real(*args)
 
-        monkeypatch.setattr(content, "whole_plan_tally", spy)
+        monkeypatch.setattr(sealing, "whole_plan_tally", spy)
         return calls
 
     def test_not_for_a_sealed_bundle(
