@@ -17,10 +17,7 @@ from repro.derive.report import MARKER_BYTES, MARKERS, REPORT_VERSION
 from repro.derive.report import version_of as report_version_of
 from repro.json import canonical
 from repro.json.serde import unstructure
-from repro.models import (
-    ContrastsFile,
-    Tiers,
-)
+from repro.models import ContrastsFile, Tiers
 from repro.stats.figures import LIBRARY_FIGURES, same_figure
 from repro.verify.content.stored import Stored
 from repro.verify.findings import MAX_DIFFS, Finding, Location

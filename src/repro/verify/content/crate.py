@@ -16,12 +16,7 @@ from repro import layout
 from repro.derive.crate import CRATE_VERSION, VERSIONS, ActionFacts, CrateBuilder, version_of
 from repro.derive.tally import Attempt, runs
 from repro.layout import CRATE
-from repro.models import (
-    AttemptTimes,
-    FrozenProtocol,
-    Partition,
-    Seal,
-)
+from repro.models import AttemptTimes, FrozenProtocol, Partition, Seal
 from repro.verify.content.compare import short
 from repro.verify.content.jobs import JobReader, Stretch
 from repro.verify.content.stored import Stored

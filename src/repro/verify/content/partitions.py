@@ -13,12 +13,7 @@ from attrs import frozen
 from repro import layout
 from repro.derive.crate import CrateBuilder
 from repro.derive.tally import Attempt, tally
-from repro.models import (
-    FrozenProtocol,
-    Partition,
-    PartitionRef,
-    Seal,
-)
+from repro.models import FrozenProtocol, Partition, PartitionRef, Seal
 from repro.verify.content.checkpoints import check_checkpoint
 from repro.verify.content.crate import (
     CrateCheck,

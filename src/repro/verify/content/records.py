@@ -12,13 +12,7 @@ from attrs import frozen
 from repro import layout
 from repro.derive.tally import Attempt, RunTally, attempt_id
 from repro.derive.validity import record_problem
-from repro.models import (
-    AdapterFacts,
-    Partition,
-    Protocol,
-    RunRecord,
-    Scenario,
-)
+from repro.models import AdapterFacts, Partition, Protocol, RunRecord, Scenario
 from repro.verify.findings import MAX_DIFFS, Finding, Location
 from repro.verify.reader import BundleReader
 

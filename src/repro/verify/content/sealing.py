@@ -10,15 +10,7 @@ from repro import layout, plan
 from repro.derive.tally import Attempt, RunTally, merge, tally
 from repro.errors import BadInput
 from repro.json.serde import to_bytes
-from repro.models import (
-    FrozenProtocol,
-    Ledger,
-    Partition,
-    PartitionRef,
-    Protocol,
-    Seal,
-    Source,
-)
+from repro.models import FrozenProtocol, Ledger, Partition, PartitionRef, Protocol, Seal, Source
 from repro.protocol.rules import check_consistency
 from repro.protocol.work import planned_conditions, work_over
 from repro.verify.content.compare import compare
