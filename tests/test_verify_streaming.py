@@ -27,8 +27,8 @@ from repro.derive.tally import Attempt, merge, tally
 from repro.json import canonical
 from repro.models import Partition, RunRecord
 from repro.verify import BundleReader, Finding, Limits, verify
-from repro.verify.content import sealing
 from repro.verify import reader as reading
+from repro.verify.content import sealing
 from repro.verify.reader import parsing
 from synthetic import synthetic_bundle
 from test_corpus import Base, _materialise, _parse
