@@ -484,3 +484,17 @@ class TestEarlierBundles:
         code, found = _audit(root, "--all")
         assert (code, found["identical"], len(found["slots"])) == (0, True, 32)
         assert [c["before"] for c in found["chained"]] == ["c01-r0000", "c02-r0000", "c03-r0000"]
+
+    def test_a_first_state_only_schema_keeps_no_later_state(
+        self, stream_bundle: Path, tmp_path: Path
+    ) -> None:
+        """A checkpoint that says it is a repro.checkpoint/1 but keeps a spacing and later
+        states is a finding of verify (that schema keeps the partition's first state only)."""
+        root = _copy(stream_bundle, tmp_path)
+        name = "data/runs/c01.checkpoint.json"
+        data = json.loads((root / name).read_bytes())
+        assert data["later"], "the stream bundle keeps later states"
+        data["schema"] = "repro.checkpoint/1"
+        (root / name).write_text(json.dumps(data, sort_keys=True, separators=(",", ":")) + "\n")
+        reseal(root)
+        assert [f.code for f in verify(root)] == ["checkpoint-spacing"]

@@ -26,8 +26,10 @@ from guarantees import record
 from repro.derive.tally import Attempt, merge, tally
 from repro.json import canonical
 from repro.models import Partition, RunRecord
-from repro.verify import BundleReader, Finding, Limits, content, verify
+from repro.verify import BundleReader, Finding, Limits, verify
 from repro.verify import reader as reading
+from repro.verify.content import sealing
+from repro.verify.reader import parsing
 from synthetic import synthetic_bundle
 from test_corpus import Base, _materialise, _parse
 
@@ -91,13 +93,13 @@ class TestWholePlanTally:
     def whole_plan_reads(self, monkeypatch: pytest.MonkeyPatch) -> list[int]:
         """How often verify tallied the whole plan at once."""
         calls: list[int] = []
-        real = content.whole_plan_tally
+        real = sealing.whole_plan_tally
 
         def spy(*args: Any) -> Any:
             calls.append(1)
             return real(*args)
 
-        monkeypatch.setattr(content, "whole_plan_tally", spy)
+        monkeypatch.setattr(sealing, "whole_plan_tally", spy)
         return calls
 
     def test_not_for_a_sealed_bundle(
@@ -195,8 +197,8 @@ class TestQuickWay:
         line = data.draw(_run_lines())
         quick = reading.canonical_record(line)
         findings: list[Finding] = []
-        strict = BundleReader({}, findings)._line(
-            "data/runs/c00.jsonl", 1, line, "run-record", RunRecord
+        strict = parsing.parse_line(
+            findings.append, Limits(), "data/runs/c00.jsonl", 1, line, "run-record", RunRecord
         )
         if quick is not None:
             assert (strict, findings) == (quick, [])
@@ -362,8 +364,8 @@ def _written(draw: st.DrawFn, record_: dict[str, Any]) -> bytes:
 
 def _strict(line: bytes) -> tuple[Any, list[Finding]]:
     findings: list[Finding] = []
-    return BundleReader({}, findings)._line(
-        "data/runs/c00.jsonl", 1, line, "run-record", RunRecord
+    return parsing.parse_line(
+        findings.append, Limits(), "data/runs/c00.jsonl", 1, line, "run-record", RunRecord
     ), findings
 
 
@@ -449,13 +451,13 @@ def _partition_model(
     findings: list[Finding] = []
     reader = BundleReader({}, findings, limits or Limits())
     reader.raw = lambda name: data  # type: ignore[method-assign]
-    kept = dict(reading._QUICK_MODELS)
+    kept = dict(parsing.QUICK_MODELS)
     if not quick:
-        reading._QUICK_MODELS.clear()
+        parsing.QUICK_MODELS.clear()
     try:
-        value, digest = reader._model("data/plans/c00.json", "partition", Partition)
+        value, digest = reader.model("data/plans/c00.json", "partition", Partition)
     finally:
-        reading._QUICK_MODELS.update(kept)
+        parsing.QUICK_MODELS.update(kept)
     return value, digest, findings
 
 

@@ -6,7 +6,7 @@ trusted key each signature is listed, its key named, as not checked."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from attrs import frozen
@@ -315,18 +315,9 @@ def _audit_problem(
     return None
 
 
-def check_signatures(
-    listing: Listing,
-    read: BundleReader,
-    stored: Stored | None,
-    trusted: Sequence[PublicKey],
-    limits: Limits,
-    findings: list[Finding],
-) -> list[SignatureStatus]:
-    """Read every signature file (in name order, at most ``limits.max_signatures``), and check
-    each against ``trusted``: a signature by a key not among them is ``signature-untrusted``,
-    and with keys given but no signature by any of them, ``signature-missing``. Return what was
-    found of each file."""
+def _signature_files(listing: Listing, limits: Limits, findings: list[Finding]) -> list[str]:
+    """The signature files read, in name order: at most ``limits.max_signatures`` (more are
+    named, and not read)."""
     names = sorted(n for n in listing.sizes if layout.is_signature(n))
     if len(names) > limits.max_signatures:
         findings.append(
@@ -340,6 +331,47 @@ def check_signatures(
             )
         )
         names = names[: limits.max_signatures]
+    return names
+
+
+def _signature_problem(
+    name: str,
+    signed: SignedStatement,
+    by_key: Mapping[str, PublicKey],
+    digest: str | None,
+    facts: _BundleFacts,
+) -> Finding | None:
+    """What is wrong with the signature file ``name``, checked against the trusted keys
+    ``by_key`` (by fingerprint): a key not among them; with no keys given, only what it states
+    is checked."""
+    if not by_key:
+        # No key says who signed it, but what it states is checked all the same.
+        return _statement_problem(signed, digest, facts)
+    key = by_key.get(signed.keyid)
+    if key is None:
+        return _finding(
+            "signature-untrusted",
+            name,
+            f"signed by {signed.keyid}, a key not among the trusted ones",
+            "a signature by a trusted key",
+            signed.keyid,
+        )
+    return _check(signed, key, digest, facts)
+
+
+def check_signatures(
+    listing: Listing,
+    read: BundleReader,
+    stored: Stored | None,
+    trusted: Sequence[PublicKey],
+    limits: Limits,
+    findings: list[Finding],
+) -> list[SignatureStatus]:
+    """Read every signature file (in name order, at most ``limits.max_signatures``), and check
+    each against ``trusted``: a signature by a key not among them is ``signature-untrusted``,
+    and with keys given but no signature by any of them, ``signature-missing``. Return what was
+    found of each file."""
+    names = _signature_files(listing, limits, findings)
     by_key = {key.fingerprint: key for key in trusted}
     # The subject is checked only against a tag manifest that is there: a missing one is named
     # by integrity already, and a bundle without signatures or keys reads nothing here.
@@ -354,22 +386,8 @@ def check_signatures(
         if signed is None:
             statuses.append(SignatureStatus(name, None, None, "failed", "signature-malformed"))
             continue
-        problem: Finding | None
-        key = by_key.get(signed.keyid)
-        if not by_key:
-            # No key says who signed it, but what it states is checked all the same.
-            problem = _statement_problem(signed, digest, facts)
-        elif key is None:
-            problem = _finding(
-                "signature-untrusted",
-                name,
-                f"signed by {signed.keyid}, a key not among the trusted ones",
-                "a signature by a trusted key",
-                signed.keyid,
-            )
-        else:
-            signed_by_trusted = True
-            problem = _check(signed, key, digest, facts)
+        signed_by_trusted = signed_by_trusted or signed.keyid in by_key
+        problem = _signature_problem(name, signed, by_key, digest, facts)
         if problem is not None:
             findings.append(problem)
         status: Literal["not-checked", "verified", "failed"] = (
