@@ -55,6 +55,7 @@ The rules, in order:
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -262,26 +263,24 @@ def _bootstrap(
 
     The resamples are those ``scipy.stats.bootstrap(..., rng=numpy.random.default_rng(seed))``
     drew, which repro took the bootstrap from: batches of resamples, each batch every sample's
-    in turn, by ``Generator.integers``' draws, here made by repro
-    (:class:`repro.stats.draws.Stream`); the replicates are ``statistic`` of them (NumPy's
-    means), the interval's ends their ``linear`` percentiles
-    (:func:`repro.stats.resampling.percentile_ends`) and the standard error their sd (n - 1)."""
+    in turn, by ``Generator.integers``' draws, here made by repro's one bootstrap engine
+    (:class:`repro.stats.bootstrap.Draws`, :func:`repro.stats.bootstrap.replicates`); the
+    replicates are ``statistic`` of them (NumPy's means), the interval's ends their ``linear``
+    percentiles (:func:`repro.stats.resampling.percentile_ends`) and the standard error their
+    sd (n - 1)."""
+    # NumPy and the engine are imported here only, as SciPy is: a study without a bootstrap
+    # should not pay for them.
     import numpy as np
 
-    from repro.stats.draws import Stream
+    from repro.stats.bootstrap import Draws, replicates
     from repro.stats.resampling import percentile_ends
 
     spec = contrast.interval
     assert spec is not None and spec.resamples is not None and spec.seed is not None
     arrays = [np.asarray(sample, dtype=np.float64) for sample in samples]
-    stream = Stream(spec.seed)
-    batch = max(1, _BATCH_VALUES // sum(len(x) for x in arrays))
-    replicates = []
-    for start in range(0, spec.resamples, batch):
-        count = min(batch, spec.resamples - start)
-        drawn = [x[stream.integers(x.size, (count, x.size))] for x in arrays]
-        replicates.append(statistic(*drawn, axis=-1))
-    theta = np.concatenate(replicates)
+    step = _BATCH_VALUES // sum(len(x) for x in arrays)
+    draw = functools.partial(Draws(spec.seed).iid, arrays)
+    theta = replicates(draw, statistic, spec.resamples, step)[:, 0]
     low, high = percentile_ends(theta, contrast.level)
     interval = ContrastInterval(
         method="percentile-bootstrap", level=contrast.level, low=low, high=high

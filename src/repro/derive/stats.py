@@ -9,6 +9,7 @@ algorithms (:mod:`repro.stats`).
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from statistics import NormalDist
@@ -99,6 +100,11 @@ def _estimand_moments(
     return total, se, df
 
 
+def _means(resampled: Any) -> Any:
+    """Each resample's mean (NumPy's), one a row."""
+    return resampled.mean(axis=-1)
+
+
 #: Values one batch of a bootstrap's resamples holds at most (resamples x runs): it bounds the
 #: memory a bootstrap takes, and changes none of its figures (see :func:`_bootstrap`).
 _BATCH_VALUES = 1 << 20
@@ -113,32 +119,30 @@ def _bootstrap(
 ) -> IntervalValue:
     """The percentile bootstrap interval of the sum (or mean) of the samples' means, each sample
     resampled on its own: the draws ``numpy.random.default_rng(seed).integers`` made
-    (:class:`repro.stats.draws.Stream`), every resample of the first sample, then of the next,
+    (:class:`repro.stats.bootstrap.Draws`), every resample of the first sample, then of the next,
     a batch of resamples at a time (which changes no draw); each resample's mean (NumPy's);
-    the means added sample by sample; the interval's ends the ``linear`` percentiles of those
-    replicates (:func:`repro.stats.resampling.percentile_ends`). It is the interval
+    the means added sample by sample (:func:`repro.stats.bootstrap.replicates`); the interval's
+    ends the ``linear`` percentiles of those replicates
+    (:func:`repro.stats.resampling.percentile_ends`). It is the interval
     ``scipy.stats.bootstrap(..., method="percentile")`` gave of the same draws, which repro
     took it from; its own draws and quantiles keep it the same floats whatever NumPy and SciPy
     re-derive it."""
+    # NumPy and the engine are imported here only: a study or a verification with normal or t
+    # intervals should not pay for them.
     import numpy as np
 
-    from repro.stats.draws import Stream
+    from repro.stats.bootstrap import Draws, replicates
     from repro.stats.resampling import percentile_ends
 
-    arrays = [np.asarray(s, dtype=np.float64) for s in samples]
-    stream = Stream(seed)
+    draws = Draws(seed)
     total: Any = None
-    for x in arrays:
-        step = max(1, _BATCH_VALUES // x.size)
-        means = np.concatenate(
-            [
-                x[stream.integers(x.size, (min(step, resamples - start), x.size))].mean(axis=-1)
-                for start in range(0, resamples, step)
-            ]
-        )
+    for sample in samples:
+        x = np.asarray(sample, dtype=np.float64)
+        step = _BATCH_VALUES // x.size
+        means = replicates(functools.partial(draws.iid, [x]), _means, resamples, step)[:, 0]
         total = means if total is None else total + means
-    replicates = total if combine == "sum" else total / len(arrays)
-    low, high = percentile_ends(replicates, level)
+    theta = total if combine == "sum" else total / len(samples)
+    low, high = percentile_ends(theta, level)
     return IntervalValue(
         method="bootstrap", level=level, low=low, high=high, halfwidth=(high - low) / 2
     )
