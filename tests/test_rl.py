@@ -1,4 +1,4 @@
-"""repro.derive.rl against rliable 1.2.0 itself: the same aggregates, and with the "rliable"
+"""repro.stats.rl against rliable 1.2.0 itself: the same aggregates, and with the "rliable"
 sampler the same bootstrap intervals, float for float."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from rliable import library as rly
 from rliable import metrics
 
-from repro.derive import rl
+from repro.stats import rl
 from repro.stats.bootstrap import Draws
 
 # Scores from any finite range, and scores on a coarse grid: ties, and sums NumPy and fsum both

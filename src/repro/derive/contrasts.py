@@ -16,7 +16,7 @@ The rules, in order:
    lower is better: a positive difference always favours ``a``, and superiority is the
    alternative that it is positive.
 3. **The test** (:func:`paired_t`, :func:`welch_t`, and for checks, categories and clusters
-   :mod:`repro.derive.inference`): the measure's mean difference (``math.fsum``, two-pass
+   :mod:`repro.stats.inference`): the measure's mean difference (``math.fsum``, two-pass
    variance, so no figure depends on the order runs are read) with a paired t (``n - 1``
    degrees of freedom) or Welch's t (Welch-Satterthwaite), or, with a ``cluster`` factor, a
    cluster-robust CR1 standard error on ``clusters - 1`` degrees of freedom; a rate's
@@ -44,8 +44,8 @@ The rules, in order:
    ``Generator.integers`` when repro adopted it, and NumPy's ``linear`` percentiles, which
    NumPy and SciPy may change but repro does not; a re-derivation under another NumPy or SciPy
    differs at most in the last bits of NumPy's means, within verify's tolerance.
-4. **Multiplicity** (:func:`holm`): Holm's step-down adjustment over the family's p-values, or
-   none (a family of one primary contrast).
+4. **Multiplicity** (:func:`repro.stats.inference.holm`): Holm's step-down adjustment over the
+   family's p-values, or none (a family of one primary contrast).
 5. **The verdict** (:func:`verdict`): ``holds`` when the adjusted p-value is below
    ``1 - level``; ``does-not-hold`` when the interval lies wholly at or below the null boundary
    (the runs show ``a`` not better, or worse by more than the margin; never for a two-sided
@@ -63,7 +63,6 @@ from typing import Any
 
 from attrs import evolve, frozen
 
-from repro.derive import inference
 from repro.derive.tally import ConditionTally, RunTally
 from repro.models import (
     Condition,
@@ -78,13 +77,15 @@ from repro.models import (
     Seal,
 )
 from repro.protocol.contrasts import matched_conditions, selected
+from repro.stats import inference
+from repro.stats.estimators import t_quantile
+from repro.stats.inference import holm
 
 __all__ = [
     "Difference",
     "better_sign",
     "bootstrap_p_value",
     "contrasts",
-    "holm",
     "judged",
     "measure_values",
     "null_boundary",
@@ -171,7 +172,7 @@ def _test(
 
     level = contrast.level
     null = null_boundary(contrast)
-    half = float(sps.t.ppf(0.5 + level / 2, df)) * se
+    half = t_quantile(level, df) * se
     interval = ContrastInterval(method="t", level=level, low=estimate - half, high=estimate + half)
     if se == 0:
         beyond = estimate != null if contrast.direction == "two-sided" else estimate > null
@@ -239,15 +240,10 @@ def bootstrap_p_value(contrast: Contrast, replicates: Iterable[float]) -> float:
     strictly past the boundary: fewer than ``(1 - level) / 2 * (B + 1) - 1`` replicates lie on
     the null's side, and the interval's end is read at position ``(1 - level) / 2 * (B - 1)``
     of the sorted replicates."""
-    import numpy as np
+    # The engine (and NumPy with it) is imported only where a bootstrap runs.
+    from repro.stats.bootstrap import p_value
 
-    theta = np.asarray(replicates, dtype=np.float64)
-    null = null_boundary(contrast)
-    below = 1 + int(np.count_nonzero(theta <= null))
-    if contrast.direction != "two-sided":
-        return below / (theta.size + 1)
-    above = 1 + int(np.count_nonzero(theta >= null))
-    return min(1.0, 2 * min(below, above) / (theta.size + 1))
+    return p_value(replicates, null_boundary(contrast), contrast.direction == "two-sided")
 
 
 def _bootstrap(
@@ -369,20 +365,6 @@ def _binary(
     return Difference(
         u.difference, None, None, interval, None, u.p_value, "fisher-exact", None, counts
     )
-
-
-def holm(p_values: Sequence[float | None]) -> list[float | None]:
-    """Holm's step-down adjusted p-values, in the given order (None stays None and does not
-    count in the family's size): the i-th smallest of m p-values becomes the largest of
-    ``min(1, (m - j) * p_(j))`` over ``j <= i`` (counting from 0)."""
-    known = sorted((p, i) for i, p in enumerate(p_values) if p is not None)
-    m = len(known)
-    out: list[float | None] = [None] * len(p_values)
-    running = 0.0
-    for j, (p, i) in enumerate(known):
-        running = max(running, min(1.0, (m - j) * p))
-        out[i] = running
-    return out
 
 
 def verdict(

@@ -9,13 +9,14 @@ its replicates and reads its percentile interval here.
   replacement; :meth:`Draws.stratified` resamples a (runs, tasks) matrix within each task.
 - :func:`replicates`: a statistic of successive resamples, a batch at a time; a batch bounds the
   memory a bootstrap takes and changes no draw, so none of its figures.
+- :func:`p_value`: a bootstrap p-value of a null boundary, counted from the same replicates.
 - :func:`repro.stats.resampling.percentile_ends`: the two-sided percentile interval of the
   replicates, by repro's own ``linear`` percentiles, which every bootstrap reads its ends by.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -23,7 +24,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from repro.stats.draws import Stream
 
-__all__ = ["Draws", "replicates"]
+__all__ = ["Draws", "p_value", "replicates"]
 
 
 class Draws:
@@ -101,3 +102,15 @@ def replicates(
         batches = draw(count)
         results[start : start + count] = np.asarray(statistic(*batches)).reshape(count, width)
     return results
+
+
+def p_value(values: Iterable[float], null: float, two_sided: bool) -> float:
+    """The bootstrap p-value of the boundary ``null`` from the replicates ``values`` (``B`` of
+    them): ``(1 + k)`` over ``B + 1``, ``k`` of them at or below the boundary; two-sided, twice
+    the smaller of that and its mirror (``k`` at or above the boundary), at most 1."""
+    theta = np.asarray(values, dtype=np.float64)
+    below = 1 + int(np.count_nonzero(theta <= null))
+    if not two_sided:
+        return below / (theta.size + 1)
+    above = 1 + int(np.count_nonzero(theta >= null))
+    return min(1.0, 2 * min(below, above) / (theta.size + 1))

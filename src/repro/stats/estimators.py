@@ -1,10 +1,13 @@
-"""Estimators and intervals, written for bit-exact recomputation.
+"""Estimators and intervals of the measure, written for bit-exact recomputation: each
+condition's mean, sd and interval and the estimand's over them (aggregates.json builds its
+figures from them, and the family-wise reproduction criterion recomputes the intervals at
+another level).
 
 Sums use :func:`math.fsum` (correctly rounded, so independent of order), variances are two-pass,
 normal quantiles come from :class:`statistics.NormalDist`. The t quantile comes from SciPy (a
-figure verify compares within :data:`repro.stats.figures.TOLERANCE`); the bootstrap is seeded,
-reads its samples in sealed order, and draws and takes its percentiles by repro's own
-algorithms (:mod:`repro.stats`).
+figure verify compares within :data:`repro.stats.figures.REL_TOLERANCE`); the bootstrap is
+seeded, reads its samples in sealed order, and draws and takes its percentiles by repro's one
+bootstrap engine (:mod:`repro.stats.bootstrap`).
 """
 
 from __future__ import annotations
@@ -15,9 +18,12 @@ from collections.abc import Sequence
 from statistics import NormalDist
 from typing import Any, Literal
 
-from repro.models import Estimand, IntervalMethod, IntervalValue
+from attrs import frozen
 
 __all__ = [
+    "Estimand",
+    "Interval",
+    "Method",
     "Summary",
     "estimand_interval",
     "estimand_interval_at",
@@ -25,9 +31,25 @@ __all__ = [
     "mean_interval_at",
     "normal_quantile",
     "summarize",
+    "t_quantile",
 ]
 
-Method = IntervalMethod
+Method = Literal["normal", "t", "bootstrap"]
+"""How an interval is computed: the protocol's ``interval.method``."""
+
+Estimand = Literal["sum-of-condition-means", "mean-of-condition-means"]
+"""What the estimand is over the conditions' means: the protocol's ``estimand``."""
+
+
+@frozen
+class Interval:
+    """A two-sided interval at ``level``, by ``method``; aggregates.json holds its figures."""
+
+    method: Method
+    level: float
+    low: float
+    high: float
+    halfwidth: float
 
 
 class Summary:
@@ -62,7 +84,9 @@ def normal_quantile(level: float) -> float:
     return NormalDist().inv_cdf(0.5 + level / 2)
 
 
-def _t(level: float, df: float) -> float:
+def t_quantile(level: float, df: float) -> float:
+    """t of a two-sided interval at ``level`` on ``df`` degrees of freedom, from SciPy (a figure
+    verify compares within the tolerance)."""
     # SciPy is imported only where it is needed: importing scipy.stats costs over a second,
     # which a study or a verification with normal intervals should not pay.
     from scipy import stats as sps
@@ -76,11 +100,11 @@ def _quantile(method: Method, level: float, df: float) -> float:
     if method == "bootstrap":
         # The consistency rules refuse what would ask for this (repro.protocol.rules).
         raise ValueError("a bootstrap interval has no quantile to recompute it by")
-    return normal_quantile(level) if method == "normal" or math.isinf(df) else _t(level, df)
+    return normal_quantile(level) if method == "normal" or math.isinf(df) else t_quantile(level, df)
 
 
-def _symmetric(method: Method, level: float, center: float, half: float) -> IntervalValue:
-    return IntervalValue(
+def _symmetric(method: Method, level: float, center: float, half: float) -> Interval:
+    return Interval(
         method=method, level=level, low=center - half, high=center + half, halfwidth=half
     )
 
@@ -116,7 +140,7 @@ def _bootstrap(
     level: float,
     resamples: int,
     seed: int,
-) -> IntervalValue:
+) -> Interval:
     """The percentile bootstrap interval of the sum (or mean) of the samples' means, each sample
     resampled on its own: the draws ``numpy.random.default_rng(seed).integers`` made
     (:class:`repro.stats.bootstrap.Draws`), every resample of the first sample, then of the next,
@@ -143,14 +167,12 @@ def _bootstrap(
         total = means if total is None else total + means
     theta = total if combine == "sum" else total / len(samples)
     low, high = percentile_ends(theta, level)
-    return IntervalValue(
-        method="bootstrap", level=level, low=low, high=high, halfwidth=(high - low) / 2
-    )
+    return Interval(method="bootstrap", level=level, low=low, high=high, halfwidth=(high - low) / 2)
 
 
 def mean_interval(
     s: Summary, method: Method, level: float, resamples: int, seed: int
-) -> IntervalValue | None:
+) -> Interval | None:
     """Interval for one condition's mean; None with fewer than two values."""
     if s.var is None or s.mean is None:
         return None
@@ -160,7 +182,7 @@ def mean_interval(
     return _symmetric(method, level, s.mean, _quantile(method, level, s.n - 1) * se)
 
 
-def mean_interval_at(mean: float, sd: float, n: int, method: Method, level: float) -> IntervalValue:
+def mean_interval_at(mean: float, sd: float, n: int, method: Method, level: float) -> Interval:
     """A condition's interval at ``level`` from its figures in aggregates.json (mean, sd and
     valid n, at least 2), by :func:`mean_interval`'s normal or t rule: what the family-wise
     reproduction criterion checks. A bootstrap cannot be recomputed from them (ValueError)."""
@@ -175,7 +197,7 @@ def estimand_interval(
     level: float,
     resamples: int,
     seed: int,
-) -> tuple[float | None, float | None, IntervalValue | None]:
+) -> tuple[float | None, float | None, Interval | None]:
     """Value, standard error and interval of the primary estimand across conditions.
 
     Sum of means: SE = sqrt(sum(var_i / n_i)); mean of means: that SE divided by k. The t method
@@ -202,7 +224,7 @@ def estimand_interval_at(
     kind: Estimand,
     method: Method,
     level: float,
-) -> IntervalValue:
+) -> Interval:
     """The estimand's interval at ``level`` from every condition's figures in aggregates.json
     (mean, sd and valid n, each n at least 2), by :func:`estimand_interval`'s normal or t rule
     (the t on Welch-Satterthwaite degrees of freedom): what the family-wise reproduction
