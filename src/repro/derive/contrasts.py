@@ -78,7 +78,7 @@ from repro.models import (
 )
 from repro.protocol.contrasts import matched_conditions, selected
 from repro.stats import inference
-from repro.stats.estimators import t_quantile
+from repro.stats.estimators import summarize, t_quantile
 from repro.stats.inference import holm
 
 __all__ = [
@@ -160,8 +160,11 @@ def paired_sample(
 
 
 def _mean_var(values: Sequence[float]) -> tuple[float, float]:
-    mean = math.fsum(values) / len(values)
-    return mean, math.fsum((x - mean) ** 2 for x in values) / (len(values) - 1)
+    """The mean and unbiased variance of two values or more (:func:`repro.stats.estimators.
+    summarize`'s: ``math.fsum``, two-pass)."""
+    s = summarize(values)
+    assert s.mean is not None and s.var is not None
+    return s.mean, s.var
 
 
 def _test(

@@ -5,8 +5,8 @@ its replicates and reads its percentile interval here.
 - :class:`Draws`: the indices of successive resamples from one stream, either repro's own draws
   of ``numpy.random.default_rng(seed)`` (:class:`repro.stats.draws.Stream`) or, ``legacy``,
   NumPy's ``RandomState(seed).choice`` (rliable's draws, whose streams NumPy keeps as they are,
-  NEP 19). :meth:`Draws.iid` resamples samples with
-  replacement; :meth:`Draws.stratified` resamples a (runs, tasks) matrix within each task.
+  NEP 19). :meth:`Draws.iid` resamples samples with replacement; :meth:`Draws.stratified`
+  resamples a (runs, tasks) matrix within each task.
 - :func:`replicates`: a statistic of successive resamples, a batch at a time; a batch bounds the
   memory a bootstrap takes and changes no draw, so none of its figures.
 - :func:`p_value`: a bootstrap p-value of a null boundary, counted from the same replicates.

@@ -512,6 +512,7 @@ def _replicates(
     ``kind``), a batch at a time (:func:`repro.stats.bootstrap.replicates`)."""
     import numpy as np
 
+    # The engine imports NumPy, which importing this module does not.
     from repro.stats.bootstrap import replicates
 
     # A profile's counts are held as 32-bit integers: half its floats' memory.
@@ -529,6 +530,7 @@ def _intervals(results: NDArray[np.float64], level: float) -> list[Interval]:
 def _streams(sampler: Sampler, seed: int) -> Callable[[], Draws]:
     """The stream of each next matrix (or pair): one shared legacy stream for rliable, a fresh
     default one for each otherwise."""
+    # The engine imports NumPy, which importing this module does not.
     from repro.stats.bootstrap import Draws
 
     if sampler == "rliable":
