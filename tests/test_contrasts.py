@@ -19,7 +19,6 @@ from forge import reseal
 from repro.derive.contrasts import (
     bootstrap_p_value,
     contrasts,
-    holm,
     paired_bootstrap,
     paired_t,
     unpaired_bootstrap,
@@ -32,6 +31,7 @@ from repro.json.serde import structure, to_bytes
 from repro.models import Contrast, ContrastIntervalSpec, Group, Protocol
 from repro.protocol.rules import check_consistency
 from repro.stats.figures import same_figure
+from repro.stats.inference import holm
 from repro.stats.resampling import percentile_ends
 from repro.verify import open_verified, verify
 
@@ -487,10 +487,10 @@ class TestRatesAndClusters:
         assert [c.p_adjusted for c in decided.values()] == holm(p_values)
 
     def test_clustered_and_lower_is_better(self, tmp_path: Path) -> None:
-        """A paired contrast clustered by env_id gives repro.derive.inference's clustered
+        """A paired contrast clustered by env_id gives repro.stats.inference's clustered
         paired difference of the same pairs; an unpaired one its clustered difference; with
         lower better every sign flips and so does the direction of the test."""
-        from repro.derive import inference
+        from repro.stats import inference
 
         family = [
             {"id": "paired", "a": _A, "b": _B, "cluster": "env_id"},

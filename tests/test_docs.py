@@ -403,7 +403,7 @@ _NAMED_IN = (
 )
 _DOTTED = re.compile(
     r"`((?:repro\.)?(?:derive|execute|verify|plan|bundle|json|models|present|compare|adapters|"
-    r"errors|cli)(?:\.[A-Za-z_][A-Za-z0-9_]*)+)`"
+    r"errors|cli|stats)(?:\.[A-Za-z_][A-Za-z0-9_]*)+)`"
 )
 
 

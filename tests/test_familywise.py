@@ -18,7 +18,6 @@ from typer.testing import CliRunner
 
 from conftest import PUBLISHED, SMALL
 from repro.cli.app import app
-from repro.derive import stats
 from repro.derive.reproduction import (
     FAMILYWISE,
     familywise_level,
@@ -40,6 +39,7 @@ from repro.models import (
 )
 from repro.protocol.freeze import freeze
 from repro.protocol.rules import check_consistency
+from repro.stats import estimators as stats
 
 runner = CliRunner()
 

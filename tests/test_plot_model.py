@@ -19,7 +19,6 @@ from hypothesis import strategies as st
 from rich.console import Console
 
 from htmlpage import axis_range, axis_ticks, expected_runs, legend, parse, plot_runs
-from repro.derive import stats
 from repro.derive.figures import (
     BINS,
     MARGIN,
@@ -33,6 +32,7 @@ from repro.derive.figures import (
 from repro.present.plot import PUBLISHED, plot
 from repro.present.showing import Shown, load
 from repro.present.terminal import print_tables
+from repro.stats import estimators as stats
 
 
 @pytest.fixture(scope="module")

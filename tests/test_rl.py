@@ -1,4 +1,4 @@
-"""repro.derive.rl against rliable 1.2.0 itself: the same aggregates, and with the "rliable"
+"""repro.stats.rl against rliable 1.2.0 itself: the same aggregates, and with the "rliable"
 sampler the same bootstrap intervals, float for float."""
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ from hypothesis import strategies as st
 from rliable import library as rly
 from rliable import metrics
 
-from repro.derive import rl
+from repro.stats import rl
+from repro.stats.bootstrap import Draws
 
 # Scores from any finite range, and scores on a coarse grid: ties, and sums NumPy and fsum both
 # compute exactly (so even the task means are the same floats).
@@ -488,7 +489,8 @@ class TestBatches:
     ) -> None:
         """One call for the indices of ``count`` replicates draws what one call per replicate
         draws, and leaves the stream where they leave it, with either generator."""
-        many, one = rl._Draws(sampler, seed), rl._Draws(sampler, seed)
+        legacy = sampler == "rliable"
+        many, one = Draws(seed, legacy), Draws(seed, legacy)
         batched = many.integers(n, (count, n, m))
         single = np.stack([one.integers(n, (n, m)) for _ in range(count)])
         assert np.array_equal(batched, single)

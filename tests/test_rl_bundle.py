@@ -22,7 +22,6 @@ from conftest import ROOT, SMALL, run_study, study_once
 from forge import reseal
 from htmlpage import check_figures, expected_rl, parse
 from repro import layout
-from repro.derive import rl
 from repro.derive.rl_aggregates import rl_aggregates, scale_of, score_matrix
 from repro.derive.tally import Attempt, tally
 from repro.derive.tiers import contract_digests
@@ -31,6 +30,7 @@ from repro.json import canonical
 from repro.json.serde import structure, to_bytes
 from repro.models import RL, Condition, Protocol, RLTaskScale
 from repro.protocol.rules import check_consistency
+from repro.stats import rl
 from repro.verify import Limits, open_verified, verify
 
 EXAMPLE = ROOT / "protocols" / "gymnasium-rl-aggregates.json"
@@ -209,7 +209,7 @@ class TestTheScoreMatrix:
     def test_incomplete_replicates_are_counted_never_imputed(self, rl_small: Path) -> None:
         """push-left's excluded CartPole slot leaves its replicate 2 out on both tasks: 5
         complete replicates and 1 incomplete (6 valid MountainCar runs, 5 CartPole); every
-        figure is then repro.derive.rl's of the matrices read back from the bundle, bit for
+        figure is then repro.stats.rl's of the matrices read back from the bundle, bit for
         bit, and the improvements compare 6 runs with 5."""
         assert verify(rl_small) == []
         stored = _stored(rl_small)
@@ -274,7 +274,7 @@ class TestTheScoreMatrix:
     def test_the_section_s_settings_reach_rliable_s_functions(self, rl_small: Path) -> None:
         """Derived again under other settings (some statistics in another order, gamma, task
         mean profiles, the rliable sampler, another seed and level), every figure is what
-        repro.derive.rl gives for those settings on the matrices read back from the bundle."""
+        repro.stats.rl gives for those settings on the matrices read back from the bundle."""
         import attrs
 
         bundle = open_verified(rl_small)

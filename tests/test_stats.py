@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats as sps
 
-from repro.derive import stats
+from repro.stats import estimators as stats
 from repro.stats.figures import same_figure
 from repro.stats.resampling import percentile_ends
 

@@ -1,8 +1,7 @@
 """Derivations: pure functions of a bundle's recorded files, which ``repro study`` runs to write the
 derived files and ``repro verify`` runs again to check them. One module per derived file or
 figure: the tally of the runs and their validity (:mod:`~repro.derive.tally`,
-:mod:`~repro.derive.validity`), statistics (:mod:`~repro.derive.stats`, and rliable's aggregates
-of runs x tasks scores in :mod:`~repro.derive.rl`), rl-aggregates.json
+:mod:`~repro.derive.validity`), rl-aggregates.json
 (:mod:`~repro.derive.rl_aggregates`), aggregates.json
 (:mod:`~repro.derive.aggregates`), the source ledger (:mod:`~repro.derive.ledger`), tiers
 (:mod:`~repro.derive.tiers`), the reproduction class (:mod:`~repro.derive.reproduction`), scores
@@ -11,9 +10,10 @@ shows (:mod:`~repro.derive.figures`), the report (:mod:`~repro.derive.report`), 
 (:mod:`~repro.derive.crate`), the disclosure scan (:mod:`~repro.derive.disclosure`), scenario
 versions (:mod:`~repro.derive.scenarios`), the protocol's pins against the ledger's sources
 (:mod:`~repro.derive.pins`, a rule, not a derived file), and all of them together
-(:mod:`~repro.derive.derivation`). :mod:`~repro.derive.inference` holds the comparisons of two
-groups of runs that pre-registered contrasts build on, and :mod:`~repro.derive.power` plans their
-power from a pilot bundle before a study runs (``repro protocol power``; no bundle file).
+(:mod:`~repro.derive.derivation`); :mod:`~repro.derive.power` plans the power of pre-registered
+contrasts from a pilot bundle before a study runs (``repro protocol power``; no bundle file).
+The statistics they compute by (estimators, intervals, tests, Holm, the bootstrap, rliable's
+aggregates) are :mod:`repro.stats`'s.
 
 The names below load on first use: a worker process, which needs only the disclosure scan and
 the validity rules, does not import every derivation, the report and the figures with them."""

@@ -1,19 +1,31 @@
 """aggregates.json: per condition the slots' counts, mean, sd and interval, and the estimand with
-its interval, from the tally of the runs."""
+its interval, from the tally of the runs (the statistics of :mod:`repro.stats.estimators`)."""
 
 from __future__ import annotations
 
-from repro.derive import stats
 from repro.derive.tally import ConditionTally, RunTally
 from repro.models import (
     Aggregates,
     ConditionAggregate,
     EstimandValue,
     FrozenProtocol,
+    IntervalValue,
     Seal,
 )
+from repro.stats import estimators as stats
 
-__all__ = ["aggregates"]
+__all__ = ["aggregates", "interval_value"]
+
+
+def interval_value(interval: stats.Interval) -> IntervalValue:
+    """An interval of :mod:`repro.stats.estimators` as a derived file holds it."""
+    return IntervalValue(
+        method=interval.method,
+        level=interval.level,
+        low=interval.low,
+        high=interval.high,
+        halfwidth=interval.halfwidth,
+    )
 
 
 def aggregates(frozen_protocol: FrozenProtocol, seal: Seal, runs: RunTally) -> Aggregates:
@@ -27,6 +39,7 @@ def aggregates(frozen_protocol: FrozenProtocol, seal: Seal, runs: RunTally) -> A
         slots = runs.conditions.get(condition.id, none)
         summary = stats.summarize(slots.measures)
         summaries.append(summary)
+        mean_interval = stats.mean_interval(summary, iv.method, iv.level, iv.resamples, iv.seed)
         rows.append(
             ConditionAggregate(
                 condition=condition.id,
@@ -38,12 +51,13 @@ def aggregates(frozen_protocol: FrozenProtocol, seal: Seal, runs: RunTally) -> A
                 excluded=slots.excluded,
                 mean=summary.mean,
                 sd=summary.sd,
-                interval=stats.mean_interval(summary, iv.method, iv.level, iv.resamples, iv.seed),
+                interval=None if mean_interval is None else interval_value(mean_interval),
             )
         )
-    value, se, interval = stats.estimand_interval(
+    value, se, estimated = stats.estimand_interval(
         summaries, p.estimand, iv.method, iv.level, iv.resamples, iv.seed
     )
+    interval = None if estimated is None else interval_value(estimated)
     return Aggregates(
         schema="repro.aggregates/1",
         protocol_sha256=frozen_protocol.sha256,

@@ -16,7 +16,7 @@ The rules, in order:
    lower is better: a positive difference always favours ``a``, and superiority is the
    alternative that it is positive.
 3. **The test** (:func:`paired_t`, :func:`welch_t`, and for checks, categories and clusters
-   :mod:`repro.derive.inference`): the measure's mean difference (``math.fsum``, two-pass
+   :mod:`repro.stats.inference`): the measure's mean difference (``math.fsum``, two-pass
    variance, so no figure depends on the order runs are read) with a paired t (``n - 1``
    degrees of freedom) or Welch's t (Welch-Satterthwaite), or, with a ``cluster`` factor, a
    cluster-robust CR1 standard error on ``clusters - 1`` degrees of freedom; a rate's
@@ -44,8 +44,8 @@ The rules, in order:
    ``Generator.integers`` when repro adopted it, and NumPy's ``linear`` percentiles, which
    NumPy and SciPy may change but repro does not; a re-derivation under another NumPy or SciPy
    differs at most in the last bits of NumPy's means, within verify's tolerance.
-4. **Multiplicity** (:func:`holm`): Holm's step-down adjustment over the family's p-values, or
-   none (a family of one primary contrast).
+4. **Multiplicity** (:func:`repro.stats.inference.holm`): Holm's step-down adjustment over the
+   family's p-values, or none (a family of one primary contrast).
 5. **The verdict** (:func:`verdict`): ``holds`` when the adjusted p-value is below
    ``1 - level``; ``does-not-hold`` when the interval lies wholly at or below the null boundary
    (the runs show ``a`` not better, or worse by more than the margin; never for a two-sided
@@ -55,6 +55,7 @@ The rules, in order:
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -62,7 +63,6 @@ from typing import Any
 
 from attrs import evolve, frozen
 
-from repro.derive import inference
 from repro.derive.tally import ConditionTally, RunTally
 from repro.models import (
     Condition,
@@ -77,13 +77,15 @@ from repro.models import (
     Seal,
 )
 from repro.protocol.contrasts import matched_conditions, selected
+from repro.stats import inference
+from repro.stats.estimators import summarize, t_quantile
+from repro.stats.inference import holm
 
 __all__ = [
     "Difference",
     "better_sign",
     "bootstrap_p_value",
     "contrasts",
-    "holm",
     "judged",
     "measure_values",
     "null_boundary",
@@ -158,8 +160,11 @@ def paired_sample(
 
 
 def _mean_var(values: Sequence[float]) -> tuple[float, float]:
-    mean = math.fsum(values) / len(values)
-    return mean, math.fsum((x - mean) ** 2 for x in values) / (len(values) - 1)
+    """The mean and unbiased variance of two values or more (:func:`repro.stats.estimators.
+    summarize`'s: ``math.fsum``, two-pass)."""
+    s = summarize(values)
+    assert s.mean is not None and s.var is not None
+    return s.mean, s.var
 
 
 def _test(
@@ -170,7 +175,7 @@ def _test(
 
     level = contrast.level
     null = null_boundary(contrast)
-    half = float(sps.t.ppf(0.5 + level / 2, df)) * se
+    half = t_quantile(level, df) * se
     interval = ContrastInterval(method="t", level=level, low=estimate - half, high=estimate + half)
     if se == 0:
         beyond = estimate != null if contrast.direction == "two-sided" else estimate > null
@@ -238,15 +243,10 @@ def bootstrap_p_value(contrast: Contrast, replicates: Iterable[float]) -> float:
     strictly past the boundary: fewer than ``(1 - level) / 2 * (B + 1) - 1`` replicates lie on
     the null's side, and the interval's end is read at position ``(1 - level) / 2 * (B - 1)``
     of the sorted replicates."""
-    import numpy as np
+    # The engine (and NumPy with it) is imported only where a bootstrap runs.
+    from repro.stats.bootstrap import p_value
 
-    theta = np.asarray(replicates, dtype=np.float64)
-    null = null_boundary(contrast)
-    below = 1 + int(np.count_nonzero(theta <= null))
-    if contrast.direction != "two-sided":
-        return below / (theta.size + 1)
-    above = 1 + int(np.count_nonzero(theta >= null))
-    return min(1.0, 2 * min(below, above) / (theta.size + 1))
+    return p_value(replicates, null_boundary(contrast), contrast.direction == "two-sided")
 
 
 def _bootstrap(
@@ -262,26 +262,24 @@ def _bootstrap(
 
     The resamples are those ``scipy.stats.bootstrap(..., rng=numpy.random.default_rng(seed))``
     drew, which repro took the bootstrap from: batches of resamples, each batch every sample's
-    in turn, by ``Generator.integers``' draws, here made by repro
-    (:class:`repro.stats.draws.Stream`); the replicates are ``statistic`` of them (NumPy's
-    means), the interval's ends their ``linear`` percentiles
-    (:func:`repro.stats.resampling.percentile_ends`) and the standard error their sd (n - 1)."""
+    in turn, by ``Generator.integers``' draws, here made by repro's one bootstrap engine
+    (:class:`repro.stats.bootstrap.Draws`, :func:`repro.stats.bootstrap.replicates`); the
+    replicates are ``statistic`` of them (NumPy's means), the interval's ends their ``linear``
+    percentiles (:func:`repro.stats.resampling.percentile_ends`) and the standard error their
+    sd (n - 1)."""
+    # NumPy and the engine are imported here only, as SciPy is: a study without a bootstrap
+    # should not pay for them.
     import numpy as np
 
-    from repro.stats.draws import Stream
+    from repro.stats.bootstrap import Draws, replicates
     from repro.stats.resampling import percentile_ends
 
     spec = contrast.interval
     assert spec is not None and spec.resamples is not None and spec.seed is not None
     arrays = [np.asarray(sample, dtype=np.float64) for sample in samples]
-    stream = Stream(spec.seed)
-    batch = max(1, _BATCH_VALUES // sum(len(x) for x in arrays))
-    replicates = []
-    for start in range(0, spec.resamples, batch):
-        count = min(batch, spec.resamples - start)
-        drawn = [x[stream.integers(x.size, (count, x.size))] for x in arrays]
-        replicates.append(statistic(*drawn, axis=-1))
-    theta = np.concatenate(replicates)
+    step = _BATCH_VALUES // sum(len(x) for x in arrays)
+    draw = functools.partial(Draws(spec.seed).iid, arrays)
+    theta = replicates(draw, statistic, spec.resamples, step)[:, 0]
     low, high = percentile_ends(theta, contrast.level)
     interval = ContrastInterval(
         method="percentile-bootstrap", level=contrast.level, low=low, high=high
@@ -370,20 +368,6 @@ def _binary(
     return Difference(
         u.difference, None, None, interval, None, u.p_value, "fisher-exact", None, counts
     )
-
-
-def holm(p_values: Sequence[float | None]) -> list[float | None]:
-    """Holm's step-down adjusted p-values, in the given order (None stays None and does not
-    count in the family's size): the i-th smallest of m p-values becomes the largest of
-    ``min(1, (m - j) * p_(j))`` over ``j <= i`` (counting from 0)."""
-    known = sorted((p, i) for i, p in enumerate(p_values) if p is not None)
-    m = len(known)
-    out: list[float | None] = [None] * len(p_values)
-    running = 0.0
-    for j, (p, i) in enumerate(known):
-        running = max(running, min(1.0, (m - j) * p))
-        out[i] = running
-    return out
 
 
 def verdict(

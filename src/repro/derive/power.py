@@ -92,7 +92,6 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from attrs import evolve, frozen
 
-from repro.derive import inference
 from repro.derive.contrasts import (
     better_sign,
     contrasts,
@@ -104,7 +103,6 @@ from repro.derive.contrasts import (
 )
 from repro.derive.figures import condition_label
 from repro.derive.scenarios import by_condition
-from repro.derive.stats import summarize
 from repro.derive.tally import Attempt, RunTally, attempt_id, declared_exclusion, merge, runs, tally
 from repro.derive.tiers import contract_digests
 from repro.errors import BadInput
@@ -126,6 +124,8 @@ from repro.models import (
 from repro.plan.sealing import conditions_of, partitions
 from repro.protocol.contrasts import matched_conditions, selected
 from repro.protocol.rules import MAX_SLOTS
+from repro.stats import inference
+from repro.stats.estimators import summarize
 
 if TYPE_CHECKING:
     import numpy as np

@@ -6,7 +6,8 @@ The protocol's ``criteria.bounded`` says at which level the containment checks t
 intervals: each at its own (``mutual-interval-containment``), or all at the Bonferroni level of
 the family of available checks (``familywise-interval-containment``, :func:`familywise_level`):
 the observed intervals recomputed from aggregates.json at that level
-(:func:`repro.derive.stats.mean_interval_at`, :func:`~repro.derive.stats.estimand_interval_at`),
+(:func:`repro.stats.estimators.mean_interval_at`,
+:func:`~repro.stats.estimators.estimand_interval_at`),
 the published half-widths rescaled to it (:func:`rescaled_halfwidth`)."""
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from functools import partial
 
 from attrs import frozen
 
-from repro.derive import stats
+from repro.derive.aggregates import interval_value
 from repro.models import (
     Aggregates,
     FamilywiseLevels,
@@ -28,6 +29,7 @@ from repro.models import (
     Reproduction,
 )
 from repro.models.protocol import FAMILYWISE
+from repro.stats import estimators as stats
 
 __all__ = ["FAMILYWISE", "familywise_level", "reproduction", "rescaled_halfwidth", "rounded"]
 
@@ -76,6 +78,11 @@ class _Figure:
         return (self.published_half is not None) + (self.interval is not None)
 
 
+def _converted(at: Callable[[float], stats.Interval]) -> Callable[[float], IntervalValue]:
+    """``at``, its interval as tiers.json holds it."""
+    return lambda level: interval_value(at(level))
+
+
 def _figures(p: Protocol, published: Published, agg: Aggregates) -> list[_Figure]:
     """Each published figure with its observed counterpart: a condition's mean, then the
     estimand's value and half-width."""
@@ -90,7 +97,7 @@ def _figures(p: Protocol, published: Published, agg: Aggregates) -> list[_Figure
         )
         at = None
         if row.interval is not None and row.mean is not None and row.sd is not None:
-            at = partial(stats.mean_interval_at, row.mean, row.sd, row.valid, method)
+            at = _converted(partial(stats.mean_interval_at, row.mean, row.sd, row.valid, method))
         name = f"{row.condition} mean"
         figures.append(_Figure(name, pc.mean, pc.halfwidth, row.mean, row.interval, at))
     if published.estimand is not None:
@@ -101,7 +108,7 @@ def _figures(p: Protocol, published: Published, agg: Aggregates) -> list[_Figure
             means = [c.mean for c in agg.conditions if c.mean is not None]
             sds = [c.sd for c in agg.conditions if c.sd is not None]
             ns = [c.valid for c in agg.conditions]
-            at = partial(stats.estimand_interval_at, means, sds, ns, e.kind, method)
+            at = _converted(partial(stats.estimand_interval_at, means, sds, ns, e.kind, method))
         figures.append(_Figure("estimand value", pe.value, pe.halfwidth, e.value, e.interval, at))
         if pe.halfwidth is not None:
             half = e.interval.halfwidth if e.interval is not None else None

@@ -1,4 +1,4 @@
-"""rl-aggregates.json: rliable's aggregates (:mod:`repro.derive.rl`) of the runs of a protocol
+"""rl-aggregates.json: rliable's aggregates (:mod:`repro.stats.rl`) of the runs of a protocol
 that declares ``rl``, one pure function per rule, shared by ``repro study`` and ``repro verify``.
 
 The rules, in order:
@@ -19,9 +19,9 @@ The rules, in order:
    mean, optimality gap below ``gamma``) of each participant's matrix, the probability of
    improvement of each declared pair, and the performance profile at each tau, each with its
    stratified-bootstrap percentile interval
-   (:func:`repro.derive.rl.aggregate_estimates_by_algorithm`,
-   :func:`~repro.derive.rl.improvement_estimates`,
-   :func:`~repro.derive.rl.profile_estimates_by_algorithm`). The three bootstraps each start
+   (:func:`repro.stats.rl.aggregate_estimates_by_algorithm`,
+   :func:`~repro.stats.rl.improvement_estimates`,
+   :func:`~repro.stats.rl.profile_estimates_by_algorithm`). The three bootstraps each start
    from ``bootstrap.seed``: with the ``default`` sampler each participant (each pair) draws
    from its own ``default_rng(seed)``; with ``rliable``, one legacy stream runs through the
    participants (the pairs) in the protocol's order, a participant without a complete replicate
@@ -37,7 +37,6 @@ from collections.abc import Callable, Sequence
 
 from attrs import frozen
 
-from repro.derive import rl as rliable
 from repro.derive.contrasts import measure_values
 from repro.derive.tally import RunTally
 from repro.models import (
@@ -54,6 +53,7 @@ from repro.models import (
     Seal,
 )
 from repro.protocol.rl_rules import task_conditions, tasks_of
+from repro.stats import rl as rliable
 
 __all__ = ["ScoreMatrix", "rl_aggregates", "scale_of", "score_matrix"]
 

@@ -19,7 +19,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from repro.derive.scenarios import by_condition
-from repro.derive.stats import normal_quantile
 from repro.models import (
     Agreement,
     CellScore,
@@ -37,6 +36,7 @@ from repro.models import (
     Taxonomy,
 )
 from repro.models.outcome import is_number, json_type, tokens
+from repro.stats.estimators import normal_quantile
 
 __all__ = [
     "FEW_RUNS_NOTE",

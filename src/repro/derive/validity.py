@@ -173,6 +173,21 @@ def _holds_evidence(record: RunRecord) -> bool:
     )
 
 
+def _kept_problem(record: RunRecord) -> str | None:
+    """What a study would not have kept of an attempt that ran, whatever its status: too many
+    step rewards, too large an outcome, a cause that is no short code, or no cause for an
+    attempt that is not valid."""
+    if record.step_rewards is not None and len(record.step_rewards) > MAX_STEP_REWARDS:
+        return f"more than {MAX_STEP_REWARDS} step rewards, which a study refuses"
+    if record.outcome is not None and len(canonical.dumps(record.outcome)) > MAX_OUTCOME_BYTES:
+        return f"an outcome of more than {MAX_OUTCOME_BYTES} bytes, which a study refuses"
+    if record.cause is not None and short_cause(record.cause) != record.cause:
+        return "the cause is not a short code (a study keeps no message, path or traceback)"
+    if record.status != "valid" and record.cause is None:
+        return f"a {record.status} attempt without a cause"
+    return None
+
+
 def record_problem(
     protocol: Protocol,
     facts: AdapterFacts,
@@ -191,14 +206,9 @@ def record_problem(
         if _holds_evidence(record) or record.contract_sha256 is not None:
             return "a slot excluded before sealing keeps evidence, but it never ran"
         return None
-    if record.step_rewards is not None and len(record.step_rewards) > MAX_STEP_REWARDS:
-        return f"more than {MAX_STEP_REWARDS} step rewards, which a study refuses"
-    if record.outcome is not None and len(canonical.dumps(record.outcome)) > MAX_OUTCOME_BYTES:
-        return f"an outcome of more than {MAX_OUTCOME_BYTES} bytes, which a study refuses"
-    if record.cause is not None and short_cause(record.cause) != record.cause:
-        return "the cause is not a short code (a study keeps no message, path or traceback)"
-    if status != "valid" and record.cause is None:
-        return f"a {status} attempt without a cause"
+    kept = _kept_problem(record)
+    if kept is not None:
+        return kept
     if cause.startswith(WITHHELD_OUTCOME):
         if record.outcome is not None or record.measure is not None:
             return "an outcome withheld as disclosing is kept, or its measure"

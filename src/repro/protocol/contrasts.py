@@ -212,8 +212,9 @@ def _interval_problems(contrast: Contrast, family_size: int, where: str) -> list
         problems.append(Problem(f"{where}.method", said, "inconsistent"))
     if spec.resamples is not None:
         # The smallest p-value the bootstrap gives, adjusted as Holm's first step would and
-        # compared as the verdict compares (repro.derive.contrasts.bootstrap_p_value, holm,
-        # verdict): never below 1 - level, the contrast could not hold whatever the runs.
+        # compared as the verdict compares (repro.derive.contrasts.bootstrap_p_value,
+        # repro.stats.inference.holm, repro.derive.contrasts.verdict): never below 1 - level,
+        # the contrast could not hold whatever the runs.
         smallest = (1 if contrast.direction != "two-sided" else 2) / (spec.resamples + 1)
         if not min(1.0, family_size * smallest) < 1.0 - contrast.level:
             said = (

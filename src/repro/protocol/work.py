@@ -19,6 +19,7 @@ import math
 from repro.errors import Problem
 from repro.models import RL, Contrast, Group, Protocol
 from repro.protocol.rl_rules import tasks_of
+from repro.stats.rl import PAIRS_COMPARED
 
 __all__ = [
     "MAX_DERIVATION_WORK",
@@ -35,11 +36,6 @@ __all__ = [
 #: runs (Atari 100k) take 4.8 x 10^8 at 50,000 resamples.
 MAX_DERIVATION_WORK = 5 * 10**8
 
-#: Pairs of runs (an x's by a y's) up to which a task's pairs are compared one by one
-#: (:mod:`repro.derive.rl`): up to it that is the quicker way (some 6 ns a pair, against some
-#: 150 ns a score to sort), and what it holds at once stays within a few times a batch. Also what
-#: the work here is counted by.
-PAIRS_COMPARED = 1024
 
 #: One call of SciPy's bootstrap (a contrast's, an interval's), beyond its resamples.
 _SCIPY_CALL = 40_000

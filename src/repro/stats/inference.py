@@ -1,4 +1,5 @@
-"""Comparisons of two groups of runs, A and B, written for bit-exact recomputation.
+"""Comparisons of two groups of runs, A and B, written for bit-exact recomputation, and Holm's
+adjustment of a family's p-values (:func:`holm`).
 
 Four pure functions, each returning a small frozen result whose floats are ``None`` where the
 quantity is undefined (never NaN):
@@ -33,7 +34,7 @@ from typing import Literal, get_args
 
 from attrs import frozen
 
-from repro.derive.stats import normal_quantile
+from repro.stats.estimators import normal_quantile, t_quantile
 
 __all__ = [
     "Alternative",
@@ -46,6 +47,7 @@ __all__ = [
     "PairedProportions",
     "clustered_difference",
     "clustered_paired_difference",
+    "holm",
     "independent_proportions",
     "mcnemar_exact",
 ]
@@ -248,6 +250,22 @@ def _paired_phi(both: int, a_only: int, b_only: int, neither: int) -> float:
     return shrunk / math.sqrt(product)
 
 
+def _paired_table(pairs: Sequence[tuple[bool, bool]]) -> tuple[int, int, int, int]:
+    """The pairs in which both runs passed, only A's, only B's, and neither."""
+    both = a_only = b_only = neither = 0
+    for a, b in pairs:
+        pa, pb = _outcome(a), _outcome(b)
+        if pa and pb:
+            both += 1
+        elif pa:
+            a_only += 1
+        elif pb:
+            b_only += 1
+        else:
+            neither += 1
+    return both, a_only, b_only, neither
+
+
 def _mcnemar_p(a_only: int, b_only: int, alternative: Alternative) -> float:
     discordant = a_only + b_only
     if discordant == 0:
@@ -290,17 +308,7 @@ def mcnemar_exact(
     Wilson half-widths. With no pair the difference and interval are None and the p-value 1.0.
     """
     _check(alternative, level)
-    both = a_only = b_only = neither = 0
-    for a, b in pairs:
-        pa, pb = _outcome(a), _outcome(b)
-        if pa and pb:
-            both += 1
-        elif pa:
-            a_only += 1
-        elif pb:
-            b_only += 1
-        else:
-            neither += 1
+    both, a_only, b_only, neither = _paired_table(pairs)
     n = both + a_only + b_only + neither
     p_value = _mcnemar_p(a_only, b_only, alternative)
     difference: float | None = None
@@ -407,7 +415,7 @@ def _t_inference(
     """Statistic, p-value and t interval of ``estimate`` with standard error ``se``."""
     from scipy import stats as sps
 
-    half = float(sps.t.ppf(0.5 + level / 2, df)) * se
+    half = t_quantile(level, df) * se
     if not math.isfinite(half):
         raise ValueError("the values are too large: the interval's half-width overflows")
     interval = Interval(method="cluster-t", level=level, low=estimate - half, high=estimate + half)
@@ -454,6 +462,20 @@ def _cr1_se(scores: dict[str, list[float]], n: int, k: int) -> float | None:
     return se
 
 
+def _difference_se(
+    runs: Sequence[tuple[str, Group, float]], a: tuple[float, int], b: tuple[float, int]
+) -> float | None:
+    """The CR1 standard error of mean_A - mean_B, from each group's (mean, n): each run's
+    influence is its residual over its group's n, negated for B."""
+    (mean_a, n_a), (mean_b, n_b) = a, b
+    scores: dict[str, list[float]] = {}
+    for cluster, group, value in runs:
+        v = float(value)
+        score = (v - mean_a) / n_a if group == "A" else -((v - mean_b) / n_b)
+        scores.setdefault(str(cluster), []).append(score)
+    return _cr1_se(scores, n_a + n_b, 2)
+
+
 def clustered_difference(
     runs: Sequence[tuple[str, Group, float]],
     alternative: Alternative = "two-sided",
@@ -496,12 +518,7 @@ def clustered_difference(
     se: float | None = None
     if mean_a is not None and mean_b is not None:
         difference = mean_a - mean_b
-        scores: dict[str, list[float]] = {}
-        for cluster, group, value in runs:
-            v = float(value)
-            score = (v - mean_a) / n_a if group == "A" else -((v - mean_b) / n_b)
-            scores.setdefault(str(cluster), []).append(score)
-        se = _cr1_se(scores, n_a + n_b, 2)
+        se = _difference_se(runs, (mean_a, n_a), (mean_b, n_b))
     df, statistic, p_value, interval = _follow(difference, se, clusters, alternative, level)
     return ClusteredDifference(
         n_a=n_a,
@@ -563,3 +580,20 @@ def clustered_paired_difference(
         p_value=p_value,
         interval=interval,
     )
+
+
+# --- multiplicity ------------------------------------------------------------------------------
+
+
+def holm(p_values: Sequence[float | None]) -> list[float | None]:
+    """Holm's step-down adjusted p-values, in the given order (None stays None and does not
+    count in the family's size): the i-th smallest of m p-values becomes the largest of
+    ``min(1, (m - j) * p_(j))`` over ``j <= i`` (counting from 0)."""
+    known = sorted((p, i) for i, p in enumerate(p_values) if p is not None)
+    m = len(known)
+    out: list[float | None] = [None] * len(p_values)
+    running = 0.0
+    for j, (p, i) in enumerate(known):
+        running = max(running, min(1.0, (m - j) * p))
+        out[i] = running
+    return out

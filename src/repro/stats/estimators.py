@@ -1,22 +1,29 @@
-"""Estimators and intervals, written for bit-exact recomputation.
+"""Estimators and intervals of the measure, written for bit-exact recomputation: each
+condition's mean, sd and interval and the estimand's over them (aggregates.json builds its
+figures from them, and the family-wise reproduction criterion recomputes the intervals at
+another level).
 
 Sums use :func:`math.fsum` (correctly rounded, so independent of order), variances are two-pass,
 normal quantiles come from :class:`statistics.NormalDist`. The t quantile comes from SciPy (a
-figure verify compares within :data:`repro.stats.figures.TOLERANCE`); the bootstrap is seeded,
-reads its samples in sealed order, and draws and takes its percentiles by repro's own
-algorithms (:mod:`repro.stats`).
+figure verify compares within :data:`repro.stats.figures.REL_TOLERANCE`); the bootstrap is
+seeded, reads its samples in sealed order, and draws and takes its percentiles by repro's one
+bootstrap engine (:mod:`repro.stats.bootstrap`).
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from statistics import NormalDist
 from typing import Any, Literal
 
-from repro.models import Estimand, IntervalMethod, IntervalValue
+from attrs import frozen
 
 __all__ = [
+    "Estimand",
+    "Interval",
+    "Method",
     "Summary",
     "estimand_interval",
     "estimand_interval_at",
@@ -24,9 +31,25 @@ __all__ = [
     "mean_interval_at",
     "normal_quantile",
     "summarize",
+    "t_quantile",
 ]
 
-Method = IntervalMethod
+Method = Literal["normal", "t", "bootstrap"]
+"""How an interval is computed: the protocol's ``interval.method``."""
+
+Estimand = Literal["sum-of-condition-means", "mean-of-condition-means"]
+"""What the estimand is over the conditions' means: the protocol's ``estimand``."""
+
+
+@frozen
+class Interval:
+    """A two-sided interval at ``level``, by ``method``; aggregates.json holds its figures."""
+
+    method: Method
+    level: float
+    low: float
+    high: float
+    halfwidth: float
 
 
 class Summary:
@@ -61,7 +84,9 @@ def normal_quantile(level: float) -> float:
     return NormalDist().inv_cdf(0.5 + level / 2)
 
 
-def _t(level: float, df: float) -> float:
+def t_quantile(level: float, df: float) -> float:
+    """t of a two-sided interval at ``level`` on ``df`` degrees of freedom, from SciPy (a figure
+    verify compares within the tolerance)."""
     # SciPy is imported only where it is needed: importing scipy.stats costs over a second,
     # which a study or a verification with normal intervals should not pay.
     from scipy import stats as sps
@@ -75,11 +100,11 @@ def _quantile(method: Method, level: float, df: float) -> float:
     if method == "bootstrap":
         # The consistency rules refuse what would ask for this (repro.protocol.rules).
         raise ValueError("a bootstrap interval has no quantile to recompute it by")
-    return normal_quantile(level) if method == "normal" or math.isinf(df) else _t(level, df)
+    return normal_quantile(level) if method == "normal" or math.isinf(df) else t_quantile(level, df)
 
 
-def _symmetric(method: Method, level: float, center: float, half: float) -> IntervalValue:
-    return IntervalValue(
+def _symmetric(method: Method, level: float, center: float, half: float) -> Interval:
+    return Interval(
         method=method, level=level, low=center - half, high=center + half, halfwidth=half
     )
 
@@ -99,6 +124,11 @@ def _estimand_moments(
     return total, se, df
 
 
+def _means(resampled: Any) -> Any:
+    """Each resample's mean (NumPy's), one a row."""
+    return resampled.mean(axis=-1)
+
+
 #: Values one batch of a bootstrap's resamples holds at most (resamples x runs): it bounds the
 #: memory a bootstrap takes, and changes none of its figures (see :func:`_bootstrap`).
 _BATCH_VALUES = 1 << 20
@@ -110,43 +140,39 @@ def _bootstrap(
     level: float,
     resamples: int,
     seed: int,
-) -> IntervalValue:
+) -> Interval:
     """The percentile bootstrap interval of the sum (or mean) of the samples' means, each sample
     resampled on its own: the draws ``numpy.random.default_rng(seed).integers`` made
-    (:class:`repro.stats.draws.Stream`), every resample of the first sample, then of the next,
+    (:class:`repro.stats.bootstrap.Draws`), every resample of the first sample, then of the next,
     a batch of resamples at a time (which changes no draw); each resample's mean (NumPy's);
-    the means added sample by sample; the interval's ends the ``linear`` percentiles of those
-    replicates (:func:`repro.stats.resampling.percentile_ends`). It is the interval
+    the means added sample by sample (:func:`repro.stats.bootstrap.replicates`); the interval's
+    ends the ``linear`` percentiles of those replicates
+    (:func:`repro.stats.resampling.percentile_ends`). It is the interval
     ``scipy.stats.bootstrap(..., method="percentile")`` gave of the same draws, which repro
     took it from; its own draws and quantiles keep it the same floats whatever NumPy and SciPy
     re-derive it."""
+    # NumPy and the engine are imported here only: a study or a verification with normal or t
+    # intervals should not pay for them.
     import numpy as np
 
-    from repro.stats.draws import Stream
+    from repro.stats.bootstrap import Draws, replicates
     from repro.stats.resampling import percentile_ends
 
-    arrays = [np.asarray(s, dtype=np.float64) for s in samples]
-    stream = Stream(seed)
+    draws = Draws(seed)
     total: Any = None
-    for x in arrays:
-        step = max(1, _BATCH_VALUES // x.size)
-        means = np.concatenate(
-            [
-                x[stream.integers(x.size, (min(step, resamples - start), x.size))].mean(axis=-1)
-                for start in range(0, resamples, step)
-            ]
-        )
+    for sample in samples:
+        x = np.asarray(sample, dtype=np.float64)
+        step = _BATCH_VALUES // x.size
+        means = replicates(functools.partial(draws.iid, [x]), _means, resamples, step)[:, 0]
         total = means if total is None else total + means
-    replicates = total if combine == "sum" else total / len(arrays)
-    low, high = percentile_ends(replicates, level)
-    return IntervalValue(
-        method="bootstrap", level=level, low=low, high=high, halfwidth=(high - low) / 2
-    )
+    theta = total if combine == "sum" else total / len(samples)
+    low, high = percentile_ends(theta, level)
+    return Interval(method="bootstrap", level=level, low=low, high=high, halfwidth=(high - low) / 2)
 
 
 def mean_interval(
     s: Summary, method: Method, level: float, resamples: int, seed: int
-) -> IntervalValue | None:
+) -> Interval | None:
     """Interval for one condition's mean; None with fewer than two values."""
     if s.var is None or s.mean is None:
         return None
@@ -156,7 +182,7 @@ def mean_interval(
     return _symmetric(method, level, s.mean, _quantile(method, level, s.n - 1) * se)
 
 
-def mean_interval_at(mean: float, sd: float, n: int, method: Method, level: float) -> IntervalValue:
+def mean_interval_at(mean: float, sd: float, n: int, method: Method, level: float) -> Interval:
     """A condition's interval at ``level`` from its figures in aggregates.json (mean, sd and
     valid n, at least 2), by :func:`mean_interval`'s normal or t rule: what the family-wise
     reproduction criterion checks. A bootstrap cannot be recomputed from them (ValueError)."""
@@ -171,7 +197,7 @@ def estimand_interval(
     level: float,
     resamples: int,
     seed: int,
-) -> tuple[float | None, float | None, IntervalValue | None]:
+) -> tuple[float | None, float | None, Interval | None]:
     """Value, standard error and interval of the primary estimand across conditions.
 
     Sum of means: SE = sqrt(sum(var_i / n_i)); mean of means: that SE divided by k. The t method
@@ -198,7 +224,7 @@ def estimand_interval_at(
     kind: Estimand,
     method: Method,
     level: float,
-) -> IntervalValue:
+) -> Interval:
     """The estimand's interval at ``level`` from every condition's figures in aggregates.json
     (mean, sd and valid n, each n at least 2), by :func:`estimand_interval`'s normal or t rule
     (the t on Welch-Satterthwaite degrees of freedom): what the family-wise reproduction

@@ -43,22 +43,23 @@ with its default ``method='percentile'``. Two samplers draw the replicates' run 
 In both, the interval at ``level`` is ``np.percentile(replicates, [100 * a, 100 * (1.0 - a)])``
 with ``a = (1.0 - level) / 2``: arch's ``IIDBootstrap.conf_int`` percentile step, to the float.
 
-SciPy and NumPy are imported inside the functions (house style of :mod:`repro.derive.stats`).
+SciPy and NumPy are imported inside the functions (house style of :mod:`repro.stats.estimators`).
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from attrs import frozen
 
-from repro.protocol.work import PAIRS_COMPARED
-
 if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import ArrayLike, NDArray
+
+    from repro.stats.bootstrap import Draws
 
     Matrix = NDArray[np.float64]
     #: Replicates of a matrix: (replicates, runs, tasks).
@@ -87,6 +88,12 @@ __all__ = [
 ]
 
 Sampler = Literal["default", "rliable"]
+
+#: Pairs of runs (an x's by a y's) up to which a task's pairs are compared one by one: up to it
+#: that is the quicker way (some 6 ns a pair, against some 150 ns a score to sort), and what it
+#: holds at once stays within a few times a batch. Also what the derivation work of a protocol
+#: is counted by (:mod:`repro.protocol.work`).
+PAIRS_COMPARED = 1024
 Distribution = Literal["runs", "tasks"]
 
 
@@ -477,61 +484,6 @@ def _numpy_profile(
 _BATCH_SCORES = 1 << 16
 
 
-class _Draws:
-    """The run (and task) indices of successive replicates, from one stream."""
-
-    def __init__(self, sampler: Sampler, seed: int) -> None:
-        import numpy as np
-
-        from repro.stats.draws import Stream
-
-        self._legacy = sampler == "rliable"
-        if self._legacy:
-            # NumPy keeps the legacy RandomState's streams as they are (NEP 19).
-            self._state = np.random.RandomState(seed)
-        else:
-            self._stream = Stream(seed)
-
-    def integers(self, high: int, shape: tuple[int, ...]) -> NDArray[np.int64]:
-        if self._legacy:
-            # rliable: np.random.choice(self._num_items, self._args_shape, replace=True)
-            out: NDArray[np.int64] = self._state.choice(high, shape, replace=True)
-            return out
-        return self._stream.integers(high, shape)
-
-    def resample(self, x: Matrix, task_bootstrap: bool) -> Matrix:
-        """One replicate of x: per task, N runs drawn with replacement (arch's ``_resample`` of
-        rliable's indices: ``x[(runs, *strata)]``)."""
-        import numpy as np
-
-        n, m = x.shape
-        runs = self.integers(n, (n, m))
-        if task_bootstrap:
-            tasks = self.integers(m, (1, m))
-            return x[runs, tasks]
-        return x[runs, np.arange(m)[None, :]]
-
-    def batch(self, arrays: Sequence[Matrix], count: int, task_bootstrap: bool) -> list[Batch]:
-        """The next ``count`` replicates of ``arrays`` (each replicate resamples each array in
-        turn), one batch per array.
-
-        Both generators draw each bounded integer from the stream's next 32-bit words whatever
-        the call (NumPy keeps the spare half of a 64-bit word in the bit generator's state), so
-        one call for the indices of many replicates draws what one call per replicate draws, in
-        the same order (tests/test_rl.py holds both generators to it). Where a replicate's
-        draws alternate between bounds (the tasks of ``task_bootstrap``, matrices of different
-        runs), they are drawn a replicate at a time."""
-        import numpy as np
-
-        n, m = arrays[0].shape
-        if task_bootstrap or any(a.shape[0] != n for a in arrays):
-            drawn = [[self.resample(a, task_bootstrap) for a in arrays] for _ in range(count)]
-            return [np.stack(replicates) for replicates in zip(*drawn, strict=True)]
-        runs = self.integers(n, (count, len(arrays), n, m))
-        tasks = np.arange(m)[None, None, :]
-        return [a[runs[:, i], tasks] for i, a in enumerate(arrays)]
-
-
 def percentile_interval(replicates: Sequence[float] | ArrayLike, level: float = 0.95) -> Interval:
     """The percentile interval of bootstrap ``replicates`` at ``level``.
 
@@ -551,37 +503,40 @@ def _replicates(
     arrays: Sequence[Matrix],
     statistic: Callable[..., ArrayLike],
     width: int,
-    draws: _Draws,
+    draws: Draws,
     reps: int,
     task_bootstrap: bool,
     kind: type = float,
 ) -> NDArray[Any]:
-    """``statistic`` of ``reps`` replicates, ``width`` values each (of type ``kind``), a batch at
-    a time."""
+    """``statistic`` of ``reps`` stratified replicates, ``width`` values each (of type
+    ``kind``), a batch at a time (:func:`repro.stats.bootstrap.replicates`)."""
     import numpy as np
 
+    # The engine imports NumPy, which importing this module does not.
+    from repro.stats.bootstrap import replicates
+
     # A profile's counts are held as 32-bit integers: half its floats' memory.
-    results = np.zeros((reps, width), dtype=np.float64 if kind is float else np.int32)
+    dtype = np.float64 if kind is float else np.int32
     # A batch holds its scores and, for a profile, a count per tau and replicate.
-    step = max(1, _BATCH_SCORES // max(sum(a.size for a in arrays), width))
-    for start in range(0, reps, step):
-        count = min(step, reps - start)
-        batches = draws.batch(arrays, count, task_bootstrap)
-        results[start : start + count] = np.asarray(statistic(*batches)).reshape(count, width)
-    return results
+    step = _BATCH_SCORES // max(sum(a.size for a in arrays), width)
+    draw = functools.partial(draws.stratified_batch, arrays, task_bootstrap=task_bootstrap)
+    return replicates(draw, statistic, reps, step, width, dtype)
 
 
 def _intervals(results: NDArray[np.float64], level: float) -> list[Interval]:
     return [percentile_interval(results[:, i], level) for i in range(results.shape[1])]
 
 
-def _streams(sampler: Sampler, seed: int) -> Callable[[], _Draws]:
+def _streams(sampler: Sampler, seed: int) -> Callable[[], Draws]:
     """The stream of each next matrix (or pair): one shared legacy stream for rliable, a fresh
     default one for each otherwise."""
+    # The engine imports NumPy, which importing this module does not.
+    from repro.stats.bootstrap import Draws
+
     if sampler == "rliable":
-        shared = _Draws(sampler, seed)
+        shared = Draws(seed, legacy=True)
         return lambda: shared
-    return lambda: _Draws(sampler, seed)
+    return lambda: Draws(seed)
 
 
 _NO_ESTIMATE = Estimate(value=None, interval=None)
@@ -596,7 +551,7 @@ def _fsum_aggregates(r: Batch, gamma: float) -> NDArray[np.float64]:
 
 def _aggregates_of(
     x: Matrix | None,
-    draws: Callable[[], _Draws],
+    draws: Callable[[], Draws],
     reps: int,
     level: float,
     gamma: float,
@@ -672,7 +627,7 @@ def aggregate_estimates_by_algorithm(
 
 def _improvement_of(
     pair: tuple[Matrix, Matrix] | None,
-    draws: Callable[[], _Draws],
+    draws: Callable[[], Draws],
     reps: int,
     level: float,
     sampler: Sampler,
@@ -724,7 +679,7 @@ def _profile_of(
     x: Matrix | None,
     taus: tuple[float, ...],
     distribution: Distribution,
-    draws: Callable[[], _Draws],
+    draws: Callable[[], Draws],
     reps: int,
     level: float,
     sampler: Sampler,
