@@ -12,8 +12,8 @@ shows (:mod:`~repro.derive.figures`), the report (:mod:`~repro.derive.report`), 
 versions (:mod:`~repro.derive.scenarios`), the protocol's pins against the ledger's sources
 (:mod:`~repro.derive.pins`, a rule, not a derived file), and all of them together
 (:mod:`~repro.derive.derivation`). :mod:`~repro.derive.inference` holds the comparisons of two
-groups of runs that pre-registered contrasts build on, and :mod:`~repro.derive.power` plans their
-power from a pilot bundle before a study runs (``repro protocol power``; no bundle file).
+groups of runs that pre-registered contrasts build on; :mod:`repro.power` plans their power
+from a pilot bundle before a study runs (``repro protocol power``; no bundle file).
 
 The names below load on first use: a worker process, which needs only the disclosure scan and
 the validity rules, does not import every derivation, the report and the figures with them."""
