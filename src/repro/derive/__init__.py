@@ -8,7 +8,7 @@ of runs x tasks scores in :mod:`~repro.derive.rl`), rl-aggregates.json
 (:mod:`~repro.derive.tiers`), the reproduction class (:mod:`~repro.derive.reproduction`), scores
 and gates (:mod:`~repro.derive.scoring`), the figures by condition that every view of a bundle
 shows (:mod:`~repro.derive.figures`), the report (:mod:`~repro.derive.report`), the RO-Crate
-(:mod:`~repro.derive.crate`), the disclosure scan (:mod:`~repro.derive.disclosure`), scenario
+(:mod:`~repro.derive.crate`), the disclosure scan (:mod:`~repro.disclosure`), scenario
 versions (:mod:`~repro.derive.scenarios`), the protocol's pins against the ledger's sources
 (:mod:`~repro.derive.pins`, a rule, not a derived file), and all of them together
 (:mod:`~repro.derive.derivation`). :mod:`~repro.derive.inference` holds the comparisons of two

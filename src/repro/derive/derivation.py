@@ -18,12 +18,12 @@ from attrs import frozen
 from repro.derive import report, scoring
 from repro.derive.aggregates import aggregates
 from repro.derive.contrasts import contrasts
-from repro.derive.disclosure import FileHits
 from repro.derive.ledger import source_ledger
 from repro.derive.rl_aggregates import rl_aggregates
 from repro.derive.scenarios import by_condition
 from repro.derive.tally import Attempt, ConditionTally, RunTally, merge, tally
 from repro.derive.tiers import contract_digests, tiers
+from repro.disclosure import FileHits
 from repro.models import (
     Aggregates,
     ContrastsFile,
@@ -176,7 +176,7 @@ def derive(
     (:func:`figures_of`) and what follows from them (:func:`judgements`). ``runs`` is the tally
     of the runs against the sealed plan; ``ledger`` supplies the facts gathered at run time
     (adapter, sources, contracts), and its losses are re-derived. ``disclosures`` are the hits
-    of :class:`repro.derive.disclosure.Scanner` in the bytes of each input file
+    of :class:`repro.disclosure.Scanner` in the bytes of each input file
     (:func:`repro.layout.is_derivation_input`) as written or read. The report is written
     as ``report_version`` (:func:`repro.derive.report.validation_report`): a study's the
     current one, verify's the one the stored report declares."""

@@ -18,7 +18,6 @@ from repro import layout, plan
 from repro.derive.contrasts import judged as judged_contrasts
 from repro.derive.crate import CRATE_VERSION, VERSIONS, ActionFacts, CrateBuilder, version_of
 from repro.derive.derivation import Derived, Figures, figures_of, judgements
-from repro.derive.disclosure import FileHits
 from repro.derive.facts import ledger_fact_problems
 from repro.derive.pins import ledger_problems
 from repro.derive.report import MARKER_BYTES, MARKERS, REPORT_VERSION
@@ -27,6 +26,7 @@ from repro.derive.scenarios import by_condition
 from repro.derive.tally import Attempt, RunTally, attempt_id, merge, runs, tally
 from repro.derive.tiers import contract_digests
 from repro.derive.validity import record_problem
+from repro.disclosure import FileHits
 from repro.errors import BadInput
 from repro.json import canonical
 from repro.json.serde import to_bytes, unstructure

@@ -19,7 +19,7 @@ import orjson
 from attrs import frozen
 
 from repro import layout
-from repro.derive.disclosure import FileHits, Scanner
+from repro.disclosure import FileHits, Scanner
 from repro.errors import BadInput
 from repro.json import canonical, schemas
 from repro.json.serde import structure, to_bytes
