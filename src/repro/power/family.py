@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from repro.derive.figures import condition_label
+from repro.figures import condition_label
 from repro.models import Condition, Group, Measure, Protocol
 from repro.plan.sealing import conditions_of
 from repro.power.pilot import compares_rate

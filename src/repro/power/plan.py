@@ -9,9 +9,9 @@ from collections.abc import Callable, Sequence
 from attrs import frozen
 
 from repro.derive.contrasts import null_boundary, outcome_name
-from repro.derive.figures import condition_label
 from repro.derive.tally import RunTally
 from repro.errors import BadInput
+from repro.figures import condition_label
 from repro.models import Contrast, Contrasts, FrozenProtocol, Group, Protocol, Scores, Seal
 from repro.plan.sealing import conditions_of
 from repro.power.family import family_problems

@@ -19,7 +19,6 @@ from repro.derive.contrasts import judged as judged_contrasts
 from repro.derive.crate import CRATE_VERSION, VERSIONS, ActionFacts, CrateBuilder, version_of
 from repro.derive.derivation import Derived, Figures, figures_of, judgements
 from repro.derive.facts import ledger_fact_problems
-from repro.derive.pins import ledger_problems
 from repro.derive.report import MARKER_BYTES, MARKERS, REPORT_VERSION
 from repro.derive.report import version_of as report_version_of
 from repro.derive.scenarios import by_condition
@@ -52,6 +51,7 @@ from repro.models import (
     Tiers,
 )
 from repro.plan.streams import checkpoint_slots, checkpoint_spacing, generator_state
+from repro.protocol.pins import ledger_problems
 from repro.protocol.rules import check_consistency
 from repro.protocol.work import planned_conditions, work_over
 from repro.stats.figures import LIBRARY_FIGURES, same_figure
@@ -938,7 +938,7 @@ def _seal_partitions_problem(protocol: Protocol, seal: Seal, read: BundleReader)
 
 def _pin_findings(protocol: Protocol, ledger: Ledger) -> list[Finding]:
     """Each pin of the protocol that the ledger's sources do not record
-    (:func:`repro.derive.pins.ledger_problems`, the rule the adapter's freeze applied); none
+    (:func:`repro.protocol.pins.ledger_problems`, the rule the adapter's freeze applied); none
     for an adapter without a rule there (a third party's: its pins are not checked)."""
     return [
         Finding(
