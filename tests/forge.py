@@ -15,9 +15,9 @@ from typing import Any, TypeVar
 from repro.bundle.writer import manifest_text
 from repro.derive.crate import CRATE_VERSION, ActionFacts, CrateBuilder
 from repro.derive.derivation import derive, tally_records
-from repro.derive.disclosure import scan_hits
 from repro.derive.ledger import contract_sha256, source_ledger
 from repro.derive.report import REPORT_VERSION
+from repro.disclosure import scan_hits
 from repro.json import canonical
 from repro.json.serde import structure, to_bytes, unstructure
 from repro.layout import CRATE, MANIFEST, TAGMANIFEST, is_derivation_input, payload_files

@@ -12,9 +12,9 @@ from hypothesis import strategies as st
 
 from conftest import SMALL
 from repro.derive.derivation import derive, tally_partitions, tally_records
-from repro.derive.disclosure import FileHits, scan_hits
 from repro.derive.tally import measure_of
 from repro.derive.validity import judge
+from repro.disclosure import FileHits, scan_hits
 from repro.json import canonical
 from repro.json.serde import structure, to_bytes
 from repro.layout import is_derivation_input

@@ -19,11 +19,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-import repro.derive.disclosure as disclosure
+import repro.disclosure.scanner as scanner
 from conftest import ROOT
 from repro.cli.app import app
 from repro.derive.derivation import derive, tally_records
-from repro.derive.disclosure import (
+from repro.derive.tiers import MAX_DISCLOSURES_LISTED
+from repro.disclosure import (
     MAX_HITS_KEPT,
     WITHHELD_CAUSE,
     Disclosure,
@@ -33,7 +34,8 @@ from repro.derive.disclosure import (
     scan_hits,
     short_cause,
 )
-from repro.derive.tiers import MAX_DISCLOSURES_LISTED
+from repro.disclosure.engine import BEHIND
+from repro.disclosure.secrets import PATTERNS
 from repro.json import canonical
 from repro.json.serde import structure, to_bytes
 from repro.layout import is_derivation_input
@@ -518,12 +520,12 @@ class TestScanner:
         cuts = data.draw(st.lists(st.integers(0, len(text)), max_size=12), label="cuts")
         gather, rounds = gather_round
         with (
-            mock.patch.object(disclosure, "GATHER", gather),
-            mock.patch.object(disclosure, "ROUND", rounds),
+            mock.patch.object(scanner, "GATHER", gather),
+            mock.patch.object(scanner, "ROUND", rounds),
         ):
             assert _fed(text, cuts, keep) == expected
 
-    @pytest.mark.parametrize("pattern", disclosure._PATTERNS, ids=lambda p: p.name)
+    @pytest.mark.parametrize("pattern", PATTERNS, ids=lambda p: p.name)
     @pytest.mark.parametrize("lead", ["a", " "])
     def test_cut_where_a_search_resumes(self, pattern: Any, lead: str) -> None:
         """An example of each pattern after a letter (which most patterns' lookbehinds refuse)
@@ -533,7 +535,7 @@ class TestScanner:
         example = {**HOST_PATHS, **TRACEBACKS, **CREDENTIALS}[pattern.name].encode()
         text = b" " * 10_000 + lead.encode() + example + b" " * 10_000
         start = 10_001 + pattern.regex.search(example).start()
-        with mock.patch.object(disclosure, "GATHER", 1):
+        with mock.patch.object(scanner, "GATHER", 1):
             for shift in range(-3, 4):
                 cut = start + pattern.reach + shift
                 assert _fed(text, [cut]) == _expected(text, MAX_HITS_KEPT), shift
@@ -558,7 +560,7 @@ class TestScanner:
             parts.append(rng.choice(choices))
             size += len(parts[-1])
         text = "".join(parts).encode()
-        with mock.patch.object(disclosure, "ROUND", 1 << 30):
+        with mock.patch.object(scanner, "ROUND", 1 << 30):
             expected = _expected(text, 500)
         assert expected.count > 500
         cuts: list[int] = []
@@ -659,22 +661,22 @@ class TestPatternBounds:
     """What lets a scanner carry only a short tail: every pattern's matches are bounded and
     each pattern declares how far it reads."""
 
-    @pytest.mark.parametrize("pattern", disclosure._PATTERNS, ids=lambda p: p.name)
+    @pytest.mark.parametrize("pattern", PATTERNS, ids=lambda p: p.name)
     def test_reach_declared(self, pattern: Any) -> None:
         """Every quantifier is bounded, the declared reach is what the regex reads from a match
         start (lookaheads included), and no lookbehind reads further back than the scanner
         keeps."""
         _, reach, behind = _reads(sre_parse.parse(pattern.regex.pattern, pattern.regex.flags))
         assert pattern.reach == reach
-        assert behind <= disclosure._BEHIND
+        assert behind <= BEHIND
 
     def test_names_and_kinds(self) -> None:
         """Each pattern has a name of its own and the examples here cover every one."""
-        names = [p.name for p in disclosure._PATTERNS]
+        names = [p.name for p in PATTERNS]
         assert len(set(names)) == len(names)
         covered = {**HOST_PATHS, **TRACEBACKS, **CREDENTIALS}
         assert sorted(covered) == sorted(names)
-        for pattern in disclosure._PATTERNS:
+        for pattern in PATTERNS:
             assert (pattern.kind, pattern.name) in _patterns(covered[pattern.name].encode())
 
 

@@ -19,11 +19,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import repro.derive.disclosure as disclosure
+import repro.disclosure as disclosure
+import repro.disclosure.scanner as scanner_module
 from conftest import run_study
 from forge import reseal
 from repro import layout
-from repro.derive.disclosure import CONTACT_LABELS, Scanner, scan, withheld
+from repro.disclosure import CONTACT_LABELS, Scanner, scan, withheld
+from repro.disclosure.engine import BEHIND
+from repro.disclosure.identity import identity_patterns
 from repro.verify import verify
 from test_disclosure import _reads
 from test_disclosure_linear import _linear, families
@@ -132,8 +135,8 @@ class TestEnvironmentFiles:
         """A scanner fed an environment file in blocks finds what scan() finds in it whole."""
         data = "".join(parts).encode()
         with pytest.MonkeyPatch.context() as patch:
-            patch.setattr(disclosure, "GATHER", 1)
-            patch.setattr(disclosure, "ROUND", 7)
+            patch.setattr(scanner_module, "GATHER", 1)
+            patch.setattr(scanner_module, "ROUND", 7)
             scanner = Scanner(file)
             edges = [0, *sorted(c for c in cuts if c <= len(data)), len(data)]
             for a, b in itertools.pairwise(edges):
@@ -148,11 +151,11 @@ class TestBounds:
     @pytest.mark.parametrize("per_line", [False, True], ids=["environment", "bag-info"])
     def test_reach_declared(self, per_line: bool) -> None:
         """Each pattern's reach is what its regex reads; no lookbehind reads past the tail."""
-        for pattern in disclosure._identity_patterns(per_line):
+        for pattern in identity_patterns(per_line):
             parsed = sre_parse.parse(pattern.regex.pattern, pattern.regex.flags)
             _, reach, behind = _reads(parsed)
             assert pattern.reach == reach, pattern.name
-            assert behind <= disclosure._BEHIND
+            assert behind <= BEHIND
 
     @pytest.mark.parametrize(
         ("literal", "filler"),

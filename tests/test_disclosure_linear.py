@@ -2,9 +2,9 @@
 (a pattern's literal repeated, followed by long runs of the characters it goes on with, or the
 two alternating) makes it crawl.
 
-These tests time :func:`repro.derive.disclosure.scan_hits` (the bounded scan a large file gets), or
-:func:`repro.derive.disclosure.scan` where there is no such function, and
-:func:`repro.derive.disclosure.refuse_disclosing_protocol`, so that they can be run against an older
+These tests time :func:`repro.disclosure.scan_hits` (the bounded scan a large file gets), or
+:func:`repro.disclosure.scan` where there is no such function, and
+:func:`repro.disclosure.refuse_disclosing_protocol`, so that they can be run against an older
 scanner too. A timer interrupts a scan that runs past its bound (the regex engine checks for
 signals), so a quadratic scanner fails them in seconds instead of hanging.
 """
@@ -21,8 +21,8 @@ from typing import Any
 
 import pytest
 
-import repro.derive.disclosure
-from repro.derive.disclosure import refuse_disclosing_protocol
+import repro.disclosure
+from repro.disclosure import refuse_disclosing_protocol
 from repro.json.serde import structure
 from repro.models import Protocol
 from repro.protocol.freeze import freeze
@@ -32,9 +32,7 @@ pytestmark = pytest.mark.skipif(
 )
 
 #: The scan timed: the first hits and a count where the scanner offers it, else every hit.
-SCAN: Callable[[str, bytes], object] = getattr(
-    repro.derive.disclosure, "scan_hits", repro.derive.disclosure.scan
-)
+SCAN: Callable[[str, bytes], object] = getattr(repro.disclosure, "scan_hits", repro.disclosure.scan)
 MIB = 1 << 20
 #: A MiB of any of these texts must scan within this many seconds (the scanner takes well under
 #: a tenth of it on an idle machine; the bound is wide because the machine may be busy).

@@ -22,8 +22,8 @@ from conftest import _Quiet as Quiet
 from conftest import busy_cores, register_adapters
 from guarantees import record
 from repro.adapters.base import Evidence
-from repro.derive.disclosure import WITHHELD_CAUSE, short_cause
 from repro.derive.tally import Ended
+from repro.disclosure import WITHHELD_CAUSE, short_cause
 from repro.execute.attempts import run_slots
 from repro.execute.spares import Spares
 from repro.execute.studies import DaskCluster, LocalWorkers, Prepared, Prestart, prepare, study

@@ -36,7 +36,7 @@ from htmlpage import (
     without_section,
 )
 from repro._escape import visible
-from repro.derive.figures import POINTS_LIMIT, condition_label, forest_model
+from repro.figures import POINTS_LIMIT, condition_label, forest_model
 from repro.models import ConditionAggregate, ContrastResult, IntervalValue
 from repro.present.html import render, repro_version
 from repro.present.losses import MAX_SLOTS_LISTED, slot_list

@@ -1,4 +1,4 @@
-"""The protocol's pins against the ledger's sources (repro.derive.pins): the rule itself, and
+"""The protocol's pins against the ledger's sources (repro.protocol.pins): the rule itself, and
 verify applying it to a CAGE-2 bundle whose ledger a forger rewrote to record another simulator
 tree or scenario file than its protocol pins."""
 
@@ -22,7 +22,9 @@ from conftest import ROOT, run_study
 from forge import forge_ledger
 from repro import errors
 from repro.cli.app import app
-from repro.derive.pins import (
+from repro.models import Participant, Protocol, Source
+from repro.protocol.load import parse_protocol
+from repro.protocol.pins import (
     SCENARIO_ROLE,
     TREE_ROLE,
     PinProblem,
@@ -30,8 +32,6 @@ from repro.derive.pins import (
     ledger_problems,
     policy_role,
 )
-from repro.models import Participant, Protocol, Source
-from repro.protocol.load import parse_protocol
 from repro.verify import verify
 
 REDUCED = ROOT / "protocols" / "cage2-ccs-sleeper-reduced.json"

@@ -21,7 +21,8 @@ from typer.testing import CliRunner
 from conftest import SMALL, study_once
 from repro.cli.app import app
 from repro.derive.contrasts import paired_t, welch_t
-from repro.derive.power import (
+from repro.models import Contrast, Group, Protocol
+from repro.power import (
     Design,
     PlannedSample,
     Sidedness,
@@ -32,7 +33,6 @@ from repro.derive.power import (
     t_power,
     welch_design,
 )
-from repro.models import Contrast, Group, Protocol
 from test_contrasts import CONTRASTED
 
 runner = CliRunner()
@@ -432,8 +432,8 @@ def _power(*args: str | Path) -> Any:
 
 def _planned(pilot: Path, protocol: dict[str, Any]) -> Any:
     """The plan of ``protocol`` from ``pilot``, through the pure functions."""
-    from repro.derive.power import pilot_tally, power_plan
     from repro.json.serde import structure
+    from repro.power import pilot_tally, power_plan
     from repro.protocol import freeze
     from repro.verify import open_verified
 

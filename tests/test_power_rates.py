@@ -19,7 +19,10 @@ from typer.testing import CliRunner
 
 from conftest import ROOT
 from repro.cli.app import app
-from repro.derive.power import (
+from repro.errors import BadInput
+from repro.json.serde import structure
+from repro.models import Protocol
+from repro.power import (
     FISHER_EXACT_RUNS,
     MCNEMAR_EXACT_PAIRS,
     PowerPlan,
@@ -35,9 +38,6 @@ from repro.derive.power import (
     rate_power,
     rate_runs_needed,
 )
-from repro.errors import BadInput
-from repro.json.serde import structure
-from repro.models import Protocol
 from repro.protocol import freeze
 from repro.protocol.load import strip_comments
 from repro.verify import VerifiedBundle, open_verified
@@ -171,7 +171,7 @@ class TestRegionsWalked:
     white-box check of the monotonicity the walks rely on, outcome by outcome."""
 
     def test_mcnemar_critical_counts(self) -> None:
-        from repro.derive.power import _mcnemar_criticals
+        from repro.power.rates import _mcnemar_criticals
 
         sides: tuple[Sidedness, ...] = ("one-sided", "two-sided")
         for sided in sides:
@@ -183,7 +183,7 @@ class TestRegionsWalked:
                         assert region == mcnemar_rejects(k, d - k, alpha, sided), (d, k)
 
     def test_fisher_regions(self) -> None:
-        from repro.derive.power import _fisher_region
+        from repro.power.rates import _fisher_region
 
         sides: tuple[Sidedness, ...] = ("one-sided", "two-sided")
         for sided in sides:

@@ -172,7 +172,7 @@ def test_the_study_machinery_imports_no_derivation() -> None:
     labels conditions with: it imports them while its runs wait, or after them."""
     code = (
         "import sys, repro.cli.app, repro.execute.studies as s; "
-        "after = (*s.AFTER_RUNS, 'rich', 'repro.derive.figures'); "
+        "after = (*s.AFTER_RUNS, 'rich', 'repro.figures'); "
         "print(*sorted(m for m in after if m in sys.modules))"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)

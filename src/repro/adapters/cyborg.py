@@ -93,7 +93,10 @@ from repro.adapters.base import (
     package_source,
     pinned_target_source,
 )
-from repro.derive.pins import (
+from repro.errors import BadInput, RunFailed, install_hint
+from repro.json.canonical import json_path
+from repro.models import SHA256_HEX, AdapterFacts, Condition, PlanEntry, Protocol, Source
+from repro.protocol.pins import (
     SCENARIO_PINS,
     SCENARIO_ROLE,
     TREE_PIN,
@@ -102,9 +105,6 @@ from repro.derive.pins import (
     cyborg_problems,
     refuse_pin_problems,
 )
-from repro.errors import BadInput, RunFailed, install_hint
-from repro.json.canonical import json_path
-from repro.models import SHA256_HEX, AdapterFacts, Condition, PlanEntry, Protocol, Source
 
 __all__ = [
     "FEEDS",

@@ -48,10 +48,10 @@ from repro.adapters.base import (
     package_source,
     pinned_target_source,
 )
-from repro.derive.pins import gymnasium_problems, policy_role, refuse_pin_problems
 from repro.errors import BadInput, RunFailed, install_hint
 from repro.json.canonical import json_path
 from repro.models import AdapterFacts, Condition, Participant, PlanEntry, Protocol, Source
+from repro.protocol.pins import gymnasium_problems, policy_role, refuse_pin_problems
 
 __all__ = ["GymnasiumAdapter"]
 

@@ -403,7 +403,7 @@ def sign_statement(root: Path, statement: dict[str, Any], key_path: Path, kind: 
     ``root/signatures/<key>.<kind>.dsse.json``, atomically, mode 0600; return its path. Signing
     again with the same key writes the same bytes and changes nothing; a different envelope by
     the same key for the same kind is refused, never replaced. Raises :class:`BadInput`."""
-    from repro.derive.disclosure import scan_hits
+    from repro.disclosure import scan_hits
 
     refuse_packed(root)
     if _statement_kind(statement) != kind:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from repro._files import write_atomically
-from repro.derive.disclosure import FileHits, Scanner, scan_hits
+from repro.disclosure import FileHits, Scanner, scan_hits
 from repro.errors import BadInput
 from repro.json.serde import to_bytes
 from repro.layout import BAG_INFO, BAGIT, MANIFEST, TAGMANIFEST

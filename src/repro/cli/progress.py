@@ -175,7 +175,7 @@ def study_work(prepared: Prepared) -> Work:
 class Labels(collections.abc.Mapping[str, str]):
     """Each condition's ID and label, as the progress display names it: ``c01
     env_id=CartPole-v1 / random`` (the label as every table words it,
-    :func:`repro.derive.figures.condition_label`), made when first read: a study's plain
+    :func:`repro.figures.condition_label`), made when first read: a study's plain
     progress lines name a condition only at a tenth of its work, and what makes the labels is
     then imported (while the runs wait, with the console), not before the first run."""
 
@@ -186,7 +186,7 @@ class Labels(collections.abc.Mapping[str, str]):
 
     def _labels(self) -> dict[str, str]:
         if self._made is None:
-            from repro.derive.figures import condition_label
+            from repro.figures import condition_label
 
             order = [factor.name for factor in self._protocol.matrix]
             # One line each, its control characters shown as text: the bar's own text column

@@ -113,8 +113,9 @@ def power(
     from the pilot's discordance (McNemar) or mean rate (Fisher), held fixed, its power exact.
     With --effect it also says the runs per condition needed. Every figure says what it assumed: a
     pilot's variance is itself uncertain."""
-    from repro.derive.power import lines, pilot_tally, power_plan
     from repro.json.serde import unstructure
+    from repro.power import pilot_tally, power_plan
+    from repro.present.power import lines
     from repro.protocol import freeze, load_protocol
     from repro.verify import open_verified
 

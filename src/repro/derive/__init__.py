@@ -1,22 +1,24 @@
 """Derivations: pure functions of a bundle's recorded files, which ``repro study`` runs to write the
-derived files and ``repro verify`` runs again to check them. One module per derived file or
-figure: the tally of the runs and their validity (:mod:`~repro.derive.tally`,
-:mod:`~repro.derive.validity`), rl-aggregates.json
-(:mod:`~repro.derive.rl_aggregates`), aggregates.json
-(:mod:`~repro.derive.aggregates`), the source ledger (:mod:`~repro.derive.ledger`), tiers
-(:mod:`~repro.derive.tiers`), the reproduction class (:mod:`~repro.derive.reproduction`), scores
-and gates (:mod:`~repro.derive.scoring`), the figures by condition that every view of a bundle
-shows (:mod:`~repro.derive.figures`), the report (:mod:`~repro.derive.report`), the RO-Crate
-(:mod:`~repro.derive.crate`), the disclosure scan (:mod:`~repro.derive.disclosure`), scenario
-versions (:mod:`~repro.derive.scenarios`), the protocol's pins against the ledger's sources
-(:mod:`~repro.derive.pins`, a rule, not a derived file), and all of them together
-(:mod:`~repro.derive.derivation`); :mod:`~repro.derive.power` plans the power of pre-registered
-contrasts from a pilot bundle before a study runs (``repro protocol power``; no bundle file).
-The statistics they compute by (estimators, intervals, tests, Holm, the bootstrap, rliable's
+derived files and ``repro verify`` runs again to check them. One module per derived file, plus
+the derivation driver that runs them all together (:mod:`~repro.derive.derivation`): the tally
+of the runs and their validity (:mod:`~repro.derive.tally`, :mod:`~repro.derive.validity`),
+rl-aggregates.json (:mod:`~repro.derive.rl_aggregates`), aggregates.json
+(:mod:`~repro.derive.aggregates`), contrasts.json (:mod:`~repro.derive.contrasts`), the source
+ledger (:mod:`~repro.derive.ledger`, checked against the ledger's facts by
+:mod:`~repro.derive.facts`), tiers (:mod:`~repro.derive.tiers`), the reproduction class
+(:mod:`~repro.derive.reproduction`), scores and gates (:mod:`~repro.derive.scoring`), the report
+(:mod:`~repro.derive.report`), the RO-Crate (:mod:`~repro.derive.crate`), scenario versions
+(:mod:`~repro.derive.scenarios`) and an audit's sample (:mod:`~repro.derive.audit`). The
+statistics they compute by (estimators, intervals, tests, Holm, the bootstrap, rliable's
 aggregates) are :mod:`repro.stats`'s.
 
-The names below load on first use: a worker process, which needs only the disclosure scan and
-the validity rules, does not import every derivation, the report and the figures with them."""
+What is not a derived file lives in the room that says what it holds: the figures model every
+view reads (:mod:`repro.figures`), the disclosure scan (:mod:`repro.disclosure`), the
+protocol's pins against the ledger's sources (:mod:`repro.protocol.pins`), and power planning
+before a study runs (:mod:`repro.power`).
+
+The names below load on first use: a worker process, which needs only the validity rules,
+does not import every derivation and the report with them."""
 
 from __future__ import annotations
 
@@ -27,16 +29,12 @@ from repro._lazy import names_on_first_use
 if TYPE_CHECKING:
     from repro.derive.aggregates import aggregates
     from repro.derive.derivation import Derived, derive, scores, tally_partitions, tally_records
-    from repro.derive.figures import FigureRow, Figures, figures
     from repro.derive.ledger import source_ledger
 
 __all__ = [
     "Derived",
-    "FigureRow",
-    "Figures",
     "aggregates",
     "derive",
-    "figures",
     "scores",
     "source_ledger",
     "tally_partitions",
@@ -45,11 +43,8 @@ __all__ = [
 
 _WHERE: dict[str, str] = {
     "Derived": "derivation",
-    "FigureRow": "figures",
-    "Figures": "figures",
     "aggregates": "aggregates",
     "derive": "derivation",
-    "figures": "figures",
     "scores": "derivation",
     "source_ledger": "ledger",
     "tally_partitions": "derivation",

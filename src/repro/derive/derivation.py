@@ -11,6 +11,7 @@ bundle stores.
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Iterable, Sequence
 
 from attrs import frozen
@@ -18,12 +19,12 @@ from attrs import frozen
 from repro.derive import report, scoring
 from repro.derive.aggregates import aggregates
 from repro.derive.contrasts import contrasts
-from repro.derive.disclosure import FileHits
 from repro.derive.ledger import source_ledger
 from repro.derive.rl_aggregates import rl_aggregates
 from repro.derive.scenarios import by_condition
 from repro.derive.tally import Attempt, ConditionTally, RunTally, merge, tally
 from repro.derive.tiers import contract_digests, tiers
+from repro.disclosure import FileHits
 from repro.models import (
     Aggregates,
     ContrastsFile,
@@ -44,6 +45,7 @@ __all__ = [
     "derive",
     "figures_of",
     "judgements",
+    "run_measures",
     "scores",
     "tally_partitions",
     "tally_records",
@@ -176,7 +178,7 @@ def derive(
     (:func:`figures_of`) and what follows from them (:func:`judgements`). ``runs`` is the tally
     of the runs against the sealed plan; ``ledger`` supplies the facts gathered at run time
     (adapter, sources, contracts), and its losses are re-derived. ``disclosures`` are the hits
-    of :class:`repro.derive.disclosure.Scanner` in the bytes of each input file
+    of :class:`repro.disclosure.Scanner` in the bytes of each input file
     (:func:`repro.layout.is_derivation_input`) as written or read. The report is written
     as ``report_version`` (:func:`repro.derive.report.validation_report`): a study's the
     current one, verify's the one the stored report declares."""
@@ -207,3 +209,24 @@ def scores(frozen_protocol: FrozenProtocol, seal: Seal, runs: RunTally) -> Score
         cells=cells,
         gates=scoring.gates(p, cells, runs.losses, runs.slots),
     )
+
+
+def run_measures(
+    fp: FrozenProtocol,
+    ledger: Ledger,
+    partitions: Iterable[tuple[Partition, Iterable[RunRecord]]],
+) -> dict[str, tuple[float, ...]]:
+    """Each condition's valid measures in sealed order: the sample whose mean and interval
+    aggregates.json holds. Each sealed partition's records are tallied against it
+    (:func:`repro.derive.tally.tally`, with the contract digests and scenarios verify tallies
+    with), one partition at a time, so that what is held is the measures, not the records."""
+    p = fp.protocol
+    contracts = contract_digests(ledger)
+    scenarios = by_condition(p, conditions_of(p))
+    found: dict[str, list[float]] = defaultdict(list)
+    for part, records in partitions:
+        attempts = (Attempt.of(r) for r in records)
+        runs = tally([part], attempts, p.retry.max_attempts, contracts, scenarios)
+        for condition, counted in runs.conditions.items():
+            found[condition].extend(counted.measures)
+    return {condition: tuple(values) for condition, values in found.items()}

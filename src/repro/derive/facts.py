@@ -23,10 +23,10 @@ from typing import Any
 
 from attrs import frozen
 
-from repro.derive.pins import SCENARIO_ROLE, TREE_ROLE, agent_role, policy_role
 from repro.derive.scenarios import scenario_of
 from repro.json.canonical import json_path
 from repro.models import AdapterFacts, Condition, Ledger, Protocol, Source
+from repro.protocol.pins import SCENARIO_ROLE, TREE_ROLE, agent_role, policy_role
 
 __all__ = [
     "DEFAULT_SOLVER",

@@ -1,5 +1,5 @@
 """validation-report.md, a pure function of bundle data. Its conditions table and the labels
-of its published figures read the figures model (:mod:`repro.derive.figures`), as every other
+of its published figures read the figures model (:mod:`repro.figures`), as every other
 view of the bundle does.
 
 Two versions are made, and verify re-derives the one a stored report declares
@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from attrs import frozen
 
 from repro._escape import markdown_code, markdown_text
-from repro.derive.figures import FigureRow, figures
+from repro.figures import FigureRow, figures
 from repro.models import (
     Aggregates,
     ContrastsFile,

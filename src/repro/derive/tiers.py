@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from repro.derive.disclosure import FileHits
 from repro.derive.ledger import contract_digests, contract_sha256
 from repro.derive.reproduction import reproduction
 from repro.derive.tally import RunTally
+from repro.disclosure import FileHits
 from repro.models import (
     Aggregates,
     FrozenProtocol,

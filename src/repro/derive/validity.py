@@ -23,9 +23,9 @@ from typing import Any, Literal
 
 from attrs import frozen
 
-from repro.derive.disclosure import scan, short_cause
 from repro.derive.scenarios import SUPERSEDED, version_verdict
 from repro.derive.tally import measure_of
+from repro.disclosure import scan, short_cause
 from repro.json import canonical
 from repro.models import (
     MAX_OUTCOME_BYTES,

@@ -28,9 +28,9 @@ from attrs import field, frozen
 from repro import __version__, layout
 from repro.adapters.base import Adapter, Frozen, get_adapter, targets_in
 from repro.bundle.writer import BundleWriter, create_root
-from repro.derive.disclosure import refuse_disclosing_protocol, scan, withheld
 from repro.derive.facts import facts_problems
 from repro.derive.tally import Ended, RunTally, SlotEnd, is_declared_exclusion, runs
+from repro.disclosure import refuse_disclosing_protocol, scan, withheld
 from repro.errors import (
     EXIT_SIGNAL_BASE,
     EXIT_STUDY_STOPPED,

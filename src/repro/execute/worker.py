@@ -49,8 +49,8 @@ from repro.adapters.base import (
     targets_in,
 )
 from repro.adapters.lifetime import RunScope, die_with_parent, stopped_with_run
-from repro.derive.disclosure import scan, short_cause
 from repro.derive.facts import contract_problems
+from repro.disclosure import scan, short_cause
 from repro.errors import ReproError, RunFailed, RunInvalid
 from repro.execute.interrupts import STOP_SIGNALS
 from repro.execute.spares import Spares, spawn

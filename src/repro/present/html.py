@@ -5,8 +5,8 @@ it depends on nothing outside itself: the style is inline, there is no script, a
 an inline SVG (:mod:`repro.present.svg`, no matplotlib). A Content-Security-Policy of
 ``default-src 'none'`` makes a browser refuse any fetch the page might still attempt.
 
-The conditions table and the plot read the figures model (:mod:`repro.derive.figures`), and the
-plot draws its plot model (:func:`repro.derive.figures.plot_model`), the one the PNG of
+The conditions table and the plot read the figures model (:mod:`repro.figures`), and the
+plot draws its plot model (:func:`repro.figures.plot_model`), the one the PNG of
 :mod:`repro.present.plot` draws too, so that the page and the PNG show the same thing. The SVG
 is as wide as the page's content column (every x a percentage of its width, its text the
 page's size); every condition shares one axis with its ticks, the estimand has its own.
@@ -44,11 +44,11 @@ script) can read back from the rendered page exactly what it shows:
 
 The plot's runs and axes are named too, outside ``data-value``: each valid run's point has
 ``data-run`` (its condition) and ``data-measure`` (its measure as a float's ``repr``); past
-:data:`repro.derive.figures.POINTS_LIMIT` runs, each bin has ``data-bin`` (its condition),
+:data:`repro.figures.POINTS_LIMIT` runs, each bin has ``data-bin`` (its condition),
 ``data-low``, ``data-high`` and ``data-count``; each axis is a group with ``data-axis``
 (``conditions``, ``estimand``), ``data-low`` and ``data-high``, its tick labels ``data-tick``;
 the legend's entries ``data-legend`` (``runs`` or ``bins``, ``observed``, ``published``). The
-forest plot of the contrasts (:func:`repro.derive.figures.forest_model`) has its axis as
+forest plot of the contrasts (:func:`repro.figures.forest_model`) has its axis as
 ``data-axis="contrasts"``, its line at 0 ``data-zero``, each row a group with
 ``data-forest-row`` (the contrast's id), and each non-inferiority margin's mark, which stands at
 ``-margin``, ``data-at`` besides its ``data-value`` (the margin). A contract fact has
@@ -70,7 +70,8 @@ from functools import cache
 from importlib import resources
 
 import repro
-from repro.derive.figures import (
+from repro.derive.tally import LossStatus
+from repro.figures import (
     FigureRow,
     Figures,
     Forest,
@@ -81,7 +82,6 @@ from repro.derive.figures import (
     forest_model,
     p_text,
 )
-from repro.derive.tally import LossStatus
 from repro.models import (
     Aggregates,
     CellScore,
@@ -688,7 +688,7 @@ def render(
     """The page for a bundle's parsed files (the caller verified the bundle). A pure function:
     the same bundle gives the same bytes. ``bundle_sha256`` is the bundle's identity (the
     digest of its tag manifest) when known; ``environment`` says when the study ran;
-    ``values`` are each condition's valid measures (:func:`repro.derive.figures.run_measures`),
+    ``values`` are each condition's valid measures (:func:`repro.derive.derivation.run_measures`),
     which the plot draws run by run; ``version`` is repro's (:func:`repro_version` by
     default); ``contrasts`` is contrasts.json, whose section (a forest plot and a table) and
     primary contrasts' sentences in the claim are only on the page of a bundle that has it, as

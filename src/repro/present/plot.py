@@ -1,11 +1,11 @@
 """``repro show --plot``: the plot of a verified bundle as a PNG (needs the ``plot`` extra,
 matplotlib).
 
-It draws the plot model (:func:`repro.derive.figures.plot_model`) that the HTML page's SVG draws
+It draws the plot model (:func:`repro.figures.plot_model`) that the HTML page's SVG draws
 too, so both show the same thing: every condition on one axis with the same ticks, each
-condition's valid runs (points, or bins past :data:`repro.derive.figures.POINTS_LIMIT`) with its
+condition's valid runs (points, or bins past :data:`repro.figures.POINTS_LIMIT`) with its
 mean and interval, the estimand on an axis of its own, and published values with their
-half-widths only where there are some. :func:`repro.derive.figures.plot_model` decides what is
+half-widths only where there are some. :func:`repro.figures.plot_model` decides what is
 drawn and where; this module only draws it."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-from repro.derive.figures import Axis, Figures, Plot, PlotPanel, PlotRow, plot_model, ties_to_name
+from repro.figures import Axis, Figures, Plot, PlotPanel, PlotRow, plot_model, ties_to_name
 
 __all__ = ["OBSERVED", "PUBLISHED", "RUNS", "plot"]
 
@@ -175,7 +175,7 @@ def _legend(ax: Any, model: Plot) -> None:
 
 
 def plot(model: Figures, out: Path) -> None:
-    """The plot model of ``model`` (:func:`repro.derive.figures.plot_model`) drawn, written to
+    """The plot model of ``model`` (:func:`repro.figures.plot_model`) drawn, written to
     ``out`` as a PNG: the conditions' panel above, the estimand's below, the caption under
     both."""
     import matplotlib

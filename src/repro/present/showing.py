@@ -14,8 +14,9 @@ from typing import Any
 
 from attrs import field, frozen
 
-from repro.derive.figures import Figures, figures, run_measures
+from repro.derive.derivation import run_measures
 from repro.derive.tally import LossStatus, loss_status
+from repro.figures import Figures, figures
 from repro.json.serde import unstructure
 from repro.models import (
     Aggregates,
@@ -53,7 +54,7 @@ class Shown:
     rl: RLAggregates | None = None
 
     def values(self) -> dict[str, tuple[float, ...]] | None:
-        """Each condition's valid measures (:func:`repro.derive.figures.run_measures`), read
+        """Each condition's valid measures (:func:`repro.derive.derivation.run_measures`), read
         from the verified bundle's run records once; None without a bundle to read."""
         v = self.verified
         if v is None:
@@ -100,7 +101,7 @@ class Shown:
         }
 
     def figures(self, runs: bool = True) -> Figures:
-        """The figures model (:mod:`repro.derive.figures`) of these files and, with ``runs``,
+        """The figures model (:mod:`repro.figures`) of these files and, with ``runs``,
         of every valid run's measure: what the PNG and the HTML page show. The terminal's
         tables need no run (``runs=False``), so plain ``repro show`` reads no run record after
         verify has."""

@@ -1,9 +1,9 @@
 """The page's inline SVG (:mod:`repro.present.html`): the plot of the figures and the forest
 plot of the contrasts, as markup made by construction (:mod:`repro.present.markup`).
 
-The plot draws its plot model (:func:`repro.derive.figures.plot_model`), the one the PNG of
+The plot draws its plot model (:func:`repro.figures.plot_model`), the one the PNG of
 :mod:`repro.present.plot` draws too, so that the page and the PNG show the same thing; the
-forest plot draws :func:`repro.derive.figures.forest_model`. Each SVG is as wide as the page's
+forest plot draws :func:`repro.figures.forest_model`. Each SVG is as wide as the page's
 content column: every x is a percentage of its width (the padding of ``.plot svg`` keeps the
 outermost tick labels inside the page), its text the page's size; its vertical geometry is in
 pixels. The attributes that name what is drawn are listed in :mod:`repro.present.html`."""
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from repro.derive.figures import (
+from repro.figures import (
     Axis,
     FigureRow,
     Figures,
@@ -109,8 +109,8 @@ def _runs(row: PlotRow, axis: Axis, centre: float) -> list[Html]:
 
 def _ties(row: PlotRow, axis: Axis, centre: float) -> list[Html]:
     """Beside each spot where runs share a value, how many (``x10 at 500``): the most runs
-    first, at most :data:`repro.derive.figures.MAX_TIES_NAMED` a row, none so near one already
-    named that the two would overlap (:func:`repro.derive.figures.ties_to_name`)."""
+    first, at most :data:`repro.figures.MAX_TIES_NAMED` a row, none so near one already
+    named that the two would overlap (:func:`repro.figures.ties_to_name`)."""
     tie = Html('<text class="tie" x="{}" dx="7" y="{}"{} data-count="{}" data-at="{}">{}</text>')
     return [
         tie.format(
@@ -290,7 +290,7 @@ def _figure(height: float, label: str, parts: Sequence[Html], caption: Sequence[
 
 
 def plot_figure(model: Figures) -> Html:
-    """The plot of the plot model (:func:`repro.derive.figures.plot_model`), the one the PNG
+    """The plot of the plot model (:func:`repro.figures.plot_model`), the one the PNG
     draws (:mod:`repro.present.plot`): every condition on one axis with its runs, and the
     estimand on its own."""
     drawn = plot_model(model)

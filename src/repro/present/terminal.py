@@ -1,7 +1,7 @@
 """``repro show`` without options: the protocol and identity of a verified bundle, then the
 tables its figures make in a terminal; and the consoles the command line prints through.
 
-The conditions table reads the figures model (:mod:`repro.derive.figures`), as the PNG, the
+The conditions table reads the figures model (:mod:`repro.figures`), as the PNG, the
 HTML page and the validation report do.
 
 What a console prints is data (a title, a factor level, a file name a bundle holds), so a
@@ -20,7 +20,7 @@ from rich.table import Table
 from rich.text import Text
 
 from repro._escape import visible
-from repro.derive.figures import FigureRow, Figures
+from repro.figures import FigureRow, Figures
 from repro.models import ContrastsFile, FrozenProtocol, RLAggregates, Scores, Tiers
 
 __all__ = ["UNWRAPPED_WIDTH", "console", "print_identity", "print_table", "print_tables"]

@@ -90,7 +90,7 @@ def _read(
     """The envelope in ``name``, or None with a finding: past the size limit (not read), or not
     an envelope repro reads."""
     from repro.bundle.signatures import parse_envelope
-    from repro.derive.disclosure import scan_hits
+    from repro.disclosure import scan_hits
     from repro.verify.content import disclosure_findings
 
     if size > limits.max_signature_bytes:

@@ -7,9 +7,8 @@ from __future__ import annotations
 from attrs import frozen
 
 from repro import layout
-from repro.derive.disclosure import FileHits
 from repro.derive.facts import ledger_fact_problems
-from repro.derive.pins import ledger_problems
+from repro.disclosure import FileHits
 from repro.json import canonical
 from repro.json.serde import to_bytes
 from repro.models import (
@@ -24,6 +23,7 @@ from repro.models import (
     Seal,
     Tiers,
 )
+from repro.protocol.pins import ledger_problems
 from repro.verify.findings import MAX_DIFFS, Finding
 from repro.verify.reader import BundleReader
 
@@ -159,7 +159,7 @@ def check_digests(fp: FrozenProtocol, seal: Seal, findings: list[Finding]) -> No
 
 def pin_findings(protocol: Protocol, ledger: Ledger) -> list[Finding]:
     """Each pin of the protocol that the ledger's sources do not record
-    (:func:`repro.derive.pins.ledger_problems`, the rule the adapter's freeze applied); none
+    (:func:`repro.protocol.pins.ledger_problems`, the rule the adapter's freeze applied); none
     for an adapter without a rule there (a third party's: its pins are not checked)."""
     return [
         Finding(

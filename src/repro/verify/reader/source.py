@@ -13,7 +13,7 @@ from pathlib import Path
 from attrs import frozen
 
 from repro import layout
-from repro.derive.disclosure import FileHits, Scanner
+from repro.disclosure import FileHits, Scanner
 from repro.layout import FIXED_PAYLOAD, TAG_FILES
 from repro.verify.findings import Finding, Findings
 from repro.verify.limits import Limits

@@ -5,8 +5,8 @@ page all read, so that none of them can show a figure the others leave out.
 It is a pure function of the protocol (its matrix orders the factors in each label, its
 published figures give the half-widths), aggregates.json (what was observed) and tiers.json (the
 published values as the reproduction class compared them), and, for the plots, of each
-condition's valid measures (:func:`run_measures`, tallied from the run records as verify tallies
-them).
+condition's valid measures (:func:`repro.derive.derivation.run_measures`, tallied from the run
+records as verify tallies them).
 
 :func:`plot_model` makes of it what both plots draw, the HTML page's SVG and the PNG: one axis
 with "nice" ticks shared by every condition, the estimand on an axis of its own, each
@@ -16,21 +16,22 @@ condition's valid runs as points (or, past :data:`POINTS_LIMIT` runs in all, cou
 :func:`forest_model` makes of contrasts.json what the HTML page's forest plot draws: every
 pre-registered contrast's difference with its interval on one axis of differences (the same
 nice ticks, :func:`nice_axis`), which always holds 0 and each non-inferiority contrast's
-``-margin``."""
+``-margin``.
+
+Presentation models, not a derived file: a pure function of the models alone, below
+:mod:`repro.derive` so that the report it derives (:mod:`repro.derive.report`), the plan of
+``repro protocol power`` and every view of :mod:`repro.present` read the one model."""
 
 from __future__ import annotations
 
 import itertools
 import math
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Literal
 
 from attrs import frozen
 
-from repro.derive.scenarios import by_condition
-from repro.derive.tally import Attempt, tally
-from repro.derive.tiers import contract_digests
 from repro.models import (
     Aggregates,
     ContrastResult,
@@ -38,13 +39,9 @@ from repro.models import (
     FigureComparison,
     FrozenProtocol,
     IntervalValue,
-    Ledger,
     Level,
-    Partition,
-    RunRecord,
     Tiers,
 )
-from repro.plan.sealing import conditions_of
 
 __all__ = [
     "BINS",
@@ -72,7 +69,6 @@ __all__ = [
     "nice_axis",
     "p_text",
     "plot_model",
-    "run_measures",
     "ties_to_name",
     "unit_of",
 ]
@@ -209,37 +205,14 @@ def figures(
     values: Mapping[str, Sequence[float]] | None = None,
 ) -> Figures:
     """The figures of a bundle's protocol, aggregates and tiers, a row per condition and one for
-    the estimand; with ``values`` (:func:`run_measures`), each condition's runs too."""
+    the estimand; with ``values`` (:func:`repro.derive.derivation.run_measures`), each
+    condition's runs too."""
     return Figures(
         measure=agg.measure,
         conditions=tuple(_condition_rows(fp, agg, tiers, values)),
         estimand=_estimand_row(agg, tiers),
         verdict=tiers.reproduction.verdict,
     )
-
-
-# --------------------------------------------------------------------------- the runs
-
-
-def run_measures(
-    fp: FrozenProtocol,
-    ledger: Ledger,
-    partitions: Iterable[tuple[Partition, Iterable[RunRecord]]],
-) -> dict[str, tuple[float, ...]]:
-    """Each condition's valid measures in sealed order: the sample whose mean and interval
-    aggregates.json holds. Each sealed partition's records are tallied against it
-    (:func:`repro.derive.tally.tally`, with the contract digests and scenarios verify tallies
-    with), one partition at a time, so that what is held is the measures, not the records."""
-    p = fp.protocol
-    contracts = contract_digests(ledger)
-    scenarios = by_condition(p, conditions_of(p))
-    found: dict[str, list[float]] = defaultdict(list)
-    for part, records in partitions:
-        attempts = (Attempt.of(r) for r in records)
-        runs = tally([part], attempts, p.retry.max_attempts, contracts, scenarios)
-        for condition, counted in runs.conditions.items():
-            found[condition].extend(counted.measures)
-    return {condition: tuple(values) for condition, values in found.items()}
 
 
 # --------------------------------------------------------------------------- the plots
