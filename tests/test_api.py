@@ -59,6 +59,7 @@ def api_study(tiny_protocol: Path, tmp_path_factory: pytest.TempPathFactory) -> 
     return repro.study(str(tiny_protocol), str(out))
 
 
+@pytest.mark.slow
 class TestImport:
     """``import repro`` is cheap, its public face is ``__all__``, and ``repro.verify`` is the
     function and the subpackage at once."""
@@ -163,6 +164,7 @@ class TestImport:
         assert EXIT_CODES[SlotsLost] == EXIT_SLOTS_LOST
 
 
+@pytest.mark.slow
 class TestStudy:
     """``repro.study`` runs what ``repro study`` runs, and refuses bad input before writing."""
 
@@ -337,6 +339,7 @@ class TestVerify:
 PYTHON_API = ROOT / "docs" / "python-api.md"
 
 
+@pytest.mark.slow
 class TestDocExample:
     """docs/python-api.md's example runs as written."""
 

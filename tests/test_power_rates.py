@@ -166,6 +166,7 @@ class TestExactPower:
             mcnemar_power(10, 0.3, 0.4, 0.05, "one-sided")
 
 
+@pytest.mark.slow
 class TestRegionsWalked:
     """The regions the walks find hold exactly the outcomes the contrasts' tests reject: a
     white-box check of the monotonicity the walks rely on, outcome by outcome."""

@@ -233,6 +233,7 @@ def _new(tmp_path: Path, adapter: str) -> Path:
     return out
 
 
+@pytest.mark.slow
 class TestNew:
     """``repro protocol new`` writes a commented starting protocol."""
 

@@ -47,6 +47,7 @@ def _fault_study(tmp_path: Path, protocol: dict[str, Any], state: Path) -> Path:
     return out
 
 
+@pytest.mark.slow
 class TestReplay:
     """Replay re-executes and compares; it says how far it had to go."""
 

@@ -283,6 +283,7 @@ def global_seed(seed: int, call: Callable[[], Any]) -> Any:
         np.random.set_state(saved)
 
 
+@pytest.mark.slow
 class TestRliableSampler:
     """sampler="rliable" gives rliable's own intervals, to the float."""
 
@@ -395,6 +396,7 @@ class TestRliableSampler:
             assert np.array_equal(profile_bounds(ours[key]), cis[key])
 
 
+@pytest.mark.slow
 class TestDefaultSamplerAgainstRliable:
     """The default sampler differs from rliable in its generator only."""
 

@@ -120,6 +120,7 @@ def _close(ours: float, theirs: Any) -> bool:
     return math.isclose(ours, float(theirs), rel_tol=1e-12, abs_tol=1e-12)
 
 
+@pytest.mark.slow
 class TestTheExample:
     """protocols/gymnasium-rl-aggregates.json, run end to end, against rliable 1.2.0."""
 
