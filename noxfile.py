@@ -122,12 +122,15 @@ def tests(session: nox.Session) -> None:
 
 @nox.session
 def quick(session: nox.Session) -> None:
-    """The quick tier, for the inner loop: every test not marked ``slow`` (the unit and
-    property tests; ``slow`` marks those that run studies end to end, in subprocesses, in
-    Chromium or on CAGE-2), in random order as in ``tests``. Not a default session: ``uvx
-    nox`` runs the whole suite, slow tests included."""
+    """The quick tier, for the inner loop: every test not marked ``slow``, in random order as in
+    ``tests``, spread over the machine's cores (pytest-xdist, ``-n auto``). ``slow`` marks the
+    files and classes that run studies end to end, fresh interpreters, Chromium or CAGE-2, and
+    each test measured at about a second or more on its own. Not a default session: ``uvx nox``
+    runs the whole suite, slow tests included."""
     _sync(session, "test", extras=("gymnasium", "plot", "cyborg", "dask", "inspect"))
-    session.run("pytest", "-m", "not slow", *session.posargs, env=_bytecode_cached("tests"))
+    session.run(
+        "pytest", "-m", "not slow", "-n", "auto", *session.posargs, env=_bytecode_cached("tests")
+    )
 
 
 @nox.session

@@ -248,6 +248,7 @@ class TestVerify:
     """``repro.verify`` returns findings by code; ``repro.open_verified`` the parsed bundle or
     NotVerified."""
 
+    @pytest.mark.slow
     @pytest.mark.parametrize("kind", [str, Path])
     def test_a_bundle_that_verifies(self, api_study: StudyResult, kind: type) -> None:
         """str or Path: a Verification with no finding and the bundle's sha256."""

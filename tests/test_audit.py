@@ -383,6 +383,7 @@ class TestStatementsDerivedAgain:
     bundle, whoever signed it: a statement whose counts contradict each other, or whose bound
     is inflated, is signature-predicate with the auditor's key trusted, and without any key."""
 
+    @pytest.mark.slow
     def test_the_genuine_statement(self, audited: tuple[Path, Path, Path]) -> None:
         """The audit's own statement gives no finding, with the key or without."""
         root, _, public = audited

@@ -380,6 +380,7 @@ class TestHarnessPath:
             f"{elsewhere})"
         )
 
+    @pytest.mark.slow
     def test_a_bundle_naming_a_working_directory_path_verifies_and_replays(
         self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     ) -> None:

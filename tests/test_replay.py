@@ -122,6 +122,7 @@ class TestRefusals:
         assert result.exit_code == 2
         assert "does not verify" in result.stderr
 
+    @pytest.mark.slow
     def test_other_simulator_sources(
         self,
         tmp_path: Path,
