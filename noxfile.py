@@ -2,11 +2,12 @@
 and wheel, and the wheel installed alone), compat (bundles made under the oldest declared numerical
 libraries verified under uv.lock's, and the other way round). Run all with ``uvx nox``.
 
-Not default sessions: ``uvx nox -s stress`` runs the tamper corpus and the fuzzing at ten times
-their default size; ``uvx nox -s benchmarks`` runs every script in benchmarks/ but
-busy_suite.py, which runs ``uvx nox`` itself beside two CPU-bound processes (by hand:
-``python benchmarks/busy_suite.py``), and byte_identity.py and commit_cost.py, which compare
-two commits given by hand."""
+Not default sessions: ``uvx nox -s quick`` runs the tests not marked ``slow``, the unit and
+property tests, in about two minutes (the inner loop); ``uvx nox -s stress`` runs the tamper
+corpus and the fuzzing at ten times their default size; ``uvx nox -s benchmarks`` runs every
+script in benchmarks/ but busy_suite.py, which runs ``uvx nox`` itself beside two CPU-bound
+processes (by hand: ``python benchmarks/busy_suite.py``), and byte_identity.py and
+commit_cost.py, which compare two commits given by hand."""
 
 from __future__ import annotations
 
@@ -117,6 +118,19 @@ def tests(session: nox.Session) -> None:
     if upstream is not None:  # tests/test_cyborg.py runs studies on upstream with it
         env["REPRO_UPSTREAM_PYTHON"] = upstream
     session.run("pytest", *session.posargs, env=env)
+
+
+@nox.session
+def quick(session: nox.Session) -> None:
+    """The quick tier, for the inner loop: every test not marked ``slow``, in random order as in
+    ``tests``, spread over the machine's cores (pytest-xdist, ``-n auto``). ``slow`` marks the
+    files and classes that run studies end to end, fresh interpreters, Chromium or CAGE-2, and
+    each test measured at about a second or more on its own. Not a default session: ``uvx nox``
+    runs the whole suite, slow tests included."""
+    _sync(session, "test", extras=("gymnasium", "plot", "cyborg", "dask", "inspect"))
+    session.run(
+        "pytest", "-m", "not slow", "-n", "auto", *session.posargs, env=_bytecode_cached("tests")
+    )
 
 
 @nox.session

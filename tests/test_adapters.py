@@ -424,6 +424,7 @@ def _heads(seed: int, heads: float, flips: int) -> list[float]:
     return [1.0 if rng.random() < heads else 0.0 for _ in range(flips)]
 
 
+@pytest.mark.slow
 class TestPlugin:
     """A third-party adapter package, installed as a user would, in fresh interpreters."""
 

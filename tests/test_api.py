@@ -59,6 +59,7 @@ def api_study(tiny_protocol: Path, tmp_path_factory: pytest.TempPathFactory) -> 
     return repro.study(str(tiny_protocol), str(out))
 
 
+@pytest.mark.slow
 class TestImport:
     """``import repro`` is cheap, its public face is ``__all__``, and ``repro.verify`` is the
     function and the subpackage at once."""
@@ -163,6 +164,7 @@ class TestImport:
         assert EXIT_CODES[SlotsLost] == EXIT_SLOTS_LOST
 
 
+@pytest.mark.slow
 class TestStudy:
     """``repro.study`` runs what ``repro study`` runs, and refuses bad input before writing."""
 
@@ -246,6 +248,7 @@ class TestVerify:
     """``repro.verify`` returns findings by code; ``repro.open_verified`` the parsed bundle or
     NotVerified."""
 
+    @pytest.mark.slow
     @pytest.mark.parametrize("kind", [str, Path])
     def test_a_bundle_that_verifies(self, api_study: StudyResult, kind: type) -> None:
         """str or Path: a Verification with no finding and the bundle's sha256."""
@@ -337,6 +340,7 @@ class TestVerify:
 PYTHON_API = ROOT / "docs" / "python-api.md"
 
 
+@pytest.mark.slow
 class TestDocExample:
     """docs/python-api.md's example runs as written."""
 

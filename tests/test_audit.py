@@ -91,6 +91,7 @@ class TestSample:
         assert (1 - f) ** n == pytest.approx(0.05)
 
 
+@pytest.mark.slow
 class TestCleanAudits:
     """An audit of an honest bundle matches, and says what it re-executed."""
 
@@ -182,6 +183,7 @@ FORGERIES = {
 }
 
 
+@pytest.mark.slow
 class TestForgeries:
     """What verify cannot see (evidence re-derived and resealed by a forger) an audit of every
     slot finds, slot by slot."""
@@ -276,6 +278,7 @@ def study_once_path(base: Path, protocol: dict[str, Any]) -> Path:
     return run_study(path, base / "bundle")
 
 
+@pytest.mark.slow
 class TestSignedAudits:
     """repro audit --sign: the result travels with the bundle, and verify checks its sample."""
 
@@ -380,6 +383,7 @@ class TestStatementsDerivedAgain:
     bundle, whoever signed it: a statement whose counts contradict each other, or whose bound
     is inflated, is signature-predicate with the auditor's key trusted, and without any key."""
 
+    @pytest.mark.slow
     def test_the_genuine_statement(self, audited: tuple[Path, Path, Path]) -> None:
         """The audit's own statement gives no finding, with the key or without."""
         root, _, public = audited
@@ -429,6 +433,7 @@ def verify_with(root: Path, *public: Path) -> list[Any]:
     return verification(root, [load_public_key(p) for p in public]).findings
 
 
+@pytest.mark.slow
 class TestEndToEnd:
     """The issue's round trip on the quick-start protocol: study, sign, audit --sample 59
     --sign, verify with both keys; stock bagit accepts the bag throughout."""
@@ -460,6 +465,7 @@ class TestEndToEnd:
         bagit.Bag(str(root)).validate()
 
 
+@pytest.mark.slow
 class TestEarlierBundles:
     """A bundle whose checkpoints keep the first state only (``repro.checkpoint/1``, as every
     stream bundle made before ``checkpoint/2``) verifies, replays and is audited as before."""

@@ -249,6 +249,7 @@ class TestPlainVerify:
         assert FAULTS[case] in flat, (FAULTS[case], flat)
         assert "did not finish" not in done.output and done.stdout == ""
 
+    @pytest.mark.slow
     def test_a_bundle_without_its_protocol_is_judged_as_a_bundle(self, bundle_copy: Path) -> None:
         """A repro bundle whose protocol was removed is still a bundle (it holds its plan and
         runs): its findings are named, exit 1, not a refusal as a foreign bag."""
@@ -438,6 +439,7 @@ class TestEveryManifest:
     """Every manifest, of every algorithm, lists every payload file, and every digest in it is
     the file's."""
 
+    @pytest.mark.slow
     @settings(
         max_examples=60,
         deadline=None,
@@ -510,6 +512,7 @@ _TAG_TEXT = st.lists(
 class TestNeverCrashes:
     """Whatever its tag files hold, a bag's check ends in findings and warnings."""
 
+    @pytest.mark.slow
     @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
     @given(
         declaration=st.one_of(

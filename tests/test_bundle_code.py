@@ -240,6 +240,7 @@ class TestReplayOfAHarness:
         assert said.endswith("@ $.adapter.options.harness")
         assert not (study_dir / "runs").exists()
 
+    @pytest.mark.slow
     def test_run_from_sources(self, harness_bundle: Callable[[], tuple[Path, Path]]) -> None:
         """With --sources, the harness found there (at the ledger's digest) runs and the slot
         replays byte-identical."""

@@ -27,6 +27,7 @@ json_values = st.recursive(
 class TestRoundTrip:
     """Writing, reading and writing again gives the same bytes."""
 
+    @pytest.mark.slow
     @given(json_values)
     def test_round_trip_is_byte_identical(self, value: object) -> None:
         """dumps(loads(dumps(x))) == dumps(x) for any JSON value."""

@@ -11,6 +11,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import pytest
 from typer.testing import CliRunner
 
 from forge import reseal
@@ -46,6 +47,7 @@ class TestOneRecordEdited:
     """One edited run record gives one root-cause finding, and every re-derivation it moves
     marked as following from it."""
 
+    @pytest.mark.slow
     def test_one_root_the_rest_follow(self, contrasted_bundle: Path, tmp_path: Path) -> None:
         """The runs file's digest is the one root cause; every other finding is a derived
         file's difference that follows from it."""

@@ -266,6 +266,7 @@ class TestInstallHints:
         assert str(refused.value).endswith("@ $.adapter.name")
 
 
+@pytest.mark.slow
 class TestNoWrapOffTerminal:
     """Output to a pipe, a file or a log is never wrapped, tables included; on a terminal rich
     lays it out to the terminal's width as before."""
@@ -335,6 +336,7 @@ SMALL_LABELS = [
 ]
 
 
+@pytest.mark.slow
 class TestProgress:
     """The study's progress names the condition by its ID, factor levels and participant, the
     label the tables give it."""
@@ -446,6 +448,7 @@ STARTS: list[tuple[str, dict[str, Any], str]] = [
 ]  # fmt: skip
 
 
+@pytest.mark.slow
 class TestVerifyCommand:
     """The command a study prints last verifies its bundle as printed, in the shell repro was
     started from."""

@@ -83,6 +83,7 @@ def bad_bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return _study(tmp_path_factory.mktemp("bad"), BAD)
 
 
+@pytest.mark.slow
 class TestHarnessFaults:
     def test_each_fault_gets_its_status_and_cause(self, bad_bundle: Path) -> None:
         """ok: valid; non-zero exit: failed harness-exit:3; past the timeout: failed timeout;
@@ -227,6 +228,7 @@ class TestRelease:
             prepare(path, {})
 
 
+@pytest.mark.slow
 class TestExample:
     def test_the_example_study_verifies_and_scores(self, tmp_path: Path) -> None:
         """The example protocol runs 144 harness calls into a bundle that verifies, with a
@@ -378,6 +380,7 @@ class TestHarnessPath:
             f"{elsewhere})"
         )
 
+    @pytest.mark.slow
     def test_a_bundle_naming_a_working_directory_path_verifies_and_replays(
         self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     ) -> None:
@@ -411,6 +414,7 @@ sys.exit(1)
 """
 
 
+@pytest.mark.slow
 class TestReplayShowsHarnessStderr:
     def test_replay_traceback_prints_the_harness_stderr_and_records_nothing(
         self, tmp_path: Path

@@ -345,6 +345,7 @@ def _plan(root: Path, partition: str) -> Partition:
     return structure(data, Partition, what="plan")
 
 
+@pytest.mark.slow
 class TestPairedStudy:
     """A gymnasium study under common random numbers."""
 

@@ -16,6 +16,9 @@ from repro.cli.app import app
 from repro.compare.bundles import compare
 from repro.verify import open_verified
 
+# Slow: studies of paired protocols, end to end.
+pytestmark = pytest.mark.slow
+
 runner = CliRunner()
 
 #: A policy that acts at random with probability eps, from the run's generator.

@@ -75,6 +75,7 @@ def test_the_models_use_constraints() -> None:
     assert "AttemptTimes.started_utc" in CONSTRAINTS
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("where", sorted(CONSTRAINTS))
 @given(value=_VALUES)
 def test_compiled_test_is_the_validators(where: str, value: Any) -> None:

@@ -222,6 +222,7 @@ def _assert_forgery_named(bundle: Path, tmp_path: Path, path: tuple[Any, ...], v
     ), [f.as_dict() for f in findings]
 
 
+@pytest.mark.slow
 class TestTheBundle:
     """contrasts.json in a real study: written, decided as the runs say, re-derived by verify."""
 
@@ -458,6 +459,7 @@ def test_show_prints_and_emits_the_contrasts(contrasted: Path) -> None:
     assert data["contrasts"] == stored
 
 
+@pytest.mark.slow
 class TestRatesAndClusters:
     """Contrasts of a check's or a category's rate (McNemar, Fisher) and clustered ones."""
 

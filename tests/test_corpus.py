@@ -845,6 +845,7 @@ def _clean_protocols(count: int) -> list[dict[str, Any]]:
 CLEAN = _clean_protocols(100)
 
 
+@pytest.mark.slow
 class TestCleanBundles:
     """Real bundles, as ``repro study`` writes them, verify with no finding, and so do copies."""
 

@@ -37,7 +37,11 @@ FULL = ROOT / "protocols" / "cage2-ccs-sleeper.json"
 _missing = importlib.util.find_spec("csle_cyborg") is None or not SCENARIO.is_dir()
 if _missing and os.environ.get("REPRO_REQUIRE_CYBORG"):
     raise RuntimeError(f"REPRO_REQUIRE_CYBORG is set but csle-cyborg or {SCENARIO} is missing")
-pytestmark = pytest.mark.skipif(_missing, reason="csle-cyborg or ../shared/cage2 not available")
+# Slow: CAGE-2 studies on csle-cyborg and upstream CybORG.
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(_missing, reason="csle-cyborg or ../shared/cage2 not available"),
+]
 
 runner = CliRunner()
 

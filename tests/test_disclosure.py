@@ -500,6 +500,7 @@ class TestScanner:
     first hits in sorted order, and the count of all), however the file is cut, in memory
     bounded by a block and a constant."""
 
+    @pytest.mark.slow
     @settings(max_examples=150, deadline=None)
     @given(
         fragments=st.lists(FRAGMENT, max_size=40),
@@ -584,6 +585,7 @@ class TestScanner:
             Disclosure("f", 5 * i, "host-path", "windows-drive") for i in range(MAX_HITS_KEPT)
         )
 
+    @pytest.mark.slow
     def test_memory_bounded_with_many_hits(self) -> None:
         """Eight MiB of "C:/a" lines (1.7 million hits) fed in 64 KiB blocks are counted in a few
         MiB at most: only the first hits are kept."""
@@ -601,6 +603,7 @@ class TestScanner:
         assert len(hits.first) == MAX_HITS_KEPT
         assert peak < 6 << 20, peak
 
+    @pytest.mark.slow
     @pytest.mark.parametrize("block_mib", [1, 32])
     def test_memory_bounded_without_newlines(self, block_mib: int) -> None:
         """64 MiB without a newline, fed in blocks of 1 or 32 MiB, are scanned in a few MiB

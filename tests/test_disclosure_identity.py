@@ -145,6 +145,7 @@ class TestEnvironmentFiles:
         assert list(found.first) == scan(file, data)[: disclosure.MAX_HITS_KEPT]
 
 
+@pytest.mark.slow
 class TestBounds:
     """The identity patterns read as far as they declare, and scan in linear time."""
 
@@ -176,6 +177,7 @@ class TestBounds:
             _linear(make, file)
 
 
+@pytest.mark.slow
 class TestStudyAndVerify:
     """The study never writes what its verify names; verify names what a forger plants."""
 

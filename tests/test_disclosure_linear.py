@@ -144,6 +144,7 @@ def _linear(make: Callable[[int], bytes], file: str = "f") -> tuple[float, float
     return one, four
 
 
+@pytest.mark.slow
 class TestLinearTime:
     """Every pattern scans hostile texts in time linear in their length."""
 

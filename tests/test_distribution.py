@@ -26,6 +26,9 @@ from repro.protocol.freeze import freeze
 from repro.protocol.load import load_protocol
 from repro.verify import bundle_sha256, verify
 
+# Slow: builds and inspects the distribution.
+pytestmark = pytest.mark.slow
+
 EXAMPLES = ROOT / "docs" / "examples"
 SHIPPED = EXAMPLES / "quick-start-bundle"
 SHIPPED_PROTOCOL = EXAMPLES / "quick-start-reduced.json"

@@ -335,6 +335,7 @@ class TestExampleAdapter:
         site = tmp_path_factory.mktemp("dice-site")
         register_adapters(monkeypatch, site, "repro-dice", {"dice": "dice_adapter:DiceAdapter"})
 
+    @pytest.mark.slow
     def test_example_study_verifies_and_replays(self, dice: None, tmp_path: Path) -> None:
         """The example protocol runs with the example adapter into a bundle that verifies, whose
         six tiers all pass, whose ledger pins the adapter's file by sha256, and one of whose
@@ -355,6 +356,7 @@ class TestExampleAdapter:
         ]
         assert replay(bundle, "c03-r0024", {}).identical
 
+    @pytest.mark.slow
     def test_stream_seeding_is_repeatable(self, dice: None, tmp_path: Path) -> None:
         """With stream seeding the example draws each run's seed from the protocol's stream:
         two studies write the same runs, and they differ from the per-run study's."""

@@ -207,6 +207,7 @@ class TestMarkdown:
     """markdown_text and markdown_code: a value renders as exactly itself (its control
     characters as their escapes), wherever a line puts it, and opens nothing."""
 
+    @pytest.mark.slow
     @settings(max_examples=300, deadline=None)
     @given(text=_TEXT)
     @example(text=EVERYTHING)
@@ -233,6 +234,7 @@ class TestMarkdown:
         read = ["".join(c.content or "\n" for c in t.children or []) for t in inlines]
         assert read == [f"H {trimmed}", trimmed, "a", trimmed, f"P {shown} e", f"Q\n{trimmed}"]
 
+    @pytest.mark.slow
     @settings(max_examples=200, deadline=None)
     @given(text=_TEXT)
     @example(text="`")
@@ -316,6 +318,7 @@ class TestReport:
         assert version_of(b"<!-- repro.report/2 -->") == 1
         assert version_of(b"<!-- repro.report/" + b"2" * 64 + b" -->\n") == 1
 
+    @pytest.mark.slow
     def test_the_hostile_bundle_verifies(self, hostile_bundle: Path) -> None:
         """A study never writes a bundle its own verify rejects: the escaped report is what
         verify re-derives."""
@@ -326,6 +329,7 @@ class TestReport:
 class TestPublish:
     """repro publish's table: every string it takes from the bundle is text."""
 
+    @pytest.mark.slow
     def test_no_markup_from_the_bundle_is_active(self, scored_bundle: Path) -> None:
         """The scored example's table with a hostile title, factor level and gate detail: the
         blocks of the plain table, text alone in them (no raw HTML, link, image or emphasis),
@@ -398,6 +402,7 @@ class TestTerminal:
     """What each command prints of a hostile bundle holds no raw control character: each is
     shown as its escape, piped and on a terminal alike."""
 
+    @pytest.mark.slow
     @pytest.mark.parametrize("env", CONSOLES)
     @pytest.mark.parametrize("command", ["verify", "show", "compare", "publish"])
     def test_file_names_in_findings(
@@ -423,6 +428,7 @@ class TestTerminal:
         assert "data/line\\x0aOK: verifies" in out
         assert not [line for line in out.splitlines() if line.startswith("OK")]
 
+    @pytest.mark.slow
     def test_json_keeps_the_names(self, hostile_tree: Path) -> None:
         """verify --json escapes every control character, C1 and bidi too, as \\uXXXX: the
         output is ASCII, and parses back to the files' very names."""
@@ -432,6 +438,7 @@ class TestTerminal:
         files = {f["file"] for f in json.loads(out)["findings"]}
         assert {f"data/{name}" for name in HOSTILE_NAMES} <= files
 
+    @pytest.mark.slow
     @pytest.mark.parametrize("env", CONSOLES)
     def test_show_of_a_hostile_bundle(self, hostile_bundle: Path, env: dict[str, str]) -> None:
         """show's identity line and tables: the title's bidi override and a level's escapes as
@@ -443,6 +450,7 @@ class TestTerminal:
         assert "[x](javascript:alert(4))" in out and "![i](x)" in out
         assert all(shown in out for shown in SHOWN)
 
+    @pytest.mark.slow
     def test_rich_markup_in_a_level_is_text(self, tmp_path_factory: pytest.TempPathFactory) -> None:
         """A level that is rich markup (a style, a terminal hyperlink, an emoji code) is
         printed as written, no hyperlink escape written on a terminal."""
@@ -458,6 +466,7 @@ class TestTerminal:
         assert markup in _SGR.sub("", out)
         assert "\x1b]8;" not in out
 
+    @pytest.mark.slow
     @pytest.mark.parametrize("env", CONSOLES)
     def test_compare_names_the_sources_that_differ(
         self, hostile_bundle: Path, tmp_path_factory: pytest.TempPathFactory, env: dict[str, str]
@@ -485,6 +494,7 @@ class TestTerminal:
 # --------------------------------------------------------------------------- JSON
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(
     value=st.recursive(

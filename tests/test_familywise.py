@@ -351,6 +351,7 @@ class TestDefaultUnchanged:
         assert b"familywise" not in to_bytes(rep)
         assert rep.figures[0].observed_interval_contains_published is False
 
+    @pytest.mark.slow
     def test_published_bundle_holds_no_familywise_field(self, published_bundle: Path) -> None:
         """A real bundle of a protocol with published figures and the default criterion: its
         tiers.json and report name nothing family-wise."""
@@ -366,6 +367,7 @@ def _load(path: Path, cls: type[Any]) -> Any:
 class TestPublishedStudy:
     """A small published Gymnasium study declaring the criterion, end to end."""
 
+    @pytest.mark.slow
     def test_study_and_verify(
         self, published_bundle: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     ) -> None:

@@ -122,6 +122,7 @@ class TestFaultyRuns:
 
     _by_fault = staticmethod(_by_fault)
 
+    @pytest.mark.slow
     @pytest.mark.parametrize("fault", list(FAULTS))
     def test_each_attempt_gets_its_terminal_state_and_cause(
         self, records: list[RunRecord], fault: str
@@ -173,6 +174,7 @@ class TestFaultyRuns:
 class TestStreamMode:
     """In stream mode a lost worker does not shift the generator stream."""
 
+    @pytest.mark.slow
     def test_a_lost_attempt_is_replayed_from_the_state_at_its_start(self, tmp_path: Path) -> None:
         """With every first attempt killed (after drawing from the stream) and retried in a new
         worker, the valid measures equal those of a study without faults, slot by slot."""
@@ -368,6 +370,7 @@ class TestOverlap:
             assert after.started_utc == before.finished_utc
         assert all(t.started_utc <= t.finished_utc for t in times)
 
+    @pytest.mark.slow
     def test_slow_work_meanwhile_is_not_a_timeout(self, tmp_path: Path) -> None:
         """The timeout counts from the sending: an answer that came in time is read even when
         the caller's own work took longer than the timeout."""
@@ -417,6 +420,7 @@ class TestSpares:
     """Worker processes started before the study has a job for them: a worker takes one for its
     first child, told modules are imported as it waits, and whatever is not taken is killed."""
 
+    @pytest.mark.slow
     def test_a_worker_takes_a_spare_for_its_first_child_only(self, tmp_path: Path) -> None:
         """The spare serves the worker's first requests; once it is lost, the next child is a
         new one (no spare is left), and serves as well."""
@@ -498,6 +502,7 @@ class TestBusyMachine:
     """Timeouts bound a run's work, never the start of the worker that runs it: on a machine
     whose cores are busy with other work, starting a worker takes about a second."""
 
+    @pytest.mark.slow
     def test_short_timeouts_hold_beside_cpu_bound_work(self, tmp_path: Path) -> None:
         """A study of 10 ms runs with ``timeout_seconds`` 0.5, two conditions of 30 slots on
         two workers, one of whose workers is killed while it opens a session (so a fresh one

@@ -96,6 +96,7 @@ class TestValidityRules:
     """A record's status, cause and measure are judged again from the evidence it keeps
     (``repro.derive.validity.record_problem``)."""
 
+    @pytest.mark.slow
     def test_a_measure_past_the_maximum_flipped_to_valid(
         self, bounded_bundle: Path, tmp_path: Path
     ) -> None:
@@ -502,6 +503,7 @@ class TestReproductionCriterion:
     (``repro.derive.reproduction.reproduction``); the criterion is part of what the seal
     digests."""
 
+    @pytest.mark.slow
     def test_a_familywise_verdict_upgraded(self, familywise_bundle: Path, tmp_path: Path) -> None:
         """A failed family-wise class made bounded in tiers.json, with more checks claimed (so
         wider intervals) and every check passing: the verdict and the levels are named."""

@@ -321,6 +321,7 @@ def _another_tools_bag(root: Path) -> bool:
 class TestVerifyFuzz:
     """verify never raises on a tree, and finds nothing only in a real bundle."""
 
+    @pytest.mark.slow
     @_settings(150)
     @given(data=st.data())
     def test_arbitrary_tree(self, base_files: dict[str, bytes], data: st.DataObject) -> None:
@@ -354,6 +355,7 @@ class TestVerifyFuzz:
         if findings:
             assert findings[0].incomplete == unfinished, findings
 
+    @pytest.mark.slow
     @_settings(100)
     @given(data=st.data())
     def test_arbitrary_bag_info(self, base_files: dict[str, bytes], data: st.DataObject) -> None:

@@ -32,7 +32,11 @@ from repro.json import canonical
 from repro.layout import MANIFEST, SEAL
 from repro.verify import Limits
 
-pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="peak memory from wait4, Linux")
+# Slow: verifies hostile bundles in subprocesses, measuring their memory.
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(sys.platform != "linux", reason="peak memory from wait4, Linux"),
+]
 
 #: Every case's verify must end within this many seconds ...
 WALL_BOUND = 60.0

@@ -299,6 +299,7 @@ def failing_bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return study_once(tmp_path_factory, "failing", FAILING)
 
 
+@pytest.mark.slow
 def test_losses_are_grouped_by_cause(failing_bundle: Path) -> None:
     """A row per outcome and cause, the most frequent first: how its slots ended (by their last
     attempt's status, as the runs files hold it: an invalid slot is not called failed), its
@@ -347,6 +348,7 @@ def _statuses(bundle: Path) -> dict[str, str]:
     return {slot: status for slot, (_, status) in last.items()}
 
 
+@pytest.mark.slow
 def test_a_long_slot_list_is_compacted_and_cut() -> None:
     """Consecutive slots of a condition make a range; past :data:`MAX_SLOTS_LISTED` items the
     list ends with how many slots it leaves out, so a million losses of one cause take a line."""
@@ -404,6 +406,7 @@ def _with_text(shown: Shown, title: str, level: str, reason: str, cause: str) ->
     )
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(title=_TITLE, level=_TEXT, reason=_TEXT, cause=_TEXT)
 @example(
@@ -610,6 +613,7 @@ def test_big_bundles_are_binned_and_say_so(tmp_path: Path) -> None:
 _FINITE = st.floats(allow_nan=False, allow_infinity=False)
 
 
+@pytest.mark.slow
 @settings(max_examples=80, deadline=None)
 @example(
     values=[(-1.7e308, -1.7e308, 1.7e308), (None, 0.0, 0.0)],
@@ -919,6 +923,7 @@ def test_an_undecided_contrast_shows_as_inconclusive(contrasted: Shown) -> None:
     assert dot.tag == "circle" and dot.attrs["class"] == "est inconclusive"
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(
     figures=st.lists(st.tuples(_FINITE, _FINITE, _FINITE, _FINITE.map(abs)), min_size=1, max_size=4)

@@ -150,6 +150,7 @@ class TestMcNemar:
         assert r.interval is not None
         assert limits(r.interval) == pytest.approx(expected, rel=REL, abs=1e-15)
 
+    @pytest.mark.slow
     @settings(max_examples=200, deadline=None)
     @given(counts, counts, counts, counts, alternatives)
     def test_p_value_matches_binomtest(
@@ -173,6 +174,7 @@ class TestMcNemar:
         expected = sm_mcnemar([[both, a_only], [b_only, neither]], exact=True).pvalue
         assert r.p_value == approx(expected)
 
+    @pytest.mark.slow
     @settings(max_examples=100, deadline=None)
     @given(counts, counts, counts, counts, alternatives, st.randoms(use_true_random=False))
     def test_order_invariant(
@@ -258,6 +260,7 @@ class TestIndependentProportions:
         assert r.interval is not None
         assert (round(r.interval.low, 4), round(r.interval.high, 4)) == expected
 
+    @pytest.mark.slow
     @settings(max_examples=200, deadline=None)
     @given(st.integers(1, 60), st.integers(1, 60), st.data(), levels)
     def test_interval_matches_statsmodels(
@@ -297,6 +300,7 @@ class TestIndependentProportions:
         rnd.shuffle(b)
         assert inference.independent_proportions(a, b, alt) == r  # type: ignore[arg-type]
 
+    @pytest.mark.slow
     @settings(max_examples=200, deadline=None)
     @given(st.integers(0, 40), st.integers(0, 40), st.data(), alternatives, levels)
     def test_swapping_a_and_b(

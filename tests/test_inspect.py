@@ -30,6 +30,9 @@ pytest.importorskip("inspect_ai", reason="inspect_ai is not installed (the 'insp
 
 from repro.adapters.inspect_eval import MAX_TEXT, _text
 
+# Slow: studies through inspect_ai.
+pytestmark = pytest.mark.slow
+
 EXAMPLE = ROOT / "protocols" / "inspect-arithmetic.json"
 TASKS = ROOT / "protocols" / "inspect_arithmetic.py"
 

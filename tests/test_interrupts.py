@@ -29,9 +29,13 @@ from conftest import SMALL
 from guarantees import record
 from repro.verify import verify
 
-pytestmark = pytest.mark.skipif(
-    not sys.platform.startswith("linux"), reason="signals, /proc and tmpfs: Linux only"
-)
+# Slow: kills and signals studies running in subprocesses.
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        not sys.platform.startswith("linux"), reason="signals, /proc and tmpfs: Linux only"
+    ),
+]
 
 DRIVER = Path(__file__).with_name("study_driver.py")
 STRESS = bool(os.environ.get("REPRO_STRESS"))

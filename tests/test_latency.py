@@ -34,9 +34,13 @@ from repro.models import Protocol
 from repro.verify import verify
 from test_command import BAD
 
-pytestmark = pytest.mark.skipif(
-    not sys.platform.startswith("linux"), reason="process groups, signals and /proc: Linux only"
-)
+# Slow: studies on adapters that wait.
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        not sys.platform.startswith("linux"), reason="process groups, signals and /proc: Linux only"
+    ),
+]
 
 PID_HARNESS = ROOT / "tests" / "harness" / "pid_harness.sh"
 

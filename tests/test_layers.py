@@ -75,6 +75,7 @@ class TestLayout:
         assert all(layout.is_derivation_input(n) for n in inputs)
         assert not any(layout.is_derivation_input(n) for n in others)
 
+    @pytest.mark.slow
     def test_which_slots_run(self, tmp_path_factory: pytest.TempPathFactory) -> None:
         """A slot excluded before sealing is the one slot whose attempts do not run: it has
         no line in its times file, every other attempt has one."""

@@ -29,7 +29,11 @@ from forge import reseal
 from repro.cli.app import app
 from repro.json import canonical
 
-pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="the probe uses POSIX tools")
+# Slow: probes studies' processes for leaks.
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(sys.platform == "win32", reason="the probe uses POSIX tools"),
+]
 
 runner = CliRunner()
 

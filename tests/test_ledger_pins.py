@@ -89,6 +89,7 @@ def test_matching_sources_have_no_problem(
     assert ledger_problems(protocol, sources[::-1]) == []
 
 
+@pytest.mark.slow
 @given(_scenarios, _digests, _digests, st.data())
 def test_each_changed_source_is_exactly_its_problem(
     scenario: dict[str, str], tree: str, agent: str, data: st.DataObject
@@ -216,6 +217,7 @@ def _forged(bundle: Path, tmp_path: Path, role: str, name: str | None = None) ->
 class TestForgedLedger:
     """verify applies the pins to the bundle's own ledger."""
 
+    @pytest.mark.slow
     def test_the_pinned_bundle_verifies(self, tree_pinned: Path) -> None:
         """The study's bundle, tree pinned, verifies with no finding."""
         assert verify(tree_pinned) == []

@@ -48,6 +48,7 @@ def broken_protocol(tmp_path_factory: pytest.TempPathFactory) -> Path:
 class TestLossesAreTold:
     """The end of a study and its progress say what was lost, and why."""
 
+    @pytest.mark.slow
     def test_the_end_of_a_study_groups_its_losses_by_cause(
         self, broken_protocol: Path, tmp_path: Path
     ) -> None:
@@ -118,6 +119,7 @@ class TestLossesAreTold:
         losses = next(e for e in parse(page.read_text("utf-8")) if e.attrs.get("id") == "losses")
         assert "5 slot(s) did not end valid (2 invalid, 2 failed, 1 excluded)" in losses.text
 
+    @pytest.mark.slow
     def test_accept_losses_exits_0_and_strict_is_still_taken(
         self, broken_protocol: Path, tmp_path: Path
     ) -> None:
@@ -131,6 +133,7 @@ class TestLossesAreTold:
         done = repro_cli("study", str(broken_protocol), "--out", str(tmp_path / "b"), "--strict")
         assert done.returncode == EXIT_SLOTS_LOST, done.stderr
 
+    @pytest.mark.slow
     def test_exclusions_declared_before_sealing_are_no_loss(self, tmp_path: Path) -> None:
         """A study whose only non-valid slot is one the protocol excluded before sealing exits
         0, and its end says the slot was excluded."""
@@ -151,6 +154,7 @@ class TestLossesAreTold:
 class TestWhoFailed:
     """Causes name who failed: the policy, the simulator, the harness, the worker."""
 
+    @pytest.mark.slow
     def test_a_policy_s_exception_is_a_policy_error(
         self, broken_protocol: Path, tmp_path: Path
     ) -> None:
@@ -164,6 +168,7 @@ class TestWhoFailed:
 class TestTraceback:
     """A failed slot's traceback reaches the user's terminal, never a bundle."""
 
+    @pytest.mark.slow
     def test_replay_prints_it_on_request(self, broken_protocol: Path, tmp_path: Path) -> None:
         """``repro replay DIR SLOT --traceback`` prints the policy's traceback to stderr (the
         exception and the policy's source line); the replay still compares byte for byte, and
@@ -186,6 +191,7 @@ class TestTraceback:
 class TestModes:
     """A bundle's files are its owner's alone, whatever the umask."""
 
+    @pytest.mark.slow
     def test_umask_0_gives_0600_files_and_0700_directories(self, tmp_path: Path) -> None:
         """Under ``umask 0`` every file of the bundle is 0600 and every directory 0700."""
         path = tmp_path / "p.json"

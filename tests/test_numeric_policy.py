@@ -38,6 +38,7 @@ _HIGHS = st.one_of(
 class TestDraws:
     """repro's draws are NumPy's ``Generator`` calls they stand for, to the value."""
 
+    @pytest.mark.slow
     @settings(max_examples=200, deadline=None)
     @given(
         seed=_SEEDS,
@@ -53,6 +54,7 @@ class TestDraws:
             expected = numpy_rng.integers(0, high, size=(rows, columns))
             assert np.array_equal(ours.integers(high, (rows, columns)), expected)
 
+    @pytest.mark.slow
     @settings(max_examples=200, deadline=None)
     @given(
         seed=_SEEDS,
@@ -79,6 +81,7 @@ class TestDraws:
 class TestPercentiles:
     """A percentile interval's ends are NumPy's linear percentiles, by repro's own formula."""
 
+    @pytest.mark.slow
     @settings(max_examples=300, deadline=None)
     @given(
         values=st.lists(st.floats(-1e9, 1e9, allow_nan=False), min_size=1, max_size=300),

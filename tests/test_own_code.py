@@ -85,6 +85,7 @@ def _clean_env() -> dict[str, str]:
     return env
 
 
+@pytest.mark.slow
 def test_a_module_next_to_the_protocol_imports_without_pythonpath(tmp_path: Path) -> None:
     """`repro study` run from another directory, with nothing of the study's on the import path,
     finds `heuristics:energy` in the protocol file's directory, in the parent and in the worker
@@ -115,6 +116,7 @@ def test_a_module_next_to_the_protocol_imports_without_pythonpath(tmp_path: Path
     assert verified.aggregates.conditions[0].mean > -200
 
 
+@pytest.mark.slow
 def test_replay_looks_targets_up_in_sources(tmp_path: Path) -> None:
     """replay finds the study's own module in --sources (the protocol's directory): the slot
     comes out byte-identical. Without --sources it imports nothing the bundle names, even run
@@ -146,6 +148,7 @@ def test_replay_looks_targets_up_in_sources(tmp_path: Path) -> None:
         assert message.endswith("@ $.participants[0].params.target")
 
 
+@pytest.mark.slow
 def test_arguments_reach_the_callable(tmp_path: Path) -> None:
     """params.arguments are the callable's keyword arguments: the energy policy with its default
     push (2) climbs out of MountainCar's valley, with ``push`` 1 (no push at all) it never does
@@ -169,6 +172,7 @@ def test_arguments_reach_the_callable(tmp_path: Path) -> None:
     assert means[1] == -200
 
 
+@pytest.mark.slow
 def test_a_factory_makes_a_fresh_policy_for_every_run(tmp_path: Path) -> None:
     """A factory (a class) is called once per run with the run's generator and the arguments:
     its state lasts one run, so every run of a seed is the same whatever ran before it in the
@@ -202,6 +206,7 @@ def test_a_factory_makes_a_fresh_policy_for_every_run(tmp_path: Path) -> None:
     assert result.identical, result.differences
 
 
+@pytest.mark.slow
 def test_a_factory_that_returns_no_policy_fails_the_run(tmp_path: Path) -> None:
     """A factory whose result cannot be called is the policy's failure, recorded as such."""
     protocol = _study_dir(

@@ -141,6 +141,7 @@ class TestPack:
         assert set(tmp_path.iterdir()) == before
 
 
+@pytest.mark.slow
 class TestReadPacked:
     """The commands that read a bundle read a packed one as they read a directory."""
 

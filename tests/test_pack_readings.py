@@ -982,6 +982,7 @@ class TestMutated:
     is no archive, and raises nothing else; and what it still reads clean, GNU tar (with and
     without --ignore-zeros) or unzip extracts as the genuine bundle."""
 
+    @pytest.mark.slow
     @pytest.mark.parametrize("form", ["tar", "zip"])
     @settings(max_examples=20 * SCALE, deadline=None)
     @given(choices=st.data())

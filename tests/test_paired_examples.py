@@ -13,6 +13,9 @@ import pytest
 from conftest import ROOT, run_study
 from repro.verify import open_verified
 
+# Slow: the shipped paired examples' studies, end to end.
+pytestmark = pytest.mark.slow
+
 PROTOCOLS = ROOT / "protocols"
 
 

@@ -29,6 +29,9 @@ from repro.models import Partition, PlanEntry
 from repro.verify import verify
 from repro_fault_adapter import FAULTS
 
+# Slow: runs studies in worker processes and on Dask and compares their bundles.
+pytestmark = pytest.mark.slow
+
 runner = CliRunner()
 
 

@@ -6,6 +6,7 @@ import copy
 import hashlib
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -54,6 +55,7 @@ class TestSlotIds:
         assert [e.order for e in plan.entries()] == list(range(8))
 
 
+@pytest.mark.slow
 class TestSeal:
     """Sealing is a pure function of the protocol and its sources."""
 

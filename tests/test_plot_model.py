@@ -292,6 +292,7 @@ def _colour(c: Any) -> tuple[float, ...]:
     return tuple(round(x, 3) for x in to_rgb(c))
 
 
+@pytest.mark.slow
 def test_the_png_draws_the_plot_model(
     published: Shown, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -127,6 +127,7 @@ class TestAgainstStatsmodels:
             if math.isfinite(pooled):  # NaN as above, here and there
                 assert ours == pytest.approx(pooled, rel=1e-12, abs=1e-14)
 
+    @pytest.mark.slow
     @settings(max_examples=40, deadline=None)
     @given(SDS, SDS, st.integers(2, 60), st.integers(2, 60), st.floats(0.0, 4.0), ALPHAS, SIDES)
     def test_welch_is_a_noncentral_t_integrated_directly(
@@ -161,6 +162,7 @@ class TestAgainstStatsmodels:
         direct = below + above
         assert t_power(nc, df, alpha, sided) == pytest.approx(direct, rel=1e-9, abs=1e-14)
 
+    @pytest.mark.slow
     @settings(max_examples=80, deadline=None)
     @given(SDS, st.integers(2, 300), ALPHAS, POWERS, SIDES)
     def test_the_mde_is_the_root_of_statsmodels_power(
@@ -222,6 +224,7 @@ class TestRoundTrips:
     """The MDE at n runs, asked for again as an effect, needs n runs; its power is never
     below the target."""
 
+    @pytest.mark.slow
     @settings(max_examples=80, deadline=None)
     @given(SDS, st.integers(1, 300), st.integers(1, 5), st.integers(0, 3), ALPHAS, POWERS, SIDES)
     def test_paired(
@@ -250,6 +253,7 @@ class TestRoundTrips:
         if sided == "two-sided":
             assert runs_needed(-found, design_at, alpha, power, sided, 10**6) == runs
 
+    @pytest.mark.slow
     @settings(max_examples=60, deadline=None)
     @given(SDS, SDS, st.integers(1, 200), st.integers(1, 4), st.integers(1, 4), ALPHAS, SIDES)
     def test_welch(
@@ -287,6 +291,7 @@ class TestMonotonicity:
         low, high = sorted((x, y))
         assert t_power(low, df, alpha, sided) <= t_power(high, df, alpha, sided) + 1e-15
 
+    @pytest.mark.slow
     @settings(max_examples=60, deadline=None)
     @given(SDS, st.integers(2, 200), st.integers(2, 200), ALPHAS, POWERS, SIDES)
     def test_the_mde_shrinks_with_the_runs(
@@ -298,6 +303,7 @@ class TestMonotonicity:
             paired_design(sd, few), alpha, power, sided
         )
 
+    @pytest.mark.slow
     @settings(max_examples=60, deadline=None)
     @given(SDS, st.floats(1.01, 100), st.integers(2, 200), POWERS, POWERS, SIDES)
     def test_the_mde_grows_with_the_sd_and_the_power(
@@ -449,6 +455,7 @@ class TestPilotEstimates:
     """The pilot's estimates are those of the contrasts derivation: its pairs, its standard
     errors and degrees of freedom come back from the sds it reports."""
 
+    @pytest.mark.slow
     def test_they_are_the_contrasts_own(self, pilot: Path) -> None:
         bundle, plan = _planned(pilot, CONTRASTED)
         assert bundle.contrasts is not None
@@ -715,6 +722,7 @@ class TestRefusals:
             in said
         )
 
+    @pytest.mark.slow
     def test_too_few_pilot_pairs_or_runs(self, tmp_path_factory: pytest.TempPathFactory) -> None:
         """A pilot of one run a condition: one pair, one run a group."""
         tiny = study_once(tmp_path_factory, "tiny", TINY)
@@ -778,6 +786,7 @@ class TestRefusals:
         assert "--effect must be a finite number" in said
 
 
+@pytest.mark.slow
 def test_a_bootstrap_contrast_is_planned_as_its_t_analogue(
     tmp_path_factory: pytest.TempPathFactory, tmp_path: Path
 ) -> None:

@@ -117,6 +117,7 @@ def _fisher_brute(
 class TestExactPower:
     """The exact power is the brute-force enumeration's, to 1e-10."""
 
+    @pytest.mark.slow
     @settings(max_examples=30, deadline=None)
     @given(st.integers(0, 30), st.floats(0.02, 1.0), st.floats(-1.0, 1.0), ALPHAS, SIDES)
     def test_mcnemar_is_the_enumeration_of_every_outcome(
@@ -127,6 +128,7 @@ class TestExactPower:
         reference = _mcnemar_brute(n, discordance, effect, alpha, sided)
         assert ours == pytest.approx(reference, rel=1e-10, abs=1e-13)
 
+    @pytest.mark.slow
     @settings(max_examples=30, deadline=None)
     @given(st.integers(0, 16), st.integers(0, 16), st.floats(0, 1), st.floats(0, 1), ALPHAS, SIDES)
     # The smallest normal float, where SciPy's binom.pmf raises OverflowError.
@@ -145,6 +147,7 @@ class TestExactPower:
         tiny = 2.2250738585072014e-308
         assert 0.0 <= mcnemar_power(10, tiny, 0.0, 0.05, "one-sided") < 1e-300
 
+    @pytest.mark.slow
     def test_the_size_is_at_most_alpha(self) -> None:
         """With no effect an exact test rejects at most at its level (McNemar: q = 1/2 at
         every discordance; Fisher: equal rates)."""
@@ -166,6 +169,7 @@ class TestExactPower:
             mcnemar_power(10, 0.3, 0.4, 0.05, "one-sided")
 
 
+@pytest.mark.slow
 class TestRegionsWalked:
     """The regions the walks find hold exactly the outcomes the contrasts' tests reject: a
     white-box check of the monotonicity the walks rely on, outcome by outcome."""
@@ -223,6 +227,7 @@ class TestMde:
     """A rate's MDE reaches the target and a step below it does not; None only when even the
     largest effect falls short."""
 
+    @pytest.mark.slow
     @settings(max_examples=40, deadline=None)
     @given(_designs(), ALPHAS, POWERS, SIDES)
     def test_the_mde_is_the_least_effect_reaching_the_target(
@@ -260,6 +265,7 @@ class TestRunsNeeded:
 
         return design_at
 
+    @pytest.mark.slow
     @settings(max_examples=25, deadline=None)
     @given(st.integers(1, 4), st.floats(0.2, 1.0), st.floats(0.3, 0.9), ALPHAS, SIDES)
     def test_the_first_runs_that_reach_the_target(
@@ -395,6 +401,7 @@ class TestPilot:
         assert found == [(0.319, 0.358), (0.251, 0.279)]
         assert [c.pilot.discordance for c in plan.contrasts] == [0.75, 22 / 48]
 
+    @pytest.mark.slow
     def test_lower_is_better_unpaired_and_checks(self, gate: VerifiedBundle) -> None:
         """With lower better the discordant pairs favouring a are those where a's run does not
         pass and b's does; unpaired, the test's groups are b's and a's, and the mean rate is
@@ -540,6 +547,7 @@ class TestCommand:
         line = next(x for x in text.splitlines() if x.startswith("gated-catches-more-than-raw eff"))
         assert "are the first to reach power 0.8" in line and "sawtooth" in line
 
+    @pytest.mark.slow
     def test_a_refusal_exits_2(self, scored_bundle: Path, tmp_path: Path) -> None:
         """A pilot that cannot plan a rate: exit 2, nothing printed, the JSON path named."""
         lucky = _gate(_rate("lucky", _GATED, _RAW, category="lucky_pass"))

@@ -103,6 +103,7 @@ class TestComments:
         assert len(_objects(commented)) > 10
         assert _digest(commented) == _digest(SMALL)
 
+    @pytest.mark.slow
     def test_the_digest_a_study_records(self, tmp_path: Path) -> None:
         """A commented protocol and its uncommented twin give bundles whose protocol.json are
         byte-identical, and the commented one verifies."""
@@ -134,6 +135,7 @@ def _check(path: Path, *args: str) -> dict[str, Any]:
 class TestCheck:
     """``repro protocol check`` goes through the code a study runs before it writes."""
 
+    @pytest.mark.slow
     def test_summary_is_what_the_study_records(
         self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     ) -> None:
@@ -284,6 +286,7 @@ def _new(tmp_path: Path, adapter: str) -> Path:
     return out
 
 
+@pytest.mark.slow
 class TestNew:
     """``repro protocol new`` writes a commented starting protocol."""
 
@@ -514,6 +517,7 @@ class TestOutcomeSchemaCoversScoring:
         assert "(blocking_questions, findings, scenario_version, summary, verdict)" in said
         assert said.endswith("@ $.adapter.options.outcome_schema")
 
+    @pytest.mark.slow
     def test_the_trap_fails_every_run_without_the_rule(
         self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     ) -> None:

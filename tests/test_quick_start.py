@@ -20,6 +20,9 @@ from repro.models import Protocol
 from repro.protocol.estimand import mixed_environments
 from repro.protocol.load import load_protocol, parse_protocol
 
+# Slow: runs the quick start in fresh interpreters.
+pytestmark = pytest.mark.slow
+
 QUICK_START = ROOT / "protocols" / "gymnasium-classic-control.json"
 README = ROOT / "README.md"
 

@@ -16,7 +16,11 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+# Slow: starts and reaps process trees.
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc"),
+]
 
 #: A process that starts groups (a shell and its child, each group in a session of its own,
 #: the shell's standard input a pipe), tells its reaper of each as its arguments say, prints the

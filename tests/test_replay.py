@@ -47,6 +47,7 @@ def _fault_study(tmp_path: Path, protocol: dict[str, Any], state: Path) -> Path:
     return out
 
 
+@pytest.mark.slow
 class TestReplay:
     """Replay re-executes and compares; it says how far it had to go."""
 
@@ -121,6 +122,7 @@ class TestRefusals:
         assert result.exit_code == 2
         assert "does not verify" in result.stderr
 
+    @pytest.mark.slow
     def test_other_simulator_sources(
         self,
         tmp_path: Path,

@@ -33,6 +33,9 @@ from htmlpage import (
 )
 from repro.cli.app import app
 
+# Slow: renders reports in headless Chromium.
+pytestmark = pytest.mark.slow
+
 runner = CliRunner()
 #: A run of Chromium may take this long on a busy machine before the test gives up on it.
 TIMEOUT = 300

@@ -85,6 +85,7 @@ def random_matrix(seed: int, runs: int = 10, tasks: int = 5) -> np.ndarray:
 class TestPointEstimates:
     """The aggregates equal rliable's metrics on the same scores."""
 
+    @pytest.mark.slow
     @settings(max_examples=150, deadline=None)
     @given(st.one_of(matrices(CONTINUOUS), matrices(GRID)))
     def test_aggregates_match_rliable(self, x: np.ndarray) -> None:
@@ -109,6 +110,7 @@ class TestPointEstimates:
         assert rl.mean(x) == float(Fraction(math.fsum(x.ravel())) / x.size)
         assert close(rl.mean(x), metrics.aggregate_mean(x), float(np.max(np.abs(x))))
 
+    @pytest.mark.slow
     @settings(max_examples=150, deadline=None)
     @given(st.one_of(pairs(CONTINUOUS), pairs(GRID)))
     def test_probability_of_improvement_is_rliables(
@@ -209,6 +211,7 @@ def permuted(x: np.ndarray, rng: np.random.Generator, tasks: np.ndarray) -> np.n
 class TestOrderInvariance:
     """The point estimates are functions of each task's multiset of scores, to the bit."""
 
+    @pytest.mark.slow
     @settings(max_examples=150, deadline=None)
     @given(st.one_of(pairs(CONTINUOUS), pairs(GRID)), st.integers(0, 2**32 - 1))
     def test_permuting_runs_and_tasks(self, xy: tuple[np.ndarray, np.ndarray], seed: int) -> None:
@@ -284,6 +287,7 @@ def global_seed(seed: int, call: Callable[[], Any]) -> Any:
         np.random.set_state(saved)
 
 
+@pytest.mark.slow
 class TestRliableSampler:
     """sampler="rliable" gives rliable's own intervals, to the float."""
 
@@ -396,6 +400,7 @@ class TestRliableSampler:
             assert np.array_equal(profile_bounds(ours[key]), cis[key])
 
 
+@pytest.mark.slow
 class TestDefaultSamplerAgainstRliable:
     """The default sampler differs from rliable in its generator only."""
 
@@ -496,6 +501,7 @@ class TestBatches:
         assert np.array_equal(batched, single)
         assert np.array_equal(many.integers(1000, (7, 3)), one.integers(1000, (7, 3)))
 
+    @pytest.mark.slow
     @settings(max_examples=300, deadline=None)
     @given(
         st.lists(

@@ -120,6 +120,7 @@ def _close(ours: float, theirs: Any) -> bool:
     return math.isclose(ours, float(theirs), rel_tol=1e-12, abs_tol=1e-12)
 
 
+@pytest.mark.slow
 class TestTheExample:
     """protocols/gymnasium-rl-aggregates.json, run end to end, against rliable 1.2.0."""
 
@@ -206,6 +207,7 @@ class TestTheExample:
 class TestTheScoreMatrix:
     """The rule that makes rliable's (runs x tasks) matrix of the runs."""
 
+    @pytest.mark.slow
     def test_incomplete_replicates_are_counted_never_imputed(self, rl_small: Path) -> None:
         """push-left's excluded CartPole slot leaves its replicate 2 out on both tasks: 5
         complete replicates and 1 incomplete (6 valid MountainCar runs, 5 CartPole); every
@@ -351,6 +353,7 @@ class TestTheScoreMatrix:
 class TestVerify:
     """verify re-derives rl-aggregates.json from the bundle's runs and names what differs."""
 
+    @pytest.mark.slow
     @settings(max_examples=15, deadline=None)
     @given(seed=st.integers(0, 2**32 - 1))
     def test_every_figure_is_independent_of_the_order_runs_are_read(

@@ -18,6 +18,9 @@ import pytest
 
 from conftest import ROOT
 
+# Slow: validates every kind of bundle's crate.
+pytestmark = pytest.mark.slow
+
 if os.environ.get("REPRO_REQUIRE_EXTRAS"):  # CI: the test group has it, never skipped
     import rocrate_validator.services  # noqa: F401
 validator = pytest.importorskip("rocrate_validator.services", reason="roc-validator is optional")

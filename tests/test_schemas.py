@@ -369,6 +369,7 @@ def _places(value: Any) -> list[tuple[Any, Any]]:
     return out
 
 
+@pytest.mark.slow
 class TestSchemasAcceptWhatModelsAccept:
     """verify consults a schema only to name what its model refuses (the model is structured
     first), which gives the findings of before only if every value a model accepts its schema

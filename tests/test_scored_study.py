@@ -19,6 +19,9 @@ from repro.cli.app import app
 from repro.execute.studies import prepare, study
 from repro.verify import verify
 
+# Slow: scored studies end to end.
+pytestmark = pytest.mark.slow
+
 EXAMPLE = ROOT / "protocols" / "agent-gate-eval.json"
 RELEASES = ROOT / "protocols" / "harness" / "releases"
 runner = CliRunner()

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 
 from conftest import run_study
 from repro.execute.worker import seed_global_generators
@@ -36,6 +37,7 @@ class TestGlobalGenerators:
         assert np.random.random() == np.random.RandomState(seed & 0xFFFF_FFFF).random()
 
 
+@pytest.mark.slow
 class TestPerRunIndependence:
     """A policy that draws from the process-global generators still gives repeatable runs that
     do not depend on the order of execution."""

@@ -26,6 +26,9 @@ from repro.cli.app import app
 from repro.verify import bundle_sha256
 from test_cli_output import in_pty
 
+# Slow: shows bundles in the terminal and in headless Chromium.
+pytestmark = pytest.mark.slow
+
 runner = CliRunner()
 
 

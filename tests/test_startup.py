@@ -14,6 +14,9 @@ import pytest
 from conftest import ROOT, study_once
 from synthetic import synthetic_bundle
 
+# Slow: times fresh interpreters.
+pytestmark = pytest.mark.slow
+
 #: The bundle shipped in the repository, made by repro 0.1.0 (tests/test_distribution.py).
 SHIPPED = ROOT / "docs" / "examples" / "quick-start-bundle"
 

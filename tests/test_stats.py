@@ -71,6 +71,7 @@ class TestIntervals:
         assert a == b
         assert a != c
 
+    @pytest.mark.slow
     @settings(max_examples=40, deadline=None)
     @given(
         st.lists(samples, min_size=1, max_size=9),

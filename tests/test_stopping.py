@@ -205,6 +205,7 @@ class TestAStudyStopsEarly:
         ]
         assert len(kept) == FIRST_SLOTS * 2 and {r["cause"] for r in kept} == {cause}
 
+    @pytest.mark.slow
     def test_the_command_line_exits_3_and_says_why(self, counting: Path, tmp_path: Path) -> None:
         """``repro study`` on the same study exits 3 with the cause on stderr; with
         ``--keep-going`` it runs every slot and, having lost them all, exits 4."""
@@ -238,6 +239,7 @@ class TestTheRuleChangesNothingElse:
         assert bundle_digests(armed) == bundle_digests(unarmed)
         assert verify(armed) == []
 
+    @pytest.mark.slow
     def test_mixed_failures_do_not_stop_and_are_byte_identical(
         self, counting: Path, tmp_path: Path
     ) -> None:

@@ -18,6 +18,9 @@ from repro.cli.app import app
 from repro.cli.started import command, started
 from repro.verify import verify
 
+# Slow: end-to-end studies compared byte for byte.
+pytestmark = pytest.mark.slow
+
 runner = CliRunner()
 
 

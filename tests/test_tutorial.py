@@ -16,8 +16,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from conftest import ROOT
 from repro.verify import verify
+
+# Slow: runs the tutorial's commands.
+pytestmark = pytest.mark.slow
 
 TUTORIAL = ROOT / "docs" / "tutorial.md"
 

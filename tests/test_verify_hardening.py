@@ -217,6 +217,7 @@ class TestLimits:
             [finding] = _with(findings, name, "strict JSON parse")
             assert "nesting deeper than 2 levels" in finding.found
 
+    @pytest.mark.slow
     def test_bootstrap_resamples(self, tmp_path: Path) -> None:
         """A protocol asking for more bootstrap resamples than max_resamples is named and its
         aggregates are not recomputed; within the limit the same bundle verifies."""
@@ -238,6 +239,7 @@ class TestLimits:
             )
         ]
 
+    @pytest.mark.slow
     def test_derivation_work(self, tmp_path: Path) -> None:
         """A protocol that asks more work of the derivations than max_derivation_work (the
         bound the study's rules apply, repro.protocol.work.derivation_work) is named, and its
@@ -598,6 +600,7 @@ def _unfinished(
 class TestIncomplete:
     """A root a study did not finish is called incomplete first, and never verifies."""
 
+    @pytest.mark.slow
     def test_write_order(self, write_order: list[tuple[str, bytes]]) -> None:
         """BundleWriter writes bagit.txt first (the mark of a started study), then the payload,
         the protocol first, and the tag manifest last."""

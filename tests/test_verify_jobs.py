@@ -59,6 +59,7 @@ def base() -> Base:
 class TestJobs:
     """How many jobs, and where they run."""
 
+    @pytest.mark.slow
     def test_workers_are_other_processes(self, fresh_verifier: FreshVerifier) -> None:
         """In a process running no other thread, with two jobs asked for, the jobs run in two
         worker processes, not in that one (so the comparisons below compare workers with this
@@ -130,6 +131,7 @@ class TestJobs:
         for small in ([None, parallel.WORTH_BYTES - 1, True], [None, parallel.WORTH_BYTES, False]):
             assert not fresh_verifier.ask(choose=small)["workers"]
 
+    @pytest.mark.slow
     def test_taskset_one_core(self, clean: Path) -> None:
         """Under ``taskset -c 0`` verify sees one core; the JSON output is the same as with
         two jobs."""
@@ -218,6 +220,7 @@ class TestSameFindings:
         assert len(named) == MAX_DIFFS
         assert named[0]["file"] == "data/runs/c00.jsonl"
 
+    @pytest.mark.slow
     @settings(
         max_examples=25,
         deadline=None,

@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -42,6 +43,7 @@ def protocols_and_groups(draw: st.DrawFn) -> tuple[Protocol, Group]:
     return protocol, group
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(protocols_and_groups())
 def test_selected_conditions_are_counted_without_making_them(
