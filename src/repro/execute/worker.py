@@ -80,7 +80,9 @@ __all__ = [
     "check_evidence",
     "die_with_parent",
     "main",
+    "open_session",
     "preloads",
+    "run_entry",
     "seed_global_generators",
     "stopped_with_run",
 ]
@@ -281,7 +283,9 @@ def _show(job: Job, what: str, exc: BaseException) -> None:
         sys.stderr.flush()
 
 
-def _open(adapter: Adapter, job: Job, condition: Condition) -> tuple[Any, ...]:
+def open_session(adapter: Adapter, job: Job, condition: Condition) -> tuple[Any, ...]:
+    """Open ``condition``'s session: ``("opened", session, contract)`` or ``("open-failed",
+    cause)``. A worker process and a study's threads open sessions so alike."""
     try:
         session = adapter.open(job.protocol, condition, job.frozen)
         contract = dict(session.contract)
@@ -301,7 +305,9 @@ def _open(adapter: Adapter, job: Job, condition: Condition) -> tuple[Any, ...]:
     return ("opened", session, contract)
 
 
-def _run(job: Job, session: Session, entry: PlanEntry) -> tuple[Any, ...]:
+def run_entry(job: Job, session: Session, entry: PlanEntry) -> tuple[Any, ...]:
+    """Run one plan entry in ``session``: the answer a worker sends back (its first item says
+    how the run ended). A worker process and a study's threads run entries so alike."""
     try:
         checked = check_evidence(session.run(entry))
     except RunFailed as exc:
@@ -353,14 +359,14 @@ def _serve_job(conn: multiprocessing.connection.Connection, job: Job) -> None:
         if kind == "open" and unpinned:
             answer = ("open-failed", "session-open-failed:sources-differ-in-worker")
         elif kind == "open":
-            answer = _open(adapter, job, request[1])
+            answer = open_session(adapter, job, request[1])
             if answer[0] == "opened":
                 session, answer = answer[1], ("opened", answer[2])
         elif kind == "run" and session is not None:
             entry: PlanEntry = request[1]
             if job.stream is None and entry.seed is not None:
                 seed_global_generators(entry.seed)
-            answer = _run(job, session, entry)
+            answer = run_entry(job, session, entry)
         elif kind == "seek" and job.stream is not None:
             # Replay from a kept state: a partition's first (before its session opens) or one
             # kept mid-partition (the stream's with the session open).
