@@ -19,23 +19,22 @@ from repro.errors import BadInput
 from repro.json.serde import converter, structure
 from repro.models import SHA256_HEX
 
-__all__ = ["Expect", "Sha256", "Target", "structure_at"]
+__all__ = ["Expect", "Sha256", "Target", "is_sha256", "structure_at"]
 
 T = TypeVar("T")
 
 
 @frozen
 class Expect:
-    """A field's own check of its JSON value, and the message that refuses a value it fails."""
+    """A field's own check of its JSON value, and the message that refuses a value it fails
+    (``{value!r}`` in it names the value)."""
 
     check: Callable[[Any], bool]
     message: str
 
 
 def _expects(type_: Any) -> bool:
-    return get_origin(type_) is Annotated and any(
-        isinstance(m, Expect) for m in type_.__metadata__
-    )
+    return get_origin(type_) is Annotated and any(isinstance(m, Expect) for m in type_.__metadata__)
 
 
 def _expect_hook(type_: Any) -> Callable[[Any, Any], Any]:
@@ -43,7 +42,7 @@ def _expect_hook(type_: Any) -> Callable[[Any, Any], Any]:
 
     def structure_checked(value: Any, _: Any) -> Any:
         if not expect.check(value):
-            raise ValueError(expect.message)
+            raise ValueError(expect.message.format(value=value))
         return value
 
     return structure_checked
@@ -52,7 +51,8 @@ def _expect_hook(type_: Any) -> Callable[[Any, Any], Any]:
 converter.register_structure_hook_factory(_expects, _expect_hook)
 
 
-def _is_sha256(value: Any) -> bool:
+def is_sha256(value: Any) -> bool:
+    """Whether ``value`` is a sha256 as JSON pins it: 64 lower-case hex digits."""
     return isinstance(value, str) and SHA256_HEX.fullmatch(value) is not None
 
 
@@ -60,7 +60,7 @@ def _is_sha256(value: Any) -> bool:
 #: where it is imported, :func:`repro.adapters.base.import_target`).
 Target = Annotated[str, Expect(lambda v: isinstance(v, str), "target must be a string")]
 #: A pinned sha256: 64 lower-case hex digits.
-Sha256 = Annotated[str, Expect(_is_sha256, "sha256 must be 64 lower-case hex digits")]
+Sha256 = Annotated[str, Expect(is_sha256, "sha256 must be 64 lower-case hex digits")]
 
 #: The root of a path in the converter's message, where the structured object sits.
 _ROOT = re.compile(r"(?<= @ )\$(?=[.\[;]|$)")
