@@ -164,6 +164,25 @@ def _validator(schema: Any) -> Any:
     return jsonschema.Draft202012Validator(schema)
 
 
+def _check_participants_and_schema(protocol: Protocol, merged: Mapping[str, Any]) -> None:
+    """Every participant is an ``agent``; the outcome schema, when there is one, is a JSON
+    Schema that holds what the protocol's measures and scoring rules read of an outcome."""
+    for i, participant in enumerate(protocol.participants):
+        if participant.kind != "agent":
+            raise BadInput(
+                f"protocol: unknown participant kind {participant.kind!r} for command "
+                f"(agent) @ $.participants[{i}].kind"
+            )
+    if "outcome_schema" in merged:
+        _validator(merged["outcome_schema"])
+    if not reexecuting():
+        problems = outcome_schema_problems(
+            protocol, merged.get("outcome_schema"), "$.adapter.options.outcome_schema"
+        )
+        if problems:
+            raise BadInput("protocol: " + "; ".join(problems))
+
+
 class CommandAdapter:
     """Runs each slot as one call of an external harness program."""
 
@@ -189,20 +208,7 @@ class CommandAdapter:
         refuse_unbounded_outcome_runs(
             protocol, "command", "a command run's measure is a value of its outcome"
         )
-        for i, participant in enumerate(protocol.participants):
-            if participant.kind != "agent":
-                raise BadInput(
-                    f"protocol: unknown participant kind {participant.kind!r} for command "
-                    f"(agent) @ $.participants[{i}].kind"
-                )
-        if "outcome_schema" in merged:
-            _validator(merged["outcome_schema"])
-        if not reexecuting():
-            problems = outcome_schema_problems(
-                protocol, merged.get("outcome_schema"), "$.adapter.options.outcome_schema"
-            )
-            if problems:
-                raise BadInput("protocol: " + "; ".join(problems))
+        _check_participants_and_schema(protocol, merged)
         # A path given with --option is the user's, found from the working directory as any
         # command-line path; one the protocol gives is the protocol's, found from its folder,
         # and on a replay only where the user says (repro.adapters.base.protocol_path).
