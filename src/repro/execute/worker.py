@@ -527,6 +527,22 @@ class Worker:
         if then is not None and (then[0] != "run" or self._stream is not None):
             raise RuntimeError("only a run request in per-run mode may be sent ahead")
         starting = self._conn is None
+        conn, sent = self._send(message, ahead, then)
+        bound = self._timeout if message[0] == "run" and not starting else self._open_timeout
+        if meanwhile is not None:
+            try:
+                meanwhile()
+            except BaseException:
+                self.kill()
+                raise
+        return self._receive(conn, sent + bound if bound is not None else None)
+
+    def _send(
+        self, message: tuple[Any, ...], ahead: tuple[Any, ...] | None, then: tuple[Any, ...] | None
+    ) -> tuple[multiprocessing.connection.Connection, float]:
+        """Send ``message`` (unless it went ahead of the last answer) and then ``then``,
+        starting the child first if none runs; return its connection and when ``message`` was
+        sent (by the monotonic clock)."""
         try:
             conn = self._conn or self._start()
             if ahead is None:
@@ -540,14 +556,13 @@ class Worker:
                 self._ahead = then
         except OSError:
             raise WorkerLost(self._loss()) from None
-        bound = self._timeout if message[0] == "run" and not starting else self._open_timeout
-        if meanwhile is not None:
-            try:
-                meanwhile()
-            except BaseException:
-                self.kill()
-                raise
-        deadline = sent + bound if bound is not None else None
+        return conn, sent
+
+    def _receive(
+        self, conn: multiprocessing.connection.Connection, deadline: float | None
+    ) -> tuple[Any, ...]:
+        """The child's answer, by ``deadline`` (monotonic; None: no bound), without the stream
+        state it carries in stream mode (kept as :attr:`stream_state`)."""
         try:
             if not self._answered(conn, deadline):
                 self.kill()
