@@ -55,7 +55,7 @@ from repro.adapters.base import (
     refuse_unbounded_outcome_runs,
 )
 from repro.adapters.lifetime import die_with_parent, stopped_with_run
-from repro.adapters.reaper import reaper
+from repro.adapters.reaper import Reaper, reaper
 from repro.errors import BadInput, RunFailed, RunInvalid
 from repro.json import canonical
 from repro.json.canonical import json_path
@@ -164,6 +164,25 @@ def _validator(schema: Any) -> Any:
     return jsonschema.Draft202012Validator(schema)
 
 
+def _check_participants_and_schema(protocol: Protocol, merged: Mapping[str, Any]) -> None:
+    """Every participant is an ``agent``; the outcome schema, when there is one, is a JSON
+    Schema that holds what the protocol's measures and scoring rules read of an outcome."""
+    for i, participant in enumerate(protocol.participants):
+        if participant.kind != "agent":
+            raise BadInput(
+                f"protocol: unknown participant kind {participant.kind!r} for command "
+                f"(agent) @ $.participants[{i}].kind"
+            )
+    if "outcome_schema" in merged:
+        _validator(merged["outcome_schema"])
+    if not reexecuting():
+        problems = outcome_schema_problems(
+            protocol, merged.get("outcome_schema"), "$.adapter.options.outcome_schema"
+        )
+        if problems:
+            raise BadInput("protocol: " + "; ".join(problems))
+
+
 class CommandAdapter:
     """Runs each slot as one call of an external harness program."""
 
@@ -189,20 +208,7 @@ class CommandAdapter:
         refuse_unbounded_outcome_runs(
             protocol, "command", "a command run's measure is a value of its outcome"
         )
-        for i, participant in enumerate(protocol.participants):
-            if participant.kind != "agent":
-                raise BadInput(
-                    f"protocol: unknown participant kind {participant.kind!r} for command "
-                    f"(agent) @ $.participants[{i}].kind"
-                )
-        if "outcome_schema" in merged:
-            _validator(merged["outcome_schema"])
-        if not reexecuting():
-            problems = outcome_schema_problems(
-                protocol, merged.get("outcome_schema"), "$.adapter.options.outcome_schema"
-            )
-            if problems:
-                raise BadInput("protocol: " + "; ".join(problems))
+        _check_participants_and_schema(protocol, merged)
         # A path given with --option is the user's, found from the working directory as any
         # command-line path; one the protocol gives is the protocol's, found from its folder,
         # and on a replay only where the user says (repro.adapters.base.protocol_path).
@@ -318,37 +324,7 @@ class _CommandSession:
         # this process's reaper kills its group (repro.adapters.reaper); where no reaper can
         # start, the kernel's parent-death signal kills the harness.
         guard = reaper()
-        launcher = () if guard is not None else _death_launcher()
-        stdin, feed, rest = _filled_pipe(spec)
-        inode = None
-        try:
-            # The reaper is told of the harness's standard input before the harness starts, so
-            # that it finds the harness even if this process is killed before it tells the
-            # reaper its group.
-            if guard is not None:
-                inode = guard.starting(stdin)
-            process = subprocess.Popen(
-                [*launcher, *self._command()],
-                stdin=stdin,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                start_new_session=True,  # its own process group, killed whole on a timeout
-                preexec_fn=None
-                if guard is not None or launcher
-                else functools.partial(die_with_parent, os.getpid()),
-            )
-        except BaseException:
-            if guard is not None and inode is not None:
-                guard.not_started(inode)
-            if feed is not None:
-                os.close(feed)
-            raise
-        finally:
-            os.close(stdin)
-        if feed is not None:
-            # What is left of the spec, written by communicate as the harness reads, as it
-            # writes to the pipe it makes for ``stdin=subprocess.PIPE``.
-            process.stdin = open(feed, "wb")  # noqa: SIM115 (communicate closes it)
+        process, inode, rest = _start(self._command(), spec, guard)
         try:
             if guard is not None and inode is not None:
                 guard.watch(process.pid, inode)
@@ -363,15 +339,20 @@ class _CommandSession:
                 _kill_group(process)
             if guard is not None:
                 guard.unwatch(process.pid)
+        return self._evidence(process.returncode, stdout, stderr)
+
+    def _evidence(self, code: int, stdout: bytes, stderr: bytes) -> Evidence:
+        """The run's evidence from the harness's exit code and output; raise
+        :class:`RunFailed` when it did not exit 0, :class:`RunInvalid` when its outcome is not
+        a JSON object (within the schema, if the protocol gives one)."""
         harness = HarnessFacts(
-            exit_code=process.returncode,
+            exit_code=code,
             stderr_bytes=len(stderr),
             stderr_sha256=hashlib.sha256(stderr).hexdigest(),
         )
         # The harness's stderr goes with a failure for ``repro replay --traceback`` to show on
         # the terminal (repro.execute.worker._show); no record keeps it.
-        if process.returncode != 0:
-            code = process.returncode
+        if code != 0:
             raise RunFailed(
                 f"harness-exit:{code}" if code > 0 else f"harness-killed:{_signal_name(-code)}",
                 stderr,
@@ -399,6 +380,46 @@ class _CommandSession:
 
     def close(self) -> None:
         """Nothing stays open between runs."""
+
+
+def _start(
+    command: list[str], spec: bytes, guard: Reaper | None
+) -> tuple[subprocess.Popen[bytes], int | None, bytes | None]:
+    """Start the harness ``command`` in its own process group, reading ``spec`` on its
+    standard input: the process, the inode of that input as the reaper ``guard`` knows it
+    (None without one), and what is left of the spec for ``communicate`` to write."""
+    launcher = () if guard is not None else _death_launcher()
+    stdin, feed, rest = _filled_pipe(spec)
+    inode = None
+    try:
+        # The reaper is told of the harness's standard input before the harness starts, so
+        # that it finds the harness even if this process is killed before it tells the
+        # reaper its group.
+        if guard is not None:
+            inode = guard.starting(stdin)
+        process = subprocess.Popen(
+            [*launcher, *command],
+            stdin=stdin,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,  # its own process group, killed whole on a timeout
+            preexec_fn=None
+            if guard is not None or launcher
+            else functools.partial(die_with_parent, os.getpid()),
+        )
+    except BaseException:
+        if guard is not None and inode is not None:
+            guard.not_started(inode)
+        if feed is not None:
+            os.close(feed)
+        raise
+    finally:
+        os.close(stdin)
+    if feed is not None:
+        # What is left of the spec, written by communicate as the harness reads, as it
+        # writes to the pipe it makes for ``stdin=subprocess.PIPE``.
+        process.stdin = open(feed, "wb")  # noqa: SIM115 (communicate closes it)
+    return process, inode, rest
 
 
 def _filled_pipe(spec: bytes) -> tuple[int, int | None, bytes | None]:

@@ -69,7 +69,6 @@ import importlib.metadata
 import importlib.util
 import inspect
 import random
-import re
 import struct
 import sys
 import types
@@ -93,11 +92,19 @@ from repro.adapters.base import (
     package_source,
     pinned_target_source,
 )
+from repro.adapters.cyborg_params import (
+    FEEDS,
+    SHIPPED_BLUE_AGENTS,
+    WRAPPER,
+    AgentClassParams,
+    CybORGOptions,
+    ShippedParams,
+    settings_of,
+)
+from repro.adapters.params import structure_at
 from repro.errors import BadInput, RunFailed, install_hint
-from repro.json.canonical import json_path
-from repro.models import SHA256_HEX, AdapterFacts, Condition, PlanEntry, Protocol, Source
+from repro.models import AdapterFacts, Condition, PlanEntry, Protocol, Source
 from repro.protocol.pins import (
-    SCENARIO_PINS,
     SCENARIO_ROLE,
     TREE_PIN,
     TREE_ROLE,
@@ -118,16 +125,7 @@ __all__ = [
 ]
 
 RED_AGENTS = ("B_lineAgent", "RedMeanderAgent", "SleepAgent")
-#: Blue agents shipped with both distributions that a ``shipped`` participant may name.
-SHIPPED_BLUE_AGENTS = ("BlueReactRestoreAgent", "BlueReactRemoveAgent")
-#: What an agent is fed (``params.observation``): see the module's docstring.
-FEEDS = ("challenge-wrapper", "blue-steps", "reset-true-state")
-_WRAPPER = "challenge-wrapper"
-_OPTIONS = {"backend", "scenario_sha256", "simulator_tree_sha256"}
-_CLI_OPTIONS = {"backend", "scenario_dir"}
-_PINS = SCENARIO_PINS
 _TREE = TREE_PIN
-_IMAGE = re.compile(r"^images/[^/\\]+\.yaml$")
 _SB3 = "stable_baselines3"
 
 
@@ -293,60 +291,6 @@ def resolve_scenario(directory: Path) -> dict[str, Any]:
     return scenario  # type: ignore[no-any-return]
 
 
-def _pin_problem(name: str, value: Any) -> str | None:
-    if name.startswith(("/", "\\")) or ".." in re.split(r"[/\\]", name):
-        return f"pins {name!r}, a path outside the scenario directory"
-    if name != "Scenario2.yaml" and not _IMAGE.fullmatch(name):
-        return (
-            f"pins {name!r}, which is not a scenario file name (Scenario2.yaml, images/NAME.yaml)"
-        )
-    if not isinstance(value, str) or not SHA256_HEX.fullmatch(value):
-        return f"the pin of {name} must be 64 lower-case hex digits"
-    return None
-
-
-class _Settings:
-    def __init__(self, protocol: Protocol, options: Mapping[str, str]) -> None:
-        merged: dict[str, Any] = dict(protocol.adapter.options)
-        for key in protocol.adapter.options:
-            if key == "scenario_dir":
-                raise BadInput(
-                    "protocol: scenario_dir names a directory on one host, and the protocol is "
-                    "frozen into the bundle: give it as --option scenario_dir=DIR "
-                    "@ $.adapter.options.scenario_dir"
-                )
-            if key not in _OPTIONS:
-                raise BadInput(
-                    f"protocol: unknown option {key!r} for cyborg "
-                    f"@ {json_path('$.adapter.options', key)}"
-                )
-        for key, value in options.items():
-            if key not in _CLI_OPTIONS:
-                raise BadInput(
-                    f"--option {key}: the cyborg adapter takes {', '.join(sorted(_CLI_OPTIONS))}"
-                )
-            merged[key] = value
-        self.backend: str = merged.get("backend", "auto")
-        self.scenario_dir: str | None = merged.get("scenario_dir")
-        self.tree: Any = merged.get("simulator_tree_sha256")
-        if self.tree is not None and not (
-            isinstance(self.tree, str) and SHA256_HEX.fullmatch(self.tree)
-        ):
-            raise BadInput(f"protocol: the tree's pin must be 64 lower-case hex digits @ {_TREE}")
-        self.pins: dict[str, str] = merged.get("scenario_sha256", {})
-        if not isinstance(self.pins, dict):
-            raise BadInput(f"protocol: expected an object of file name -> sha256 @ {_PINS}")
-        if "scenario_sha256" in merged and not self.pins:
-            raise BadInput(
-                f"protocol: scenario_sha256 pins no file; pin every scenario file or leave it "
-                f"out @ {_PINS}"
-            )
-        for name, value in self.pins.items():
-            problem = _pin_problem(name, value)
-            if problem is not None:
-                raise BadInput(f"protocol: {problem} @ {json_path(_PINS, name)}")
-
-
 def simulator_tree_source(package_dir: Path, name: str) -> Source:
     """The simulator package's Python sources pinned as one tree: every ``*.py`` file under
     ``package_dir`` (``__pycache__`` and every other file left out: compiled files differ from
@@ -380,6 +324,156 @@ def _check_inside(directory: Path, files: Mapping[str, Path], where: str) -> Non
             )
 
 
+def _check_factors(protocol: Protocol) -> None:
+    """The factors are ``trial_length`` and ``red_agent``, each level one the simulator runs."""
+    names = [f.name for f in protocol.matrix]
+    for i, factor in enumerate(protocol.matrix):
+        if factor.name == "red_agent":
+            for j, level in enumerate(factor.levels):
+                if level not in RED_AGENTS:
+                    raise BadInput(
+                        f"protocol: unknown red agent {level!r} ({', '.join(RED_AGENTS)}) "
+                        f"@ $.matrix[{i}].levels[{j}]"
+                    )
+        elif factor.name == "trial_length":
+            for j, level in enumerate(factor.levels):
+                if not isinstance(level, int) or not 1 <= level <= MAX_EPISODE_STEPS:
+                    raise BadInput(
+                        f"protocol: trial_length must be a whole number from 1 to "
+                        f"{MAX_EPISODE_STEPS}, not {level!r} @ $.matrix[{i}].levels[{j}]"
+                    )
+        else:
+            raise BadInput(
+                f"protocol: unknown factor {factor.name!r} for cyborg @ $.matrix[{i}].name"
+            )
+    for required in ("trial_length", "red_agent"):
+        if required not in names:
+            raise BadInput(f"protocol: the cyborg adapter needs a {required!r} factor @ $.matrix")
+
+
+def _participant_params(protocol: Protocol) -> dict[int, AgentClassParams]:
+    """Each participant's params checked by its kind; the ``agent_class`` ones structured, by
+    the participant's index."""
+    agents = {}
+    for i, participant in enumerate(protocol.participants):
+        where = f"$.participants[{i}]"
+        if participant.kind == "sleep":
+            if participant.params:
+                raise BadInput(f"protocol: the sleep participant takes no params @ {where}.params")
+        elif participant.kind == "agent_class":
+            agents[i] = structure_at(participant.params, AgentClassParams, f"{where}.params")
+        elif participant.kind == "shipped":
+            shipped = structure_at(participant.params, ShippedParams, f"{where}.params")
+            if shipped.observation == WRAPPER:
+                raise BadInput(
+                    f"protocol: {shipped.agent} reads the raw observation dictionary and cannot "
+                    "run under ChallengeWrapper: name the raw feed it is given "
+                    f"(blue-steps, reset-true-state) @ {where}.params.observation"
+                )
+        else:
+            raise BadInput(
+                f"protocol: unknown participant kind {participant.kind!r} for cyborg "
+                f"(sleep, agent_class, shipped) @ {where}.kind"
+            )
+    return agents
+
+
+def _scenario_directory(settings: CybORGOptions, backend: Backend) -> tuple[Path, str]:
+    """The scenario directory (``--option scenario_dir``, or the backend's own) and what names
+    it in a refusal."""
+    if settings.scenario_dir:
+        return Path(settings.scenario_dir), "--option scenario_dir"
+    default = backend.default_scenario_dir()
+    if default is None:
+        raise BadInput("csle-cyborg ships no scenario files: give --option scenario_dir=DIR")
+    return default, f"{backend.distribution}'s scenario directory"
+
+
+def _scenario_sources(directory: Path, where: str) -> list[Source]:
+    """Every scenario file, each inside ``directory``, pinned by name."""
+    if not directory.is_dir():
+        raise BadInput(f"{where}: {directory} is not a directory")
+    files = scenario_files(directory)
+    missing = [n for n in files if not files[n].is_file()]
+    if missing or not (directory / "images" / "images.yaml").is_file():
+        raise BadInput(
+            f"{where}: {directory}: Scenario2.yaml or images/images.yaml missing"
+            + (f" ({', '.join(missing)} not a file)" if missing else "")
+        )
+    _check_inside(directory, files, where)
+    return [file_source(SCENARIO_ROLE, name, path.read_bytes()) for name, path in files.items()]
+
+
+def _simulator_sources(
+    protocol: Protocol, settings: CybORGOptions, backend: Backend
+) -> list[Source]:
+    """The simulator's distribution, its tree when the protocol pins one, and the source files
+    of its environment, wrapper and red agents (and blue agents, when a participant is one)."""
+    sources = [package_source("simulator", backend.distribution)]
+    if settings.simulator_tree_sha256 is not None:
+        sources.append(simulator_tree_source(backend.package_dir, backend.package_dir.name))
+    for key in ("Main", "ChallengeWrapper", *RED_AGENTS):
+        sources.append(module_file_source(f"simulator {key}", backend.modules[key]))
+    if any(p.kind == "shipped" for p in protocol.participants):
+        sources.append(
+            module_file_source("simulator blue agents", backend.modules["BlueReactAgent"])
+        )
+    return sources
+
+
+def _agent_sources(protocol: Protocol, agents: Mapping[int, AgentClassParams]) -> list[Source]:
+    """Each agent class's module, pinned, and the class checked for the evaluator's calls."""
+    sources = []
+    for i, params in agents.items():
+        participant = protocol.participants[i]
+        where = f"$.participants[{i}].params"
+        pin = {"target": params.target, "sha256": params.sha256}
+        sources.append(pinned_target_source(agent_role(participant.id), pin, where))
+        agent = import_target(params.target, f"{where}.target")
+        if not (
+            inspect.isclass(agent)
+            and accepts(agent, 0)
+            and callable(getattr(agent, "get_action", None))
+            and callable(getattr(agent, "end_episode", None))
+        ):
+            raise BadInput(
+                f"protocol: target {params.target!r} must be a class made without arguments, "
+                f"with get_action(observation, action_space) and end_episode() @ {where}.target"
+            )
+    return sources
+
+
+def _resolved(directory: Path) -> dict[str, Any]:
+    """The scenario the directory's files describe, each host's image merged in."""
+    yaml = _yaml()
+    try:
+        return resolve_scenario(directory)
+    except (yaml.YAMLError, KeyError, TypeError, AttributeError, ValueError) as exc:
+        raise BadInput(
+            f"scenario directory {directory}: Scenario2 does not resolve "
+            f"({type(exc).__name__}: {exc})"
+        ) from None
+
+
+def _facts(name: str, backend: Backend, protocol: Protocol) -> AdapterFacts:
+    """What the ledger says of the adapter: the simulator's version, and what is observed."""
+    return AdapterFacts(
+        name=name,
+        version=f"{backend.distribution} {importlib.metadata.version(backend.distribution)}",
+        observation_scope="partial",
+        observation_note=(
+            "each step's blue ChallengeWrapper observation, the blue and red actions and the "
+            "reward are digested; the simulator's true state is not observed"
+            if all(_feed(p) == WRAPPER for p in protocol.participants)
+            else "each step's blue and red actions, the reward and what the blue agent is "
+            "fed are digested (a raw observation as canonical JSON; reset-true-state's once "
+            "per episode, as it never changes); the simulator's state after a step is not "
+            "observed"
+        ),
+        measure_inputs="step-rewards",
+    )
+
+
 #: What the reset before each episode costs, in steps: 16-17 ms against 1.9-2.4 ms a step
 #: with each of the three red agents (csle-cyborg 0.0.3, Scenario2, measured on the project's
 #: 2-core machine). Without it a 30-step episode seemed to cost 30% of a 100-step one where it
@@ -409,119 +503,14 @@ class CybORGAdapter:
     def freeze(self, protocol: Protocol, options: Mapping[str, str]) -> Frozen:
         """Check factors and participants, load the backend, pin scenario, image, agent and
         wrapper source files, and refuse any pinned digest that does not match."""
-        settings = _Settings(protocol, options)
-        names = [f.name for f in protocol.matrix]
-        for i, factor in enumerate(protocol.matrix):
-            if factor.name == "red_agent":
-                for j, level in enumerate(factor.levels):
-                    if level not in RED_AGENTS:
-                        raise BadInput(
-                            f"protocol: unknown red agent {level!r} ({', '.join(RED_AGENTS)}) "
-                            f"@ $.matrix[{i}].levels[{j}]"
-                        )
-            elif factor.name == "trial_length":
-                for j, level in enumerate(factor.levels):
-                    if not isinstance(level, int) or not 1 <= level <= MAX_EPISODE_STEPS:
-                        raise BadInput(
-                            f"protocol: trial_length must be a whole number from 1 to "
-                            f"{MAX_EPISODE_STEPS}, not {level!r} @ $.matrix[{i}].levels[{j}]"
-                        )
-            else:
-                raise BadInput(
-                    f"protocol: unknown factor {factor.name!r} for cyborg @ $.matrix[{i}].name"
-                )
-        for required in ("trial_length", "red_agent"):
-            if required not in names:
-                raise BadInput(
-                    f"protocol: the cyborg adapter needs a {required!r} factor @ $.matrix"
-                )
-        for i, participant in enumerate(protocol.participants):
-            where = f"$.participants[{i}]"
-            if participant.kind == "sleep":
-                if participant.params:
-                    raise BadInput(
-                        f"protocol: the sleep participant takes no params @ {where}.params"
-                    )
-            elif participant.kind in ("agent_class", "shipped"):
-                allowed = {"target", "sha256"} if participant.kind == "agent_class" else {"agent"}
-                extra = sorted(set(participant.params) - allowed - {"observation"})
-                if extra:
-                    raise BadInput(f"protocol: unknown key(s) {', '.join(extra)} @ {where}.params")
-                feed = participant.params.get("observation", _WRAPPER)
-                if feed not in FEEDS:
-                    raise BadInput(
-                        f"protocol: unknown observation {feed!r} ({', '.join(FEEDS)}) "
-                        f"@ {where}.params.observation"
-                    )
-                if participant.kind == "shipped":
-                    name = participant.params.get("agent")
-                    if name not in SHIPPED_BLUE_AGENTS:
-                        raise BadInput(
-                            f"protocol: the shipped participant names agent {name!r}, not one "
-                            f"of {', '.join(SHIPPED_BLUE_AGENTS)} @ {where}.params.agent"
-                        )
-                    if feed == _WRAPPER:
-                        raise BadInput(
-                            f"protocol: {name} reads the raw observation dictionary and cannot "
-                            "run under ChallengeWrapper: name the raw feed it is given "
-                            f"(blue-steps, reset-true-state) @ {where}.params.observation"
-                        )
-            else:
-                raise BadInput(
-                    f"protocol: unknown participant kind {participant.kind!r} for cyborg "
-                    f"(sleep, agent_class, shipped) @ {where}.kind"
-                )
-
+        settings = settings_of(protocol, options)
+        _check_factors(protocol)
+        agents = _participant_params(protocol)
         backend = load_backend(settings.backend)
-        if settings.scenario_dir:
-            directory, where = Path(settings.scenario_dir), "--option scenario_dir"
-        else:
-            default = backend.default_scenario_dir()
-            if default is None:
-                raise BadInput(
-                    "csle-cyborg ships no scenario files: give --option scenario_dir=DIR"
-                )
-            directory, where = default, f"{backend.distribution}'s scenario directory"
-        if not directory.is_dir():
-            raise BadInput(f"{where}: {directory} is not a directory")
-        files = scenario_files(directory)
-        missing = [n for n in files if not files[n].is_file()]
-        if missing or not (directory / "images" / "images.yaml").is_file():
-            raise BadInput(
-                f"{where}: {directory}: Scenario2.yaml or images/images.yaml missing"
-                + (f" ({', '.join(missing)} not a file)" if missing else "")
-            )
-        _check_inside(directory, files, where)
-        sources: list[Source] = [
-            file_source(SCENARIO_ROLE, name, path.read_bytes()) for name, path in files.items()
-        ]
-        sources.append(package_source("simulator", backend.distribution))
-        if settings.tree is not None:
-            sources.append(simulator_tree_source(backend.package_dir, backend.package_dir.name))
-        for key in ("Main", "ChallengeWrapper", *RED_AGENTS):
-            sources.append(module_file_source(f"simulator {key}", backend.modules[key]))
-        if any(p.kind == "shipped" for p in protocol.participants):
-            sources.append(
-                module_file_source("simulator blue agents", backend.modules["BlueReactAgent"])
-            )
-        for i, participant in enumerate(protocol.participants):
-            if participant.kind == "agent_class":
-                where = f"$.participants[{i}].params"
-                sources.append(
-                    pinned_target_source(agent_role(participant.id), participant.params, where)
-                )
-                agent = import_target(participant.params["target"], f"{where}.target")
-                if not (
-                    inspect.isclass(agent)
-                    and accepts(agent, 0)
-                    and callable(getattr(agent, "get_action", None))
-                    and callable(getattr(agent, "end_episode", None))
-                ):
-                    raise BadInput(
-                        f"protocol: target {participant.params['target']!r} must be a class made "
-                        "without arguments, with get_action(observation, action_space) and "
-                        f"end_episode() @ {where}.target"
-                    )
+        directory, where = _scenario_directory(settings, backend)
+        sources = _scenario_sources(directory, where)
+        sources += _simulator_sources(protocol, settings, backend)
+        sources += _agent_sources(protocol, agents)
         # Every pin against what was found: the rule verify applies again to the bundle's
         # protocol and ledger.
         refuse_pin_problems(
@@ -531,33 +520,10 @@ class CybORGAdapter:
                 "or another commit of it"
             },
         )
-        yaml = _yaml()
-        try:
-            scenario = resolve_scenario(directory)
-        except (yaml.YAMLError, KeyError, TypeError, AttributeError, ValueError) as exc:
-            raise BadInput(
-                f"scenario directory {directory}: Scenario2 does not resolve "
-                f"({type(exc).__name__}: {exc})"
-            ) from None
         self._backend = backend
-        self._scenario = scenario
+        self._scenario = _resolved(directory)
         self._scenario_file = directory / "Scenario2.yaml"
-        facts = AdapterFacts(
-            name=self.name,
-            version=f"{backend.distribution} {importlib.metadata.version(backend.distribution)}",
-            observation_scope="partial",
-            observation_note=(
-                "each step's blue ChallengeWrapper observation, the blue and red actions and the "
-                "reward are digested; the simulator's true state is not observed"
-                if all(_feed(p) == _WRAPPER for p in protocol.participants)
-                else "each step's blue and red actions, the reward and what the blue agent is "
-                "fed are digested (a raw observation as canonical JSON; reset-true-state's once "
-                "per episode, as it never changes); the simulator's state after a step is not "
-                "observed"
-            ),
-            measure_inputs="step-rewards",
-        )
-        return Frozen(facts=facts, sources=tuple(sources))
+        return Frozen(facts=_facts(self.name, backend, protocol), sources=tuple(sources))
 
     def open(self, protocol: Protocol, condition: Condition, frozen: Frozen) -> _CybORGSession:
         """Build the condition's environment, wrap it for Blue and reset it."""
@@ -577,8 +543,8 @@ class CybORGAdapter:
 def _feed(participant: Any) -> str:
     """What the participant is fed (``params.observation``; the sleeper: ChallengeWrapper's)."""
     if participant.kind == "sleep":
-        return _WRAPPER
-    return str(participant.params.get("observation", _WRAPPER))
+        return WRAPPER
+    return str(participant.params.get("observation", WRAPPER))
 
 
 def _plain(value: Any) -> Any:
@@ -638,7 +604,7 @@ class _CybORGSession:
         before = random.getstate()
         self._observation = self._reset()
         random.setstate(before)
-        if self._feed == _WRAPPER:
+        if self._feed == WRAPPER:
             self._action_space = self._wrapped.get_action_space("Blue")
         else:
             self._action_space = self._env.get_action_space("Blue")
@@ -660,7 +626,7 @@ class _CybORGSession:
             "participant": participant.id,
             "policy": participant.kind,
         }
-        if self._feed != _WRAPPER:  # a raw feed: no vector, and what the agent sees is named
+        if self._feed != WRAPPER:  # a raw feed: no vector, and what the agent sees is named
             self.contract["blue_actions"] = "raw"
             self.contract["observation_shape"] = None
             self.contract["observation"] = self._feed
@@ -669,7 +635,7 @@ class _CybORGSession:
 
     def _reset(self) -> Any:
         """Reset the environment, and return the observation the agent is fed first."""
-        if self._feed == _WRAPPER:
+        if self._feed == WRAPPER:
             return self._backend.reset(self._wrapped)
         if self._feed == "blue-steps":
             return self._env.reset("Blue").observation
@@ -677,13 +643,13 @@ class _CybORGSession:
 
     def _step(self, action: Any, observation: Any) -> tuple[Any, float]:
         """One blue step: the observation the agent is fed next, and the reward."""
-        if self._feed == _WRAPPER:
+        if self._feed == WRAPPER:
             return self._backend.step(self._wrapped, action)
         result = self._env.step("Blue", action)
         return (result.observation if self._feed == "blue-steps" else observation), result.reward
 
     def _digest(self, observation: Any) -> bytes:
-        if self._feed == _WRAPPER:
+        if self._feed == WRAPPER:
             return np.asarray(observation).tobytes()
         return canonical_observation(observation)
 

@@ -32,9 +32,10 @@ import keyword
 import random
 import struct
 from collections.abc import Callable, Mapping
-from typing import Any, cast
+from typing import Annotated, Any, cast
 
 import numpy as np
+from attrs import field, frozen
 
 from repro.adapters.base import (
     MAX_EPISODE_STEPS,
@@ -48,6 +49,7 @@ from repro.adapters.base import (
     package_source,
     pinned_target_source,
 )
+from repro.adapters.params import Expect, Sha256, Target, structure_at
 from repro.errors import BadInput, RunFailed, install_hint
 from repro.json.canonical import json_path
 from repro.models import AdapterFacts, Condition, Participant, PlanEntry, Protocol, Source
@@ -56,11 +58,12 @@ from repro.protocol.pins import gymnasium_problems, policy_role, refuse_pin_prob
 __all__ = ["GymnasiumAdapter"]
 
 Policy = Callable[[Any], Any]
-_PARAMS = {
-    "random": set(),
-    "constant": {"action"},
-    "callable": {"target", "sha256", "arguments", "factory"},
-}
+#: A callable participant's keyword arguments, an object of argument name -> JSON value.
+Arguments = Annotated[
+    dict[str, Any], Expect(lambda v: isinstance(v, dict), "arguments must be an object")
+]
+#: A callable participant's ``factory``.
+Flag = Annotated[bool, Expect(lambda v: isinstance(v, bool), "factory must be true or false")]
 
 
 #: How to get the simulator, which repro does not install unless asked (its ``gymnasium`` extra).
@@ -131,36 +134,157 @@ class _PolicyError(Exception):
     ``simulator-error``."""
 
 
-def _check_callable(participant: str, params: Mapping[str, Any], where: str) -> Source:
+@frozen
+class RandomParams:
+    """A ``random`` participant's params: none."""
+
+
+@frozen
+class ConstantParams:
+    """A ``constant`` participant's params: the action at every step (checked against each
+    environment's action space at freeze)."""
+
+    action: Any
+
+
+@frozen
+class CallableParams:
+    """A ``callable`` participant's params: its ``module:function`` target, the module's pinned
+    sha256, the keyword arguments of every call and whether the target makes each run's policy."""
+
+    target: Target
+    sha256: Sha256 | None = None
+    arguments: Arguments = field(factory=dict)
+    factory: Flag = False
+
+
+#: Each participant kind's params.
+_PARAMS: dict[str, type[RandomParams | ConstantParams | CallableParams]] = {
+    "random": RandomParams,
+    "constant": ConstantParams,
+    "callable": CallableParams,
+}
+
+
+def _check_callable(participant: str, params: CallableParams, where: str) -> Source:
     """Pin a ``callable`` participant's module and check that its target can be called as the
     protocol says: ``(observation, rng, **arguments)``, or ``(rng, **arguments)`` for a factory."""
-    source = pinned_target_source(policy_role(participant), params, f"{where}.params")
-    factory = params.get("factory", False)
-    if not isinstance(factory, bool):
-        raise BadInput(f"protocol: factory must be true or false @ {where}.params.factory")
-    arguments = params.get("arguments", {})
-    if not isinstance(arguments, dict):
-        raise BadInput(f"protocol: arguments must be an object @ {where}.params.arguments")
+    pin = {"target": params.target, "sha256": params.sha256}
+    source = pinned_target_source(policy_role(participant), pin, f"{where}.params")
+    arguments = params.arguments
     for key in arguments:
         if not key.isidentifier() or keyword.iskeyword(key):
             raise BadInput(
                 f"protocol: argument name {key!r} is not a Python identifier "
                 f"@ {json_path(f'{where}.params.arguments', key)}"
             )
-    target = params["target"]
-    if factory and not accepts(import_target(target, "$"), 1, arguments):
+    target = params.target
+    if params.factory and not accepts(import_target(target, "$"), 1, arguments):
         raise BadInput(
             f"protocol: factory {target!r} must be callable as (rng"
             + "".join(f", {key}=..." for key in arguments)
             + f") and return the run's policy @ {where}.params.target"
         )
-    if not factory and not accepts(import_target(target, "$"), 2, arguments):
+    if not params.factory and not accepts(import_target(target, "$"), 2, arguments):
         raise BadInput(
             f"protocol: target {target!r} must be a function taking (observation, rng"
             + "".join(f", {key}=..." for key in arguments)
             + f") @ {where}.params.target"
         )
     return source
+
+
+def _check_options(protocol: Protocol, options: Mapping[str, str]) -> None:
+    """The gymnasium adapter takes no option, in the protocol or with ``--option``."""
+    for key in protocol.adapter.options:
+        raise BadInput(
+            f"protocol: the gymnasium adapter takes no option {key!r} "
+            f"@ {json_path('$.adapter.options', key)}"
+        )
+    for key in options:
+        raise BadInput(f"--option {key}: the gymnasium adapter takes no options")
+
+
+def _check_factors(protocol: Protocol) -> list[str]:
+    """The factors' names (``env_id`` and perhaps ``max_episode_steps``), each episode length
+    checked."""
+    names = [f.name for f in protocol.matrix]
+    for i, name in enumerate(names):
+        if name not in {"env_id", "max_episode_steps"}:
+            raise BadInput(f"protocol: unknown factor {name!r} for gymnasium @ $.matrix[{i}].name")
+    if "env_id" not in names:
+        raise BadInput("protocol: the gymnasium adapter needs an 'env_id' factor @ $.matrix")
+    if "max_episode_steps" in names:
+        i = names.index("max_episode_steps")
+        for j, steps in enumerate(protocol.matrix[i].levels):
+            if not isinstance(steps, int) or not 1 <= steps <= MAX_EPISODE_STEPS:
+                raise BadInput(
+                    f"protocol: max_episode_steps must be a whole number from 1 to "
+                    f"{MAX_EPISODE_STEPS}, not {steps!r} @ $.matrix[{i}].levels[{j}]"
+                )
+    return names
+
+
+def _environments(gym: Any, protocol: Protocol, names: list[str]) -> tuple[list[Source], Any]:
+    """Each environment's module, pinned once, and its action space by ``env_id``."""
+    sources: list[Source] = []
+    pinned: set[str] = set()
+    env_factor = names.index("env_id")
+    spaces = {}
+    for j, env_id in enumerate(protocol.matrix[env_factor].levels):
+        where = f"$.matrix[{env_factor}].levels[{j}]"
+        if not isinstance(env_id, str):
+            raise BadInput(f"protocol: env_id must be a string @ {where}")
+        try:
+            spec = gym.spec(env_id)
+        except Exception as exc:
+            raise BadInput(f"protocol: {exc} @ {where}") from None
+        if spec.max_episode_steps is None and "max_episode_steps" not in names:
+            raise BadInput(
+                f"protocol: {env_id} has no time limit; add a max_episode_steps factor @ {where}"
+            )
+        entry = spec.entry_point
+        module_name = entry.partition(":")[0] if isinstance(entry, str) else entry.__module__
+        if module_name not in pinned:
+            sources.append(module_file_source(f"environment {env_id}", module_name))
+            pinned.add(module_name)
+        env = gym.make(env_id)
+        spaces[env_id] = env.action_space
+        env.close()
+    return sources, spaces
+
+
+def _check_constant(params: ConstantParams, spaces: Mapping[str, Any], where: str) -> None:
+    """A constant action is what every environment's action space takes, as JSON gives it."""
+    for env_id, space in spaces.items():
+        problem = _action_problem(params.action, space)
+        if problem is not None:
+            raise BadInput(f"protocol: action {problem} @ {where}.params.action")
+        if not _in_space(params.action, space):
+            raise BadInput(
+                f"protocol: action {params.action!r} is not in the action space {space} of "
+                f"{env_id} @ {where}.params.action"
+            )
+
+
+def _check_participants(protocol: Protocol, spaces: Mapping[str, Any]) -> list[Source]:
+    """Each participant's params, structured by its kind and checked; the pinned source of
+    each ``callable`` participant's module."""
+    sources = []
+    for i, participant in enumerate(protocol.participants):
+        where = f"$.participants[{i}]"
+        model = _PARAMS.get(participant.kind)
+        if model is None:
+            raise BadInput(
+                f"protocol: unknown participant kind {participant.kind!r} for gymnasium "
+                f"(random, constant, callable) @ {where}.kind"
+            )
+        params = structure_at(participant.params, model, f"{where}.params")
+        if isinstance(params, ConstantParams):
+            _check_constant(params, spaces, where)
+        if isinstance(params, CallableParams):
+            sources.append(_check_callable(participant.id, params, where))
+    return sources
 
 
 class GymnasiumAdapter:
@@ -176,82 +300,15 @@ class GymnasiumAdapter:
     def freeze(self, protocol: Protocol, options: Mapping[str, str]) -> Frozen:
         """Check factors, participants and spaces; pin gymnasium, numpy and every source file."""
         gym = _gym()
-        for key in protocol.adapter.options:
-            raise BadInput(
-                f"protocol: the gymnasium adapter takes no option {key!r} "
-                f"@ {json_path('$.adapter.options', key)}"
-            )
-        for key in options:
-            raise BadInput(f"--option {key}: the gymnasium adapter takes no options")
-        names = [f.name for f in protocol.matrix]
-        for i, name in enumerate(names):
-            if name not in {"env_id", "max_episode_steps"}:
-                raise BadInput(
-                    f"protocol: unknown factor {name!r} for gymnasium @ $.matrix[{i}].name"
-                )
-        if "env_id" not in names:
-            raise BadInput("protocol: the gymnasium adapter needs an 'env_id' factor @ $.matrix")
-        if "max_episode_steps" in names:
-            i = names.index("max_episode_steps")
-            for j, steps in enumerate(protocol.matrix[i].levels):
-                if not isinstance(steps, int) or not 1 <= steps <= MAX_EPISODE_STEPS:
-                    raise BadInput(
-                        f"protocol: max_episode_steps must be a whole number from 1 to "
-                        f"{MAX_EPISODE_STEPS}, not {steps!r} @ $.matrix[{i}].levels[{j}]"
-                    )
+        _check_options(protocol, options)
+        names = _check_factors(protocol)
         sources: list[Source] = [
             package_source("simulator", "gymnasium"),
             package_source("rng", "numpy"),
         ]
-        pinned: set[str] = set()
-        env_factor = names.index("env_id")
-        spaces = {}
-        for j, env_id in enumerate(protocol.matrix[env_factor].levels):
-            where = f"$.matrix[{env_factor}].levels[{j}]"
-            if not isinstance(env_id, str):
-                raise BadInput(f"protocol: env_id must be a string @ {where}")
-            try:
-                spec = gym.spec(env_id)
-            except Exception as exc:
-                raise BadInput(f"protocol: {exc} @ {where}") from None
-            if spec.max_episode_steps is None and "max_episode_steps" not in names:
-                raise BadInput(
-                    f"protocol: {env_id} has no time limit; "
-                    f"add a max_episode_steps factor @ {where}"
-                )
-            entry = spec.entry_point
-            module_name = entry.partition(":")[0] if isinstance(entry, str) else entry.__module__
-            if module_name not in pinned:
-                sources.append(module_file_source(f"environment {env_id}", module_name))
-                pinned.add(module_name)
-            env = gym.make(env_id)
-            spaces[env_id] = env.action_space
-            env.close()
-        for i, participant in enumerate(protocol.participants):
-            where = f"$.participants[{i}]"
-            allowed = _PARAMS.get(participant.kind)
-            if allowed is None:
-                raise BadInput(
-                    f"protocol: unknown participant kind {participant.kind!r} for gymnasium "
-                    f"(random, constant, callable) @ {where}.kind"
-                )
-            extra = sorted(set(participant.params) - allowed)
-            if extra:
-                raise BadInput(f"protocol: unknown key(s) {', '.join(extra)} @ {where}.params")
-            if participant.kind == "constant":
-                if "action" not in participant.params:
-                    raise BadInput(f"protocol: required key missing @ {where}.params.action")
-                for env_id, space in spaces.items():
-                    problem = _action_problem(participant.params["action"], space)
-                    if problem is not None:
-                        raise BadInput(f"protocol: action {problem} @ {where}.params.action")
-                    if not _in_space(participant.params["action"], space):
-                        raise BadInput(
-                            f"protocol: action {participant.params['action']!r} is not in the "
-                            f"action space {space} of {env_id} @ {where}.params.action"
-                        )
-            if participant.kind == "callable":
-                sources.append(_check_callable(participant.id, participant.params, where))
+        environments, spaces = _environments(gym, protocol, names)
+        sources += environments
+        sources += _check_participants(protocol, spaces)
         # The rule verify applies again to the bundle's protocol and ledger.
         refuse_pin_problems(gymnasium_problems(protocol, sources))
         facts = AdapterFacts(

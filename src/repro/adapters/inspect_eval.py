@@ -40,7 +40,9 @@ import re
 import shutil
 import tempfile
 from collections.abc import Mapping
-from typing import Any
+from typing import Annotated, Any
+
+from attrs import field, frozen
 
 from repro.adapters.base import (
     Evidence,
@@ -51,6 +53,7 @@ from repro.adapters.base import (
     package_source,
     refuse_unbounded_outcome_runs,
 )
+from repro.adapters.params import Expect, structure_at
 from repro.derive.facts import DEFAULT_SOLVER, inspect_role, sample_factor
 from repro.errors import BadInput, RunFailed, RunInvalid, install_hint
 from repro.json import canonical
@@ -64,6 +67,10 @@ __all__ = ["MAX_TEXT", "InspectAdapter", "sample_digest"]
 MAX_TEXT = 16_384
 _FACTORS = {"task", "model", "solver"}
 _OPTIONS = {"log_dir"}
+#: An agent's ``params.config``: GenerateConfig's fields by name.
+Config = Annotated[
+    dict[str, Any], Expect(lambda v: isinstance(v, dict), "config must be an object")
+]
 #: The type name at the start of inspect's error message, as in ``RuntimeError('...')``.
 _ERROR_TYPE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?=[(:])")
 
@@ -113,15 +120,18 @@ def _sample_ids(task: Any) -> set[str | int]:
     return {sample.id for sample in task.dataset}
 
 
+@frozen
+class AgentParams:
+    """An ``agent`` participant's params: the keyword arguments of inspect's
+    ``GenerateConfig`` its model generates with (not ``seed``: the run's own)."""
+
+    config: Config = field(factory=dict)
+
+
 def _check_config(participant: Participant, where: str) -> None:
     from inspect_ai.model import GenerateConfig
 
-    extra = sorted(set(participant.params) - {"config"})
-    if extra:
-        raise BadInput(f"protocol: unknown key(s) {', '.join(extra)} @ {where}.params")
-    config = participant.params.get("config", {})
-    if not isinstance(config, dict):
-        raise BadInput(f"protocol: config must be an object @ {where}.params.config")
+    config = structure_at(participant.params, AgentParams, f"{where}.params").config
     for key in config:
         if key == "seed" or key not in GenerateConfig.model_fields:
             why = "is the run's own" if key == "seed" else "is no GenerateConfig field"
@@ -133,6 +143,33 @@ def _check_config(participant: Participant, where: str) -> None:
             f"protocol: config is not a valid GenerateConfig ({type(exc).__name__}) "
             f"@ {where}.params.config"
         ) from None
+
+
+def _check_options(protocol: Protocol, options: Mapping[str, str]) -> None:
+    """No option in the protocol; ``log_dir`` only with ``--option``."""
+    for key in protocol.adapter.options:
+        raise BadInput(
+            f"protocol: the inspect adapter takes no option {key!r} in the protocol "
+            f"(log_dir is given with --option) @ {json_path('$.adapter.options', key)}"
+        )
+    for key in options:
+        if key not in _OPTIONS:
+            raise BadInput(f"--option {key}: the inspect adapter takes log_dir")
+
+
+def _check_factors(protocol: Protocol) -> None:
+    """The factors are ``task``, ``model`` and the samples' factor, and perhaps ``solver``."""
+    samples = sample_factor(protocol)
+    names = [f.name for f in protocol.matrix]
+    for i, name in enumerate(names):
+        if name not in _FACTORS | {samples}:
+            raise BadInput(
+                f"protocol: unknown factor {name!r} for inspect (task, model, solver, "
+                f"{samples}) @ $.matrix[{i}].name"
+            )
+    for name in ("task", "model", samples):
+        if name not in names:
+            raise BadInput(f"protocol: the inspect adapter needs a {name!r} factor @ $.matrix")
 
 
 class InspectAdapter:
@@ -156,14 +193,7 @@ class InspectAdapter:
                 "protocol: the inspect adapter needs inspect_ai, which is not installed: "
                 f"{self.simulator_install} @ $.adapter.name"
             )
-        for key in protocol.adapter.options:
-            raise BadInput(
-                f"protocol: the inspect adapter takes no option {key!r} in the protocol "
-                f"(log_dir is given with --option) @ {json_path('$.adapter.options', key)}"
-            )
-        for key in options:
-            if key not in _OPTIONS:
-                raise BadInput(f"--option {key}: the inspect adapter takes log_dir")
+        _check_options(protocol, options)
         refuse_unbounded_outcome_runs(
             protocol,
             "inspect",
@@ -177,17 +207,7 @@ class InspectAdapter:
                     f"(agent) @ {where}.kind"
                 )
             _check_config(participant, where)
-        samples = sample_factor(protocol)
-        names = [f.name for f in protocol.matrix]
-        for i, name in enumerate(names):
-            if name not in _FACTORS | {samples}:
-                raise BadInput(
-                    f"protocol: unknown factor {name!r} for inspect (task, model, solver, "
-                    f"{samples}) @ $.matrix[{i}].name"
-                )
-        for name in ("task", "model", samples):
-            if name not in names:
-                raise BadInput(f"protocol: the inspect adapter needs a {name!r} factor @ $.matrix")
+        _check_factors(protocol)
         sources: list[Source] = [package_source("evaluator", "inspect_ai")]
         for i, factor in enumerate(protocol.matrix):
             for j, level in enumerate(factor.levels):

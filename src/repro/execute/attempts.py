@@ -39,6 +39,7 @@ from repro.models import (
 
 __all__ = [
     "AttemptResult",
+    "ConditionSession",
     "PartitionRun",
     "SessionOpens",
     "SlotsResult",
@@ -180,7 +181,7 @@ def run_slot(
 
 class SessionOpens:
     """What a condition's session keeps of its opens, wherever it runs (in a worker process,
-    :class:`_ConditionSession`; on a thread of the study process,
+    :class:`ConditionSession`; on a thread of the study process,
     :class:`repro.execute.threads._ThreadSession`): why it could not open, once it could not
     (every later attempt fails with that cause, untried), the contract digest of the session
     now open, and the contract facts of the first session that opened."""
@@ -222,7 +223,7 @@ def answered(kind: str, value: Any) -> AttemptResult:
     return Failure(str(value))
 
 
-class _ConditionSession(SessionOpens):
+class ConditionSession(SessionOpens):
     """One condition's session in the worker: opened on first use, opened again after the
     worker was lost. ``meanwhile`` is done while the worker runs each attempt.
 
@@ -359,28 +360,10 @@ def run_slots(
     ``slot_done`` how each slot ended, after its records; both are called while the worker runs
     the next attempt, or at the end. ``before`` is called with each entry before its first
     attempt is asked for (where a stream's state is kept). In per-run mode the next slot's
-    first attempt is sent with each slot's (:meth:`_ConditionSession.attempt`)."""
+    first attempt is sent with each slot's (:meth:`ConditionSession.attempt`)."""
     records: list[RunRecord] = []
-    # Each record is handed on while the worker runs the next attempt (on a machine with a core
-    # to spare, writing it then costs no time): ``backlog`` holds the records not handed on yet,
-    # and, where a slot ended, how it ended. The attempts' times are made then too: between an
-    # answer and the next request only what decides that request is done.
-    backlog: list[RunRecord | Ended] = []
-    times: list[AttemptTimes] = []
-    clocked: list[tuple[str, datetime, datetime, tuple[str, ...]]] = []
-
-    def catch_up() -> None:
-        for item in backlog:
-            if isinstance(item, Ended):
-                slot_done(item)
-            else:
-                emit(item)
-        backlog.clear()
-        for attempt, began, ended, lost in clocked:
-            times.append(AttemptTimes(attempt, _utc(began), _utc(ended), lost))
-        clocked.clear()
-
-    session = _ConditionSession(worker, condition, catch_up)
+    backlog = _Backlog(emit, slot_done)
+    session = ConditionSession(worker, condition, backlog.catch_up)
     scenario = scenario_of(protocol, condition)
     stamps: list[tuple[datetime, datetime, tuple[str, ...]]] = []
     then: PlanEntry | None = None
@@ -398,15 +381,51 @@ def run_slots(
         if before is not None:
             before(entry)
         for record in run_slot(entry, protocol, facts, session.digest, timed, scenario):
-            if runs(entry):  # the record of an attempt the worker was asked to run
-                began, ended, lost = stamps.pop()
-                clocked.append((record.attempt_id, began, ended, lost))
-            backlog.append(record)
+            # An attempt the worker was asked to run has its times.
+            backlog.record(record, stamps.pop() if runs(entry) else None)
             records.append(record)
-        backlog.append(slot_ended(records[-1] if records else None))
-    catch_up()
+        backlog.ended(slot_ended(records[-1] if records else None))
+    backlog.catch_up()
     session.close()
-    return SlotsResult(tuple(records), session.contract or {}, tuple(times))
+    return SlotsResult(tuple(records), session.contract or {}, tuple(backlog.times))
+
+
+class _Backlog:
+    """Each record is handed on while the worker runs the next attempt (on a machine with a
+    core to spare, writing it then costs no time): the backlog holds the records not handed on
+    yet, and, where a slot ended, how it ended. The attempts' times are made then too: between
+    an answer and the next request only what decides that request is done."""
+
+    def __init__(self, emit: Callable[[RunRecord], None], slot_done: Callable[[Ended], None]):
+        self._emit, self._slot_done = emit, slot_done
+        self._items: list[RunRecord | Ended] = []
+        self._clocked: list[tuple[str, datetime, datetime, tuple[str, ...]]] = []
+        self.times: list[AttemptTimes] = []
+
+    def record(
+        self, record: RunRecord, stamp: tuple[datetime, datetime, tuple[str, ...]] | None
+    ) -> None:
+        """An attempt's record, and when it began and ended and the opens it lost (None for
+        the record of an attempt the worker did not run)."""
+        if stamp is not None:
+            self._clocked.append((record.attempt_id, *stamp))
+        self._items.append(record)
+
+    def ended(self, end: Ended) -> None:
+        """How a slot ended, after its records."""
+        self._items.append(end)
+
+    def catch_up(self) -> None:
+        """Hand on what is held, in order, and make the times of the attempts clocked."""
+        for item in self._items:
+            if isinstance(item, Ended):
+                self._slot_done(item)
+            else:
+                self._emit(item)
+        self._items.clear()
+        for attempt, began, ended, lost in self._clocked:
+            self.times.append(AttemptTimes(attempt, _utc(began), _utc(ended), lost))
+        self._clocked.clear()
 
 
 def _with_next(

@@ -140,19 +140,7 @@ def run_on_dask(
 
     token = uuid.uuid4().hex
     stop = Event(f"repro-stop-{token}", client=client)
-    futures = [
-        client.submit(
-            run_partition_task,
-            work.job,
-            work.timeout,
-            work.conditions[part.condition],
-            part,
-            stop.name,
-            key=f"repro-{part.id}-{token}",
-            pure=False,
-        )
-        for part in work.partitions
-    ]
+    futures = _submit(client, work, stop.name, token)
     index = {future.key: i for i, future in enumerate(futures)}
     results: list[SlotsResult | PartitionRun | None] = [None] * len(futures)
     written = 0
@@ -169,14 +157,7 @@ def run_on_dask(
             results[i] = came
             for end in _slot_ends(came.records):
                 slot_done(part.condition, end)
-            while written < len(results) and isinstance(result := results[written], SlotsResult):
-                done = work.partitions[written]
-                with writer.lines(layout.runs_file(done.id)) as emit:
-                    for record in result.records:
-                        emit(record)
-                write_times(writer, done.id, result.times)
-                results[written] = PartitionRun.of(done, result.contract, result.times)
-                written += 1
+            written = _write_ready(work, writer, results, written)
     finally:
         if written < len(results):
             with suppress(Exception):
@@ -184,3 +165,41 @@ def run_on_dask(
             with suppress(Exception):
                 client.cancel(futures)
     return [result for result in results if isinstance(result, PartitionRun)]
+
+
+def _submit(client: Client, work: Workload, stop: str, token: str) -> list[Any]:
+    """One task per partition of ``work``, in sealed order, each watching the stop event
+    ``stop``; their futures."""
+    return [
+        client.submit(
+            run_partition_task,
+            work.job,
+            work.timeout,
+            work.conditions[part.condition],
+            part,
+            stop,
+            key=f"repro-{part.id}-{token}",
+            pure=False,
+        )
+        for part in work.partitions
+    ]
+
+
+def _write_ready(
+    work: Workload,
+    writer: BundleWriter,
+    results: list[SlotsResult | PartitionRun | None],
+    written: int,
+) -> int:
+    """Write the runs and times files of each partition from the ``written``-th on that has
+    come back with every one before it, keeping in ``results`` only what the study keeps of
+    each; return how many are now written."""
+    while written < len(results) and isinstance(result := results[written], SlotsResult):
+        done = work.partitions[written]
+        with writer.lines(layout.runs_file(done.id)) as emit:
+            for record in result.records:
+                emit(record)
+        write_times(writer, done.id, result.times)
+        results[written] = PartitionRun.of(done, result.contract, result.times)
+        written += 1
+    return written

@@ -38,7 +38,7 @@ from repro.execute.spares import Spares
 from repro.execute.stopping import Gate
 from repro.execute.threads import run_on_threads, thread_sessions
 from repro.execute.worker import Cancelled, Worker
-from repro.models import Partition, PlanEntry, Protocol, RunRecord
+from repro.models import AttemptTimes, Partition, PlanEntry, Protocol, RunRecord
 from repro.plan.streams import checkpoint_of, checkpoint_slots, checkpoint_spacing
 
 __all__ = ["run_on_local_workers"]
@@ -155,47 +155,20 @@ def _serve_partitions(
     process (one of ``spares`` first, when one is left) lives no longer than the thread, which
     stops it last."""
     worker = Worker(work.job, work.timeout, cancel, spares)
-    protocol, facts = work.job.protocol, work.job.frozen.facts
     try:
         while not cancel.is_set() and (running := pool.next_partition()) is not None:
-            part = running.partition
-            condition = work.conditions[part.condition]
-            state = worker.stream_state
-            keep = _Keeper(worker, part, protocol) if state is not None else None
-            with writer.lines(layout.runs_file(part.id)) as emit:
-                slots = iter(running.next_slot, None)
-                own = run_slots(
-                    worker,
-                    protocol,
-                    facts,
-                    condition,
-                    slots,
-                    emit,
-                    _reporter(events, part.condition),
-                    keep,
-                )
-                contract, times = own.contract, list(own.times)
-                # Nothing is taken once the owner has no slot left to start.
-                for taken in sorted(running.taken, key=lambda t: t.start):
-                    _wait(taken.done, cancel)
-                    assert taken.result is not None
-                    for record in taken.result.records:
-                        emit(record)
-                    times += taken.result.times
-                    contract = contract or taken.result.contract
-                    taken.result = None  # written: let its records go
-            if keep is not None and state is not None:
-                checkpoint = checkpoint_of(part.id, state, keep.every, keep.later)
-                writer.model(layout.checkpoint_file(part.id), checkpoint)
-            write_times(writer, part.id, times)
-            results[running.index] = PartitionRun.of(part, contract, times)
+            results[running.index] = _own_partition(worker, work, writer, running, events, cancel)
         while not cancel.is_set() and (took := pool.take_slots()) is not None:
             running, taken = took
             part = running.partition
-            condition = work.conditions[part.condition]
-            reporter = _reporter(events, part.condition)
             taken.result = run_slots(
-                worker, protocol, facts, condition, taken.entries, _keep, reporter
+                worker,
+                work.job.protocol,
+                work.job.frozen.facts,
+                work.conditions[part.condition],
+                taken.entries,
+                _keep,
+                _reporter(events, part.condition),
             )
             taken.done.set()
     except Cancelled:
@@ -205,6 +178,56 @@ def _serve_partitions(
     finally:
         worker.stop()
         events.put(("exit",))
+
+
+def _own_partition(
+    worker: Worker,
+    work: Workload,
+    writer: BundleWriter,
+    running: Running,
+    events: queue.SimpleQueue[_Event],
+    cancel: threading.Event,
+) -> PartitionRun:
+    """Run the partition this thread owns to its end and write its files: its runs file (its
+    own slots, then those other threads took), its checkpoint (stream mode), its times."""
+    part, protocol = running.partition, work.job.protocol
+    state = worker.stream_state
+    keep = _Keeper(worker, part, protocol) if state is not None else None
+    with writer.lines(layout.runs_file(part.id)) as emit:
+        own = run_slots(
+            worker,
+            protocol,
+            work.job.frozen.facts,
+            work.conditions[part.condition],
+            iter(running.next_slot, None),
+            emit,
+            _reporter(events, part.condition),
+            keep,
+        )
+        contract, times = _append_taken(running, own, emit, cancel)
+    if keep is not None and state is not None:
+        checkpoint = checkpoint_of(part.id, state, keep.every, keep.later)
+        writer.model(layout.checkpoint_file(part.id), checkpoint)
+    write_times(writer, part.id, times)
+    return PartitionRun.of(part, contract, times)
+
+
+def _append_taken(
+    running: Running, own: SlotsResult, emit: Callable[[Any], None], cancel: threading.Event
+) -> tuple[dict[str, Any], list[AttemptTimes]]:
+    """Once the owner has run its own slots (nothing is taken once it has no slot left to
+    start), wait for the slots other threads took and write their records after its own, in
+    sealed order; the partition's contract facts and times, the owner's first."""
+    contract, times = own.contract, list(own.times)
+    for taken in sorted(running.taken, key=lambda t: t.start):
+        _wait(taken.done, cancel)
+        assert taken.result is not None
+        for record in taken.result.records:
+            emit(record)
+        times += taken.result.times
+        contract = contract or taken.result.contract
+        taken.result = None  # written: let its records go
+    return contract, times
 
 
 class _Keeper:

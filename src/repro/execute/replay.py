@@ -20,7 +20,7 @@ from repro.adapters.base import Adapter, Frozen, code_of_bundle, get_adapter
 from repro.derive.ledger import source_differences
 from repro.derive.scenarios import scenario_of
 from repro.errors import BadInput, NotVerified
-from repro.execute.attempts import _ConditionSession, run_slot
+from repro.execute.attempts import ConditionSession, run_slot
 from repro.execute.worker import Job, Worker, adapter_target
 from repro.json import canonical
 from repro.json.serde import to_bytes, unstructure
@@ -201,7 +201,7 @@ def run_stretch(
     after the session closes, as the next partition's first state was."""
     protocol = prepared.bundle.protocol.protocol
     condition = next(c for c in prepared.bundle.seal.conditions if c.id == partition.condition)
-    session = _ConditionSession(worker, condition)
+    session = ConditionSession(worker, condition)
     scenario = scenario_of(protocol, condition)
     if seek is not None:
         session.seek(*seek)

@@ -417,11 +417,7 @@ def _study_stopping_cleanly(
 ) -> StudyResult:
     """Run the study into the root it created; turn whatever stops it into one
     :class:`StudyStopped` that says how far it got."""
-    # One pass: each reading of the plan's partitions expands them again from the protocol.
-    total = planned = 0
-    for part in prepared.plan.partitions:
-        total += len(part.entries)
-        planned += sum(runs(entry) for entry in part.entries)
+    total, planned = _slots_and_runs(prepared.plan)
     watch = Watch(planned, armed=not keep_going)
     done = [0]
     try:
@@ -430,47 +426,72 @@ def _study_stopping_cleanly(
                 return _study(prepared, out, progress, runner, done, total, versions, watch)
             finally:
                 progress.finish()
-    except EarlyStop as exc:
-        raise StudyStopped(
+    except (EarlyStop, Interrupted, OSError, ClusterFailed) as exc:
+        raise _stopped(exc, out, f"{done[0]} of {total} slots") from None
+
+
+def _slots_and_runs(plan: SealedPlan) -> tuple[int, int]:
+    """How many slots the plan has, and how many runs it plans, in one pass: each reading of
+    the plan's partitions expands them again from the protocol."""
+    total = planned = 0
+    for part in plan.partitions:
+        total += len(part.entries)
+        planned += sum(runs(entry) for entry in part.entries)
+    return total, planned
+
+
+def _stopped(
+    exc: EarlyStop | Interrupted | OSError | ClusterFailed, out: Path, far: str
+) -> StudyStopped:
+    """What stopped the study into ``out`` after ``far`` (``"N of M slots"``) ended."""
+    if isinstance(exc, EarlyStop):
+        return StudyStopped(
             f"stopped early: the first {exc.slots} slots to end all failed with {exc.cause}, a "
             "fault of the harness, the policy or the protocol rather than of one run; "
-            f"{done[0]} of {total} slots ended and the rest were not run. Nothing is claimed: "
+            f"{far} ended and the rest were not run. Nothing is claimed: "
             f"{out} is incomplete, will not verify, and keeps the records of what ran in "
             "data/runs/ (an unfinished partition's as .NAME.jsonl.partial). Fix the cause and "
             "run the study into a fresh root, or pass --keep-going to run the whole plan "
             "whatever its first slots do",
             EXIT_STUDY_STOPPED,
-        ) from None
-    except Interrupted as exc:
-        signum = exc.signum
-        name = signal.Signals(signum).name
-        if (out / layout.TAGMANIFEST).is_file():  # the signal came after the last file was in place
-            raise StudyStopped(
-                f"stopped by {name} after the bundle was complete; {out} is whole",
-                EXIT_SIGNAL_BASE + signum,
-            ) from None
-        raise StudyStopped(
-            f"stopped by {name} after {done[0]} of {total} slots; {out} is incomplete and will "
-            "not verify (repro never resumes: run the study again into a fresh root)",
-            EXIT_SIGNAL_BASE + signum,
-        ) from None
-    except OSError as exc:
-        where = exc.filename
-        what = (
-            f"cannot write {Path(where).relative_to(out) if _inside(where, out) else 'a file'}"
-            if where
-            else "an operating-system error"
         )
-        raise StudyStopped(
-            f"{what}: {exc.strerror or type(exc).__name__}, after {done[0]} of {total} slots; "
-            f"{out} is incomplete and will not verify",
-            EXIT_STUDY_STOPPED,
-        ) from None
-    except ClusterFailed as exc:
-        raise StudyStopped(
-            f"{exc}, after {done[0]} of {total} slots; {out} is incomplete and will not verify",
-            EXIT_STUDY_STOPPED,
-        ) from None
+    if isinstance(exc, Interrupted):
+        return _interrupted(exc.signum, out, far)
+    if isinstance(exc, OSError):
+        return _cannot_write(exc, out, far)
+    return StudyStopped(
+        f"{exc}, after {far}; {out} is incomplete and will not verify", EXIT_STUDY_STOPPED
+    )
+
+
+def _interrupted(signum: int, out: Path, far: str) -> StudyStopped:
+    """The study was stopped by the signal ``signum``."""
+    name = signal.Signals(signum).name
+    if (out / layout.TAGMANIFEST).is_file():  # the signal came after the last file was in place
+        return StudyStopped(
+            f"stopped by {name} after the bundle was complete; {out} is whole",
+            EXIT_SIGNAL_BASE + signum,
+        )
+    return StudyStopped(
+        f"stopped by {name} after {far}; {out} is incomplete and will "
+        "not verify (repro never resumes: run the study again into a fresh root)",
+        EXIT_SIGNAL_BASE + signum,
+    )
+
+
+def _cannot_write(exc: OSError, out: Path, far: str) -> StudyStopped:
+    """An I/O error stopped the study: which file of ``out`` it could not write, if known."""
+    where = exc.filename
+    what = (
+        f"cannot write {Path(where).relative_to(out) if _inside(where, out) else 'a file'}"
+        if where
+        else "an operating-system error"
+    )
+    return StudyStopped(
+        f"{what}: {exc.strerror or type(exc).__name__}, after {far}; "
+        f"{out} is incomplete and will not verify",
+        EXIT_STUDY_STOPPED,
+    )
 
 
 def _read_back(out: Path, name: str, cls: type[T]) -> Iterator[T]:
@@ -555,14 +576,8 @@ def _study(
 ) -> StudyResult:
     """Write the plan, run the partitions, derive, write the rest of the bundle; ``versions``:
     the packages' versions if they were read while the runs waited."""
-    p, fp, plan = prepared.protocol, prepared.frozen_protocol, prepared.plan
     writer = BundleWriter(out)
-    writer.begin()
-    writer.model(layout.PROTOCOL, fp)
-    for ref, part in zip(plan.seal.partitions, plan.partitions, strict=True):
-        writer.model(f"data/{ref.file}", part)
-    writer.model(layout.SEAL, plan.seal)
-
+    _write_plan(writer, prepared)
     started, clock = _utc(), time.perf_counter()
     progress.start(total)
 
@@ -574,32 +589,83 @@ def _study(
     # What is kept of each partition once written; its records are read back below.
     results = runner.run(_workload(prepared), writer, slot_done, gate=watch.gate)
     wall = time.perf_counter() - clock
-    contracts = {result.condition: result.contract for result in results}
+    runs, derived = _after_runs(prepared, writer, results, _Ran(runner, versions, started, wall))
+    lost_opens = sum(result.lost_opens for result in results)
+    return StudyResult(
+        root=out, derived=derived, wall_seconds=wall, lost_opens=lost_opens, lost_as=runs.lost_as
+    )
 
+
+def _write_plan(writer: BundleWriter, prepared: Prepared) -> None:
+    """Begin the bundle with what is fixed before any run: the protocol, the partitions and
+    the seal."""
+    plan = prepared.plan
+    writer.begin()
+    writer.model(layout.PROTOCOL, prepared.frozen_protocol)
+    for ref, part in zip(plan.seal.partitions, plan.partitions, strict=True):
+        writer.model(f"data/{ref.file}", part)
+    writer.model(layout.SEAL, plan.seal)
+
+
+@frozen
+class _Ran:
+    """How the runs went, as environment.json records it."""
+
+    runner: _Runner
+    #: The packages' versions if they were read while the runs waited (else empty).
+    versions: dict[str, str]
+    started: str
+    wall: float
+
+
+def _after_runs(
+    prepared: Prepared, writer: BundleWriter, results: list[PartitionRun], ran: _Ran
+) -> tuple[RunTally, Derived]:
+    """Write what follows the runs: the ledger and environment (derivation inputs: written,
+    and so scanned, before derive), the derived files, the crate, and the tag files."""
+    from repro.derive.derivation import derive
+    from repro.derive.ledger import source_ledger
+
+    fp, out = prepared.frozen_protocol, writer.root
     facts = Ledger(
         schema="repro.source-ledger/1",
         protocol_sha256=fp.sha256,
         adapter=prepared.frozen.facts,
         sources=prepared.frozen.sources,
-        contracts=contracts,
+        contracts={result.condition: result.contract for result in results},
         citation=None,
         disagreements=(),
         losses=(),
     )
-    from repro.derive.derivation import derive
-    from repro.derive.ledger import source_ledger
-
-    # The ledger and environment are derivation inputs: written, and so scanned, before derive.
     runs = _tally(prepared, out, facts)
     ledger = source_ledger(fp, runs, facts)
     writer.model(layout.LEDGER, ledger)
+    environment = _environment(prepared, ran)
+    writer.model(layout.ENVIRONMENT, environment)
+    inputs = [d for d in writer.disclosures if layout.is_derivation_input(d.file)]
+    derived = derive(fp, prepared.plan.seal, runs, ledger, inputs)
+    _write_derived(writer, derived)
+    writer.stream(layout.CRATE, _crate(prepared, out, ledger, environment))
+    writer.finish(
+        {
+            "Bag-Software-Agent": f"repro {__version__}",
+            "Bagging-Date": ran.started[:10],
+            "External-Identifier": f"sha256:{fp.sha256}",
+            layout.DESCRIPTION_LABEL: prepared.protocol.title,
+        }
+    )
+    return runs, derived
 
-    # What is recorded of this machine names no one and no machine: a value that would (a
-    # kernel release or a local version label holding a host name) is withheld.
+
+def _environment(prepared: Prepared, ran: _Ran) -> Environment:
+    """environment.json, finished now. What is recorded of this machine names no one and no
+    machine: a value that would (a kernel release or a local version label holding a host
+    name) is withheld."""
+
     def kept(value: str) -> str:
         return withheld(layout.ENVIRONMENT, value)
 
-    environment = Environment(
+    return Environment(
         schema="repro.environment/1",
         repro_version=__version__,
         python=kept(platform.python_version()),
@@ -608,17 +674,19 @@ def _study(
         machine=kept(platform.machine()),
         packages={
             name: kept(version)
-            for name, version in (versions or _versions(_packages(prepared))).items()
+            for name, version in (ran.versions or _versions(_packages(prepared))).items()
         },
-        started_utc=started,
+        started_utc=ran.started,
         finished_utc=_utc(),
-        wall_seconds=round(wall, 3),
-        backend=runner.backend,
-        workers=runner.workers,
+        wall_seconds=round(ran.wall, 3),
+        backend=ran.runner.backend,
+        workers=ran.runner.workers,
     )
-    writer.model(layout.ENVIRONMENT, environment)
-    inputs = [d for d in writer.disclosures if layout.is_derivation_input(d.file)]
-    derived = derive(fp, plan.seal, runs, ledger, inputs)
+
+
+def _write_derived(writer: BundleWriter, derived: Derived) -> None:
+    """The derived files: aggregates, tiers, and those the protocol calls for, then the
+    report."""
     writer.model(layout.AGGREGATES, derived.aggregates)
     writer.model(layout.TIERS, derived.tiers)
     if derived.scores is not None:
@@ -628,16 +696,3 @@ def _study(
     if derived.rl is not None:
         writer.model(layout.RL_AGGREGATES, derived.rl)
     writer.write(layout.REPORT, derived.report.encode())
-    writer.stream(layout.CRATE, _crate(prepared, out, ledger, environment))
-    writer.finish(
-        {
-            "Bag-Software-Agent": f"repro {__version__}",
-            "Bagging-Date": started[:10],
-            "External-Identifier": f"sha256:{fp.sha256}",
-            layout.DESCRIPTION_LABEL: p.title,
-        }
-    )
-    lost_opens = sum(result.lost_opens for result in results)
-    return StudyResult(
-        root=out, derived=derived, wall_seconds=wall, lost_opens=lost_opens, lost_as=runs.lost_as
-    )

@@ -57,7 +57,7 @@ from repro.execute.attempts import (
     write_times,
 )
 from repro.execute.stopping import Gate
-from repro.execute.worker import Cancelled, Failure, Job, RunScope, _open, _run
+from repro.execute.worker import Cancelled, Failure, Job, RunScope, open_session, run_entry
 from repro.models import AttemptTimes, Condition, Partition, PlanEntry, RunRecord
 
 __all__ = ["run_on_threads", "sessions_on_threads", "thread_sessions"]
@@ -247,7 +247,8 @@ class _ThreadSession(SessionOpens):
         else:
             try:
                 answer = self._calls.call(
-                    lambda: _open(host.adapter, job, self._condition), job.protocol.retry.open_bound
+                    lambda: open_session(host.adapter, job, self._condition),
+                    job.protocol.retry.open_bound,
                 )
             except _Timeout:
                 answer = ("open-failed", "session-open-failed:timeout")
@@ -265,7 +266,7 @@ class _ThreadSession(SessionOpens):
         session, job = self._session, self._host.job
         assert session is not None
         try:
-            kind, value = self._calls.call(lambda: _run(job, session, entry), self._timeout)
+            kind, value = self._calls.call(lambda: run_entry(job, session, entry), self._timeout)
         except _Timeout:
             self._session = None  # still running, perhaps: never used again
             return Failure("timeout")

@@ -80,7 +80,9 @@ __all__ = [
     "check_evidence",
     "die_with_parent",
     "main",
+    "open_session",
     "preloads",
+    "run_entry",
     "seed_global_generators",
     "stopped_with_run",
 ]
@@ -281,7 +283,9 @@ def _show(job: Job, what: str, exc: BaseException) -> None:
         sys.stderr.flush()
 
 
-def _open(adapter: Adapter, job: Job, condition: Condition) -> tuple[Any, ...]:
+def open_session(adapter: Adapter, job: Job, condition: Condition) -> tuple[Any, ...]:
+    """Open ``condition``'s session: ``("opened", session, contract)`` or ``("open-failed",
+    cause)``. A worker process and a study's threads open sessions so alike."""
     try:
         session = adapter.open(job.protocol, condition, job.frozen)
         contract = dict(session.contract)
@@ -301,7 +305,9 @@ def _open(adapter: Adapter, job: Job, condition: Condition) -> tuple[Any, ...]:
     return ("opened", session, contract)
 
 
-def _run(job: Job, session: Session, entry: PlanEntry) -> tuple[Any, ...]:
+def run_entry(job: Job, session: Session, entry: PlanEntry) -> tuple[Any, ...]:
+    """Run one plan entry in ``session``: the answer a worker sends back (its first item says
+    how the run ended). A worker process and a study's threads run entries so alike."""
     try:
         checked = check_evidence(session.run(entry))
     except RunFailed as exc:
@@ -353,14 +359,14 @@ def _serve_job(conn: multiprocessing.connection.Connection, job: Job) -> None:
         if kind == "open" and unpinned:
             answer = ("open-failed", "session-open-failed:sources-differ-in-worker")
         elif kind == "open":
-            answer = _open(adapter, job, request[1])
+            answer = open_session(adapter, job, request[1])
             if answer[0] == "opened":
                 session, answer = answer[1], ("opened", answer[2])
         elif kind == "run" and session is not None:
             entry: PlanEntry = request[1]
             if job.stream is None and entry.seed is not None:
                 seed_global_generators(entry.seed)
-            answer = _run(job, session, entry)
+            answer = run_entry(job, session, entry)
         elif kind == "seek" and job.stream is not None:
             # Replay from a kept state: a partition's first (before its session opens) or one
             # kept mid-partition (the stream's with the session open).
@@ -521,6 +527,22 @@ class Worker:
         if then is not None and (then[0] != "run" or self._stream is not None):
             raise RuntimeError("only a run request in per-run mode may be sent ahead")
         starting = self._conn is None
+        conn, sent = self._send(message, ahead, then)
+        bound = self._timeout if message[0] == "run" and not starting else self._open_timeout
+        if meanwhile is not None:
+            try:
+                meanwhile()
+            except BaseException:
+                self.kill()
+                raise
+        return self._receive(conn, sent + bound if bound is not None else None)
+
+    def _send(
+        self, message: tuple[Any, ...], ahead: tuple[Any, ...] | None, then: tuple[Any, ...] | None
+    ) -> tuple[multiprocessing.connection.Connection, float]:
+        """Send ``message`` (unless it went ahead of the last answer) and then ``then``,
+        starting the child first if none runs; return its connection and when ``message`` was
+        sent (by the monotonic clock)."""
         try:
             conn = self._conn or self._start()
             if ahead is None:
@@ -534,14 +556,13 @@ class Worker:
                 self._ahead = then
         except OSError:
             raise WorkerLost(self._loss()) from None
-        bound = self._timeout if message[0] == "run" and not starting else self._open_timeout
-        if meanwhile is not None:
-            try:
-                meanwhile()
-            except BaseException:
-                self.kill()
-                raise
-        deadline = sent + bound if bound is not None else None
+        return conn, sent
+
+    def _receive(
+        self, conn: multiprocessing.connection.Connection, deadline: float | None
+    ) -> tuple[Any, ...]:
+        """The child's answer, by ``deadline`` (monotonic; None: no bound), without the stream
+        state it carries in stream mode (kept as :attr:`stream_state`)."""
         try:
             if not self._answered(conn, deadline):
                 self.kill()
