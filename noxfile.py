@@ -125,7 +125,7 @@ def quick(session: nox.Session) -> None:
     """The quick tier, for the inner loop: every test not marked ``slow``, in random order as in
     ``tests``, spread over the machine's cores (pytest-xdist, ``-n auto``). ``slow`` marks the
     files and classes that run studies end to end, fresh interpreters, Chromium or CAGE-2, and
-    each test measured at about a second or more on its own. Not a default session: ``uvx nox``
+    each test measured at about a third of a second or more. Not a default session: ``uvx nox``
     runs the whole suite, slow tests included."""
     _sync(session, "test", extras=("gymnasium", "plot", "cyborg", "dask", "inspect"))
     session.run(

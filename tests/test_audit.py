@@ -60,6 +60,7 @@ def _copy(bundle: Path, tmp_path: Path) -> Path:
 class TestSample:
     """The sample is a function of the bundle's identity alone."""
 
+    @pytest.mark.slow
     @given(
         digest=st.text("0123456789abcdef", min_size=64, max_size=64),
         size=st.integers(1, 60),

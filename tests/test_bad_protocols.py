@@ -1018,6 +1018,7 @@ class TestTables:
         path.write_text(json.dumps(SMALL), "utf-8")
         prepare(path, {})
 
+    @pytest.mark.slow
     @needs_cyborg
     def test_cage2_base_is_good(self, tmp_path: Path) -> None:
         """So does the reduced CAGE-2 protocol on a private copy of the scenario."""
@@ -1058,6 +1059,7 @@ def test_wrong_types(case: Case, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     _refused(case, SMALL, tmp_path, monkeypatch)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", OUT_OF_RANGE, ids=_ids(OUT_OF_RANGE))
 def test_out_of_range(case: Case, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Right type, wrong value: refused at the JSON path of the field itself."""

@@ -34,6 +34,7 @@ class TestRoundTrip:
         first = canonical.dumps(value)
         assert canonical.dumps(canonical.loads(first)) == first
 
+    @pytest.mark.slow
     @given(st.dictionaries(st.text(), st.integers(-(2**53), 2**53), max_size=8))
     def test_key_order_does_not_matter(self, mapping: dict[str, int]) -> None:
         """Objects with the same members in another order have the same bytes."""
@@ -46,6 +47,7 @@ class TestRoundTrip:
             with pytest.raises(ValueError, match="non-finite"):
                 canonical.dumps({"x": [bad]})
 
+    @pytest.mark.slow
     @given(
         st.recursive(
             st.none()

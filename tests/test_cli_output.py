@@ -146,6 +146,7 @@ COMMANDS = list(_commands(typer.main.get_group(app)))
 class TestVersionAndHelp:
     """``repro --version``, and -h or --help on every command."""
 
+    @pytest.mark.slow
     def test_version(self) -> None:
         """``repro --version`` prints ``repro <version>`` (the installed distribution's) and
         exits 0, in a process of its own as a user runs it."""
@@ -176,6 +177,7 @@ class TestVersionAndHelp:
         for code, meaning in codes:
             assert f"{code} {' '.join(meaning.split())}" in text, (code, text)
 
+    @pytest.mark.slow
     @pytest.mark.parametrize("command", COMMANDS, ids=lambda c: " ".join(c) or "repro")
     def test_help_breaks_no_sentence_at_80_columns(self, command: tuple[str, ...]) -> None:
         """At 80 columns a help text's line ends only where its next word would not fit (rich's

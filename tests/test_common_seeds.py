@@ -283,6 +283,7 @@ class TestSharedSeeds:
         old, new = by_levels(before), by_levels(after)
         assert old.items() <= new.items()
 
+    @pytest.mark.slow
     @settings(max_examples=60, deadline=None)
     @given(
         st.lists(st.integers(1, 3), min_size=1, max_size=3),

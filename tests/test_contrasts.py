@@ -439,6 +439,7 @@ def test_protocols_without_contrasts_freeze_as_before() -> None:
     assert layout.CONTRASTS not in layout.payload_files(fp, ["c00"])
 
 
+@pytest.mark.slow
 def test_show_prints_and_emits_the_contrasts(contrasted: Path) -> None:
     """repro show prints a contrasts table (each contrast with its verdict) after verifying,
     and --json holds contrasts.json's content under "contrasts" (null without contrasts)."""
@@ -812,6 +813,7 @@ class TestBootstrap:
         u = unpaired_bootstrap(_bootstrap(pairing="unpaired"), [1.0, 2.0], [3.0])
         assert (u.estimate, u.interval, u.test) == (None, None, "unpaired-bootstrap")
 
+    @pytest.mark.slow
     def test_the_bundle(self, bootstrapped: Path) -> None:
         """The bundle verifies; each bootstrap contrast names its test and interval method,
         its estimate is the paired t's of the same pairs, its interval is exactly SciPy's

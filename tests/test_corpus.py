@@ -716,6 +716,7 @@ class TestCorpus:
         assert set(TAMPER) == set(KINDS)
         assert min(counts.values()) >= 5, counts
 
+    @pytest.mark.slow
     @pytest.mark.parametrize("case", CORPUS, ids=[f"{c.index:05d}-{c.kind}" for c in CORPUS])
     def test_case(
         self,

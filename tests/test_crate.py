@@ -90,6 +90,7 @@ def test_ro_crate_py_reads_the_crate_offline(small_bundle: Path) -> None:
     assert listed == on_disk
 
 
+@pytest.mark.slow
 def test_every_attempt_that_ran_is_a_create_action(faulty_bundle: Path) -> None:
     """One CreateAction per attempt that ran (none for the declared exclusion), each with the
     adapter as instrument, its partition as object, its runs file as result, start <= end (to

@@ -7,6 +7,7 @@ import json
 import random
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -123,6 +124,7 @@ class TestJudgedWithTheSum:
     """verify judges a record with the sum of its step rewards it made for the tally: the
     verdict is the one judge gives when it sums them itself."""
 
+    @pytest.mark.slow
     @settings(max_examples=200, deadline=None)
     @given(
         rewards=st.none() | st.lists(st.floats(allow_nan=False, allow_infinity=False), max_size=6),

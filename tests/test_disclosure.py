@@ -213,6 +213,7 @@ class TestHostPaths:
         data = "\u200b\ufeff/\u00adhome/\u2060alice".encode()
         assert scan("f", data) == [Disclosure("f", 6, "host-path", "posix-host-root")]
 
+    @pytest.mark.slow
     @settings(max_examples=60)
     @given(
         root=st.sampled_from(UNIX_ROOTS),
@@ -550,6 +551,7 @@ class TestScanner:
             scanner.feed(b"")
         assert scanner.finish() == _expected(text, MAX_HITS_KEPT)
 
+    @pytest.mark.slow
     def test_large_file_in_blocks(self) -> None:
         """Three MiB of random fragments fed in blocks of random sizes, at the scanner's own
         settings, give scan()'s hits (scanned as one piece)."""

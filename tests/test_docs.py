@@ -143,6 +143,7 @@ class TestCliReference:
                     for spelled in param.opts:
                         assert f"`{spelled}" in section, (path, spelled)
 
+    @pytest.mark.slow
     @pytest.mark.parametrize("hash_seed", ["0", "1", "2", "3"])
     def test_the_terminal_changes_nothing(self, hash_seed: str) -> None:
         """Generated in a fresh interpreter with a narrow terminal, colour forced and rich's

@@ -276,6 +276,7 @@ def _report_links_and_html(report: str) -> list[tuple[str, str]]:
 class TestReport:
     """validation-report.md of the hostile study: every bundle string is text."""
 
+    @pytest.mark.slow
     def test_no_markup_from_the_bundle_is_active(self, hostile_bundle: Path) -> None:
         """Read by a renderer that passes HTML: no raw HTML (but the version marker), no link or
         image, no emphasis but the report's own; the headings are the report's own, one class
@@ -480,6 +481,7 @@ class TestTerminal:
         assert "harness\\x1b]0;pwned\\x07.py" in out
         assert "harness\\u202e\\x1b[2J\\x9b.py" in out
 
+    @pytest.mark.slow
     def test_protocol_check_names_the_harness(self, tmp_path: Path) -> None:
         """protocol check prints the pinned harness by its name, its control characters as
         text."""

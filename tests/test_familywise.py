@@ -213,6 +213,7 @@ class TestRule:
         rep = reproduction(_frozen(5, _five_published(0.0), FAMILYWISE), _agg(FIVE), 2)
         assert rep.verdict == "unavailable"
 
+    @pytest.mark.slow
     @settings(max_examples=60, deadline=None)
     @given(
         st.lists(

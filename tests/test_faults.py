@@ -340,6 +340,7 @@ class TestOverlap:
         assert log == expected
         assert [r.slot for r in result.records] == slots
 
+    @pytest.mark.slow
     def test_a_run_sent_ahead_starts_without_being_asked(self, tmp_path: Path) -> None:
         """A run sent ahead with ``then`` is answered with no further request; asking for it
         reads that answer, and its attempt began when the answer before it arrived. Asking
@@ -360,6 +361,7 @@ class TestOverlap:
         finally:
             worker.stop()
 
+    @pytest.mark.slow
     def test_attempts_sent_ahead_begin_as_the_one_before_ends(self, tmp_path: Path) -> None:
         """In a per-run study each attempt after a partition's first began when the one before
         it was answered (its times line says so); the first began before its session opened."""
@@ -382,6 +384,7 @@ class TestOverlap:
         finally:
             worker.stop()
 
+    @pytest.mark.slow
     def test_failing_work_meanwhile_kills_the_child(self, tmp_path: Path) -> None:
         """An error in the caller's work (a full disk, say) is raised as it is, not taken for a
         lost worker, and the child running the request is killed."""
@@ -441,6 +444,7 @@ class TestSpares:
             finally:
                 worker.stop()
 
+    @pytest.mark.slow
     def test_a_spare_imports_what_it_is_told_before_its_job(
         self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     ) -> None:

@@ -199,6 +199,7 @@ class TestMoreRules:
     """The rest of the rules a study applies to an attempt, each forged with everything
     re-derived."""
 
+    @pytest.mark.slow
     def test_more_step_rewards_than_a_record_may_hold(
         self, small_bundle: Path, tmp_path: Path
     ) -> None:
@@ -351,6 +352,7 @@ class TestSlotAndPartitionRules:
         forge(root, edit)
         _caught(root, "join-attempt-after-terminal")
 
+    @pytest.mark.slow
     def test_the_first_checkpoint_of_a_stream_study(self, tmp_path: Path) -> None:
         """In stream seeding, the first partition's checkpoint replaced by another generator
         state (the crate and the rest re-derived): named, as it is not the seed's state."""
@@ -365,6 +367,7 @@ class TestSlotAndPartitionRules:
         rederive(root)
         _caught(root, "checkpoint-seed")
 
+    @pytest.mark.slow
     def test_paired_seeds_unpaired(self, tmp_path: Path) -> None:
         """A study under common random numbers (``seeding.common: ["participant"]``) whose
         second participant's sealed seeds were replaced by derive_seed's own seeds of its slots
@@ -564,6 +567,7 @@ class TestReproductionCriterion:
         findings = _caught(root, "seal-protocol-digest")
         assert "protocol-digest" not in _codes(findings)
 
+    @pytest.mark.slow
     def test_the_criterion_put_beside_a_bootstrap_interval(self, tmp_path: Path) -> None:
         """The family-wise criterion written into the protocol of a bundle whose intervals are
         bootstraps (which the criterion cannot recompute at another level), the digest

@@ -158,6 +158,7 @@ class TestCanonicalFuzz:
         """Arbitrary bytes: BadInput or a value that has a canonical form."""
         _loads_or_refuses(data)
 
+    @pytest.mark.slow
     @_settings(150)
     @given(json_like())
     def test_spliced_json(self, data: bytes) -> None:
@@ -166,6 +167,7 @@ class TestCanonicalFuzz:
         canonical form."""
         _loads_or_refuses(data)
 
+    @pytest.mark.slow
     @_settings(100)
     @given(VALUES)
     def test_round_trip(self, value: Any) -> None:

@@ -66,6 +66,7 @@ def sent(tmp_path_factory: pytest.TempPathFactory) -> tuple[bytes, Path]:
     return (folder / "spec-c00-r0000.json").read_bytes(), bundle
 
 
+@pytest.mark.slow
 def test_the_run_spec_is_what_the_adapter_sends(sent: tuple[bytes, Path]) -> None:
     """The doc's run spec has the keys (nested) and the values of the spec the adapter
     wrote to the harness's stdin, the release's absolute path aside; the bytes sent are

@@ -106,6 +106,7 @@ def _marks(elements: list[Element], condition: str) -> dict[str, Element]:
 # --------------------------------------------------------------------------- figures
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("which", ["published_bundle", "scored_bundle", "contrasted_bundle"])
 def test_every_figure_is_the_bundles(which: str, request: pytest.FixtureRequest) -> None:
     """Each data-value in the page is the figure of aggregates.json, tiers.json, the ledger or
@@ -210,6 +211,7 @@ def section_elements(section: Element) -> list[Element]:
     return found
 
 
+@pytest.mark.slow
 def test_scored_page_has_the_cells_and_gates(scored: Shown) -> None:
     """A scored bundle's page has a row per cell and says whether each publish gate holds."""
     assert scored.scores is not None
@@ -467,6 +469,7 @@ def test_marks_stand_where_their_values_say(published: Shown) -> None:
     assert "published_halfwidth" in _marks(elements, "c00")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("which", ["published_bundle", "scored_bundle"])
 def test_conditions_share_one_axis_with_nice_ticks(
     which: str, request: pytest.FixtureRequest
@@ -590,6 +593,7 @@ def test_far_apart_conditions_still_share_one_axis(published: Shown) -> None:
     assert 0 < a < 5 and 95 < b < 100
 
 
+@pytest.mark.slow
 def test_big_bundles_are_binned_and_say_so(tmp_path: Path) -> None:
     """Past :data:`POINTS_LIMIT` valid runs in all, each condition's runs are counted in bins
     (every run in one, the counts adding up to its valid runs), the caption says so and names

@@ -137,6 +137,7 @@ class TestMcNemar:
         assert (round(r.interval.low, 3), round(r.interval.high, 3)) == (-0.507, -0.026)
         assert r.difference == pytest.approx(-0.2857, abs=5e-5)
 
+    @pytest.mark.slow
     @settings(max_examples=200, deadline=None)
     @given(counts, counts, counts, counts, levels)
     def test_interval_matches_reference(
@@ -186,6 +187,7 @@ class TestMcNemar:
         rnd.shuffle(shuffled)
         assert inference.mcnemar_exact(pairs, alt) == inference.mcnemar_exact(shuffled, alt)  # type: ignore[arg-type]
 
+    @pytest.mark.slow
     @settings(max_examples=200, deadline=None)
     @given(counts, counts, counts, counts, alternatives, levels)
     def test_swapping_a_and_b(
@@ -201,6 +203,7 @@ class TestMcNemar:
         assert limits(s.interval) == mirrored(r.interval)
         assert s.p_value == r.p_value
 
+    @pytest.mark.slow
     @settings(max_examples=200, deadline=None)
     @given(counts, counts, counts, counts, alternatives, levels)
     def test_always_defined(
@@ -274,6 +277,7 @@ class TestIndependentProportions:
         assert limits(r.interval) == pytest.approx((low, high), rel=REL, abs=1e-15)
         assert r.difference == xa / na - xb / nb
 
+    @pytest.mark.slow
     @settings(max_examples=200, deadline=None)
     @given(st.integers(0, 60), st.integers(0, 60), st.data(), alternatives)
     def test_p_value_matches_fisher(
@@ -287,6 +291,7 @@ class TestIndependentProportions:
         expected = sps.fisher_exact(table, alternative=alternative).pvalue
         assert r.p_value == approx(expected)
 
+    @pytest.mark.slow
     @settings(max_examples=100, deadline=None)
     @given(st.integers(0, 30), st.integers(0, 30), st.data(), alternatives, st.randoms())
     def test_order_invariant(
@@ -426,6 +431,7 @@ class TestClusteredDifference:
         fit = sm.OLS(np.array([v for *_, v in runs]), x).fit(cov_type="HC1")
         assert r.se == approx(fit.bse[1])
 
+    @pytest.mark.slow
     @settings(max_examples=100, deadline=None)
     @given(runs_strategy, alternatives, st.randoms())
     def test_order_invariant(self, runs: list[Any], alt: str, rnd: random.Random) -> None:
@@ -435,6 +441,7 @@ class TestClusteredDifference:
         r = inference.clustered_difference(runs, alt)  # type: ignore[arg-type]
         assert inference.clustered_difference(shuffled, alt) == r  # type: ignore[arg-type]
 
+    @pytest.mark.slow
     @settings(max_examples=100, deadline=None)
     @given(runs_strategy, alternatives, levels)
     def test_swapping_a_and_b(self, runs: list[Any], alt: str, level: float) -> None:
@@ -517,6 +524,7 @@ class TestClusteredPairedDifference:
             low, high = expected.confidence_interval(0.95)
             assert limits(r.interval) == approx((low, high))
 
+    @pytest.mark.slow
     @settings(max_examples=100, deadline=None)
     @given(pairs_strategy, alternatives, st.randoms())
     def test_order_invariant(self, pairs: list[Any], alt: str, rnd: random.Random) -> None:
@@ -526,6 +534,7 @@ class TestClusteredPairedDifference:
         r = inference.clustered_paired_difference(pairs, alt)  # type: ignore[arg-type]
         assert inference.clustered_paired_difference(shuffled, alt) == r  # type: ignore[arg-type]
 
+    @pytest.mark.slow
     @settings(max_examples=100, deadline=None)
     @given(pairs_strategy, alternatives, levels)
     def test_swapping_a_and_b(self, pairs: list[Any], alt: str, level: float) -> None:

@@ -78,6 +78,7 @@ _scenarios = st.dictionaries(
 )
 
 
+@pytest.mark.slow
 @given(_scenarios, st.none() | _digests, st.none() | _digests)
 def test_matching_sources_have_no_problem(
     scenario: dict[str, str], tree: str | None, agent: str | None

@@ -65,6 +65,7 @@ class TestLossesAreTold:
         assert "6 not valid" in text  # the plain-lines progress, as in a log
         assert verify(tmp_path / "b") == []
 
+    @pytest.mark.slow
     @pytest.mark.usefixtures("fault_adapter")
     def test_the_end_of_a_study_groups_its_losses_by_how_each_slot_ended(
         self, tmp_path: Path

@@ -238,6 +238,7 @@ class TestHostileArchives:
 class TestBombs:
     """What an archive declares bounds what verify inflates and lists."""
 
+    @pytest.mark.slow
     def test_a_bomb_is_named_without_inflating_it(self, tmp_path: Path) -> None:
         """A member of 64 MiB of zeros (deflated to some 64 KiB) is named by its ratio, and
         verify holds far less than the member while it does so."""

@@ -32,6 +32,7 @@ def _protocol(factors: list[list[str]], participants: int, runs: int) -> Protoco
 class TestSlotIds:
     """Slot IDs are unique, and stable for a given protocol."""
 
+    @pytest.mark.slow
     @settings(max_examples=50, deadline=None)
     @given(st.lists(levels, min_size=1, max_size=3), st.integers(1, 3), st.integers(1, 120))
     def test_unique_and_stable(

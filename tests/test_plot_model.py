@@ -107,6 +107,7 @@ def test_each_condition_carries_the_runs_its_mean_is_of(
 _FINITE = st.floats(allow_nan=False, allow_infinity=False)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @example(low=-500.0, high=89.0)
 @example(low=-227.926625, high=-226.776709)
@@ -361,6 +362,7 @@ def _svg_figures(page: str) -> dict[tuple[str, str], dict[str, Any]]:
     return found
 
 
+@pytest.mark.slow
 def test_png_and_html_plot_show_the_same(
     published: Shown, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -85,6 +85,7 @@ class TestAgainstStatsmodels:
     and those cases are left out (repro's power, from SciPy's noncentral t survival function,
     stays finite there: :class:`TestEdges`)."""
 
+    @pytest.mark.slow
     @settings(max_examples=150, deadline=None)
     @given(st.floats(0.0, 3.0), st.integers(2, 400), ALPHAS, SIDES)
     def test_paired_power_is_ttestpower(
@@ -101,6 +102,7 @@ class TestAgainstStatsmodels:
         if math.isfinite(theirs):  # its own two-sided form, where its lower tail is not NaN
             assert ours == pytest.approx(theirs, rel=1e-12, abs=1e-14)
 
+    @pytest.mark.slow
     @settings(max_examples=150, deadline=None)
     @given(st.floats(0.0, 3.0), st.integers(2, 300), st.integers(2, 300), ALPHAS, SIDES)
     def test_welch_with_equal_variances_is_ttestindpower(
@@ -191,6 +193,7 @@ class TestAgainstStatsmodels:
             assume(False)
         assert d == pytest.approx(root, rel=1e-9)
 
+    @pytest.mark.slow
     @settings(max_examples=60, deadline=None)
     @given(st.floats(0.1, 2.0), ALPHAS, POWERS, SIDES)
     def test_the_runs_needed_are_the_fewest_statsmodels_says_reach_the_power(
@@ -283,6 +286,7 @@ class TestMonotonicity:
     """More runs, a larger alpha or a larger effect never lower the power; the MDE grows with
     the sd (in proportion) and with the power asked, and shrinks with the runs."""
 
+    @pytest.mark.slow
     @settings(max_examples=80, deadline=None)
     @given(st.floats(0, 6), st.floats(0, 6), st.floats(1, 500), ALPHAS, SIDES)
     def test_power_grows_with_the_noncentrality(
@@ -317,6 +321,7 @@ class TestMonotonicity:
         )
         assert mde(paired_design(sd, n), alpha, high, sided) >= base
 
+    @pytest.mark.slow
     @settings(max_examples=40, deadline=None)
     @given(st.floats(0.05, 5), st.floats(0.05, 5), ALPHAS, SIDES)
     def test_the_runs_needed_shrink_with_the_effect(
@@ -502,6 +507,7 @@ class TestPilotEstimates:
 class TestCommand:
     """``repro protocol power`` end to end: text one fact a line, --json a stable object."""
 
+    @pytest.mark.slow
     def test_text(self, pilot: Path, tmp_path: Path) -> None:
         from repro.verify import bundle_sha256
 
@@ -642,6 +648,7 @@ class TestCommand:
         assert inferior["null"] == -0.5
         assert inferior["unadjusted"]["difference"] == inferior["unadjusted"]["mde"] - 0.5
 
+    @pytest.mark.slow
     def test_the_effect_at_the_mde_needs_the_declared_runs(
         self, pilot: Path, tmp_path: Path
     ) -> None:

@@ -361,6 +361,7 @@ class TestPilot:
     """The pilot's counts are the contrasts derivation's, and each MDE is the exact design's
     at the planned pairs."""
 
+    @pytest.mark.slow
     def test_the_counts_are_the_contrasts_own(self, gate: VerifiedBundle) -> None:
         plan = _plan(gate, GATE)
         assert gate.contrasts is not None
@@ -490,6 +491,7 @@ class TestCommand:
     """``repro protocol power`` on the gate example: each contrast's MDE, what it held and
     how its power is computed, one fact a line."""
 
+    @pytest.mark.slow
     def test_text(self, scored_bundle: Path, tmp_path: Path) -> None:
         from repro.verify import bundle_sha256
 
@@ -533,6 +535,7 @@ class TestCommand:
         ):
             assert said in text, said
 
+    @pytest.mark.slow
     def test_the_effect_at_the_mde(self, scored_bundle: Path, tmp_path: Path) -> None:
         """--effect the MDE at 6 runs: reached at 6 runs or fewer, said to be the first
         reaching the target."""

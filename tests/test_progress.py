@@ -74,6 +74,7 @@ class TestTimeLeft:
         lines = capsys.readouterr().err.splitlines()
         assert lines[-1] == "study: 10/20 runs (50%), 10.0 s elapsed, about 33.3 s left (c00)"
 
+    @pytest.mark.slow
     @given(
         costs=st.lists(st.floats(0.5, 200), min_size=1, max_size=5),
         runs=st.integers(1, 20),

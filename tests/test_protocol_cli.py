@@ -73,6 +73,7 @@ def _digest(data: Any) -> str:
 class TestComments:
     """``$comment`` keys are notes for readers, removed before validation."""
 
+    @pytest.mark.slow
     @settings(max_examples=60, deadline=None)
     @given(
         protocol=st.sampled_from(PROTOCOLS),

@@ -98,6 +98,7 @@ class TestPointEstimates:
         gap = rl.optimality_gap(x, gamma=2.5)
         assert close(gap, metrics.aggregate_optimality_gap(x, gamma=2.5), max(scale, 2.5))
 
+    @pytest.mark.slow
     @settings(max_examples=100, deadline=None)
     @given(matrices(GRID))
     def test_exact_where_sums_are_exact(self, x: np.ndarray) -> None:
@@ -125,6 +126,7 @@ class TestPointEstimates:
         assert math.isclose(ours, theirs, rel_tol=1e-15, abs_tol=1e-15)
         assert 0.0 <= ours <= 1.0
 
+    @pytest.mark.slow
     @settings(max_examples=100, deadline=None)
     @given(st.one_of(matrices(CONTINUOUS), matrices(GRID)), st.lists(CONTINUOUS, max_size=12))
     def test_run_score_profile_is_rliables(self, x: np.ndarray, taus: list[float]) -> None:
@@ -133,6 +135,7 @@ class TestPointEstimates:
         theirs = rly.score_distributions(x, np.array(taus_all)).tolist()
         assert rl.performance_profile(x, taus_all) == tuple(theirs)
 
+    @pytest.mark.slow
     @settings(max_examples=100, deadline=None)
     @given(matrices(GRID), st.lists(GRID, max_size=12))
     def test_task_mean_profile_is_rliables(self, x: np.ndarray, taus: list[float]) -> None:
@@ -481,6 +484,7 @@ class TestBatches:
     """The replicates are drawn and computed a batch at a time, and each is the float it is
     one at a time: batching changes no figure of any bundle."""
 
+    @pytest.mark.slow
     @settings(max_examples=60, deadline=None)
     @given(
         st.sampled_from(["default", "rliable"]),

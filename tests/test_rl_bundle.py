@@ -330,6 +330,7 @@ class TestTheScoreMatrix:
                 for y in profiles[q.participant]
             ]
 
+    @pytest.mark.slow
     def test_no_complete_replicate_has_no_figure(self, tmp_path: Path) -> None:
         """A participant whose every replicate misses a task has null figures, never NaN or
         an imputed value, and the bundle verifies."""

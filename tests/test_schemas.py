@@ -64,6 +64,7 @@ class TestSchemas:
         """Each file of a real bundle validates against its schema with jsonschema."""
         jsonschema.validate(json.loads((small_bundle / file).read_text()), schemas.load(kind))
 
+    @pytest.mark.slow
     def test_partitions_and_runs_validate(self, small_bundle: Path) -> None:
         """Every partition and every run record validates."""
         for path in (small_bundle / "data/plans").glob("c*.json"):

@@ -133,6 +133,7 @@ def _rewrite(path: Path, change: Callable[[dict[str, Any]], None]) -> None:
 class TestRoundTrip:
     """A signed bundle verifies with the signer's key, in either key format."""
 
+    @pytest.mark.slow
     @pytest.mark.parametrize("make", [openssh_key, pem_key], ids=["openssh", "pem"])
     def test_sign_then_verify(self, root: Path, tmp_path: Path, make: Any) -> None:
         """The signature file is named after the key and the kind, outside every manifest, and
@@ -236,6 +237,7 @@ class TestRoundTrip:
         sign_bundle(root, key, open_verified)
         assert _codes(root, Path(f"{key}.pub")) == set()
 
+    @pytest.mark.slow
     def test_encrypted_key_with_the_passphrase_variable(
         self, root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     ) -> None:
@@ -461,6 +463,7 @@ _FLIPS = settings(
 class TestTamperedEnvelope:
     """Any change to an envelope's payload or signature is caught."""
 
+    @pytest.mark.slow
     @_FLIPS
     @given(where=st.floats(0, 1, exclude_max=True), bit=st.integers(0, 7), part=st.booleans())
     def test_any_flipped_bit(

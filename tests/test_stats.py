@@ -21,6 +21,7 @@ samples = st.lists(st.floats(-1e6, 1e6, allow_nan=False), min_size=2, max_size=6
 class TestSummary:
     """n, mean and sd."""
 
+    @pytest.mark.slow
     @given(samples, st.randoms())
     def test_order_invariant_bit_exact(self, values: list[float], rnd: random.Random) -> None:
         """Shuffling the sample leaves mean and variance bit-identical (fsum, two-pass)."""

@@ -109,6 +109,7 @@ class TestTheRule:
         superseded = Ended("excluded", "superseded-scenario-version:2")
         assert early_stop([bad, superseded, bad, bad], 30) is None  # it ran
 
+    @pytest.mark.slow
     @given(
         st.lists(
             st.sampled_from(
@@ -175,6 +176,7 @@ class TestTheGate:
 class TestAStudyStopsEarly:
     """A harness that fails structurally on every attempt stops the study early."""
 
+    @pytest.mark.slow
     @pytest.mark.parametrize(
         ("mode", "cause"), [("garbage", "outcome-not-json"), ("exit", "harness-exit:7")]
     )
@@ -227,6 +229,7 @@ class TestAStudyStopsEarly:
 class TestTheRuleChangesNothingElse:
     """A study the rule does not stop is byte for byte the study without the rule."""
 
+    @pytest.mark.slow
     def test_a_study_that_does_not_stop_is_byte_identical_with_and_without_the_rule(
         self, counting: Path, tmp_path: Path
     ) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import struct
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -21,6 +22,7 @@ def _expected(items: list[tuple[bytes, bytes]]) -> str:
     return hashlib.sha256(b"repro.trace/1" + framed).hexdigest()
 
 
+@pytest.mark.slow
 @given(_ITEMS, st.integers(min_value=1, max_value=7000))
 def test_every_way_of_adding_gives_the_digest_of_the_framed_items(
     items: list[tuple[bytes, bytes]], cut: int

@@ -609,6 +609,7 @@ class TestIncomplete:
         assert names[-3:] == ["bag-info.txt", MANIFEST, TAGMANIFEST]
         assert all(n.startswith("data/") for n in names[1:-3])
 
+    @pytest.mark.slow
     def test_every_kill_point(self, write_order: list[tuple[str, bytes]], tmp_path: Path) -> None:
         """Cut the write order after each file, with and without the next file half-written
         under its temporary name: the first finding says incomplete and names the partial file;

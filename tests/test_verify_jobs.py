@@ -170,6 +170,7 @@ class TestJobs:
 class TestSameFindings:
     """The findings with one job and with two are the same, in the same order."""
 
+    @pytest.mark.slow
     def test_clean(self, clean: Path, fresh_verifier: FreshVerifier) -> None:
         """A clean bundle verifies with one job and with two."""
         assert _both(clean, fresh_verifier) == ([], [])

@@ -611,6 +611,7 @@ class TestChunkedReading:
     """Reading a file in blocks cut after newlines gives the file's lines, wherever the blocks
     end, and a line past the limit as its length, without holding it."""
 
+    @pytest.mark.slow
     @settings(max_examples=300, deadline=None)
     @given(
         st.lists(_FRAGMENTS, max_size=40),
