@@ -5,6 +5,8 @@ so that each room and each function can be read whole (docs/architecture.md, "Wh
 from __future__ import annotations
 
 import ast
+import io
+import tokenize
 from pathlib import Path
 
 import pytest
@@ -88,3 +90,90 @@ def test_no_module_imports_another_modules_private_names() -> None:
                     continue
                 found.append(f"{module.relative_to(SRC.parent)}: {node.module}.{name}")
     assert not found
+
+
+def _comment_lines(source: str) -> tuple[set[int], set[int]]:
+    """The lines that hold a comment, and those that hold nothing else."""
+    anywhere: set[int] = set()
+    only: set[int] = set()
+    lines = source.splitlines()
+    for token in tokenize.generate_tokens(io.StringIO(source).readline):
+        if token.type == tokenize.COMMENT:
+            row = token.start[0]
+            anywhere.add(row)
+            if lines[row - 1].lstrip().startswith("#"):
+                only.add(row)
+    return anywhere, only
+
+
+def _unexplained_imports(source: str) -> list[int]:
+    """The lines of the function-local imports of ``source`` that no comment explains: none on
+    the import's own lines, none on a line of its own just above it or just above the run of
+    consecutive import lines it belongs to."""
+    anywhere, only = _comment_lines(source)
+    found: list[int] = []
+    for function in ast.walk(ast.parse(source)):
+        if not isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef):
+            continue
+        for node in ast.walk(function):
+            for field in ("body", "orelse", "finalbody"):
+                block = getattr(node, field, None)
+                if not isinstance(block, list):
+                    continue
+                explained = False
+                previous: ast.stmt | None = None
+                for statement in block:
+                    if not isinstance(statement, ast.Import | ast.ImportFrom):
+                        previous = None
+                        continue
+                    assert statement.end_lineno is not None
+                    own = range(statement.lineno, statement.end_lineno + 1)
+                    run_goes_on = (
+                        previous is not None and previous.end_lineno == statement.lineno - 1
+                    )
+                    explained = (
+                        any(row in anywhere for row in own)
+                        or statement.lineno - 1 in only
+                        or (run_goes_on and explained)
+                    )
+                    if not explained:
+                        found.append(statement.lineno)
+                    previous = statement
+    return sorted(set(found))
+
+
+@pytest.mark.parametrize("module", MODULES, ids=_ids(MODULES))
+def test_function_local_imports_say_why(module: Path) -> None:
+    """A function imports inside itself only where the import is lazy on purpose (issue 48),
+    and then a comment says why: on the import's line, on the line above it, or on the line
+    above the run of consecutive import lines it belongs to. Any other import belongs at the
+    top of its module."""
+    found = _unexplained_imports(module.read_text(encoding="utf-8"))
+    assert not found, f"{module.relative_to(SRC.parent)}: unexplained imports at lines {found}"
+
+
+def test_an_unexplained_local_import_is_found() -> None:
+    """The rule finds a function-local import no comment explains (alone, after a blank line
+    that ends a commented run, or after a statement), and passes one whose comment is on its
+    line, just above it, or above its run of imports."""
+    source = (
+        "import os\n"
+        "def f():\n"
+        "    import json\n"
+        "    # Lazy: why.\n"
+        "    import csv\n"
+        "    from re import (\n"
+        "        sub,\n"
+        "    )\n"
+        "\n"
+        "    import abc\n"
+        "    x = 1  # a comment of another line\n"
+        "    import array\n"
+        "    import ast  # Lazy: why.\n"
+        "    if x:\n"
+        "        import math\n"
+        "    else:\n"
+        "        # Lazy: why.\n"
+        "        import cmath\n"
+    )
+    assert _unexplained_imports(source) == [3, 10, 12, 15]

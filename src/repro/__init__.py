@@ -32,6 +32,7 @@ if _typing.TYPE_CHECKING:  # spelt so, lint-imports sees these imports are for t
 def version() -> str:
     """repro's version as installed (the distribution's metadata), or the package's own
     ``__version__`` when it runs from a source tree that is not installed."""
+    # Lazy: importlib.metadata (email, zipfile, csv...) would weigh on every `import repro`.
     import importlib.metadata
 
     try:

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from repro._files import PathArg, path_of
-from repro.errors import BadInput
+from repro.errors import BadInput, SlotsLost
 
 if TYPE_CHECKING:
     from repro.execute.studies import StudyResult
@@ -64,7 +64,7 @@ def study(
         raise BadInput(
             "workers and scheduler exclude each other: the cluster's workers run the partitions"
         )
-    from repro.errors import SlotsLost
+    # Lazy: `import repro` stays without the study machinery; only a study runs it.
     from repro.execute.backends import Backend, DaskCluster, LocalWorkers
     from repro.execute.spares import Spares, runs_on_threads
     from repro.execute.studies import Prestart, lost_slots, prepare
@@ -139,6 +139,7 @@ def __getattr__(name: str) -> Any:
     """``verify``: the verifier's own :func:`repro.verify.api.verify`, imported when first asked
     for (PEP 562), as ``repro.verify`` is."""
     if name == "verify":
+        # Lazy (PEP 562): `import repro` stays without the verifier until `verify` is asked for.
         from repro.verify.api import verify
 
         return verify

@@ -35,6 +35,7 @@ from securesystemslib.signer import CryptoSigner, Signature, SSlibKey
 
 from repro import layout
 from repro._files import write_atomically
+from repro.disclosure import scan_hits
 from repro.errors import BadInput, NotVerified
 from repro.json import canonical
 
@@ -403,8 +404,6 @@ def sign_statement(root: Path, statement: dict[str, Any], key_path: Path, kind: 
     ``root/signatures/<key>.<kind>.dsse.json``, atomically, mode 0600; return its path. Signing
     again with the same key writes the same bytes and changes nothing; a different envelope by
     the same key for the same kind is refused, never replaced. Raises :class:`BadInput`."""
-    from repro.disclosure import scan_hits
-
     refuse_packed(root)
     if _statement_kind(statement) != kind:
         raise BadInput(f"the statement is not of kind {kind!r} @ payload $.predicateType")

@@ -24,6 +24,7 @@ def adapters(
 
     Each adapter is listed with its name, distribution and version, object path, and the
     simulator's modules as the adapter states them ("not stated" for one that does not say)."""
+    # Lazy: `repro --help` imports this module; only `repro adapters` loads the adapters.
     from repro.adapters.base import import_error, registered_adapters
 
     installed = registered_adapters()

@@ -15,6 +15,7 @@ from typing import Annotated
 # ``repro --help`` have no use for.
 import typer
 
+from repro import version
 from repro.cli import (
     adapters,
     audit,
@@ -49,8 +50,6 @@ app = typer.Typer(
 
 def _version() -> str:
     """repro's version (:func:`repro.version`)."""
-    from repro import version
-
     return version()
 
 

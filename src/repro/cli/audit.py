@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any
 
+import attrs
 import typer
 
 from repro._escape import json_text, visible
@@ -55,14 +56,14 @@ def audit(
     drawn slot is re-executed from the nearest kept generator state before it, through the
     next kept state, which must match (chaining). A clean sample of N bounds the fraction of
     slots that could differ: at 95%, 1 - 0.05^(1/N) (4.95% for N = 59)."""
-    import attrs
-
+    # Lazy: `repro --help` imports this module; only `repro audit` runs the study machinery.
     from repro.execute.audit import audit as audit_bundle
     from repro.execute.audit import sign_audit
 
     if (sample is None) == (not every_slot):
         raise BadInput("give exactly one of --sample N and --all")
     if sign is not None:  # a bad key, or no room for a signature, before the audit runs
+        # Lazy: cryptography, only when the audit is signed.
         from repro.bundle.signatures import load_signing_key, refuse_packed
 
         refuse_packed(bundle)

@@ -43,6 +43,7 @@ class Presenting:
 
 def print_error(error: ReproError) -> None:
     """Print ``error`` on stderr, after a red ``error:``."""
+    # Lazy: rich only when an error is printed (`repro verify` of a good bundle has none).
     from rich.markup import escape
 
     # Escaped: a message may hold brackets that are not markup, as a JSON path's "$.matrix[0]".

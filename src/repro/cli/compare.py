@@ -28,6 +28,7 @@ def compare(
     For a scored study it lists the candidate's regressions against the baseline; for two
     backends' runs it compares them slot by slot. It exits 1 on a regression or a bundle that
     does not verify."""
+    # Lazy: `repro --help` imports this module; only `repro compare` verifies and compares.
     from repro.compare.bundles import CompareResult
     from repro.compare.bundles import compare as compare_bundles
 

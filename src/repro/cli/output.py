@@ -43,6 +43,7 @@ def err_console() -> Console:
     """The console for messages on stderr, made on first use: a verify that succeeds prints
     nothing through it, so it never imports rich. On a terminal it wraps long lines; anywhere
     else it wraps none (:func:`repro.present.terminal.console`)."""
+    # Lazy: rich only when something is printed through it (tests/test_startup.py).
     from repro.present.terminal import console
 
     return console(stderr=True)
@@ -78,6 +79,7 @@ def _values(f: Finding) -> str:
 
 def print_protocol_warnings(warnings: Sequence[str]) -> None:
     """Say on stderr what a protocol may not mean (it still runs), one ``warning:`` each."""
+    # Lazy: rich only when there is a warning to print.
     from rich.markup import escape
 
     for warning in warnings:

@@ -28,6 +28,7 @@ def pack(
 
     The same bundle packs to the same bytes. repro verify, show, compare, publish, replay and
     audit read the packed bundle in place, without unpacking it."""
+    # Lazy: `repro --help` imports this module; only `repro pack` packs and verifies.
     from repro.bundle.packed import pack as pack_bundle
     from repro.verify import open_verified
 

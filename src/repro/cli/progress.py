@@ -61,6 +61,7 @@ class BarProgress:
     never the bar, the counts or the times: every other column keeps its whole width."""
 
     def __init__(self, labels: Mapping[str, str], work: Work) -> None:
+        # Lazy: rich's bars only once a study starts; `repro --help` imports this module.
         from rich.markup import escape
         from rich.progress import (
             BarColumn,
@@ -165,6 +166,7 @@ class LineProgress:
 
 def study_work(prepared: Prepared) -> Work:
     """The study's work by condition: its slots that run, each at the adapter's cost."""
+    # Lazy: the adapters and the tally only for a study's work, not at `repro --help`.
     from repro.adapters.base import slot_costs
     from repro.derive.tally import runs
 
@@ -186,6 +188,7 @@ class Labels(collections.abc.Mapping[str, str]):
 
     def _labels(self) -> dict[str, str]:
         if self._made is None:
+            # Lazy: a study imports the figures while its runs wait (tests/test_startup.py).
             from repro.figures import condition_label
 
             order = [factor.name for factor in self._protocol.matrix]

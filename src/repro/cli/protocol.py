@@ -12,6 +12,7 @@ import typer
 from repro._escape import json_text
 from repro.cli.options import AdapterOptions, parse_options
 from repro.cli.output import emit, print_findings, print_protocol_warnings
+from repro.cli.started import command, started
 from repro.errors import BadInput, NotVerified, Problem
 
 if TYPE_CHECKING:
@@ -28,6 +29,7 @@ def check(
     """Validate and freeze PROTOCOL as `repro study` would, running and writing nothing.
 
     It prints the frozen sha256 a study records, the adapter, the plan size and pinned sources."""
+    # Lazy: `repro --help` imports this module; only `protocol check` prepares a study.
     from repro.execute.studies import prepare
     from repro.json.serde import unstructure
 
@@ -113,6 +115,7 @@ def power(
     from the pilot's discordance (McNemar) or mean rate (Fisher), held fixed, its power exact.
     With --effect it also says the runs per condition needed. Every figure says what it assumed: a
     pilot's variance is itself uncertain."""
+    # Lazy: `repro --help` imports this module; only `protocol power` plans (with SciPy).
     from repro.json.serde import unstructure
     from repro.power import pilot_tally, power_plan
     from repro.present.power import lines
@@ -146,6 +149,7 @@ def power(
     if as_json:
         emit(json_text(unstructure(plan)))
         return
+    # Lazy: rich only to print the plan, not for --json.
     from repro.present.terminal import console
 
     out = console()
@@ -155,6 +159,7 @@ def power(
 
 def _templates() -> dict[str, str]:
     """The starting protocols shipped in repro/templates, by adapter name."""
+    # Lazy: importlib.resources (tempfile, random...) only for the shipped templates.
     from importlib.resources import files
 
     folder = files("repro").joinpath("templates")
@@ -172,6 +177,7 @@ _COMPANIONS = {"command": {"harness.py": "command_harness.py"}}
 
 def _companions(adapter: str) -> dict[str, str]:
     """The files ``repro protocol new`` writes beside ``adapter``'s protocol, by name."""
+    # Lazy: importlib.resources (tempfile, random...) only for the shipped templates.
     from importlib.resources import files
 
     folder = files("repro").joinpath("templates")
@@ -216,7 +222,6 @@ def new(adapter: _Adapter, out: _NewOut = None) -> None:
             )
         return
     _write_all({out: text} | {out.parent / name: body for name, body in companions.items()})
-    from repro.cli.started import command, started
 
     beside = "".join(f" and {out.parent / name}" for name in companions)
     emit(

@@ -21,6 +21,7 @@ def publish(
     """Write a scored bundle's results table, only if it verifies and every gate holds.
 
     Otherwise name each finding or failed gate, write nothing and exit 1."""
+    # Lazy: `repro --help` imports this module; only `repro publish` verifies.
     from repro.present.publishing import publish as publish_table
 
     gates = publish_table(bundle, out)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated
 
+import attrs
 import typer
 
 from repro._escape import json_text, visible
@@ -33,8 +34,7 @@ def replay(
     The simulator must be installed and the protocol's own modules and files in --sources,
     pinning what the bundle pins; in stream mode the slot's partition is re-executed from its
     checkpoint. With --traceback, see why a failed slot failed."""
-    import attrs
-
+    # Lazy: `repro --help` imports this module; only `repro replay` runs the study machinery.
     from repro.execute.replay import replay as replay_slot
 
     result = replay_slot(bundle, slot, parse_options(option or []), show_traceback, sources)

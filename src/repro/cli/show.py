@@ -40,6 +40,7 @@ def show(bundle: _Bundle, plot: _Plot = None, html: _Html = None, as_json: _AsJs
 
     With --json it prints its derived files as JSON instead; it can also draw a plot (PNG) or
     write an HTML report. A table too wide for the terminal is printed as key: value blocks."""
+    # Lazy: `repro --help` imports this module; only `repro show` verifies.
     from repro.present.showing import load
 
     if html is not None and (html.exists() or html.is_symlink()):
@@ -51,6 +52,7 @@ def show(bundle: _Bundle, plot: _Plot = None, html: _Html = None, as_json: _AsJs
     if as_json:
         emit(json_text(shown.as_dict()))
     else:
+        # Lazy: rich only for the terminal's tables, not for --json (tests/test_startup.py).
         from repro.present.terminal import console, print_identity, print_tables
 
         out = console()
@@ -63,6 +65,7 @@ def show(bundle: _Bundle, plot: _Plot = None, html: _Html = None, as_json: _AsJs
         _write_new(html, shown.html())
         emit(f"html written to {html}", err=as_json)
     if plot is not None:
+        # Lazy: matplotlib (the plot extra, maybe absent) only for --plot.
         from repro.present.plot import plot as draw
 
         try:

@@ -32,6 +32,7 @@ def sign(
     the reproduction class, the estimand with its interval, the contrasts' verdicts and repro's
     version. Several signatures (the author's, a reviewer's) sit side by side; check them with
     repro verify --trusted-key."""
+    # Lazy: `repro --help` imports this module; only `repro sign` loads cryptography.
     from repro.bundle.signatures import load_signing_key, sign_bundle
     from repro.verify import open_verified
 

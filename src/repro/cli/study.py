@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -17,6 +18,7 @@ from repro.cli.progress import (
     stderr_is_terminal,
     study_work,
 )
+from repro.cli.started import command, started
 from repro.errors import EXIT_OK, EXIT_SLOTS_LOST, EXIT_STUDY_STOPPED, BadInput, install_hint
 from repro.execute.backends import (
     MAX_LOCAL_WORKERS,
@@ -114,6 +116,7 @@ def study(
         raise BadInput(
             "--workers and --scheduler exclude each other: the cluster's workers run the partitions"
         )
+    # Lazy: `repro --help` imports this module; only `repro study` runs the study machinery.
     from repro.execute.spares import Spares, runs_on_threads
 
     with Spares() as spares:
@@ -133,10 +136,10 @@ def study(
     _print_losses(
         result.derived.ledger, result.derived.aggregates, result.lost_opens, result.lost_as
     )
-    # The command as repro was started: a bare `repro` is not on PATH after `uv run repro`.
-    from repro.cli.started import command, started
+    # Lazy: `repro --help` imports this module; only `repro study` runs the study machinery.
     from repro.execute.studies import lost_slots
 
+    # The command as repro was started: a bare `repro` is not on PATH after `uv run repro`.
     emit(command(["verify", str(out)], started()))
     if lost_slots(result.derived.ledger) and not accept_losses:
         raise typer.Exit(EXIT_SLOTS_LOST)
@@ -173,6 +176,7 @@ def _study(
 ) -> StudyResult:
     """Prepare and run the study of ``repro study``, its progress on stderr; local workers take
     their first processes from ``spares``."""
+    # Lazy: `repro --help` imports this module; only `repro study` runs the study machinery.
     from repro.execute.studies import Prestart, prepare
     from repro.execute.studies import study as run_study
 
@@ -200,8 +204,7 @@ def _print_losses(
     failed (attempts exhausted): policy-error:ZeroDivisionError (12)``), and how many session
     opens a dying worker cost (the exit counts lost slots with
     :func:`repro.execute.studies.lost_slots`)."""
-    from collections import Counter
-
+    # Lazy: the tally and its models only to print losses, not at `repro --help`.
     from repro.derive.tally import loss_groups
 
     err = err_console()

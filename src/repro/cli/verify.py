@@ -105,6 +105,7 @@ def verify(
 
     Without a trusted key each signature is listed by its key's fingerprint as not checked. A
     valid BagIt bag that is not a repro bundle is bad input; --bagit-only checks it as a bag."""
+    # Lazy: `repro --help` imports this module; only `repro verify` loads the verifier.
     from repro.verify import verification
     from repro.verify.limits import Limits, with_limits
 
@@ -146,6 +147,7 @@ def _trusted_keys(paths: Sequence[Path]) -> list[PublicKey]:
     """The public keys of ``--trusted-key``, each once (none imports no cryptography)."""
     if not paths:
         return []
+    # Lazy: cryptography only when --trusted-key names keys.
     from repro.bundle.signatures import load_public_keys
 
     return load_public_keys(paths)
@@ -154,6 +156,7 @@ def _trusted_keys(paths: Sequence[Path]) -> list[PublicKey]:
 def _verify_bag(bag: Path, as_json: bool, limits: Limits, jobs: int | None) -> None:
     """``repro verify --bagit-only``: the bag checked as BagIt alone, its findings and warnings
     named; exit 1 when it is not a valid bag."""
+    # Lazy: `repro --help` imports this module; only `repro verify` loads the verifier.
     from repro.verify import verify_bag
 
     done = verify_bag(bag, limits, jobs)

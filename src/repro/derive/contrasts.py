@@ -171,6 +171,7 @@ def _test(
     contrast: Contrast, estimate: float, se: float, df: float
 ) -> tuple[ContrastInterval, float | None, float]:
     """The t interval, statistic and p-value of ``estimate`` with ``se`` on ``df``."""
+    # Lazy: SciPy only for a t interval; verify of a normal one loads none.
     from scipy import stats as sps
 
     level = contrast.level
@@ -223,12 +224,14 @@ _BATCH_VALUES = 1 << 22
 
 
 def _mean(x: Any, axis: int = -1) -> Any:
+    # Lazy: NumPy only for bootstrap arrays; verify of a normal interval loads none.
     import numpy as np
 
     return np.mean(x, axis=axis)
 
 
 def _difference_of_means(a: Any, b: Any, axis: int = -1) -> Any:
+    # Lazy: NumPy only for bootstrap arrays; verify of a normal interval loads none.
     import numpy as np
 
     return np.mean(a, axis=axis) - np.mean(b, axis=axis)
@@ -271,6 +274,7 @@ def _bootstrap(
     # should not pay for them.
     import numpy as np
 
+    # Lazy: the bootstrap brings NumPy; only a bootstrap interval needs it.
     from repro.stats.bootstrap import Draws, replicates
     from repro.stats.resampling import percentile_ends
 

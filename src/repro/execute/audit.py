@@ -19,6 +19,7 @@ from typing import Any
 
 from attrs import frozen
 
+from repro import version
 from repro.derive.audit import (
     AUDIT,
     AUDIT_LEVEL,
@@ -222,7 +223,7 @@ def audit_predicate(result: Audit, repro_version: str) -> dict[str, Any]:
 def sign_audit(root: Path, result: Audit, key_path: Path) -> Path:
     """Sign ``result`` as an audit statement about the bundle at ``root`` with the private key
     at ``key_path``, beside the bag (:func:`repro.bundle.signatures.sign_statement`)."""
-    from repro import version
+    # Lazy: cryptography only when the audit is signed.
     from repro.bundle.signatures import sign_statement, statement
 
     predicate = audit_predicate(result, version())

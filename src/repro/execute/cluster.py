@@ -51,6 +51,7 @@ def connect(address: str) -> Iterator[Client]:
     the block ends. Raises :class:`BadInput` when ``distributed`` is not installed or the
     scheduler cannot be reached, before anything is written."""
     try:
+        # Lazy: distributed is the dask extra, maybe absent; only a cluster run needs it.
         from distributed import Client
     except ImportError:
         raise BadInput(
@@ -76,6 +77,7 @@ class _StudyStopping:
     task whose scheduler is gone for good is ended by Dask itself)."""
 
     def __init__(self, name: str) -> None:
+        # Lazy: distributed is the dask extra, maybe absent; only a cluster run needs it.
         from distributed import Event
 
         self._event = Event(name)
@@ -136,6 +138,7 @@ def run_on_dask(
     partition's records are held from when it comes back until it is written).
 
     Whatever stops this function first sets the stop event and cancels the tasks."""
+    # Lazy: distributed is the dask extra, maybe absent; only a cluster run needs it.
     from distributed import Event, as_completed
 
     token = uuid.uuid4().hex

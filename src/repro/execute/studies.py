@@ -29,6 +29,7 @@ from repro import __version__, layout
 from repro.adapters.base import Adapter, Frozen, get_adapter, targets_in
 from repro.bundle.writer import BundleWriter, create_root
 from repro.derive.facts import facts_problems
+from repro.derive.ledger import source_ledger
 from repro.derive.tally import Ended, RunTally, SlotEnd, is_declared_exclusion, runs
 from repro.disclosure import refuse_disclosing_protocol, scan, withheld
 from repro.errors import (
@@ -39,6 +40,7 @@ from repro.errors import (
     Interrupted,
     StudyStopped,
 )
+from repro.execute import cluster
 from repro.execute.attempts import PartitionRun, Workload
 from repro.execute.backends import (
     MAX_LOCAL_WORKERS,
@@ -325,7 +327,6 @@ def _partition_runner(
         run = functools.partial(run_on_local_workers, backend.count, spares=spares, idle=idle)
         yield _Runner(run, "local", backend.count)
         return
-    from repro.execute import cluster
 
     with cluster.connect(backend.address) as client:
         workers = len(client.scheduler_info().get("workers", {}))
@@ -505,6 +506,7 @@ def _read_back(out: Path, name: str, cls: type[T]) -> Iterator[T]:
 
 def _tally(prepared: Prepared, out: Path, facts: Ledger) -> RunTally:
     """The tally of the runs files written into ``out``, one partition at a time."""
+    # Lazy: the derivations load while the runs wait, or after them (AFTER_RUNS).
     from repro.derive.derivation import tally_partitions
 
     return tally_partitions(
@@ -533,6 +535,7 @@ def _crate(
     """data/ro-crate-metadata.json of the bundle written so far into ``out`` (every other
     payload file), piece by piece: each partition's actions are made from its runs and times
     files read back, one partition at a time."""
+    # Lazy: the crate loads while the runs wait, or after them (AFTER_RUNS).
     from repro.derive.crate import ActionFacts, CrateBuilder
 
     fp, seal = prepared.frozen_protocol, prepared.plan.seal
@@ -623,8 +626,8 @@ def _after_runs(
 ) -> tuple[RunTally, Derived]:
     """Write what follows the runs: the ledger and environment (derivation inputs: written,
     and so scanned, before derive), the derived files, the crate, and the tag files."""
+    # Lazy: the derivations load while the runs wait, or after them (AFTER_RUNS).
     from repro.derive.derivation import derive
-    from repro.derive.ledger import source_ledger
 
     fp, out = prepared.frozen_protocol, writer.root
     facts = Ledger(

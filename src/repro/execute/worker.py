@@ -255,6 +255,7 @@ def _restore_stream(stream: tuple[str, Any]) -> None:
     python_state, numpy_state = value
     random.setstate(python_state)
     if numpy_state is not None:
+        # Lazy: a worker loads NumPy only to restore a NumPy generator's state.
         import numpy
 
         algorithm, keys, pos, has_gauss, cached = numpy_state

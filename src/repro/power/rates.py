@@ -10,13 +10,15 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
 
+import numpy as np
 from attrs import frozen
+from scipy import stats as sps
+from scipy.optimize import brentq
 
 from repro.power.sizing import Sidedness, check_target, raised
 from repro.stats import inference
 
 if TYPE_CHECKING:
-    import numpy as np
     from numpy.typing import NDArray
 
 
@@ -132,9 +134,6 @@ def mcnemar_power(
     discordance) / 2``; the power is the sum over ``d`` of ``P(d) P(k in the test's rejection
     region at d)``, the region being what :func:`mcnemar_rejects` says (at most
     :data:`MCNEMAR_EXACT_PAIRS` pairs)."""
-    import numpy as np
-    from scipy import stats as sps
-
     if not 0 <= pairs <= MCNEMAR_EXACT_PAIRS:
         raise ValueError(f"McNemar's exact power is enumerated up to {MCNEMAR_EXACT_PAIRS} pairs")
     if not (0 < discordance <= 1 and abs(effect) <= discordance):
@@ -157,8 +156,6 @@ def _fisher_region(n_a: int, n_b: int, alpha: float, sided: Sidedness) -> NDArra
     falls as ``x`` grows (one-sided) or moves away from that law's mode (two-sided, the sum of
     the tables no likelier than it): each margin's region is a tail above (and two-sided one
     below) the mode, its edge walked to from the last margin's."""
-    import numpy as np
-
     region = np.zeros((n_a + 1, n_b + 1), dtype=bool)
     upper = lower = 0
     for m in range(n_a + n_b + 1):
@@ -186,9 +183,6 @@ def _binomial_pmf(k: Any, n: Any, p: float) -> Any:
     raises OverflowError at ``p`` = 2.2250738585072014e-308 (the smallest normal float; Boost's
     ``ibeta_derivative`` overflows there), and its ``logpmf`` does not. Elsewhere the two agree
     to a few units in the last place."""
-    import numpy as np
-    from scipy import stats as sps
-
     return np.exp(sps.binom.logpmf(k, n, p))
 
 
@@ -200,8 +194,6 @@ def fisher_power(
     second; rule 5): the sum, over every table the test rejects (:func:`fisher_rejects`), of
     the product of the two binomial probabilities (at most :data:`FISHER_EXACT_RUNS` runs in
     all)."""
-    import numpy as np
-
     if not (n_a >= 0 and n_b >= 0 and n_a + n_b <= FISHER_EXACT_RUNS):
         raise ValueError(f"Fisher's exact power is enumerated up to {FISHER_EXACT_RUNS} runs")
     if not (0 <= rate_a <= 1 and 0 <= rate_b <= 1):
@@ -268,8 +260,6 @@ def rate_mde(design: RateDesign, alpha: float, power: float, sided: Sidedness) -
     with :func:`scipy.optimize.brentq` (the power rises with the effect, from at most alpha
     at 0) and raised by the ulps rounding leaves it short; None when even the largest falls
     short."""
-    from scipy.optimize import brentq
-
     check_target(alpha, power)
 
     def short(effect: float) -> float:

@@ -9,6 +9,8 @@ from collections.abc import Callable
 from typing import Literal
 
 from attrs import frozen
+from scipy import stats as sps
+from scipy.optimize import brentq
 
 Sidedness = Literal["one-sided", "two-sided"]
 
@@ -57,8 +59,6 @@ def t_power(noncentrality: float, df: float, alpha: float, sided: Sidedness) -> 
     chance it lies beyond ``±t_{1-alpha/2}``, both tails counted. The lower tail is taken by
     symmetry, ``P(T < -c; nc) = P(T > c; -nc)``, from the survival function: SciPy's noncentral
     t cdf is NaN in parts of its far lower tail, where its survival function is not."""
-    from scipy import stats as sps
-
     tail = alpha if sided == "one-sided" else alpha / 2
     critical = float(sps.t.isf(tail, df))
     power = float(sps.nct.sf(critical, df, noncentrality))
@@ -80,8 +80,6 @@ def noncentrality_needed(df: float, alpha: float, power: float, sided: Sidedness
     """The smallest noncentrality at or above 0 whose power (:func:`t_power`) reaches ``power``
     (rule 6): Brent's root of ``t_power(nc) - power``, bracketed by doubling, raised by the
     ulps rounding leaves it short."""
-    from scipy.optimize import brentq
-
     check_target(alpha, power)
 
     def short(nc: float) -> float:

@@ -138,6 +138,7 @@ def _draw_panel(ax: Any, panel: PlotPanel) -> None:
 def _legend(ax: Any, model: Plot) -> None:
     """What the marks mean, above the first panel: the runs where drawn, the mean with its
     interval, the published value only when some row has one."""
+    # Lazy: matplotlib is the plot extra, maybe absent; only a plot needs it.
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
@@ -178,9 +179,11 @@ def plot(model: Figures, out: Path) -> None:
     """The plot model of ``model`` (:func:`repro.figures.plot_model`) drawn, written to
     ``out`` as a PNG: the conditions' panel above, the estimand's below, the caption under
     both."""
+    # Lazy: matplotlib is the plot extra, maybe absent; only a plot needs it.
     import matplotlib
 
     matplotlib.use("Agg")
+    # pyplot after the backend is chosen: importing it picks one.
     import matplotlib.pyplot as plt
 
     drawn = plot_model(model)

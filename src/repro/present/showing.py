@@ -110,6 +110,7 @@ class Shown:
     def html(self) -> str:
         """``repro show --html``: the page :func:`repro.present.html.render` makes of these
         files."""
+        # Lazy: the page's renderer (markupsafe) only for --html.
         from repro.present.html import render
 
         return render(

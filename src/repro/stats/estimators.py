@@ -155,6 +155,7 @@ def _bootstrap(
     # intervals should not pay for them.
     import numpy as np
 
+    # Lazy: the bootstrap brings NumPy; only a bootstrap interval needs it.
     from repro.stats.bootstrap import Draws, replicates
     from repro.stats.resampling import percentile_ends
 

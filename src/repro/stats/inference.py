@@ -270,6 +270,7 @@ def _mcnemar_p(a_only: int, b_only: int, alternative: Alternative) -> float:
     discordant = a_only + b_only
     if discordant == 0:
         return 1.0
+    # Lazy: SciPy only for an exact test; verify of a normal interval loads none.
     from scipy import stats as sps
 
     if alternative == "two-sided":
@@ -346,6 +347,7 @@ def _fisher_p(passed_a: int, n_a: int, passed_b: int, n_b: int, alternative: Alt
         # Two equal rows: the hypergeometric law of the first cell is symmetric about its
         # mean, so both one-sided p-values are the same number; ask for one of them.
         alternative = "less"
+    # Lazy: SciPy only for an exact test; verify of a normal interval loads none.
     from scipy import stats as sps
 
     table = [[passed_a, n_a - passed_a], [passed_b, n_b - passed_b]]
@@ -413,6 +415,7 @@ def _t_inference(
     estimate: float, se: float, df: int, alternative: Alternative, level: float
 ) -> tuple[float | None, float | None, Interval]:
     """Statistic, p-value and t interval of ``estimate`` with standard error ``se``."""
+    # Lazy: SciPy only for a t interval; verify of a normal one loads none.
     from scipy import stats as sps
 
     half = t_quantile(level, df) * se

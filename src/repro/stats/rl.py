@@ -131,6 +131,7 @@ class AggregateEstimates:
 
 def _matrix(scores: ArrayLike, name: str = "scores") -> Matrix | None:
     """The scores as a float64 (runs, tasks) array, or None when there is no score."""
+    # Lazy: NumPy only for rliable's aggregates; verify imports this module for every bundle.
     import numpy as np
 
     x = np.array(scores, dtype=np.float64)  # a copy: callers' arrays are never aliased
@@ -168,6 +169,7 @@ def _distribution(distribution: Distribution) -> Distribution:
 
 
 def _taus(taus: Sequence[float] | ArrayLike) -> tuple[float, ...]:
+    # Lazy: NumPy only for rliable's aggregates; verify imports this module for every bundle.
     import numpy as np
 
     values = tuple(float(t) for t in np.asarray(taus, dtype=np.float64).ravel())
@@ -219,6 +221,7 @@ def _fsums(values: NDArray[np.float64]) -> NDArray[np.float64]:
     within the bound, rounds to the same float, that float is fsum's; any other row (a sum
     within the bound of a tie between two floats, a zero, an overflow) is given to
     ``math.fsum`` itself. So each row is fsum's float, a thousand rows in a few NumPy calls."""
+    # Lazy: NumPy only for rliable's aggregates; verify imports this module for every bundle.
     import numpy as np
 
     level, errors = values, []
@@ -245,6 +248,7 @@ def _fsums(values: NDArray[np.float64]) -> NDArray[np.float64]:
 
 
 def _fsum_task_means(r: Batch) -> NDArray[np.float64]:
+    # Lazy: NumPy only for rliable's aggregates; verify imports this module for every bundle.
     import numpy as np
 
     means: NDArray[np.float64] = _fsums(np.swapaxes(r, 1, 2)) / r.shape[1]
@@ -252,6 +256,7 @@ def _fsum_task_means(r: Batch) -> NDArray[np.float64]:
 
 
 def _fsum_median(r: Batch) -> NDArray[np.float64]:
+    # Lazy: NumPy only for rliable's aggregates; verify imports this module for every bundle.
     import numpy as np
 
     ordered = np.sort(_fsum_task_means(r), axis=1)
@@ -275,6 +280,7 @@ def _fsum_mean(r: Batch) -> NDArray[np.float64]:
 
 
 def _fsum_iqm(r: Batch) -> NDArray[np.float64]:
+    # Lazy: NumPy only for rliable's aggregates; verify imports this module for every bundle.
     import numpy as np
 
     size = r.shape[1] * r.shape[2]
@@ -285,6 +291,7 @@ def _fsum_iqm(r: Batch) -> NDArray[np.float64]:
 
 
 def _fsum_gap(r: Batch, gamma: float) -> NDArray[np.float64]:
+    # Lazy: NumPy only for rliable's aggregates; verify imports this module for every bundle.
     import numpy as np
 
     gaps: NDArray[np.float64] = gamma - _fsums(np.minimum(_flat(r), gamma)) / (
@@ -299,6 +306,7 @@ def _pairs_below(x: Batch, y: Batch, ties: bool) -> NDArray[np.int64]:
     Both samples are sorted together, stably, the one that goes first among equal values put
     first: each x is then preceded by exactly the y counted with it. Time and memory grow with
     the runs of the two, not with their product."""
+    # Lazy: NumPy only for rliable's aggregates; verify imports this module for every bundle.
     import numpy as np
 
     first, second = (y, x) if ties else (x, y)
@@ -336,6 +344,7 @@ def _counts_above(values: NDArray[np.float64], taus: Sequence[float]) -> NDArray
     """For each row of ``values`` and each tau, how many values of the row are greater than it:
     the profile's fraction is that count over the row's size, exactly as NumPy's mean of
     ``values > tau`` is."""
+    # Lazy: NumPy only for rliable's aggregates; verify imports this module for every bundle.
     import numpy as np
 
     ordered = np.array(sorted(set(taus)), dtype=np.float64)
@@ -439,6 +448,7 @@ def performance_profile(
 def _numpy_aggregates(r: Batch, gamma: float) -> NDArray[np.float64]:
     """rliable/metrics.py's aggregate_median, _iqm, _mean and _optimality_gap, expression for
     expression, of each replicate."""
+    # Lazy: NumPy only for rliable's aggregates; verify imports this module for every bundle.
     import numpy as np
     from scipy import stats as sps
 
@@ -456,6 +466,7 @@ def _numpy_aggregates(r: Batch, gamma: float) -> NDArray[np.float64]:
 def _numpy_improvement(x: Batch, y: Batch) -> NDArray[np.float64]:
     """rliable's probability_of_improvement: its per-task values are the floats of
     :func:`_task_improvements`; their mean is NumPy's."""
+    # Lazy: NumPy only for rliable's aggregates; verify imports this module for every bundle.
     import numpy as np
 
     means: NDArray[np.float64] = np.mean(_task_improvements(x, y), axis=1)
@@ -468,6 +479,7 @@ def _numpy_profile(
     """rliable's run_score_deviation / mean_score_deviation at each tau: ``np.mean(x > tau)``
     is an exact count over the size, as :func:`_counts_above` counts; the task means are
     NumPy's."""
+    # Lazy: NumPy only for rliable's aggregates; verify imports this module for every bundle.
     import numpy as np
 
     if distribution == "runs":
@@ -493,6 +505,7 @@ def percentile_interval(replicates: Sequence[float] | ArrayLike, level: float = 
     replicates' order), by repro's own copy of that formula
     (:func:`repro.stats.resampling.percentile_ends`).
     """
+    # Lazy: resampling brings NumPy; only rliable's intervals need it.
     from repro.stats.resampling import percentile_ends
 
     low, high = percentile_ends(replicates, level)
@@ -510,6 +523,7 @@ def _replicates(
 ) -> NDArray[Any]:
     """``statistic`` of ``reps`` stratified replicates, ``width`` values each (of type
     ``kind``), a batch at a time (:func:`repro.stats.bootstrap.replicates`)."""
+    # Lazy: NumPy only for rliable's aggregates; verify imports this module for every bundle.
     import numpy as np
 
     # The engine imports NumPy, which importing this module does not.
@@ -544,6 +558,7 @@ _NO_ESTIMATE = Estimate(value=None, interval=None)
 
 def _fsum_aggregates(r: Batch, gamma: float) -> NDArray[np.float64]:
     """The four aggregates of each replicate, in the fsum arithmetic of the point estimates."""
+    # Lazy: NumPy only for rliable's aggregates; verify imports this module for every bundle.
     import numpy as np
 
     return np.column_stack([_fsum_median(r), _fsum_iqm(r), _fsum_mean(r), _fsum_gap(r, gamma)])

@@ -118,6 +118,7 @@ class Jobs:
 
     def _executor(self) -> Any:
         if self._pool is None:
+            # Lazy: the process pool (multiprocessing) only when verify hashes in processes.
             import multiprocessing
             from concurrent.futures import ProcessPoolExecutor
 

@@ -12,7 +12,10 @@ from typing import TYPE_CHECKING, Any, Literal
 from attrs import frozen
 
 from repro import layout
+from repro.disclosure import scan_hits
 from repro.errors import BadInput
+from repro.models import Checkpoint, Partition
+from repro.verify.content import disclosure_findings
 from repro.verify.findings import Finding
 
 if TYPE_CHECKING:
@@ -72,6 +75,7 @@ def audit_summary(predicate: dict[str, Any]) -> str:
 
 def _summary(signed: SignedStatement) -> str | None:
     """An audit statement's one line, None for any other kind."""
+    # Lazy: the audit plan brings NumPy; only an audit statement needs it.
     from repro.derive.audit import AUDIT
 
     predicate = signed.statement["predicate"]
@@ -89,9 +93,8 @@ def _read(
 ) -> SignedStatement | None:
     """The envelope in ``name``, or None with a finding: past the size limit (not read), or not
     an envelope repro reads."""
+    # Lazy: cryptography only for a bundle that carries signatures.
     from repro.bundle.signatures import parse_envelope
-    from repro.disclosure import scan_hits
-    from repro.verify.content import disclosure_findings
 
     if size > limits.max_signature_bytes:
         findings.append(
@@ -138,6 +141,7 @@ def _read(
 
 def _expected_predicate(stored: Stored | None) -> dict[str, object] | None:
     """What the bundle's files claim, or None when verify could not parse them (named already)."""
+    # Lazy: cryptography only for a bundle that carries signatures.
     from repro.bundle.signatures import bundle_predicate
 
     if stored is None:
@@ -159,6 +163,7 @@ def _check(
     """The first thing wrong with a signature by a trusted key, cheapest first: the signature
     itself, then what it states (:func:`_statement_problem`), then, for an audit, whether the
     trusted auditor found the slots it re-executed byte-identical."""
+    # Lazy: cryptography and the audit plan (NumPy) only for signed bundles.
     from repro.bundle.signatures import signature_valid
     from repro.derive.audit import AUDIT
 
@@ -194,6 +199,7 @@ def _statement_problem(
     key is needed to see it): its subject, another bundle (the bundle changed after it was
     signed); for repro's own statement, claims other than the bundle's files make; for an
     audit, figures other than its own facts and the bundle give (:func:`_audit_problem`)."""
+    # Lazy: cryptography and the audit plan (NumPy) only for signed bundles.
     from repro.bundle.signatures import BUNDLE
     from repro.derive.audit import AUDIT
 
@@ -238,8 +244,8 @@ class _BundleFacts:
     def audit_plan(self, drawn: Sequence[str]) -> tuple[AuditPlan, int] | None:
         """What an audit of ``drawn`` re-executes (:func:`repro.derive.audit.audit_plan`) and
         the bundle's records of those slots; None when the bundle did not verify so far."""
+        # Lazy: the audit plan brings NumPy; only an audit statement needs it.
         from repro.derive.audit import audit_plan
-        from repro.models import Checkpoint, Partition
 
         s = self.stored
         if not self.clean or s is None or s.protocol is None or s.seal is None:
@@ -272,6 +278,7 @@ def _audit_problem(
     that sample, its own counts and the bundle give (:func:`repro.derive.audit.
     statement_problems`): the slots it re-executed and links it chained, ``identical``, the
     named slots and links, the bound of a clean sample, the attempts."""
+    # Lazy: the audit plan brings NumPy; only an audit statement needs it.
     from repro.derive.audit import (
         audit_population,
         audit_sample,
