@@ -45,6 +45,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from repro import __version__
 from repro.adapters.base import (
     Evidence,
     Frozen,
@@ -150,6 +151,7 @@ def _pin_name(role: str, options: Mapping[str, str], path: Path) -> str:
 
 
 def _validator(schema: Any) -> Any:
+    # Lazy: jsonschema is read only for a protocol whose harness declares an outcome schema.
     import jsonschema
 
     if not isinstance(schema, dict):
@@ -261,8 +263,6 @@ class CommandAdapter:
 
 
 def _version() -> str:
-    from repro import __version__
-
     return __version__
 
 

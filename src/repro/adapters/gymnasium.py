@@ -74,6 +74,7 @@ def _gym() -> Any:
     """The gymnasium package, or a refusal saying how to install it: verify needs no simulator,
     so a verifying install goes without it."""
     try:
+        # Lazy: the gymnasium extra may be absent (verify needs no simulator).
         import gymnasium
     except ImportError as exc:
         raise BadInput(

@@ -129,6 +129,7 @@ class AgentParams:
 
 
 def _check_config(participant: Participant, where: str) -> None:
+    # Lazy: the inspect extra may be absent, and inspect_ai costs seconds to import.
     from inspect_ai.model import GenerateConfig
 
     config = structure_at(participant.params, AgentParams, f"{where}.params").config
@@ -282,6 +283,7 @@ class _InspectSession:
         frozen: Frozen,
         log_dir: str | None,
     ) -> None:
+        # Lazy: the inspect extra may be absent, and inspect_ai costs seconds to import.
         from inspect_ai.model import get_model
 
         factors = condition.factors
@@ -321,6 +323,7 @@ class _InspectSession:
                 shutil.rmtree(directory, ignore_errors=True)
 
     def _evaluate(self, directory: str, seed: int | None) -> Any:
+        # Lazy: the inspect extra may be absent, and inspect_ai costs seconds to import.
         from inspect_ai import eval as inspect_eval
 
         try:
@@ -380,6 +383,7 @@ def _text(value: str | None) -> dict[str, Any]:
 
 
 def _as_float(value: Any) -> float | None:
+    # Lazy: the inspect extra may be absent, and inspect_ai costs seconds to import.
     from inspect_ai.scorer import value_to_float
 
     if isinstance(value, list | dict):
