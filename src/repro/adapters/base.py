@@ -621,9 +621,8 @@ def pinned_target_source(role: str, params: Mapping[str, Any], where: str) -> So
         raise BadInput.at(f"{where}.target", "target must be a string", "wrong-type")
     expected = params.get("sha256")
     if expected is not None and not (isinstance(expected, str) and SHA256_HEX.fullmatch(expected)):
-        raise BadInput.at(
-            f"{where}.sha256", "sha256 must be 64 lower-case hex digits", "not-allowed"
-        )
+        message = "sha256 must be 64 lower-case hex digits"
+        raise BadInput.at(f"{where}.sha256", message, "not-allowed")
     module_name, _ = _split_target(target, f"{where}.target")
     with _importing(target, f"{where}.target"):
         found = _find(module_name)
@@ -777,17 +776,11 @@ def refuse_unbounded_outcome_runs(protocol: Protocol, adapter: str, measures: st
     measure other than ``outcome_value`` (a run has no step rewards to sum). ``measures`` says
     what such a run's measure is, in the message."""
     if protocol.retry.timeout_seconds is None:
-        raise BadInput.at(
-            "$.retry.timeout_seconds",
-            f"the {adapter} adapter needs a per-run timeout",
-            "missing-field",
-        )
+        message = f"the {adapter} adapter needs a per-run timeout"
+        raise BadInput.at("$.retry.timeout_seconds", message, "missing-field")
     if protocol.measure.name != "outcome_value":
-        raise BadInput.at(
-            "$.measure.name",
-            f"{measures}: use the outcome_value measure with a key",
-            "not-allowed",
-        )
+        message = f"{measures}: use the outcome_value measure with a key"
+        raise BadInput.at("$.measure.name", message, "not-allowed")
 
 
 def slot_costs(adapter: object, conditions: Collection[Condition]) -> dict[str, float]:

@@ -425,23 +425,21 @@ def _assumptions(
     )
 
 
-def _contrast_problems(
+def _sample_problems(
     contrast: Contrast,
     estimate: PilotEstimate,
     sample: PlannedSample,
     runs_per_condition: int,
-    power: float,
-    effect: float | None,
-    where: str,
+    plannable: bool,
 ) -> list[Problem]:
-    """Why ``contrast`` cannot be planned: the pilot's estimates, the planned sample, the
-    power or the effect."""
+    """Why the protocol's runs per condition cannot plan ``contrast``: too few pairs or runs
+    for its test, or, for a rate the pilot can plan (``plannable``), more than its exact power
+    is enumerated for."""
     rate = compares_rate(contrast)
     name = f"contrast {contrast.id!r}"
-    problems = (_rate_problems if rate else _estimate_problems)(contrast, estimate, where)
     least = 1 if rate else 2
     if min(sample.n_a, sample.n_b) < least:
-        problems.append(
+        return [
             Problem(
                 "$.runs_per_condition",
                 f"{name}: the protocol's {runs_per_condition} run(s) per condition give "
@@ -450,25 +448,34 @@ def _contrast_problems(
                 f"{'an exact' if rate else 'a t'} test needs at least {least}",
                 "not-allowed",
             )
-        )
-    elif rate and not problems:
-        design = _rate_design(contrast, estimate, sample.n_a, sample.n_b)
-        if design is not None and not design.exact:
-            problems.append(
-                Problem(
-                    "$.runs_per_condition",
-                    f"{name}: the protocol's {runs_per_condition} run(s) per condition give "
-                    + (
-                        f"{sample.n_a} pairs, more than the {MCNEMAR_EXACT_PAIRS}"
-                        if design.test == "mcnemar-exact"
-                        else f"{sample.n_a + sample.n_b} runs in all, more than the "
-                        f"{FISHER_EXACT_RUNS}"
-                    )
-                    + " its exact power is enumerated for (no approximation is offered in its "
-                    "place)",
-                    "over-limit",
-                )
+        ]
+    design = (
+        _rate_design(contrast, estimate, sample.n_a, sample.n_b) if rate and plannable else None
+    )
+    if design is None or design.exact:
+        return []
+    return [
+        Problem(
+            "$.runs_per_condition",
+            f"{name}: the protocol's {runs_per_condition} run(s) per condition give "
+            + (
+                f"{sample.n_a} pairs, more than the {MCNEMAR_EXACT_PAIRS}"
+                if design.test == "mcnemar-exact"
+                else f"{sample.n_a + sample.n_b} runs in all, more than the {FISHER_EXACT_RUNS}"
             )
+            + " its exact power is enumerated for (no approximation is offered in its place)",
+            "over-limit",
+        )
+    ]
+
+
+def _asked_problems(
+    contrast: Contrast, power: float, effect: float | None, where: str
+) -> list[Problem]:
+    """Why the power or the effect asked cannot be planned for ``contrast``: a power not above
+    its alpha, or an effect its test's direction cannot detect."""
+    name = f"contrast {contrast.id!r}"
+    problems = []
     alpha = 1.0 - contrast.level
     if not power > alpha:
         problems.append(
@@ -495,6 +502,25 @@ def _contrast_problems(
                 "inconsistent",
             )
         )
+    return problems
+
+
+def _contrast_problems(
+    contrast: Contrast,
+    estimate: PilotEstimate,
+    sample: PlannedSample,
+    runs_per_condition: int,
+    power: float,
+    effect: float | None,
+    where: str,
+) -> list[Problem]:
+    """Why ``contrast`` cannot be planned: the pilot's estimates, the planned sample, the
+    power or the effect."""
+    rate = compares_rate(contrast)
+    name = f"contrast {contrast.id!r}"
+    problems = (_rate_problems if rate else _estimate_problems)(contrast, estimate, where)
+    problems += _sample_problems(contrast, estimate, sample, runs_per_condition, not problems)
+    problems += _asked_problems(contrast, power, effect, where)
     largest = None if problems else _largest_effect(contrast, estimate)
     if effect is not None and largest is not None and not abs(effect) <= largest:
         held = "discordance" if contrast.pairing == "paired" else "mean rate"
