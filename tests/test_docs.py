@@ -24,7 +24,7 @@ from tools import clidoc, docgen
 from conftest import ROOT, register_adapters, run_study
 from repro import models
 from repro._escape import markdown_text
-from repro.errors import BadInput
+from repro.errors import PROBLEM_CODES, BadInput
 from repro.execute.replay import replay
 from repro.execute.studies import prepare
 from repro.json import schemas
@@ -378,7 +378,7 @@ class TestExampleAdapter:
 
     def test_the_adapter_refuses_what_it_cannot_run(self, dice: None, tmp_path: Path) -> None:
         """The example's freeze refuses an unknown factor, a level out of range and an unknown
-        participant kind, each with its JSON path."""
+        participant kind, each with its JSON path, as a problem with that path and a code."""
         protocol = json.loads((EXAMPLES / "dice-study.json").read_text())
         cases: list[tuple[str, Any, str]] = [
             ("matrix", [{"name": "colour", "levels": ["red"]}], "@ $.matrix[0].name"),
@@ -388,8 +388,11 @@ class TestExampleAdapter:
         for key, value, where in cases:
             path = tmp_path / "bad.json"
             path.write_text(json.dumps({**protocol, key: value}))
-            with pytest.raises(BadInput, match=re.escape(where)):
+            with pytest.raises(BadInput, match=re.escape(where)) as caught:
                 prepare(path, {})
+            [problem] = caught.value.problems
+            assert problem.path.startswith(where.removeprefix("@ "))
+            assert problem.code in PROBLEM_CODES and problem.code != "bad-input"
 
 
 #: Where the docs name repro's functions, modules and constants as code.

@@ -17,7 +17,7 @@ import pytest
 from conftest import ROOT, run_study
 from repro.adapters.base import import_target, targets_in
 from repro.derive.ledger import source_differences
-from repro.errors import BadInput
+from repro.errors import PROBLEM_CODES, BadInput
 from repro.execute.replay import replay
 from repro.models import Source
 from repro.verify import open_verified
@@ -263,7 +263,10 @@ def test_callable_params_are_checked_at_freeze(
     with pytest.raises(BadInput) as caught:
         prepare(protocol, {})
     assert expected in str(caught.value)
-    assert str(caught.value).split(" @ ")[-1].startswith(f"$.participants[0].{path}")
+    [problem] = caught.value.problems
+    assert expected in problem.message
+    assert problem.path.startswith(f"$.participants[0].{path}")
+    assert problem.code in PROBLEM_CODES and problem.code != "bad-input"
 
 
 def test_a_module_that_shadows_one_already_imported_is_refused(tmp_path: Path) -> None:

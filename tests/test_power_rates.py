@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 
 from conftest import ROOT
 from repro.cli.app import app
-from repro.errors import BadInput
+from repro.errors import PROBLEM_CODES, BadInput, Problem
 from repro.json.serde import structure
 from repro.models import Protocol
 from repro.power import (
@@ -337,10 +337,14 @@ def _plan(pilot: VerifiedBundle, protocol: dict[str, Any], **options: Any) -> Po
     )
 
 
-def _refusal(pilot: VerifiedBundle, protocol: dict[str, Any], **options: Any) -> list[str]:
+def _refusal(
+    pilot: VerifiedBundle, protocol: dict[str, Any], **options: Any
+) -> tuple[Problem, ...]:
+    """The problems the plan of ``protocol`` from ``pilot`` is refused for, each a known code."""
     with pytest.raises(BadInput) as caught:
         _plan(pilot, protocol, **options)
-    return str(caught.value).removeprefix("power: ").split("; ")
+    assert caught.value.problems and all(p.code in PROBLEM_CODES for p in caught.value.problems)
+    return caught.value.problems
 
 
 def _scored(pilot: VerifiedBundle) -> dict[tuple[str, ...], dict[str, Any]]:
@@ -574,16 +578,16 @@ class TestRefusals:
             ),
         )
         assert any(
-            p.startswith("contrast 'paired': the pilot's 48 pairs are all concordant")
-            and p.endswith("@ $.contrasts.family[0]")
+            p.message.startswith("contrast 'paired': the pilot's 48 pairs are all concordant")
+            and p.path == "$.contrasts.family[0]"
             for p in said
         ), said
         assert any(
-            p.startswith(
+            p.message.startswith(
                 "contrast 'unpaired': in the pilot, no run of either group falls in category "
                 "'lucky_pass' (mean rate 0)"
             )
-            and p.endswith("@ $.contrasts.family[1]")
+            and p.path == "$.contrasts.family[1]"
             for p in said
         ), said
 
@@ -593,22 +597,24 @@ class TestRefusals:
         scoring = json.loads(json.dumps(GATE["scoring"]))
         scoring["checks"][2]["expect"] = "verdict"
         said = _refusal(gate, {**GATE, "scoring": scoring})
-        assert said[-1].endswith("a rate needs the protocol's own scoring @ $.scoring"), said
+        assert said[-1].path == "$.scoring", said
+        assert said[-1].message.endswith("a rate needs the protocol's own scoring"), said
         scenarios = json.loads(json.dumps(GATE["scenarios"]))
         scenarios[1]["expect"]["min_blocking"] = 2
         said = _refusal(gate, {**GATE, "scenarios": scenarios})
-        assert said[-1].endswith(
-            "the pilot's scenario 'billing-retry' expects otherwise: its rates are of other "
-            "checks @ $.scenarios[1].expect"
+        assert said[-1] == Problem(
+            "$.scenarios[1].expect",
+            "the pilot's scenario 'billing-retry' expects otherwise: its rates are of other checks",
+            "inconsistent",
         ), said
 
     def test_an_effect_beyond_the_held_discordance(self, gate: VerifiedBundle) -> None:
         said = _refusal(gate, GATE, effect=0.8)
         assert (
+            "$.contrasts.family[0]",
             "contrast 'gated-catches-more-than-raw': a rate's effect is a difference of rates: "
-            "with the pilot's discordance held, at most 0.75, not --effect 0.8 "
-            "@ $.contrasts.family[0]"
-        ) in said, said
+            "with the pilot's discordance held, at most 0.75, not --effect 0.8",
+        ) in [(p.path, p.message) for p in said], said
 
     def test_a_planned_sample_beyond_the_exact_limit(self, gate: VerifiedBundle) -> None:
         runs = MCNEMAR_EXACT_PAIRS // 8 + 1
@@ -616,17 +622,19 @@ class TestRefusals:
         assert any(
             f"give {runs * 8} pairs, more than the {MCNEMAR_EXACT_PAIRS} its exact power is "
             "enumerated for"
-            in p
-            and p.endswith("@ $.runs_per_condition")
+            in p.message
+            and (p.path, p.code) == ("$.runs_per_condition", "over-limit")
             for p in said
         ), said
 
     def test_a_clustered_contrast(self, gate: VerifiedBundle) -> None:
         """A clustered contrast is not planned: its test's df are set by the clusters."""
         said = _refusal(gate, _gate(_rate("clustered", _GATED, _RAW, cluster="scenario")))
-        assert said == [
-            "contrast 'clustered' is clustered by 'scenario': its CR1 test's power needs the "
-            "between-cluster variance and the number of clusters (its clusters - 1 df, which "
-            "more runs do not raise), which power does not plan yet "
-            "@ $.contrasts.family[0].cluster"
+        assert [(p.path, p.message) for p in said] == [
+            (
+                "$.contrasts.family[0].cluster",
+                "contrast 'clustered' is clustered by 'scenario': its CR1 test's power needs the "
+                "between-cluster variance and the number of clusters (its clusters - 1 df, "
+                "which more runs do not raise), which power does not plan yet",
+            )
         ]

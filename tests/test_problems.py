@@ -13,8 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from typer.testing import CliRunner
 
-from conftest import SMALL
+from conftest import ROOT, SMALL
+from repro.cli.app import app
 from repro.errors import PROBLEM_CODES, BadInput, Problem
 from repro.json import canonical
 from repro.protocol.load import parse_protocol
@@ -110,3 +112,64 @@ def test_no_command_catches_bad_input() -> None:
                 if names & {"BadInput", "ReproError"}:
                     catching.append(f"{module.name}:{node.lineno}")
     assert [where.split(":")[0] for where in catching] == ["boundary.py"], catching
+
+
+def _checked(tmp_path: Path, data: dict[str, Any]) -> list[dict[str, str]]:
+    """``repro protocol check --json`` of ``data``: refused (exit 2), its problems as printed,
+    each also named on stderr as ``message @ path``."""
+    path = tmp_path / "protocol.json"
+    path.write_text(json.dumps(data), "utf-8")
+    result = CliRunner().invoke(app, ["protocol", "check", str(path), "--json"])
+    assert result.exit_code == 2, result.output
+    report = json.loads(result.stdout)
+    assert report["ok"] is False
+    problems: list[dict[str, str]] = report["problems"]
+    stderr = " ".join(result.stderr.split())
+    for problem in problems:
+        assert problem["code"] in PROBLEM_CODES
+        assert " ".join(f"{problem['message']} @ {problem['path']}".split()) in stderr
+    return problems
+
+
+@pytest.mark.parametrize(
+    ("action", "code"),
+    [(5, "not-allowed"), (True, "wrong-type"), (0.5, "wrong-type")],
+)
+def test_an_adapters_refusal_of_a_participant_is_data(
+    tmp_path: Path, action: object, code: str
+) -> None:
+    """The gymnasium adapter's own check of a participant's params (a constant action outside
+    CartPole's action space, or not a whole number) reaches ``protocol check --json`` as one
+    problem at that participant's path, with a code of its kind, not ``bad-input``."""
+    data = copy.deepcopy(SMALL)
+    data["participants"][1]["params"]["action"] = action
+    [problem] = _checked(tmp_path, data)
+    assert (problem["path"], problem["code"]) == ("$.participants[1].params.action", code)
+
+
+def _gate() -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((ROOT / "protocols" / "agent-gate-eval.json").read_bytes())
+    return data
+
+
+def test_the_command_adapters_refusals_are_data(tmp_path: Path) -> None:
+    """The command adapter's refusals name their paths as data: an option it does not take at
+    that option's path (``unknown-field``); an outcome schema that does not require what the
+    scoring reads, one problem for each key read, at the schema's ``required``."""
+    data = _gate()
+    data["adapter"]["options"]["colour"] = "blue"
+    assert [(p["path"], p["code"]) for p in _checked(tmp_path, data)] == [
+        ("$.adapter.options.colour", "unknown-field")
+    ]
+    data = _gate()
+    required = data["adapter"]["options"]["outcome_schema"]["required"]
+    required[:] = [key for key in required if key not in {"verdict", "domains"}]
+    problems = _checked(tmp_path, data)
+    assert len(problems) >= 2
+    assert {(p["path"], p["code"]) for p in problems} == {
+        ("$.adapter.options.outcome_schema.required", "inconsistent")
+    }
+    assert {m for m in ("'verdict'", "'domains'") if any(m in p["message"] for p in problems)} == {
+        "'verdict'",
+        "'domains'",
+    }

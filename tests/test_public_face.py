@@ -45,6 +45,7 @@ PUBLIC: dict[str, frozenset[str]] = {
             "Participant",
             "pinned_target_source",
             "PlanEntry",
+            "Problem",
             "Protocol",
             "registered_adapters",
             "Registration",

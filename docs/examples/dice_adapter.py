@@ -50,39 +50,49 @@ class DiceAdapter:
         """Check the protocol's part that is the adapter's, naming the JSON path of any problem,
         and pin what defines the runs: this file."""
         if protocol.adapter.options or options:
-            raise BadInput("protocol: the dice adapter takes no options @ $.adapter.options")
+            raise BadInput.at(
+                "$.adapter.options", "the dice adapter takes no options", "unknown-field"
+            )
         for i, factor in enumerate(protocol.matrix):
             if factor.name not in FACTORS:
-                raise BadInput(f"protocol: unknown factor {factor.name!r} @ $.matrix[{i}].name")
+                raise BadInput.at(
+                    f"$.matrix[{i}].name", f"unknown factor {factor.name!r}", "not-allowed"
+                )
             low, high = FACTORS[factor.name]
             for j, level in enumerate(factor.levels):
                 if not _whole(level, low, high):
-                    raise BadInput(
-                        f"protocol: {factor.name} must be a whole number from {low} to {high} "
-                        f"@ $.matrix[{i}].levels[{j}]"
+                    raise BadInput.at(
+                        f"$.matrix[{i}].levels[{j}]",
+                        f"{factor.name} must be a whole number from {low} to {high}",
+                        "not-allowed",
                     )
         missing = sorted(set(FACTORS) - {f.name for f in protocol.matrix})
         if missing:
-            raise BadInput(f"protocol: the dice adapter needs the factor(s) {missing} @ $.matrix")
+            raise BadInput.at(
+                "$.matrix", f"the dice adapter needs the factor(s) {missing}", "missing-field"
+            )
         for i, participant in enumerate(protocol.participants):
             where = f"$.participants[{i}]"
             if participant.kind not in KINDS:
-                raise BadInput(
-                    f"protocol: unknown kind {participant.kind!r} (keep, reroll-below) "
-                    f"@ {where}.kind"
+                raise BadInput.at(
+                    f"{where}.kind",
+                    f"unknown kind {participant.kind!r} (keep, reroll-below)",
+                    "not-allowed",
                 )
             allowed = KINDS[participant.kind]
             if set(participant.params) != allowed:
-                raise BadInput(
-                    f"protocol: {participant.kind} takes the params {sorted(allowed)} "
-                    f"@ {where}.params"
+                raise BadInput.at(
+                    f"{where}.params",
+                    f"{participant.kind} takes the params {sorted(allowed)}",
+                    "not-allowed",
                 )
             if participant.kind == "reroll-below" and not _whole(
                 participant.params["threshold"], 1, 1000
             ):
-                raise BadInput(
-                    f"protocol: threshold must be a whole number from 1 to 1000 "
-                    f"@ {where}.params.threshold"
+                raise BadInput.at(
+                    f"{where}.params.threshold",
+                    "threshold must be a whole number from 1 to 1000",
+                    "not-allowed",
                 )
         facts = AdapterFacts(
             name=self.name,

@@ -63,6 +63,8 @@ PROBLEM_CODES: dict[str, str] = {
     "inconsistent": "fields each valid alone that do not fit together",
     "over-limit": "a size or count over one of repro's limits",
     "unreadable": "a file that cannot be read or is not JSON",
+    "not-found": "a module, target, file or environment the input names that cannot be found, "
+    "imported or built",
     "bad-input": "an input refused in words alone, with no JSON path (an adapter's own refusal)",
 }
 
@@ -103,6 +105,12 @@ class BadInput(ReproError):
         is the subject and each problem, ``message @ path``, joined by ``; ``."""
         listed = tuple(problems)
         return cls(f"{subject}: " + "; ".join(map(str, listed)), listed)
+
+    @classmethod
+    def at(cls, path: str, message: str, code: str, subject: str = "protocol") -> BadInput:
+        """Refuse ``subject`` for one problem, :class:`Problem` ``(path, message, code)``: the
+        message is ``subject: message @ path``."""
+        return cls.of(subject, [Problem(path, message, code)])
 
     def __reduce__(self) -> tuple[Any, ...]:
         # A worker process raises it to the study's: its problems go along.

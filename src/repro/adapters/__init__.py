@@ -8,7 +8,9 @@ An adapter is a class made without arguments, with a ``name``, ``freeze(protocol
 returning :class:`Frozen` (its :class:`AdapterFacts` and the :class:`Source` s it pins) and
 ``open(protocol, condition, frozen)`` returning a :class:`Session`, whose ``run(entry)`` gives
 :class:`Evidence` or raises :class:`RunFailed` / :class:`RunInvalid` with a short cause;
-:class:`BadInput` (its message ending in ``@ JSON-PATH``) refuses a protocol."""
+:class:`BadInput` refuses a protocol, holding each :class:`Problem` (its JSON path, message and
+code, one of :data:`repro.errors.PROBLEM_CODES`): ``BadInput.of("protocol", problems)``, or
+``BadInput.at(path, message, code)`` for one."""
 
 from repro.adapters.base import (
     ENTRY_POINT_GROUP,
@@ -29,7 +31,7 @@ from repro.adapters.base import (
     pinned_target_source,
     registered_adapters,
 )
-from repro.errors import BadInput, RunFailed, RunInvalid
+from repro.errors import BadInput, Problem, RunFailed, RunInvalid
 from repro.json.canonical import json_path
 from repro.models import (
     AdapterFacts,
@@ -53,6 +55,7 @@ __all__ = [
     "HarnessFacts",
     "Participant",
     "PlanEntry",
+    "Problem",
     "Protocol",
     "Registration",
     "RunFailed",

@@ -317,14 +317,15 @@ def protocol_path(value: str, where: str) -> Path:
     if code is None:
         return Path(value) if _target_root is None else _target_root / value
     if code.root is None:
-        raise BadInput(
-            f"protocol: the bundle names {value!r}, and replay runs no program or file a bundle "
-            f"names unless you say where it lives: {_SOURCES_HINT}, or --option with its path "
-            f"@ {where}"
+        raise BadInput.at(
+            where,
+            f"the bundle names {value!r}, and replay runs no program or file a bundle "
+            f"names unless you say where it lives: {_SOURCES_HINT}, or --option with its path",
+            "not-found",
         )
     path = code.root / value
     if not path.resolve().is_relative_to(code.root):
-        raise BadInput(f"protocol: {value!r} lies outside --sources {code.root} @ {where}")
+        raise BadInput.at(where, f"{value!r} lies outside --sources {code.root}", "not-allowed")
     return path
 
 
@@ -553,12 +554,14 @@ def _split_target(target: str, where: str) -> tuple[str, str]:
     dotted name of Python identifiers other than ``__main__`` and the attribute one identifier."""
     module_name, _, attribute = target.partition(":")
     if not (_dotted(module_name) and attribute.isidentifier() and not keyword.iskeyword(attribute)):
-        raise BadInput(
-            f"protocol: target {target!r} must look like 'module:attribute', a dotted module "
-            f"name of Python identifiers (no file path, no relative import) @ {where}"
+        raise BadInput.at(
+            where,
+            f"target {target!r} must look like 'module:attribute', a dotted module "
+            f"name of Python identifiers (no file path, no relative import)",
+            "not-allowed",
         )
     if module_name == "__main__":
-        raise BadInput(f"protocol: target {target!r} names the running script @ {where}")
+        raise BadInput.at(where, f"target {target!r} names the running script", "not-allowed")
     return module_name, attribute
 
 
@@ -569,12 +572,13 @@ def _importing(target: str, where: str) -> Iterator[None]:
     try:
         yield
     except BadInput as exc:
-        raise BadInput(f"protocol: target {target!r}: {exc} @ {where}") from None
+        raise BadInput.at(where, f"target {target!r}: {exc}", "not-found") from None
     except Exception as exc:  # an import runs the module's code, which may raise anything
         searched = "the import path" if root is None else f"{root}, then the import path"
-        raise BadInput(
-            f"protocol: cannot import {target!r} ({type(exc).__name__}: {exc}); looked up in "
-            f"{searched} @ {where}"
+        raise BadInput.at(
+            where,
+            f"cannot import {target!r} ({type(exc).__name__}: {exc}); looked up in {searched}",
+            "not-found",
         ) from None
 
 
@@ -614,18 +618,20 @@ def pinned_target_source(role: str, params: Mapping[str, Any], where: str) -> So
     mismatch refuses the run, and the module is not imported."""
     target = params.get("target")
     if not isinstance(target, str):
-        raise BadInput(f"protocol: target must be a string @ {where}.target")
+        raise BadInput.at(f"{where}.target", "target must be a string", "wrong-type")
     expected = params.get("sha256")
     if expected is not None and not (isinstance(expected, str) and SHA256_HEX.fullmatch(expected)):
-        raise BadInput(f"protocol: sha256 must be 64 lower-case hex digits @ {where}.sha256")
+        message = "sha256 must be 64 lower-case hex digits"
+        raise BadInput.at(f"{where}.sha256", message, "not-allowed")
     module_name, _ = _split_target(target, f"{where}.target")
     with _importing(target, f"{where}.target"):
         found = _find(module_name)
     source = file_source(role, _relative_name(module_name, found.file), found.data)
     if expected is not None and expected != source.sha256:
-        raise BadInput(
-            f"protocol: {role}: pinned sha256 {expected} does not match {source.name} "
-            f"({source.sha256}) @ {where}.sha256"
+        raise BadInput.at(
+            f"{where}.sha256",
+            f"{role}: pinned sha256 {expected} does not match {source.name} ({source.sha256})",
+            "inconsistent",
         )
     with _importing(target, f"{where}.target"):
         _import_module(module_name, found)
@@ -651,9 +657,11 @@ class Registration:
         try:
             return self._make()
         except Exception as exc:
-            raise BadInput(
-                f"protocol: adapter {self.name!r} ({self.target} from {self.distribution} "
-                f"{self.version}) does not load ({type(exc).__name__}: {exc}) @ $.adapter.name"
+            raise BadInput.at(
+                "$.adapter.name",
+                f"adapter {self.name!r} ({self.target} from {self.distribution} "
+                f"{self.version}) does not load ({type(exc).__name__}: {exc})",
+                "not-found",
             ) from None
 
     def load_error(self) -> str | None:
@@ -746,15 +754,18 @@ def get_adapter(name: str) -> Adapter:
     matches = [r for r in installed if r.name == name]
     if not matches:
         known = sorted({r.name for r in installed})
-        raise BadInput(
-            f"protocol: unknown adapter {name!r} (known: {', '.join(known) or 'none'}) "
-            "@ $.adapter.name"
+        raise BadInput.at(
+            "$.adapter.name",
+            f"unknown adapter {name!r} (known: {', '.join(known) or 'none'})",
+            "unknown-name",
         )
     if len(matches) > 1:
         providers = " and ".join(f"{r.distribution} {r.version} ({r.target})" for r in matches)
-        raise BadInput(
-            f"protocol: adapter {name!r} is registered by more than one distribution: "
-            f"{providers}; uninstall all but one @ $.adapter.name"
+        raise BadInput.at(
+            "$.adapter.name",
+            f"adapter {name!r} is registered by more than one distribution: "
+            f"{providers}; uninstall all but one",
+            "duplicate",
         )
     return matches[0].adapter()
 
@@ -765,13 +776,11 @@ def refuse_unbounded_outcome_runs(protocol: Protocol, adapter: str, measures: st
     measure other than ``outcome_value`` (a run has no step rewards to sum). ``measures`` says
     what such a run's measure is, in the message."""
     if protocol.retry.timeout_seconds is None:
-        raise BadInput(
-            f"protocol: the {adapter} adapter needs a per-run timeout @ $.retry.timeout_seconds"
-        )
+        message = f"the {adapter} adapter needs a per-run timeout"
+        raise BadInput.at("$.retry.timeout_seconds", message, "missing-field")
     if protocol.measure.name != "outcome_value":
-        raise BadInput(
-            f"protocol: {measures}: use the outcome_value measure with a key @ $.measure.name"
-        )
+        message = f"{measures}: use the outcome_value measure with a key"
+        raise BadInput.at("$.measure.name", message, "not-allowed")
 
 
 def slot_costs(adapter: object, conditions: Collection[Condition]) -> dict[str, float]:

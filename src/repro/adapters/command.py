@@ -110,9 +110,10 @@ def _options(protocol: Protocol, options: Mapping[str, str]) -> dict[str, Any]:
     merged: dict[str, Any] = dict(protocol.adapter.options)
     for key in protocol.adapter.options:
         if key not in _OPTIONS:
-            raise BadInput(
-                f"protocol: the command adapter takes no option {key!r} (harness, release, "
-                f"outcome_schema) @ {json_path('$.adapter.options', key)}"
+            raise BadInput.at(
+                json_path("$.adapter.options", key),
+                f"the command adapter takes no option {key!r} (harness, release, outcome_schema)",
+                "unknown-field",
             )
     for key, value in options.items():
         if key not in _OPTIONS - {"outcome_schema"}:
@@ -120,13 +121,17 @@ def _options(protocol: Protocol, options: Mapping[str, str]) -> dict[str, Any]:
         merged[key] = value
     for key in ("harness", "release"):
         if key in merged and not (isinstance(merged[key], str) and merged[key]):
-            raise BadInput(
-                f"protocol: {key} must be a non-empty path @ {json_path('$.adapter.options', key)}"
+            raise BadInput.at(
+                json_path("$.adapter.options", key),
+                f"{key} must be a non-empty path",
+                "not-allowed",
             )
     if "harness" not in merged:
-        raise BadInput(
-            "protocol: the command adapter needs a harness (adapter.options.harness or "
-            "--option harness=PATH) @ $.adapter.options"
+        raise BadInput.at(
+            "$.adapter.options",
+            "the command adapter needs a harness (adapter.options.harness or "
+            "--option harness=PATH)",
+            "missing-field",
         )
     return merged
 
@@ -138,9 +143,10 @@ def _not_found(key: str, value: str, options: Mapping[str, str], what: str) -> B
         return BadInput(
             f"--option {key}: {value!r} {what} (looked up in the working directory {Path.cwd()})"
         )
-    return BadInput(
-        f"protocol: {key} {value!r} {what} (looked up in {protocol_folder()}) "
-        f"@ {json_path('$.adapter.options', key)}"
+    return BadInput.at(
+        json_path("$.adapter.options", key),
+        f"{key} {value!r} {what} (looked up in {protocol_folder()})",
+        "not-found",
     )
 
 
@@ -155,13 +161,14 @@ def _validator(schema: Any) -> Any:
     import jsonschema
 
     if not isinstance(schema, dict):
-        raise BadInput("protocol: outcome_schema must be a JSON object @ $.adapter.options")
+        raise BadInput.at("$.adapter.options", "outcome_schema must be a JSON object", "wrong-type")
     try:
         jsonschema.Draft202012Validator.check_schema(schema)
     except jsonschema.SchemaError as exc:
-        raise BadInput(
-            f"protocol: outcome_schema is not a valid JSON Schema ({exc.message}) "
-            "@ $.adapter.options.outcome_schema"
+        raise BadInput.at(
+            "$.adapter.options.outcome_schema",
+            f"outcome_schema is not a valid JSON Schema ({exc.message})",
+            "not-allowed",
         ) from None
     return jsonschema.Draft202012Validator(schema)
 
@@ -171,9 +178,10 @@ def _check_participants_and_schema(protocol: Protocol, merged: Mapping[str, Any]
     Schema that holds what the protocol's measures and scoring rules read of an outcome."""
     for i, participant in enumerate(protocol.participants):
         if participant.kind != "agent":
-            raise BadInput(
-                f"protocol: unknown participant kind {participant.kind!r} for command "
-                f"(agent) @ $.participants[{i}].kind"
+            raise BadInput.at(
+                f"$.participants[{i}].kind",
+                f"unknown participant kind {participant.kind!r} for command (agent)",
+                "not-allowed",
             )
     if "outcome_schema" in merged:
         _validator(merged["outcome_schema"])
@@ -182,7 +190,7 @@ def _check_participants_and_schema(protocol: Protocol, merged: Mapping[str, Any]
             protocol, merged.get("outcome_schema"), "$.adapter.options.outcome_schema"
         )
         if problems:
-            raise BadInput("protocol: " + "; ".join(problems))
+            raise BadInput.of("protocol", problems)
 
 
 class CommandAdapter:

@@ -237,9 +237,10 @@ def load_backend(name: str) -> Backend:
     """The requested backend; ``auto`` prefers upstream CybORG, then csle-cyborg."""
     candidates = ["cyborg", "csle-cyborg"] if name == "auto" else [name]
     if name not in ("auto", "cyborg", "csle-cyborg"):
-        raise BadInput(
-            f"protocol: unknown backend {name!r} (auto, cyborg, csle-cyborg) "
-            "@ $.adapter.options.backend"
+        raise BadInput.at(
+            "$.adapter.options.backend",
+            f"unknown backend {name!r} (auto, cyborg, csle-cyborg)",
+            "not-allowed",
         )
     for candidate in candidates:
         module = "CybORG" if candidate == "cyborg" else "csle_cyborg"
@@ -331,24 +332,29 @@ def _check_factors(protocol: Protocol) -> None:
         if factor.name == "red_agent":
             for j, level in enumerate(factor.levels):
                 if level not in RED_AGENTS:
-                    raise BadInput(
-                        f"protocol: unknown red agent {level!r} ({', '.join(RED_AGENTS)}) "
-                        f"@ $.matrix[{i}].levels[{j}]"
+                    raise BadInput.at(
+                        f"$.matrix[{i}].levels[{j}]",
+                        f"unknown red agent {level!r} ({', '.join(RED_AGENTS)})",
+                        "not-allowed",
                     )
         elif factor.name == "trial_length":
             for j, level in enumerate(factor.levels):
                 if not isinstance(level, int) or not 1 <= level <= MAX_EPISODE_STEPS:
-                    raise BadInput(
-                        f"protocol: trial_length must be a whole number from 1 to "
-                        f"{MAX_EPISODE_STEPS}, not {level!r} @ $.matrix[{i}].levels[{j}]"
+                    raise BadInput.at(
+                        f"$.matrix[{i}].levels[{j}]",
+                        f"trial_length must be a whole number from 1 to "
+                        f"{MAX_EPISODE_STEPS}, not {level!r}",
+                        "not-allowed",
                     )
         else:
-            raise BadInput(
-                f"protocol: unknown factor {factor.name!r} for cyborg @ $.matrix[{i}].name"
+            raise BadInput.at(
+                f"$.matrix[{i}].name", f"unknown factor {factor.name!r} for cyborg", "not-allowed"
             )
     for required in ("trial_length", "red_agent"):
         if required not in names:
-            raise BadInput(f"protocol: the cyborg adapter needs a {required!r} factor @ $.matrix")
+            raise BadInput.at(
+                "$.matrix", f"the cyborg adapter needs a {required!r} factor", "missing-field"
+            )
 
 
 def _participant_params(protocol: Protocol) -> dict[int, AgentClassParams]:
@@ -359,21 +365,27 @@ def _participant_params(protocol: Protocol) -> dict[int, AgentClassParams]:
         where = f"$.participants[{i}]"
         if participant.kind == "sleep":
             if participant.params:
-                raise BadInput(f"protocol: the sleep participant takes no params @ {where}.params")
+                raise BadInput.at(
+                    f"{where}.params", "the sleep participant takes no params", "not-allowed"
+                )
         elif participant.kind == "agent_class":
             agents[i] = structure_at(participant.params, AgentClassParams, f"{where}.params")
         elif participant.kind == "shipped":
             shipped = structure_at(participant.params, ShippedParams, f"{where}.params")
             if shipped.observation == WRAPPER:
-                raise BadInput(
-                    f"protocol: {shipped.agent} reads the raw observation dictionary and cannot "
+                raise BadInput.at(
+                    f"{where}.params.observation",
+                    f"{shipped.agent} reads the raw observation dictionary and cannot "
                     "run under ChallengeWrapper: name the raw feed it is given "
-                    f"(blue-steps, reset-true-state) @ {where}.params.observation"
+                    "(blue-steps, reset-true-state)",
+                    "inconsistent",
                 )
         else:
-            raise BadInput(
-                f"protocol: unknown participant kind {participant.kind!r} for cyborg "
-                f"(sleep, agent_class, shipped) @ {where}.kind"
+            raise BadInput.at(
+                f"{where}.kind",
+                f"unknown participant kind {participant.kind!r} for cyborg "
+                "(sleep, agent_class, shipped)",
+                "not-allowed",
             )
     return agents
 
@@ -436,9 +448,11 @@ def _agent_sources(protocol: Protocol, agents: Mapping[int, AgentClassParams]) -
             and callable(getattr(agent, "get_action", None))
             and callable(getattr(agent, "end_episode", None))
         ):
-            raise BadInput(
-                f"protocol: target {params.target!r} must be a class made without arguments, "
-                f"with get_action(observation, action_space) and end_episode() @ {where}.target"
+            raise BadInput.at(
+                f"{where}.target",
+                f"target {params.target!r} must be a class made without arguments, "
+                "with get_action(observation, action_space) and end_episode()",
+                "not-allowed",
             )
     return sources
 

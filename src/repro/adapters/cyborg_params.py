@@ -116,15 +116,17 @@ def settings_of(protocol: Protocol, options: Mapping[str, str]) -> CybORGOptions
     merged: dict[str, Any] = dict(protocol.adapter.options)
     for key in protocol.adapter.options:
         if key == "scenario_dir":
-            raise BadInput(
-                "protocol: scenario_dir names a directory on one host, and the protocol is "
-                "frozen into the bundle: give it as --option scenario_dir=DIR "
-                "@ $.adapter.options.scenario_dir"
+            raise BadInput.at(
+                "$.adapter.options.scenario_dir",
+                "scenario_dir names a directory on one host, and the protocol is "
+                "frozen into the bundle: give it as --option scenario_dir=DIR",
+                "not-allowed",
             )
         if key not in _OPTIONS:
-            raise BadInput(
-                f"protocol: unknown option {key!r} for cyborg "
-                f"@ {json_path('$.adapter.options', key)}"
+            raise BadInput.at(
+                json_path("$.adapter.options", key),
+                f"unknown option {key!r} for cyborg",
+                "unknown-field",
             )
     for key, value in options.items():
         if key not in _CLI_OPTIONS:
@@ -134,12 +136,13 @@ def settings_of(protocol: Protocol, options: Mapping[str, str]) -> CybORGOptions
         merged[key] = value
     settings = structure_at(merged, CybORGOptions, "$.adapter.options")
     if "scenario_sha256" in merged and not settings.scenario_sha256:
-        raise BadInput(
-            f"protocol: scenario_sha256 pins no file; pin every scenario file or leave it "
-            f"out @ {_PINS}"
+        raise BadInput.at(
+            _PINS,
+            "scenario_sha256 pins no file; pin every scenario file or leave it out",
+            "not-allowed",
         )
     for name, value in settings.scenario_sha256.items():
         problem = _pin_problem(name, value)
         if problem is not None:
-            raise BadInput(f"protocol: {problem} @ {json_path(_PINS, name)}")
+            raise BadInput.at(json_path(_PINS, name), problem, "not-allowed")
     return settings

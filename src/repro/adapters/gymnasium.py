@@ -77,9 +77,11 @@ def _gym() -> Any:
         # Lazy: the gymnasium extra may be absent (verify needs no simulator).
         import gymnasium
     except ImportError as exc:
-        raise BadInput(
-            f"protocol: the gymnasium adapter needs the gymnasium package, which does not import "
-            f"({type(exc).__name__}: {exc}): {SIMULATOR_INSTALL} @ $.adapter.name"
+        raise BadInput.at(
+            "$.adapter.name",
+            f"the gymnasium adapter needs the gymnasium package, which does not import "
+            f"({type(exc).__name__}: {exc}): {SIMULATOR_INSTALL}",
+            "not-found",
         ) from None
     return gymnasium
 
@@ -175,22 +177,27 @@ def _check_callable(participant: str, params: CallableParams, where: str) -> Sou
     arguments = params.arguments
     for key in arguments:
         if not key.isidentifier() or keyword.iskeyword(key):
-            raise BadInput(
-                f"protocol: argument name {key!r} is not a Python identifier "
-                f"@ {json_path(f'{where}.params.arguments', key)}"
+            raise BadInput.at(
+                json_path(f"{where}.params.arguments", key),
+                f"argument name {key!r} is not a Python identifier",
+                "not-allowed",
             )
     target = params.target
     if params.factory and not accepts(import_target(target, "$"), 1, arguments):
-        raise BadInput(
-            f"protocol: factory {target!r} must be callable as (rng"
+        raise BadInput.at(
+            f"{where}.params.target",
+            f"factory {target!r} must be callable as (rng"
             + "".join(f", {key}=..." for key in arguments)
-            + f") and return the run's policy @ {where}.params.target"
+            + ") and return the run's policy",
+            "not-allowed",
         )
     if not params.factory and not accepts(import_target(target, "$"), 2, arguments):
-        raise BadInput(
-            f"protocol: target {target!r} must be a function taking (observation, rng"
+        raise BadInput.at(
+            f"{where}.params.target",
+            f"target {target!r} must be a function taking (observation, rng"
             + "".join(f", {key}=..." for key in arguments)
-            + f") @ {where}.params.target"
+            + ")",
+            "not-allowed",
         )
     return source
 
@@ -198,9 +205,10 @@ def _check_callable(participant: str, params: CallableParams, where: str) -> Sou
 def _check_options(protocol: Protocol, options: Mapping[str, str]) -> None:
     """The gymnasium adapter takes no option, in the protocol or with ``--option``."""
     for key in protocol.adapter.options:
-        raise BadInput(
-            f"protocol: the gymnasium adapter takes no option {key!r} "
-            f"@ {json_path('$.adapter.options', key)}"
+        raise BadInput.at(
+            json_path("$.adapter.options", key),
+            f"the gymnasium adapter takes no option {key!r}",
+            "unknown-field",
         )
     for key in options:
         raise BadInput(f"--option {key}: the gymnasium adapter takes no options")
@@ -212,16 +220,22 @@ def _check_factors(protocol: Protocol) -> list[str]:
     names = [f.name for f in protocol.matrix]
     for i, name in enumerate(names):
         if name not in {"env_id", "max_episode_steps"}:
-            raise BadInput(f"protocol: unknown factor {name!r} for gymnasium @ $.matrix[{i}].name")
+            raise BadInput.at(
+                f"$.matrix[{i}].name", f"unknown factor {name!r} for gymnasium", "not-allowed"
+            )
     if "env_id" not in names:
-        raise BadInput("protocol: the gymnasium adapter needs an 'env_id' factor @ $.matrix")
+        raise BadInput.at(
+            "$.matrix", "the gymnasium adapter needs an 'env_id' factor", "missing-field"
+        )
     if "max_episode_steps" in names:
         i = names.index("max_episode_steps")
         for j, steps in enumerate(protocol.matrix[i].levels):
             if not isinstance(steps, int) or not 1 <= steps <= MAX_EPISODE_STEPS:
-                raise BadInput(
-                    f"protocol: max_episode_steps must be a whole number from 1 to "
-                    f"{MAX_EPISODE_STEPS}, not {steps!r} @ $.matrix[{i}].levels[{j}]"
+                raise BadInput.at(
+                    f"$.matrix[{i}].levels[{j}]",
+                    f"max_episode_steps must be a whole number from 1 to "
+                    f"{MAX_EPISODE_STEPS}, not {steps!r}",
+                    "not-allowed",
                 )
     return names
 
@@ -235,14 +249,14 @@ def _environments(gym: Any, protocol: Protocol, names: list[str]) -> tuple[list[
     for j, env_id in enumerate(protocol.matrix[env_factor].levels):
         where = f"$.matrix[{env_factor}].levels[{j}]"
         if not isinstance(env_id, str):
-            raise BadInput(f"protocol: env_id must be a string @ {where}")
+            raise BadInput.at(where, "env_id must be a string", "wrong-type")
         try:
             spec = gym.spec(env_id)
         except Exception as exc:
-            raise BadInput(f"protocol: {exc} @ {where}") from None
+            raise BadInput.at(where, str(exc), "not-found") from None
         if spec.max_episode_steps is None and "max_episode_steps" not in names:
-            raise BadInput(
-                f"protocol: {env_id} has no time limit; add a max_episode_steps factor @ {where}"
+            raise BadInput.at(
+                where, f"{env_id} has no time limit; add a max_episode_steps factor", "inconsistent"
             )
         entry = spec.entry_point
         module_name = entry.partition(":")[0] if isinstance(entry, str) else entry.__module__
@@ -260,11 +274,12 @@ def _check_constant(params: ConstantParams, spaces: Mapping[str, Any], where: st
     for env_id, space in spaces.items():
         problem = _action_problem(params.action, space)
         if problem is not None:
-            raise BadInput(f"protocol: action {problem} @ {where}.params.action")
+            raise BadInput.at(f"{where}.params.action", f"action {problem}", "wrong-type")
         if not _in_space(params.action, space):
-            raise BadInput(
-                f"protocol: action {params.action!r} is not in the action space {space} of "
-                f"{env_id} @ {where}.params.action"
+            raise BadInput.at(
+                f"{where}.params.action",
+                f"action {params.action!r} is not in the action space {space} of {env_id}",
+                "not-allowed",
             )
 
 
@@ -276,9 +291,11 @@ def _check_participants(protocol: Protocol, spaces: Mapping[str, Any]) -> list[S
         where = f"$.participants[{i}]"
         model = _PARAMS.get(participant.kind)
         if model is None:
-            raise BadInput(
-                f"protocol: unknown participant kind {participant.kind!r} for gymnasium "
-                f"(random, constant, callable) @ {where}.kind"
+            raise BadInput.at(
+                f"{where}.kind",
+                f"unknown participant kind {participant.kind!r} for gymnasium "
+                "(random, constant, callable)",
+                "not-allowed",
             )
         params = structure_at(participant.params, model, f"{where}.params")
         if isinstance(params, ConstantParams):

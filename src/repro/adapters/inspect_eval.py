@@ -96,14 +96,14 @@ def _is_target(factor: str, level: object) -> bool:
 def _target(level: object, where: str) -> tuple[Any, Source]:
     """The object a ``module:function`` level names and its module's source file, pinned."""
     if not isinstance(level, str):
-        raise BadInput(f"protocol: level must be a 'module:function' string @ {where}")
+        raise BadInput.at(where, "level must be a 'module:function' string", "wrong-type")
     function = import_target(level, where)
     if not callable(function):
-        raise BadInput(f"protocol: {level!r} is not callable @ {where}")
+        raise BadInput.at(where, f"{level!r} is not callable", "not-allowed")
     try:
         source = module_file_source(inspect_role(level), level.partition(":")[0])
     except BadInput as exc:
-        raise BadInput(f"protocol: {exc} @ {where}") from None
+        raise BadInput.at(where, str(exc), "not-found") from None
     return function, source
 
 
@@ -111,8 +111,8 @@ def _call(function: Any, what: str, where: str) -> Any:
     try:
         return function()
     except Exception as exc:  # the task's or model's own code, which may raise anything
-        raise BadInput(
-            f"protocol: {what} raised {type(exc).__name__} when built: {exc} @ {where}"
+        raise BadInput.at(
+            where, f"{what} raised {type(exc).__name__} when built: {exc}", "not-found"
         ) from None
 
 
@@ -136,22 +136,26 @@ def _check_config(participant: Participant, where: str) -> None:
     for key in config:
         if key == "seed" or key not in GenerateConfig.model_fields:
             why = "is the run's own" if key == "seed" else "is no GenerateConfig field"
-            raise BadInput(f"protocol: {key!r} {why} @ {json_path(f'{where}.params.config', key)}")
+            code = "not-allowed" if key == "seed" else "unknown-field"
+            raise BadInput.at(json_path(f"{where}.params.config", key), f"{key!r} {why}", code)
     try:
         GenerateConfig.model_validate(config)
     except ValueError as exc:
-        raise BadInput(
-            f"protocol: config is not a valid GenerateConfig ({type(exc).__name__}) "
-            f"@ {where}.params.config"
+        raise BadInput.at(
+            f"{where}.params.config",
+            f"config is not a valid GenerateConfig ({type(exc).__name__})",
+            "not-allowed",
         ) from None
 
 
 def _check_options(protocol: Protocol, options: Mapping[str, str]) -> None:
     """No option in the protocol; ``log_dir`` only with ``--option``."""
     for key in protocol.adapter.options:
-        raise BadInput(
-            f"protocol: the inspect adapter takes no option {key!r} in the protocol "
-            f"(log_dir is given with --option) @ {json_path('$.adapter.options', key)}"
+        raise BadInput.at(
+            json_path("$.adapter.options", key),
+            f"the inspect adapter takes no option {key!r} in the protocol "
+            "(log_dir is given with --option)",
+            "unknown-field",
         )
     for key in options:
         if key not in _OPTIONS:
@@ -164,13 +168,16 @@ def _check_factors(protocol: Protocol) -> None:
     names = [f.name for f in protocol.matrix]
     for i, name in enumerate(names):
         if name not in _FACTORS | {samples}:
-            raise BadInput(
-                f"protocol: unknown factor {name!r} for inspect (task, model, solver, "
-                f"{samples}) @ $.matrix[{i}].name"
+            raise BadInput.at(
+                f"$.matrix[{i}].name",
+                f"unknown factor {name!r} for inspect (task, model, solver, {samples})",
+                "not-allowed",
             )
     for name in ("task", "model", samples):
         if name not in names:
-            raise BadInput(f"protocol: the inspect adapter needs a {name!r} factor @ $.matrix")
+            raise BadInput.at(
+                "$.matrix", f"the inspect adapter needs a {name!r} factor", "missing-field"
+            )
 
 
 class InspectAdapter:
@@ -190,9 +197,11 @@ class InspectAdapter:
         """Check factors, participants and options; build every task to check its samples; pin
         inspect_ai's version and the source file of every task, model and solver module."""
         if importlib.util.find_spec("inspect_ai") is None:
-            raise BadInput(
-                "protocol: the inspect adapter needs inspect_ai, which is not installed: "
-                f"{self.simulator_install} @ $.adapter.name"
+            raise BadInput.at(
+                "$.adapter.name",
+                "the inspect adapter needs inspect_ai, which is not installed: "
+                f"{self.simulator_install}",
+                "not-found",
             )
         _check_options(protocol, options)
         refuse_unbounded_outcome_runs(
@@ -203,9 +212,10 @@ class InspectAdapter:
         for i, participant in enumerate(protocol.participants):
             where = f"$.participants[{i}]"
             if participant.kind != "agent":
-                raise BadInput(
-                    f"protocol: unknown participant kind {participant.kind!r} for inspect "
-                    f"(agent) @ {where}.kind"
+                raise BadInput.at(
+                    f"{where}.kind",
+                    f"unknown participant kind {participant.kind!r} for inspect (agent)",
+                    "not-allowed",
                 )
             _check_config(participant, where)
         _check_factors(protocol)
@@ -242,26 +252,29 @@ class InspectAdapter:
         try:
             ids = _sample_ids(task)
         except Exception as exc:  # a dataset is read by the task's own code
-            raise BadInput(
-                f"protocol: the dataset of {level!r} cannot be read ({type(exc).__name__}) "
-                f"@ {where}"
+            raise BadInput.at(
+                where,
+                f"the dataset of {level!r} cannot be read ({type(exc).__name__})",
+                "unreadable",
             ) from None
         name = sample_factor(protocol)
         i = next(k for k, f in enumerate(protocol.matrix) if f.name == name)
         for j, sample_id in enumerate(protocol.matrix[i].levels):
             if sample_id not in ids:
-                raise BadInput(
-                    f"protocol: task {level!r} has no sample {sample_id!r} "
-                    f"@ $.matrix[{i}].levels[{j}]"
+                raise BadInput.at(
+                    f"$.matrix[{i}].levels[{j}]",
+                    f"task {level!r} has no sample {sample_id!r}",
+                    "unknown-name",
                 )
         if protocol.scenarios:
             for sample in task.dataset:
                 version = (sample.metadata or {}).get("scenario_version")
                 if sample.id in protocol.matrix[i].levels and type(version) is not int:
-                    raise BadInput(
-                        f"protocol: sample {sample.id!r} of {level!r} gives no whole-number "
-                        f"scenario_version in its metadata, which a protocol with scenarios "
-                        f"needs @ {where}"
+                    raise BadInput.at(
+                        where,
+                        f"sample {sample.id!r} of {level!r} gives no whole-number "
+                        "scenario_version in its metadata, which a protocol with scenarios needs",
+                        "inconsistent",
                     )
 
     def open(self, protocol: Protocol, condition: Condition, frozen: Frozen) -> _InspectSession:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from repro.errors import Problem
 from repro.figures import condition_label
 from repro.models import Condition, Group, Measure, Protocol
 from repro.plan.sealing import conditions_of
@@ -27,18 +28,28 @@ def _measure(m: Measure) -> str:
 
 def family_problems(
     protocol: Protocol, pilot: Protocol, pilot_conditions: Sequence[Condition]
-) -> list[str]:
-    """Every way the pilot is not of the protocol's family (rule 1), each with the protocol's
+) -> list[Problem]:
+    """Every way the pilot is not of the protocol's family (rule 1), each at the protocol's
     JSON path: another protocol id or measure, or a group that selects other conditions (by
     factor levels and participant) in the pilot's sealed conditions than in the protocol's;
     and when a contrast compares a rate, another scoring (:func:`scoring_problems`)."""
     problems = []
     if pilot.id != protocol.id:
-        problems.append(f"the pilot is of protocol {pilot.id!r}, not {protocol.id!r} @ $.id")
+        problems.append(
+            Problem(
+                "$.id",
+                f"the pilot is of protocol {pilot.id!r}, not {protocol.id!r}",
+                "inconsistent",
+            )
+        )
     mine, theirs = protocol.measure, pilot.measure
     if (mine.name, mine.key) != (theirs.name, theirs.key):
         problems.append(
-            f"the pilot's measure is {_measure(theirs)}, not {_measure(mine)} @ $.measure"
+            Problem(
+                "$.measure",
+                f"the pilot's measure is {_measure(theirs)}, not {_measure(mine)}",
+                "inconsistent",
+            )
         )
     if protocol.contrasts is None:
         return problems
@@ -57,19 +68,28 @@ def family_problems(
     return problems
 
 
-def scoring_problems(protocol: Protocol, pilot: Protocol) -> list[str]:
+def scoring_problems(protocol: Protocol, pilot: Protocol) -> list[Problem]:
     """Every way the pilot scores its runs otherwise than the protocol would (rule 1, for rate
-    contrasts), each with the protocol's JSON path: a rate is the share of runs that pass a
+    contrasts), each at the protocol's JSON path: a rate is the share of runs that pass a
     check or fall in a category, so the pilot must have the same scoring (checks, taxonomy and
     scenario factor) and, for each scenario both declare, the same expectations the checks
     compare outcomes with."""
     if pilot.scoring != protocol.scoring:
         said = "scores no runs" if pilot.scoring is None else "scores its runs otherwise"
-        return [f"the pilot {said}: a rate needs the protocol's own scoring @ $.scoring"]
+        return [
+            Problem(
+                "$.scoring",
+                f"the pilot {said}: a rate needs the protocol's own scoring",
+                "inconsistent",
+            )
+        ]
     theirs = {s.id: s for s in pilot.scenarios}
     return [
-        f"the pilot's scenario {s.id!r} expects otherwise: its rates are of other checks "
-        f"@ $.scenarios[{i}].expect"
+        Problem(
+            f"$.scenarios[{i}].expect",
+            f"the pilot's scenario {s.id!r} expects otherwise: its rates are of other checks",
+            "inconsistent",
+        )
         for i, s in enumerate(protocol.scenarios)
         if s.id in theirs and theirs[s.id].expect != s.expect
     ]
@@ -81,7 +101,7 @@ def _group_problem(
     pilot_conditions: Sequence[Condition],
     contrast: str,
     where: str,
-) -> list[str]:
+) -> list[Problem]:
     want = {_content(c) for c in selected(group, conditions)}
     have = {_content(c) for c in selected(group, pilot_conditions)}
     if want == have:
@@ -92,5 +112,9 @@ def _group_problem(
     if have - want:
         parts.append("the pilot adds " + "; ".join(sorted(map(_named, have - want))))
     return [
-        f"contrast {contrast}: the group selects other conditions: {', '.join(parts)} @ {where}"
+        Problem(
+            where,
+            f"contrast {contrast}: the group selects other conditions: {', '.join(parts)}",
+            "inconsistent",
+        )
     ]

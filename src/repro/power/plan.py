@@ -10,7 +10,7 @@ from attrs import frozen
 
 from repro.derive.contrasts import null_boundary, outcome_name
 from repro.derive.tally import RunTally
-from repro.errors import BadInput
+from repro.errors import BadInput, Problem
 from repro.figures import condition_label
 from repro.models import Contrast, Contrasts, FrozenProtocol, Group, Protocol, Scores, Seal
 from repro.plan.sealing import conditions_of
@@ -100,39 +100,54 @@ def _rate_design(contrast: Contrast, pilot: PilotEstimate, n_a: int, n_b: int) -
     return RateDesign("fisher-exact", *test_sides(contrast.better, n_a, n_b), pilot.mean_rate)
 
 
-def _estimate_problems(contrast: Contrast, pilot: PilotEstimate, where: str) -> list[str]:
+def _short(where: str, message: str) -> Problem:
+    """A problem of a pilot too short or too uniform to plan the contrast at ``where``."""
+    return Problem(where, message, "inconsistent")
+
+
+def _estimate_problems(contrast: Contrast, pilot: PilotEstimate, where: str) -> list[Problem]:
     """Why the pilot's estimates cannot plan ``contrast``: fewer than two pairs or runs on a
     side, or a standard error of 0."""
     name = f"contrast {contrast.id!r}"
     if contrast.pairing == "paired":
         if pilot.pairs is None or pilot.pairs < 2:
             return [
-                f"{name}: the pilot has {pilot.pairs or 0} complete pair(s) "
-                f"({pilot.incomplete_pairs or 0} incomplete): its sd needs at least 2 @ {where}"
+                _short(
+                    where,
+                    f"{name}: the pilot has {pilot.pairs or 0} complete pair(s) "
+                    f"({pilot.incomplete_pairs or 0} incomplete): its sd needs at least 2",
+                )
             ]
         if pilot.sd_difference == 0:
             return [
-                f"{name}: the pilot's {pilot.pairs} paired differences are all equal (sd 0): "
-                "no variance to plan from (an MDE of 0 would claim any difference is detected) "
-                f"@ {where}"
+                _short(
+                    where,
+                    f"{name}: the pilot's {pilot.pairs} paired differences are all equal (sd 0): "
+                    "no variance to plan from (an MDE of 0 would claim any difference is detected)",
+                )
             ]
         return []
     short = [f"{side} has {n}" for side, n in (("a", pilot.n_a), ("b", pilot.n_b)) if n < 2]
     if short:
         return [
-            f"{name}: in the pilot, group {' and '.join(short)} valid run(s): each needs "
-            f"at least 2 @ {where}"
+            _short(
+                where,
+                f"{name}: in the pilot, group {' and '.join(short)} valid run(s): each needs "
+                "at least 2",
+            )
         ]
     if pilot.sd_a == 0 and pilot.sd_b == 0:
         return [
-            f"{name}: in the pilot, every run of each group has the same measure (both sds 0): "
-            "no variance to plan from (an MDE of 0 would claim any difference is detected) "
-            f"@ {where}"
+            _short(
+                where,
+                f"{name}: in the pilot, every run of each group has the same measure (both sds 0): "
+                "no variance to plan from (an MDE of 0 would claim any difference is detected)",
+            )
         ]
     return []
 
 
-def _rate_problems(contrast: Contrast, pilot: PilotEstimate, where: str) -> list[str]:
+def _rate_problems(contrast: Contrast, pilot: PilotEstimate, where: str) -> list[Problem]:
     """Why the pilot's counts cannot plan a rate ``contrast``: no complete pair, or no
     discordant one (McNemar's test reads only those); an empty group, or every run of both
     groups alike (a mean rate of 0 or 1 leaves no room for a difference)."""
@@ -140,27 +155,39 @@ def _rate_problems(contrast: Contrast, pilot: PilotEstimate, where: str) -> list
     if contrast.pairing == "paired":
         if not pilot.pairs:
             return [
-                f"{name}: the pilot has no complete scored pair ({pilot.incomplete_pairs or 0} "
-                f"incomplete): no discordance to plan from @ {where}"
+                _short(
+                    where,
+                    f"{name}: the pilot has no complete scored pair "
+                    f"({pilot.incomplete_pairs or 0} incomplete): no discordance to plan from",
+                )
             ]
         if not pilot.discordance:
             return [
-                f"{name}: the pilot's {pilot.pairs} pairs are all concordant (in none does "
-                f"exactly one run of the two {what}): McNemar's test reads only discordant "
-                f"pairs, so there is no discordance to plan from @ {where}"
+                _short(
+                    where,
+                    f"{name}: the pilot's {pilot.pairs} pairs are all concordant (in none does "
+                    f"exactly one run of the two {what}): McNemar's test reads only discordant "
+                    "pairs, so there is no discordance to plan from",
+                )
             ]
         return []
     empty = [f"{side} has none" for side, n in (("a", pilot.n_a), ("b", pilot.n_b)) if n < 1]
     if empty:
         return [
-            f"{name}: in the pilot, group {' and '.join(empty)} valid scored run: each needs "
-            f"at least 1 @ {where}"
+            _short(
+                where,
+                f"{name}: in the pilot, group {' and '.join(empty)} valid scored run: each needs "
+                "at least 1",
+            )
         ]
     if pilot.mean_rate in (0.0, 1.0):
         which = "no run of either group" if pilot.mean_rate == 0 else "every run of both groups"
         return [
-            f"{name}: in the pilot, {which} {what} (mean rate {figure(pilot.mean_rate)}): no room "
-            f"for a difference of rates to plan from @ {where}"
+            _short(
+                where,
+                f"{name}: in the pilot, {which} {what} (mean rate {figure(pilot.mean_rate)}): "
+                "no room for a difference of rates to plan from",
+            )
         ]
     return []
 
@@ -398,6 +425,86 @@ def _assumptions(
     )
 
 
+def _sample_problems(
+    contrast: Contrast,
+    estimate: PilotEstimate,
+    sample: PlannedSample,
+    runs_per_condition: int,
+    plannable: bool,
+) -> list[Problem]:
+    """Why the protocol's runs per condition cannot plan ``contrast``: too few pairs or runs
+    for its test, or, for a rate the pilot can plan (``plannable``), more than its exact power
+    is enumerated for."""
+    rate = compares_rate(contrast)
+    name = f"contrast {contrast.id!r}"
+    least = 1 if rate else 2
+    if min(sample.n_a, sample.n_b) < least:
+        return [
+            Problem(
+                "$.runs_per_condition",
+                f"{name}: the protocol's {runs_per_condition} run(s) per condition give "
+                f"{min(sample.n_a, sample.n_b)} "
+                f"{'pair(s)' if contrast.pairing == 'paired' else 'run(s) on a side'}: "
+                f"{'an exact' if rate else 'a t'} test needs at least {least}",
+                "not-allowed",
+            )
+        ]
+    design = (
+        _rate_design(contrast, estimate, sample.n_a, sample.n_b) if rate and plannable else None
+    )
+    if design is None or design.exact:
+        return []
+    return [
+        Problem(
+            "$.runs_per_condition",
+            f"{name}: the protocol's {runs_per_condition} run(s) per condition give "
+            + (
+                f"{sample.n_a} pairs, more than the {MCNEMAR_EXACT_PAIRS}"
+                if design.test == "mcnemar-exact"
+                else f"{sample.n_a + sample.n_b} runs in all, more than the {FISHER_EXACT_RUNS}"
+            )
+            + " its exact power is enumerated for (no approximation is offered in its place)",
+            "over-limit",
+        )
+    ]
+
+
+def _asked_problems(
+    contrast: Contrast, power: float, effect: float | None, where: str
+) -> list[Problem]:
+    """Why the power or the effect asked cannot be planned for ``contrast``: a power not above
+    its alpha, or an effect its test's direction cannot detect."""
+    name = f"contrast {contrast.id!r}"
+    problems = []
+    alpha = 1.0 - contrast.level
+    if not power > alpha:
+        problems.append(
+            Problem(
+                f"{where}.level",
+                f"{name}: --power {power} is not above its alpha {alpha:.6g} (1 - level)",
+                "inconsistent",
+            )
+        )
+    if effect is not None and _sided(contrast) == "one-sided" and not effect > 0:
+        problems.append(
+            Problem(
+                f"{where}.direction",
+                f"{name}: a one-sided test detects only an effect above 0 beyond its null "
+                f"boundary, not --effect {effect}",
+                "inconsistent",
+            )
+        )
+    if effect == 0 and _sided(contrast) == "two-sided":
+        problems.append(
+            Problem(
+                f"{where}.direction",
+                f"{name}: a two-sided test detects no effect of 0",
+                "inconsistent",
+            )
+        )
+    return problems
+
+
 def _contrast_problems(
     contrast: Contrast,
     estimate: PilotEstimate,
@@ -406,52 +513,24 @@ def _contrast_problems(
     power: float,
     effect: float | None,
     where: str,
-) -> list[str]:
+) -> list[Problem]:
     """Why ``contrast`` cannot be planned: the pilot's estimates, the planned sample, the
     power or the effect."""
     rate = compares_rate(contrast)
     name = f"contrast {contrast.id!r}"
     problems = (_rate_problems if rate else _estimate_problems)(contrast, estimate, where)
-    least = 1 if rate else 2
-    if min(sample.n_a, sample.n_b) < least:
-        problems.append(
-            f"{name}: the protocol's {runs_per_condition} run(s) per condition give "
-            f"{min(sample.n_a, sample.n_b)} "
-            f"{'pair(s)' if contrast.pairing == 'paired' else 'run(s) on a side'}: "
-            f"{'an exact' if rate else 'a t'} test needs at least {least} @ $.runs_per_condition"
-        )
-    elif rate and not problems:
-        design = _rate_design(contrast, estimate, sample.n_a, sample.n_b)
-        if design is not None and not design.exact:
-            problems.append(
-                f"{name}: the protocol's {runs_per_condition} run(s) per condition give "
-                + (
-                    f"{sample.n_a} pairs, more than the {MCNEMAR_EXACT_PAIRS}"
-                    if design.test == "mcnemar-exact"
-                    else f"{sample.n_a + sample.n_b} runs in all, more than the {FISHER_EXACT_RUNS}"
-                )
-                + " its exact power is enumerated for (no approximation is offered in its "
-                "place) @ $.runs_per_condition"
-            )
-    alpha = 1.0 - contrast.level
-    if not power > alpha:
-        problems.append(
-            f"{name}: --power {power} is not above its alpha {alpha:.6g} (1 - level) "
-            f"@ {where}.level"
-        )
-    if effect is not None and _sided(contrast) == "one-sided" and not effect > 0:
-        problems.append(
-            f"{name}: a one-sided test detects only an effect above 0 beyond its null "
-            f"boundary, not --effect {effect} @ {where}.direction"
-        )
-    if effect == 0 and _sided(contrast) == "two-sided":
-        problems.append(f"{name}: a two-sided test detects no effect of 0 @ {where}.direction")
+    problems += _sample_problems(contrast, estimate, sample, runs_per_condition, not problems)
+    problems += _asked_problems(contrast, power, effect, where)
     largest = None if problems else _largest_effect(contrast, estimate)
     if effect is not None and largest is not None and not abs(effect) <= largest:
         held = "discordance" if contrast.pairing == "paired" else "mean rate"
         problems.append(
-            f"{name}: a rate's effect is a difference of rates: with the pilot's {held} held, "
-            f"at most {figure(largest)}, not --effect {effect} @ {where}"
+            Problem(
+                where,
+                f"{name}: a rate's effect is a difference of rates: with the pilot's {held} "
+                f"held, at most {figure(largest)}, not --effect {effect}",
+                "inconsistent",
+            )
         )
     return problems
 
@@ -463,24 +542,29 @@ def _plannable(
     :class:`repro.errors.BadInput` for no contrasts, a power or effect out of range, a
     clustered contrast, or a pilot of another family."""
     if p.contrasts is None:
-        raise BadInput("power: the protocol declares no contrasts to plan @ $.contrasts")
+        raise BadInput.at(
+            "$.contrasts", "the protocol declares no contrasts to plan", "missing-field", "power"
+        )
     if not 0 < power < 1:
         raise BadInput(f"power: --power must lie strictly between 0 and 1, not {power}")
     if effect is not None and not math.isfinite(effect):
         raise BadInput(f"power: --effect must be a finite number, not {effect}")
     unplanned = [
-        f"contrast {c.id!r} is clustered by {c.cluster!r}: its CR1 test's power needs the "
-        "between-cluster variance and the number of clusters (its clusters - 1 df, which more "
-        "runs do not raise), which power does not plan yet @ "
-        f"$.contrasts.family[{i}].cluster"
+        Problem(
+            f"$.contrasts.family[{i}].cluster",
+            f"contrast {c.id!r} is clustered by {c.cluster!r}: its CR1 test's power needs the "
+            "between-cluster variance and the number of clusters (its clusters - 1 df, which "
+            "more runs do not raise), which power does not plan yet",
+            "not-allowed",
+        )
         for i, c in enumerate(p.contrasts.family)
         if c.cluster is not None
     ]
     if unplanned:
-        raise BadInput("power: " + "; ".join(unplanned))
+        raise BadInput.of("power", unplanned)
     problems = family_problems(p, pilot, pilot_seal.conditions)
     if problems:
-        raise BadInput("power: the pilot is not of the protocol's family: " + "; ".join(problems))
+        raise BadInput.of("power: the pilot is not of the protocol's family", problems)
     return p.contrasts
 
 
@@ -498,7 +582,7 @@ def _samples(
     :class:`repro.errors.BadInput` naming every contrast they cannot plan."""
     planned = planned_tally(p)
     rates = pilot_rates(p, pilot, pilot_seal, pilot_runs, pilot_scores)
-    problems: list[str] = []
+    problems: list[Problem] = []
     out = []
     for i, contrast in enumerate(family):
         estimate = (
@@ -520,7 +604,7 @@ def _samples(
         )
         out.append((estimate, sample))
     if problems:
-        raise BadInput("power: " + "; ".join(problems))
+        raise BadInput.of("power", problems)
     return out
 
 

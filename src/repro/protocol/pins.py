@@ -193,6 +193,6 @@ def refuse_pin_problems(
     if problems:
         p = problems[0]
         said = (context or {}).get(p.path, "")
-        raise BadInput(
-            f"protocol: {p.what} is pinned at {p.expected} but is {p.found}{said} @ {p.path}"
+        raise BadInput.at(
+            p.path, f"{p.what} is pinned at {p.expected} but is {p.found}{said}", "inconsistent"
         )

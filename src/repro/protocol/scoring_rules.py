@@ -331,33 +331,38 @@ def outcome_reads(protocol: Protocol) -> list[tuple[str, str]]:
     return reads
 
 
-def outcome_schema_problems(protocol: Protocol, schema: Any, where: str) -> list[str]:
+def outcome_schema_problems(protocol: Protocol, schema: Any, where: str) -> list[Problem]:
     """Why ``schema`` (the JSON Schema every outcome must satisfy, at JSON path ``where``;
     None when the protocol gives none) cannot promise the outcome keys a scored ``protocol``'s
     rules read (:func:`outcome_reads`): a scored protocol needs a schema, and its top-level
     ``required`` must name every key read, or a harness could pass the check and then leave
     every run without a score (an outcome with no ``scenario_version`` is invalid:
-    ``outcome-scenario-version-missing``). Each problem names the rule that reads the key and
-    ends `` @ <the schema's JSON path>``; an unscored protocol has none."""
+    ``outcome-scenario-version-missing``). Each problem names the rule that reads the key, at
+    the schema's JSON path (or its ``required``); an unscored protocol has none."""
     reads = outcome_reads(protocol)
     if not reads:
         return []
     if schema is None:
         keys = ", ".join(sorted({key for key, _ in reads}))
         return [
-            f"a scored protocol needs an outcome_schema whose required names the outcome keys "
-            f"its rules read ({keys}), so that a harness that leaves one out fails its runs "
-            f"as outcome-schema, not unscored @ {where}"
+            Problem(
+                where,
+                f"a scored protocol needs an outcome_schema whose required names the outcome "
+                f"keys its rules read ({keys}), so that a harness that leaves one out fails its "
+                "runs as outcome-schema, not unscored",
+                "missing-field",
+            )
         ]
     required = schema.get("required", []) if isinstance(schema, dict) else []
     named = (
         {key for key in required if isinstance(key, str)} if isinstance(required, list) else set()
     )
-    problems: list[str] = []
-    for key, rule in reads:
-        if key not in named:
-            problems.append(
-                f"outcome_schema does not require {key!r}, which {rule} reads from every "
-                f"outcome @ {where}.required"
-            )
-    return problems
+    return [
+        Problem(
+            f"{where}.required",
+            f"outcome_schema does not require {key!r}, which {rule} reads from every outcome",
+            "inconsistent",
+        )
+        for key, rule in reads
+        if key not in named
+    ]
