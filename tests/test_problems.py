@@ -173,3 +173,12 @@ def test_the_command_adapters_refusals_are_data(tmp_path: Path) -> None:
         "'verdict'",
         "'domains'",
     }
+
+
+def test_a_disclosing_protocol_is_refused_at_its_path(tmp_path: Path) -> None:
+    """A protocol that would write a host path into the bundle is refused at the JSON path that
+    holds it (``not-allowed``), as data, with the text the study prints."""
+    data = copy.deepcopy(SMALL)
+    data["description"] = "notes in /home/alice/notes.txt"
+    [problem] = _checked(tmp_path, data)
+    assert (problem["path"], problem["code"]) == ("$.description", "not-allowed")

@@ -41,11 +41,14 @@ def refuse_disclosing_protocol(frozen_protocol: FrozenProtocol) -> None:
     located = next(_locate(unstructure(frozen_protocol.protocol)), None)
     first = located[1] if located else hits.first[0]
     where = located[0] if located else f"byte {first.offset} of protocol.json"
-    raise BadInput(
-        f"protocol: would write {first.kind} content ({first.pattern}) into the bundle; keep "
-        "host paths, tracebacks and credentials out of the protocol (host-specific adapter "
-        f"options can be given with --option) @ {where}"
+    message = (
+        f"would write {first.kind} content ({first.pattern}) into the bundle; keep host paths, "
+        "tracebacks and credentials out of the protocol (host-specific adapter options can be "
+        "given with --option)"
     )
+    if located:
+        raise BadInput.at(where, message, "not-allowed")
+    raise BadInput(f"protocol: {message} @ {where}")
 
 
 #: What a cause code may look like: short, one line, no quotes, slashes or backslashes (so no

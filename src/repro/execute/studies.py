@@ -38,6 +38,7 @@ from repro.errors import (
     BadInput,
     ClusterFailed,
     Interrupted,
+    Problem,
     StudyStopped,
 )
 from repro.execute import cluster
@@ -183,9 +184,11 @@ def prepare(
         protocol.measure.name == "outcome_value"
         and frozen_adapter.facts.measure_inputs != "reported"
     ):
-        raise BadInput(
-            f"protocol: the {protocol.adapter.name} adapter's runs end in step rewards, not in an "
-            "outcome object: use the episode_return measure @ $.measure.name"
+        raise BadInput.at(
+            "$.measure.name",
+            f"the {protocol.adapter.name} adapter's runs end in step rewards, not in an outcome "
+            "object: use the episode_return measure",
+            "inconsistent",
         )
     _refuse_contradicting_facts(protocol, frozen_adapter)
     # After the adapter's checks, whose messages say more about a field than this one does.
@@ -211,9 +214,15 @@ def _refuse_contradicting_facts(protocol: Protocol, frozen: Frozen) -> None:
     problems = facts_problems(protocol, frozen.facts, frozen.sources)
     if problems:
         p = problems[0]
-        raise BadInput(
-            f"the {protocol.adapter.name} adapter's facts contradict the protocol: {p.what} is "
-            f"{p.found}, not {p.expected} (source-ledger.json {p.path}) @ $.adapter.name"
+        raise BadInput.of(
+            f"the {protocol.adapter.name} adapter's facts contradict the protocol",
+            [
+                Problem(
+                    "$.adapter.name",
+                    f"{p.what} is {p.found}, not {p.expected} (source-ledger.json {p.path})",
+                    "inconsistent",
+                )
+            ],
         )
 
 
@@ -224,11 +233,14 @@ def _refuse_disclosing_pins(adapter: str, frozen: Frozen) -> None:
     for what, value in (("facts", frozen.facts), ("pinned sources", frozen.sources)):
         hits = scan("", canonical.dumps(unstructure(value)))
         if hits:
-            raise BadInput(
+            problem = Problem(
+                "$.adapter",
                 f"the {adapter} adapter's {what} would write {hits[0].kind} content "
                 f"({hits[0].pattern}) into the bundle's source ledger; name pinned files by "
-                "their place inside their package or directory @ $.adapter"
+                "their place inside their package or directory",
+                "not-allowed",
             )
+            raise BadInput(str(problem), [problem])
 
 
 def _utc() -> str:
