@@ -9,13 +9,11 @@ message)]``, refused as ``message @ path.field``.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 from typing import Annotated, Any, TypeVar, get_origin
 
 from attrs import frozen
 
-from repro.errors import BadInput
 from repro.json.serde import converter, structure
 from repro.models import SHA256_HEX
 
@@ -66,10 +64,4 @@ Sha256 = Annotated[str, Expect(is_sha256, "sha256 must be 64 lower-case hex digi
 def structure_at(data: Any, cls: type[T], where: str) -> T:
     """``data``, the protocol's object at the JSON path ``where``, structured into ``cls``;
     a :class:`BadInput` naming each problem at its path under ``where`` if it does not fit."""
-    try:
-        return structure(data, cls, what="protocol")
-    except BadInput as exc:
-        # The converter names paths from the object it structured ("$"); name them in the
-        # protocol.
-        moved = [dataclasses.replace(p, path=where + p.path[1:]) for p in exc.problems]
-        raise BadInput.of("protocol", moved) from None
+    return structure(data, cls, what="protocol", root=where)

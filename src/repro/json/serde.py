@@ -226,15 +226,16 @@ def problems(exc: BaseException, path: str = "$") -> list[Problem]:
     return found_
 
 
-def structure(data: Any, cls: type[T], *, what: str) -> T:
-    """Structure ``data`` into ``cls`` or raise :class:`BadInput` naming every failing path."""
+def structure(data: Any, cls: type[T], *, what: str, root: str = "$") -> T:
+    """Structure ``data`` into ``cls`` or raise :class:`BadInput` naming every failing path,
+    each under ``root``, the JSON path of ``data`` in its document."""
     try:
         return converter.structure(data, cls)
     except (ClassValidationError, IterableValidationError) as exc:
-        raise BadInput.of(what, problems(exc)) from None
+        raise BadInput.of(what, problems(exc, root)) from None
     except (TypeError, ValueError) as exc:
         code = "wrong-type" if isinstance(exc, TypeError) else "not-allowed"
-        raise BadInput.of(what, [Problem("$", str(exc), code)]) from None
+        raise BadInput.of(what, [Problem(root, str(exc), code)]) from None
 
 
 def ready(*, structured: Iterable[type] = (), unstructured: Iterable[type] = ()) -> None:
