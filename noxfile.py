@@ -101,13 +101,17 @@ def _upstream_cyborg(session: nox.Session) -> str | None:
     return str(python)
 
 
+#: The extras the tests and the quick tier install (each test of an absent extra would skip).
+TEST_EXTRAS = ("gymnasium", "plot", "cyborg", "dask", "inspect")
+
+
 @nox.session
 def tests(session: nox.Session) -> None:
     """The whole test suite: unit, property, CLI, end-to-end, tamper corpus, interop."""
     # gymnasium: the embedded simulator most tests' studies run on; dask: the tests that run
     # partitions on a local Dask cluster skip without distributed; inspect: tests/test_inspect.py
     # skips without inspect_ai.
-    _sync(session, "test", extras=("gymnasium", "plot", "cyborg", "dask", "inspect"))
+    _sync(session, "test", extras=TEST_EXTRAS)
     # In CI the CAGE-2 tests, the inspect adapter's and the crate validator's must run, never
     # skip quietly for want of csle-cyborg, shared/, inspect_ai or roc-validator.
     env = {"REPRO_REQUIRE_CYBORG": "1", "REPRO_REQUIRE_EXTRAS": "1"} if os.environ.get("CI") else {}
@@ -127,7 +131,7 @@ def quick(session: nox.Session) -> None:
     files and classes that run studies end to end, fresh interpreters, Chromium or CAGE-2, and
     each test measured at about a third of a second or more. Not a default session: ``uvx nox``
     runs the whole suite, slow tests included."""
-    _sync(session, "test", extras=("gymnasium", "plot", "cyborg", "dask", "inspect"))
+    _sync(session, "test", extras=TEST_EXTRAS)
     session.run(
         "pytest", "-m", "not slow", "-n", "auto", *session.posargs, env=_bytecode_cached("tests")
     )
