@@ -465,7 +465,7 @@ def _bytecode_cached(name: str) -> dict[str, str]:
     """The environment in which every process a session starts reads and writes byte-compiled
     modules in one cache of its own, ``.nox/<name>-pycache``, as an installed wheel has them,
     even where the environment says PYTHONDONTWRITEBYTECODE (which would make each start
-    compile every module it imports again: here ``import repro.cli.app, repro.verify`` took
+    compile every module it imports again: here ``import repro._cli.app, repro.verify`` took
     0.25 s against 0.12 s from the cache, and a commit's extracted tree has no cache at
     all). Nothing is written in the source tree nor in the session's environment."""
     cache = Path(__file__).resolve().parent / ".nox" / f"{name}-pycache"

@@ -31,7 +31,7 @@ RED_AGENTS = ("B_lineAgent", "RedMeanderAgent", "SleepAgent")
 
 def bare_loop(scenario_dir: Path, episodes: int, seed: int = 153) -> list[list[float]]:
     """Per-condition lists of episode totals, from the evaluator's loop with the seed set once."""
-    from repro.adapters.cyborg import load_backend, resolve_scenario
+    from repro.adapters._cyborg import load_backend, resolve_scenario
 
     backend = load_backend("csle-cyborg")  # imports only: the classes the evaluator uses
     main, wrapper = backend.classes["Main"], backend.classes["ChallengeWrapper"]
@@ -103,7 +103,7 @@ def main() -> None:
             repro_cmd = [
                 sys.executable,
                 "-m",
-                "repro.cli.app",
+                "repro._cli.app",
                 "study",
                 str(protocol_path),
                 "--out",

@@ -67,7 +67,7 @@ def main() -> None:
         cmd = [
             sys.executable,
             "-m",
-            "repro.cli.app",
+            "repro._cli.app",
             "study",
             str(work / "protocol.json"),
             "--out",

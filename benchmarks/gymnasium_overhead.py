@@ -94,7 +94,7 @@ def in_process(protocol: dict[str, Any], episodes: int) -> list[tuple[str, float
     parent is in it: what it shows is what a run costs in the worker over the bare loop."""
     import gymnasium as gym
 
-    from repro.adapters.gymnasium import _GymSession
+    from repro.adapters._gymnasium import _GymSession
     from repro.models import Condition, Participant, PlanEntry
 
     env_ids, participants = protocol["matrix"][0]["levels"], protocol["participants"]
@@ -173,7 +173,7 @@ def main() -> None:
             bare_args = ["--bare", str(protocol_path), "--bare-out", str(bare_out)]
             commands = {
                 "bare": [sys.executable, __file__, *bare_args],
-                "repro": [sys.executable, "-m", "repro.cli.app", "study", str(protocol_path)],
+                "repro": [sys.executable, "-m", "repro._cli.app", "study", str(protocol_path)],
             }
             commands["repro"] += ["--out", str(bundle)]
             for name in ("bare", "repro") if rep % 2 == 0 else ("repro", "bare"):

@@ -12,7 +12,7 @@ stdin repro gave each run (``BENCH_SPECS``): those files are what ``xargs`` feed
 one ``sh -c 'harness < SPEC > OUT'`` per run, which is what a user would otherwise write.
 During that study the script samples ``/proc`` every 20 ms and reports the peak of the summed
 ``VmRSS`` of repro's own processes: the study process and any worker process it started
-(``repro.execute.worker`` in its command line), the harness processes and their ``sleep``
+(``repro._execute.worker`` in its command line), the harness processes and their ``sleep``
 excluded. ``os.wait4``'s ``ru_maxrss`` cannot give this: it is the largest single process of
 the tree, harnesses included, not a sum. Summing ``VmRSS`` counts shared pages (the
 interpreter, libraries) once per process, so it is an upper bound.
@@ -32,7 +32,7 @@ about 1 s and the target leaves a tenth of that: in one more run of each side, u
 unsampled, how long after its command starts each side's first run starts and its last run
 starts (the harness saves its spec as it starts: the earliest and latest files' modification
 times), and how long after that last start it ends; and the wall
-time of ``python -c "import repro.cli.app, repro.models"`` (the command line and the models
+time of ``python -c "import repro._cli.app, repro.models"`` (the command line and the models
 every protocol is read into, which a study imports before it can read one) against
 ``python -c pass`` (medians of seven, alternating).
 
@@ -68,7 +68,7 @@ printf '{"seed":%s,"value":%s}\n' "$seed" "$((seed % 1000))"
 
 CONDITIONS, RUNS = 4, 80
 #: What a study imports before it can read a protocol: the command line and the models.
-FLOOR = "import repro.cli.app, repro.models"
+FLOOR = "import repro._cli.app, repro.models"
 
 
 def _protocol(harness: str) -> dict[str, Any]:
@@ -119,7 +119,7 @@ def _repro_rss_kib(root: int) -> int:
             status = Path(f"/proc/{pid}/status").read_text()
         except OSError:
             continue
-        if pid != root and b"repro.execute.worker" not in cmdline:
+        if pid != root and b"repro._execute.worker" not in cmdline:
             continue  # a harness, its shell or its sleep
         for line in status.splitlines():
             if line.startswith("VmRSS:"):

@@ -47,7 +47,15 @@ def measure(
         digests = set()
         for workers in order:
             out = work / f"{name}-{rep}-w{workers}"
-            command = [sys.executable, "-m", "repro.cli.app", "study", str(path), "--out", str(out)]
+            command = [
+                sys.executable,
+                "-m",
+                "repro._cli.app",
+                "study",
+                str(path),
+                "--out",
+                str(out),
+            ]
             command += ["--workers", str(workers), *options]
             t0 = time.perf_counter()
             subprocess.run(command, check=True, capture_output=True)

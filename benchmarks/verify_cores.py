@@ -15,7 +15,7 @@ first alternates too), medians printed with the load average before and after:
    The bundle is the baseline's own (its tests/synthetic.py, run with its ``src``): a later
    version verifies what an earlier one wrote, where an earlier one need not verify a later
    one's bundle (whose report text, say, has changed since). Then what
-   bounds it from below: ``python -c "import repro.cli.app, repro.verify"`` with each tree,
+   bounds it from below: ``python -c "import repro._cli.app, repro.verify"`` with each tree,
    the imports every verification makes before it reads a bundle, and the ratio of what is
    left of each side's median without them; and the least wall time this tree's CPU time
    allows (every process of it, from ``getrusage``): the imports, which run alone, and the rest
@@ -77,7 +77,7 @@ def _timed(command: list[str], src: Path) -> tuple[float, int, bytes]:
 
 
 #: What ``repro verify`` imports before it reads a bundle: the command line and the verifier.
-IMPORTS = "import repro.cli.app, repro.verify"
+IMPORTS = "import repro._cli.app, repro.verify"
 
 
 def imports(src: Path) -> tuple[float, int, bytes]:

@@ -20,7 +20,7 @@ import pytest
 from browser import chromium_or_skip
 from fresh_verifier import FreshVerifier
 from guarantees import FIGURES
-from repro.execute.studies import Backend, LocalWorkers, prepare, study
+from repro._execute.studies import Backend, LocalWorkers, prepare, study
 
 ROOT = Path(__file__).resolve().parents[1]
 # The developer tools (tools/docgen.py, tools/schemas.py) are tested too; they are no part of the
@@ -84,7 +84,7 @@ def run_study(
     keep_going: bool = False,
 ) -> Path:
     """Run a study quietly on ``backend`` (serially by default) and return its root; with
-    ``keep_going``, whatever its first slots do (no early stop: repro.execute.stopping)."""
+    ``keep_going``, whatever its first slots do (no early stop: repro._execute.stopping)."""
     study(
         prepare(protocol_path, options or {}),
         out,

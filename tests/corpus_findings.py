@@ -52,7 +52,7 @@ from pathlib import Path
 from typing import Any
 
 from forge import reseal
-from repro.json import canonical
+from repro._json import canonical
 from repro.verify import Finding, verify
 from test_corpus import CORPUS, TAMPER, Base, _materialise, _parse
 

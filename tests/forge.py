@@ -12,15 +12,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from repro.bundle.writer import manifest_text
-from repro.derive.crate import CRATE_VERSION, ActionFacts, CrateBuilder
-from repro.derive.derivation import derive, tally_records
-from repro.derive.ledger import contract_sha256, source_ledger
-from repro.derive.report import REPORT_VERSION
-from repro.disclosure import scan_hits
-from repro.json import canonical
-from repro.json.serde import structure, to_bytes, unstructure
-from repro.layout import CRATE, MANIFEST, TAGMANIFEST, is_derivation_input, payload_files
+from repro._bundle.writer import manifest_text
+from repro._derive.crate import CRATE_VERSION, ActionFacts, CrateBuilder
+from repro._derive.derivation import derive, tally_records
+from repro._derive.ledger import contract_sha256, source_ledger
+from repro._derive.report import REPORT_VERSION
+from repro._disclosure import scan_hits
+from repro._json import canonical
+from repro._json.serde import structure, to_bytes, unstructure
+from repro._layout import CRATE, MANIFEST, TAGMANIFEST, is_derivation_input, payload_files
+from repro._plan.sealing import partition_ref, sources_sha256
 from repro.models import (
     AttemptTimes,
     Environment,
@@ -31,7 +32,6 @@ from repro.models import (
     RunRecord,
     Seal,
 )
-from repro.plan.sealing import partition_ref, sources_sha256
 
 __all__ = [
     "edit_protocol",

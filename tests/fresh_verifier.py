@@ -1,6 +1,6 @@
 """A verifier in a fresh process of its own, for the tests whose subject needs a process that
 runs nothing else: verify forks its worker processes only from a process with no other thread
-(repro.verify.parallel), and the suite's process has others by the time some tests run (a Dask
+(repro.verify._parallel), and the suite's process has others by the time some tests run (a Dask
 client's event loop and offload threads outlive it); and a traced peak of memory counts what
 every thread of the process allocates.
 
@@ -51,7 +51,7 @@ HANDSHAKE_TASKS = 8
 
 def ordered_reach() -> int:
     """The last task ``Jobs.ordered`` may give, with two jobs, before the first is taken."""
-    from repro.verify import parallel
+    from repro.verify import _parallel as parallel
 
     return 2 * parallel._HELD - 1
 
@@ -85,7 +85,8 @@ def _numbered_handshake(context: tuple[str, int], task: int) -> tuple[int, bool]
 
 
 def _answer(request: dict[str, Any]) -> dict[str, Any]:
-    from repro.verify import parallel, verify
+    from repro.verify import _parallel as parallel
+    from repro.verify import verify
 
     if "verify" in request:
         jobs = parallel.Jobs.choose(request["jobs"], 0, directory=True)

@@ -1,7 +1,7 @@
 """Reading an HTML report back: its elements (with the standard library's html.parser), and the
 figures its ``data-*`` attributes claim, checked against the bundle's own JSON files.
 
-One checker serves both the page as :func:`repro.present.html.render` returns it and the DOM that
+One checker serves both the page as :func:`repro._present.html.render` returns it and the DOM that
 headless Chromium dumps after rendering it, so a figure the browser shows is held to the same
 rule as a figure the renderer wrote.
 """

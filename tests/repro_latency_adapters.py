@@ -7,9 +7,8 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from repro.adapters.base import Evidence, Frozen
-from repro.adapters.command import CommandAdapter
-from repro.adapters.lifetime import stopped_with_run
+from repro.adapters import Evidence, Frozen, stopped_with_run
+from repro.adapters._command import CommandAdapter
 from repro.errors import RunFailed
 from repro.models import Condition, PlanEntry, Protocol
 

@@ -16,8 +16,8 @@ from typing import Any
 
 def main() -> None:
     """Count bundle events, kill at the chosen one, and run the CLI."""
-    from repro.bundle import writer as bundle
-    from repro.cli.app import app
+    from repro._bundle import writer as bundle
+    from repro._cli.app import app
 
     kill_at = int(sys.argv[1])
     seen = [0]

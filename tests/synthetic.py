@@ -4,8 +4,8 @@ simulator, for the memory test and the verify benchmarks (``benchmarks/verify_*.
 Every slot has one valid attempt whose step rewards are drawn out of CAGE-2's reward values
 from one generator seeded once, as in a ``stream`` study, with a checkpoint of its state at
 each partition's start. The plan, the ledger, the environment and the derived files come from
-repro's own functions, and every file from :class:`repro.bundle.writer.BundleWriter`, so a synthetic
-bundle verifies clean.
+repro's own functions, and every file from :class:`repro._bundle.writer.BundleWriter`, so a
+synthetic bundle verifies clean.
 """
 
 from __future__ import annotations
@@ -14,14 +14,17 @@ import hashlib
 import random
 from pathlib import Path
 
-from repro.bundle.writer import BundleWriter, create_root
-from repro.derive.crate import ActionFacts, CrateBuilder
-from repro.derive.derivation import derive
-from repro.derive.ledger import source_ledger
-from repro.derive.tally import Attempt, attempt_id, measure_of, merge, tally
-from repro.derive.tiers import contract_digests
-from repro.json.serde import structure
-from repro.layout import CRATE, is_derivation_input, payload_files
+from repro._bundle.writer import BundleWriter, create_root
+from repro._derive.crate import ActionFacts, CrateBuilder
+from repro._derive.derivation import derive
+from repro._derive.ledger import source_ledger
+from repro._derive.tally import Attempt, attempt_id, measure_of, merge, tally
+from repro._derive.tiers import contract_digests
+from repro._json.serde import structure
+from repro._layout import CRATE, is_derivation_input, payload_files
+from repro._plan.sealing import seal
+from repro._plan.streams import checkpoint_of
+from repro._protocol.freeze import freeze
 from repro.models import (
     AdapterFacts,
     AttemptTimes,
@@ -31,9 +34,6 @@ from repro.models import (
     RunRecord,
     Source,
 )
-from repro.plan.sealing import seal
-from repro.plan.streams import checkpoint_of
-from repro.protocol.freeze import freeze
 
 __all__ = ["synthetic_bundle"]
 

@@ -22,21 +22,21 @@ from typer.testing import CliRunner, Result
 
 from conftest import ROOT, SMALL, register_adapters
 from repro import DISTRIBUTION
-from repro.adapters.base import get_adapter, registered_adapters
-from repro.cli.app import app
+from repro._cli.app import app
+from repro._execute.studies import prepare
+from repro._execute.worker import adapter_target
+from repro._plan.sealing import derive_seed
+from repro.adapters._base import get_adapter, registered_adapters
 from repro.errors import BadInput, install_hint
-from repro.execute.studies import prepare
-from repro.execute.worker import adapter_target
-from repro.plan.sealing import derive_seed
 
 runner = CliRunner()
 
 PLUGIN = ROOT / "tests" / "plugin" / "repro-coinflip"
 BUILT_IN = {
-    "gymnasium": "repro.adapters.gymnasium:GymnasiumAdapter",
-    "command": "repro.adapters.command:CommandAdapter",
-    "cyborg": "repro.adapters.cyborg:CybORGAdapter",
-    "inspect": "repro.adapters.inspect_eval:InspectAdapter",
+    "gymnasium": "repro.adapters._gymnasium:GymnasiumAdapter",
+    "command": "repro.adapters._command:CommandAdapter",
+    "cyborg": "repro.adapters._cyborg:CybORGAdapter",
+    "inspect": "repro.adapters._inspect_eval:InspectAdapter",
 }
 #: The modules each built-in adapter's simulator is imported from (any one is enough).
 SIMULATORS: dict[str, tuple[str, ...]] = {

@@ -20,9 +20,9 @@ import pytest
 
 import repro
 from conftest import ROOT, SMALL, bundle_digests, run_study
-from repro.bundle.signatures import sign_bundle
+from repro._bundle.signatures import sign_bundle
+from repro._execute.studies import StudyResult
 from repro.errors import EXIT_CODES, EXIT_SLOTS_LOST, BadInput, NotVerified, SlotsLost
-from repro.execute.studies import StudyResult
 from repro.verify import Verification, VerifiedBundle
 from test_losses import BROKEN
 from test_signatures import openssh_key
@@ -119,10 +119,10 @@ class TestImport:
         [
             "import repro",
             "import repro.verify",
-            "import repro.verify.core",
+            "import repro.verify._core",
             "from repro.verify import verify as v",
-            "from repro.verify.walk import scan_tree",
-            "import repro.cli.app",
+            "from repro.verify._walk import scan_tree",
+            "import repro._cli.app",
             "from repro import verify as v",
         ],
     )
@@ -137,8 +137,8 @@ class TestImport:
             f"done = repro.verify({str(SHIPPED)!r})\n"
             "assert type(done).__name__ == 'Verification' and done.ok, done\n"
             "assert repro.verify is sys.modules['repro.verify']\n"
-            "import repro.verify.integrity\n"
-            "assert repro.verify.integrity is sys.modules['repro.verify.integrity']\n"
+            "import repro.verify._integrity\n"
+            "assert repro.verify._integrity is sys.modules['repro.verify._integrity']\n"
             "from repro.verify import Finding, verify\n"
             f"assert verify({str(SHIPPED)!r}) == []\n"
             "from repro import verify as called\n"
@@ -242,6 +242,7 @@ class TestStudy:
         assert repro.verify(tmp_path / "strict").ok
         result = repro.study(path, tmp_path / "lenient")
         assert [loss.outcome for loss in result.derived.ledger.losses] == ["failed", "failed"]
+        assert result.lost == 2
 
 
 class TestVerify:

@@ -17,9 +17,9 @@ from typer.testing import CliRunner
 
 from conftest import SMALL, study_once
 from forge import forge, reseal
-from repro.cli.app import app
-from repro.derive.audit import audit_sample, excluded_fraction
-from repro.plan.streams import generator_state
+from repro._cli.app import app
+from repro._derive.audit import audit_sample, excluded_fraction
+from repro._plan.streams import generator_state
 from repro.verify import verify
 
 runner = CliRunner()
@@ -313,8 +313,8 @@ class TestSignedAudits:
     ) -> None:
         """A statement whose sample is not the one the bundle's sha256 draws (here: the first
         five slots, as an author who picks them would) is signature-predicate."""
-        from repro.bundle.signatures import sign_statement, statement
-        from repro.execute.audit import Audit, audit_predicate
+        from repro._bundle.signatures import sign_statement, statement
+        from repro._execute.audit import Audit, audit_predicate
 
         root = _copy(per_run_bundle, tmp_path)
         key, public = self._keys(tmp_path)
@@ -396,7 +396,7 @@ class TestStatementsDerivedAgain:
         self, audited: tuple[Path, Path, Path], tmp_path: Path, case: str
     ) -> None:
         """The statement re-signed by the reviewer with one figure changed is named."""
-        from repro.bundle.signatures import parse_envelope, sign_statement
+        from repro._bundle.signatures import parse_envelope, sign_statement
 
         root, key, public = audited
         root = _copy(root, tmp_path)
@@ -416,7 +416,7 @@ class TestStatementsDerivedAgain:
 
 def _slots_of(root: Path, predicate: dict[str, Any]) -> tuple[str, str]:
     """The first slot the audit re-executed, and the first it did not."""
-    from repro.derive.audit import audit_plan, audit_population, audit_sample
+    from repro._derive.audit import audit_plan, audit_population, audit_sample
     from repro.verify import open_verified
 
     bundle = open_verified(root)
@@ -428,7 +428,7 @@ def _slots_of(root: Path, predicate: dict[str, Any]) -> tuple[str, str]:
 
 def verify_with(root: Path, *public: Path) -> list[Any]:
     """verify's findings with ``public`` trusted."""
-    from repro.bundle.signatures import load_public_key
+    from repro._bundle.signatures import load_public_key
     from repro.verify import verification
 
     return verification(root, [load_public_key(p) for p in public]).findings

@@ -26,14 +26,14 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from conftest import ROOT, SMALL
-from repro.adapters.base import MAX_EPISODE_STEPS
-from repro.cli.app import app
+from repro._cli.app import app
+from repro._execute.studies import prepare
+from repro._json import canonical, schemas
+from repro._protocol.load import MAX_PROTOCOL_BYTES
+from repro._protocol.rules import MAX_SLOTS
+from repro.adapters._base import MAX_EPISODE_STEPS
 from repro.errors import BadInput
-from repro.execute.studies import prepare
-from repro.json import canonical, schemas
 from repro.models import MAX_RESAMPLES
-from repro.protocol.load import MAX_PROTOCOL_BYTES
-from repro.protocol.rules import MAX_SLOTS
 
 runner = CliRunner()
 
@@ -1215,7 +1215,7 @@ class TestOutputRoot:
 
 
 class TestCanonicalLoads:
-    """repro.json.canonical.loads names the path of every strictness violation."""
+    """repro._json.canonical.loads names the path of every strictness violation."""
 
     @pytest.mark.parametrize(
         ("text", "path"),

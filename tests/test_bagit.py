@@ -27,10 +27,10 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner, Result
 
 from guarantees import record
-from repro.cli.app import app
+from repro._cli.app import app
 from repro.errors import BadInput
 from repro.verify import BagVerification, Limits, verify, verify_bag
-from repro.verify.walk import folded
+from repro.verify._walk import folded
 from test_corpus import _READS, _audit, _outside_reads
 
 runner = CliRunner()

@@ -21,8 +21,8 @@ import pytest
 from typer.testing import CliRunner
 
 from conftest import run_study
-from repro.adapters.base import code_of_bundle, import_target, targets_in
-from repro.cli.app import app
+from repro._cli.app import app
+from repro.adapters._base import code_of_bundle, import_target, targets_in
 from repro.errors import BadInput
 from repro.models import Source
 
@@ -267,6 +267,6 @@ class TestReplayOfAHarness:
     def test_outside_sources_refused(self, tmp_path: Path) -> None:
         """A path the protocol names that leads out of --sources is refused."""
         with code_of_bundle(tmp_path, []), pytest.raises(BadInput, match="lies outside"):
-            from repro.adapters.base import protocol_path
+            from repro.adapters._base import protocol_path
 
             protocol_path("../../bin/sh", "$.adapter.options.harness")

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from repro._json import canonical
 from repro.errors import BadInput
-from repro.json import canonical
 
 json_values = st.recursive(
     st.none()

@@ -15,11 +15,11 @@ import pytest
 from typer.testing import CliRunner
 
 from forge import reseal
-from repro import layout
-from repro.cli.app import app
-from repro.json import canonical
+from repro import _layout as layout
+from repro._cli.app import app
+from repro._json import canonical
 from repro.verify import verify
-from repro.verify.findings import CONSEQUENCES
+from repro.verify._findings import CONSEQUENCES
 
 runner = CliRunner()
 

@@ -34,12 +34,12 @@ import typer
 from typer.testing import CliRunner
 
 from conftest import ROOT, SMALL, study_once
-from repro.adapters import cyborg
-from repro.cli.app import app
-from repro.cli.exits import EXITS
-from repro.cli.started import Started, command, started
+from repro._cli.app import app
+from repro._cli.exits import EXITS
+from repro._cli.started import Started, command, started
+from repro._execute.studies import prepare
+from repro.adapters import _cyborg as cyborg
 from repro.errors import BadInput, install_hint
-from repro.execute.studies import prepare
 
 runner = CliRunner()
 

@@ -19,9 +19,9 @@ import pytest
 from typer.testing import CliRunner
 
 from conftest import ROOT, _Quiet
-from repro.cli.app import app
+from repro._cli.app import app
+from repro._execute.studies import prepare, study
 from repro.errors import BadInput
-from repro.execute.studies import prepare, study
 from repro.verify import verify
 
 HARNESS = ROOT / "tests" / "harness"
@@ -133,7 +133,7 @@ class TestSpecOnStdin:
     def test_a_spec_the_pipe_holds_is_written_before_the_harness_starts(self) -> None:
         """A spec that fits the pipe is in it, whole and ended, before the harness starts: the
         harness reads it at once, with nothing left for the study to write."""
-        from repro.adapters.command import _filled_pipe
+        from repro.adapters._command import _filled_pipe
 
         fd, feed, rest = _filled_pipe(b'{"slot":"c00-r0000"}\n')
         try:
@@ -147,7 +147,7 @@ class TestSpecOnStdin:
         """A spec longer than a pipe holds: the pipe (this process's own, which the reaper
         knows the harness by) holds what it could take, and the rest is left for the study to
         write through its write end, which blocks as subprocess's own pipes do."""
-        from repro.adapters.command import _filled_pipe
+        from repro.adapters._command import _filled_pipe
 
         spec = b"x" * (4 << 20)
         fd, feed, rest = _filled_pipe(spec)

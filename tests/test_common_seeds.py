@@ -17,13 +17,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import PAIRED, PUBLISHED, ROOT, SMALL, run_study
-from repro.json import canonical
-from repro.json.serde import structure, to_bytes
+from repro._json import canonical
+from repro._json.serde import structure, to_bytes
+from repro._plan.sealing import conditions_of, derive_seed, partition_ref, partitions, shared_seed
+from repro._protocol.freeze import freeze
+from repro._protocol.load import load_protocol, parse_protocol
+from repro._protocol.rules import check_consistency
 from repro.models import Condition, Partition, Protocol
-from repro.plan.sealing import conditions_of, derive_seed, partition_ref, partitions, shared_seed
-from repro.protocol.freeze import freeze
-from repro.protocol.load import load_protocol, parse_protocol
-from repro.protocol.rules import check_consistency
 from repro.verify import verify
 
 PROTOCOLS = ROOT / "protocols"

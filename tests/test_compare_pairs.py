@@ -12,8 +12,8 @@ import pytest
 from typer.testing import CliRunner
 
 from conftest import run_study
-from repro.cli.app import app
-from repro.compare.bundles import compare
+from repro._cli.app import app
+from repro._compare.bundles import compare
 from repro.verify import open_verified
 
 # Slow: studies of paired protocols, end to end.

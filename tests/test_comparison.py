@@ -10,12 +10,12 @@ import attrs
 import orjson
 import pytest
 
-from repro.compare import scores as comparison
-from repro.compare.scores import ASPECTS, Comparison, compare_runs, compare_scores
-from repro.derive import scoring
-from repro.json.serde import structure, unstructure
+from repro._compare import scores as comparison
+from repro._compare.scores import ASPECTS, Comparison, compare_runs, compare_scores
+from repro._derive import scoring
+from repro._json.serde import structure, unstructure
+from repro._plan.sealing import conditions_of
 from repro.models import Protocol, RunRecord, Scores
-from repro.plan.sealing import conditions_of
 
 RAW: dict[str, Any] = {
     "schema": "repro.protocol/1",

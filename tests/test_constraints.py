@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from repro import models
-from repro.models.constraints import Constraint, OptionalValidator
+from repro.models._constraints import Constraint, OptionalValidator
 
 
 def _inner(validator: Any) -> Any:

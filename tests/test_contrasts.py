@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from conftest import SMALL, study_once
 from forge import reseal
-from repro.derive.contrasts import (
+from repro._derive.contrasts import (
     bootstrap_p_value,
     contrasts,
     paired_bootstrap,
@@ -24,15 +24,15 @@ from repro.derive.contrasts import (
     unpaired_bootstrap,
     welch_t,
 )
-from repro.derive.tally import Attempt, tally
-from repro.derive.tiers import contract_digests
+from repro._derive.tally import Attempt, tally
+from repro._derive.tiers import contract_digests
+from repro._json.serde import structure, to_bytes
+from repro._protocol.rules import check_consistency
+from repro._stats.figures import same_figure
+from repro._stats.inference import holm
+from repro._stats.resampling import percentile_ends
 from repro.errors import BadInput
-from repro.json.serde import structure, to_bytes
 from repro.models import Contrast, ContrastIntervalSpec, Group, Protocol
-from repro.protocol.rules import check_consistency
-from repro.stats.figures import same_figure
-from repro.stats.inference import holm
-from repro.stats.resampling import percentile_ends
 from repro.verify import open_verified, verify
 
 #: CartPole and MountainCar x random and push-left: random beats push-left on CartPole, and
@@ -204,7 +204,7 @@ class TestStatistics:
 def _assert_forgery_named(bundle: Path, tmp_path: Path, path: tuple[Any, ...], value: Any) -> None:
     """Edit contrasts.json of a copy of ``bundle`` at ``path`` to ``value``, regenerate both
     manifests, and assert that verify names the file as a re-derived value that differs."""
-    from repro.json import canonical
+    from repro._json import canonical
 
     root = tmp_path / "forged"
     shutil.copytree(bundle, root)
@@ -258,8 +258,8 @@ class TestTheBundle:
         and unpaired, the gate example's rates, and bootstrap intervals, whose resamples are
         drawn from the sample in its canonical order) are the same bytes as the bundle's
         contrasts.json."""
-        from repro.derive.derivation import scores
-        from repro.derive.scenarios import by_condition
+        from repro._derive.derivation import scores
+        from repro._derive.scenarios import by_condition
 
         root: Path = request.getfixturevalue(which)
         bundle = open_verified(root)
@@ -431,8 +431,8 @@ def test_a_single_primary_contrast_may_go_without_multiplicity_control() -> None
 def test_protocols_without_contrasts_freeze_as_before() -> None:
     """A protocol without contrasts holds no contrasts key when frozen (its bytes and sha256
     are those of earlier versions), and its bundle has no contrasts.json."""
-    from repro import layout
-    from repro.protocol.freeze import freeze
+    from repro import _layout as layout
+    from repro._protocol.freeze import freeze
 
     fp = freeze(structure(SMALL, Protocol, what="protocol"))
     assert "contrasts" not in json.loads(to_bytes(fp))["protocol"]
@@ -445,7 +445,7 @@ def test_show_prints_and_emits_the_contrasts(contrasted: Path) -> None:
     and --json holds contrasts.json's content under "contrasts" (null without contrasts)."""
     from typer.testing import CliRunner
 
-    from repro.cli.app import app
+    from repro._cli.app import app
 
     runner = CliRunner()
     shown = runner.invoke(app, ["show", str(contrasted)])
@@ -490,10 +490,10 @@ class TestRatesAndClusters:
         assert [c.p_adjusted for c in decided.values()] == holm(p_values)
 
     def test_clustered_and_lower_is_better(self, tmp_path: Path) -> None:
-        """A paired contrast clustered by env_id gives repro.stats.inference's clustered
+        """A paired contrast clustered by env_id gives repro._stats.inference's clustered
         paired difference of the same pairs; an unpaired one its clustered difference; with
         lower better every sign flips and so does the direction of the test."""
-        from repro.stats import inference
+        from repro._stats import inference
 
         family = [
             {"id": "paired", "a": _A, "b": _B, "cluster": "env_id"},
@@ -584,7 +584,7 @@ def test_inconsistent_rate_and_cluster_contrasts_are_refused(
     """A check or category the scoring does not have, both at once, a non-inferiority margin on
     a rate, and a cluster that is no factor, is named by the groups, or is asked of a rate are
     refused with their JSON path."""
-    from repro.protocol.load import strip_comments
+    from repro._protocol.load import strip_comments
 
     raw = strip_comments(_SCORED)
     raw["contrasts"] = {
@@ -618,7 +618,7 @@ def test_an_inconsistent_contrast_put_in_a_bundle_is_named(
     """A bundle's protocol edited so that a contrast's groups overlap, both manifests
     regenerated: verify applies the contrasts' consistency rules to the bundle's protocol
     again, names it, and derives nothing from it."""
-    from repro.json import canonical
+    from repro._json import canonical
 
     root = tmp_path / "forged"
     shutil.copytree(contrasted, root)
@@ -890,7 +890,7 @@ class TestBootstrap:
 def test_a_contrast_without_interval_freezes_as_before() -> None:
     """A contrast that declares no interval holds no interval key when frozen, so protocols
     from before the option keep their bytes and digest."""
-    from repro.protocol.freeze import freeze
+    from repro._protocol.freeze import freeze
 
     fp = freeze(structure(CONTRASTED, Protocol, what="protocol"))
     family = json.loads(to_bytes(fp))["protocol"]["contrasts"]["family"]
@@ -998,7 +998,7 @@ def test_a_family_too_large_for_its_bootstrap_is_refused() -> None:
 def test_an_interval_on_a_rate_is_refused(interval: dict[str, Any], expected: str) -> None:
     """A check's or a category's rate takes its exact test and score interval: a bootstrap or
     a t declared for it is refused with its JSON path."""
-    from repro.protocol.load import strip_comments
+    from repro._protocol.load import strip_comments
 
     raw = strip_comments(_SCORED)
     raw["contrasts"] = {
@@ -1024,7 +1024,7 @@ def test_a_refused_bootstrap_exits_2_and_writes_nothing(tmp_path: Path) -> None:
     the JSON path, and writes no bundle."""
     from typer.testing import CliRunner
 
-    from repro.cli.app import app
+    from repro._cli.app import app
 
     data = json.loads(BOOTSTRAPPED.read_text("utf-8"))
     data["contrasts"]["family"][0]["interval"]["resamples"] = 100

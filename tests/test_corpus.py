@@ -17,7 +17,7 @@ finding that names what was changed. Per kind, "names" means a finding whose ``f
   rewards disagree, else data/aggregates.json ("re-derived value differs");
 - forged-aggregates: data/aggregates.json ("re-derived value differs"); a figure repro computes
   itself may move by one ulp, an interval's end (a library's figure, which verify accepts within
-  the numeric policy's tolerance: repro.stats.figures) by more than that tolerance;
+  the numeric policy's tolerance: repro._stats.figures) by more than that tolerance;
 - forged-slot-removal: the runs file ("<slot>: slot has no terminal outcome");
 - tag-file-encoding: bag-info.txt (code tag-file-not-utf8 or tag-file-nul);
 - empty-directory: the directory (code empty-directory);
@@ -52,14 +52,14 @@ import repro
 from conftest import SMALL, run_study
 from forge import reseal, retag
 from guarantees import record
-from repro.bundle.writer import manifest_text
-from repro.cli.app import app
-from repro.derive.derivation import derive, tally_records
-from repro.json import canonical
-from repro.json.serde import structure, to_bytes
-from repro.layout import AGGREGATES, MANIFEST, TAGMANIFEST
+from repro._bundle.writer import manifest_text
+from repro._cli.app import app
+from repro._derive.derivation import derive, tally_records
+from repro._json import canonical
+from repro._json.serde import structure, to_bytes
+from repro._layout import AGGREGATES, MANIFEST, TAGMANIFEST
+from repro._stats.figures import LIBRARY_FIGURES, same_figure
 from repro.models import FrozenProtocol, Ledger, Partition, RunRecord, Seal
-from repro.stats.figures import LIBRARY_FIGURES, same_figure
 from repro.verify import Finding, verify
 
 pytestmark = [

@@ -14,8 +14,8 @@ import pytest
 
 from conftest import ROOT, _Quiet
 from forge import rederive, reseal
-from repro.derive.crate import NO_LICENCE
-from repro.execute.studies import prepare, study
+from repro._derive.crate import NO_LICENCE
+from repro._execute.studies import prepare, study
 from repro.verify import verify
 
 rocrate = pytest.importorskip("rocrate.rocrate", reason="ro-crate-py is a test dependency")

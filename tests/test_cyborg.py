@@ -22,12 +22,12 @@ import pytest
 from typer.testing import CliRunner
 
 from conftest import ROOT, bundle_digests, run_study
-from repro.cli.app import app
-from repro.derive.reproduction import reproduction
-from repro.execute.studies import Backend, DaskCluster, LocalWorkers
-from repro.json.serde import structure
+from repro._cli.app import app
+from repro._derive.reproduction import reproduction
+from repro._execute.studies import Backend, DaskCluster, LocalWorkers
+from repro._json.serde import structure
+from repro._protocol.freeze import freeze
 from repro.models import Aggregates, FrozenProtocol
-from repro.protocol.freeze import freeze
 from repro.verify import verify
 
 SCENARIO = ROOT.parent / "shared" / "cage2" / "scenario"
@@ -80,7 +80,7 @@ def _verify_without_cyborg(bundle: Path) -> subprocess.CompletedProcess[str]:
     its exit code must be 0."""
     code = (
         "import sys; sys.modules['csle_cyborg'] = None; sys.modules['CybORG'] = None\n"
-        "from repro.cli.app import main; sys.argv = ['repro', 'verify', sys.argv[1]]; main()"
+        "from repro._cli.app import main; sys.argv = ['repro', 'verify', sys.argv[1]]; main()"
     )
     done = subprocess.run([sys.executable, "-c", code, str(bundle)], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
@@ -372,7 +372,7 @@ class TestPinsAndGuards:
         sys.modules, and SciPy still works afterwards."""
         code = (
             "import sys\n"
-            "from repro.adapters.cyborg import load_backend\n"
+            "from repro.adapters._cyborg import load_backend\n"
             "load_backend('csle-cyborg')\n"
             "assert 'stable_baselines3' not in sys.modules, 'stub left behind'\n"
             "assert 'torch' not in sys.modules, 'torch imported'\n"
@@ -763,7 +763,7 @@ def test_canonical_observation() -> None:
     import enum
     import ipaddress
 
-    from repro.adapters.cyborg import canonical_observation
+    from repro.adapters._cyborg import canonical_observation
 
     class Kind(enum.Enum):
         A = 1
@@ -869,7 +869,7 @@ class TestCCSHeuristic:
 def test_simulator_tree_digest(tmp_path: Path) -> None:
     """The simulator's tree digest covers every .py file by path, size and sha256, ignores
     __pycache__ and other files, changes with any source byte, and refuses a symlinked source."""
-    from repro.adapters.cyborg import simulator_tree_source
+    from repro.adapters._cyborg import simulator_tree_source
     from repro.errors import BadInput
 
     pkg = tmp_path / "Sim"

@@ -12,13 +12,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import SMALL
-from repro.derive.derivation import derive, tally_partitions, tally_records
-from repro.derive.tally import measure_of
-from repro.derive.validity import judge
-from repro.disclosure import FileHits, scan_hits
-from repro.json import canonical
-from repro.json.serde import structure, to_bytes
-from repro.layout import is_derivation_input
+from repro._derive.derivation import derive, tally_partitions, tally_records
+from repro._derive.tally import measure_of
+from repro._derive.validity import judge
+from repro._disclosure import FileHits, scan_hits
+from repro._json import canonical
+from repro._json.serde import structure, to_bytes
+from repro._layout import is_derivation_input
 from repro.models import AdapterFacts, FrozenProtocol, Ledger, Partition, Protocol, RunRecord, Seal
 
 
@@ -107,7 +107,7 @@ class TestLazyPlan:
         """PlanPartitions[i] (one partition expanded alone, with its slots' order after every
         earlier condition's) equals the i-th of the iteration and of the stored plan, and its
         reference is the seal's."""
-        from repro.plan.sealing import PlanPartitions, partition_ref
+        from repro._plan.sealing import PlanPartitions, partition_ref
 
         fp, seal, parts, _, _ = _load(small_bundle)
         plan = PlanPartitions(fp.protocol)

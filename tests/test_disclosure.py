@@ -19,12 +19,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-import repro.disclosure.scanner as scanner
+import repro._disclosure.scanner as scanner
 from conftest import ROOT
-from repro.cli.app import app
-from repro.derive.derivation import derive, tally_records
-from repro.derive.tiers import MAX_DISCLOSURES_LISTED
-from repro.disclosure import (
+from repro._cli.app import app
+from repro._derive.derivation import derive, tally_records
+from repro._derive.tiers import MAX_DISCLOSURES_LISTED
+from repro._disclosure import (
     MAX_HITS_KEPT,
     WITHHELD_CAUSE,
     Disclosure,
@@ -34,14 +34,14 @@ from repro.disclosure import (
     scan_hits,
     short_cause,
 )
-from repro.disclosure.engine import BEHIND
-from repro.disclosure.secrets import PATTERNS
-from repro.json import canonical
-from repro.json.serde import structure, to_bytes
-from repro.layout import is_derivation_input
+from repro._disclosure.engine import BEHIND
+from repro._disclosure.secrets import PATTERNS
+from repro._json import canonical
+from repro._json.serde import structure, to_bytes
+from repro._layout import is_derivation_input
+from repro._protocol.freeze import freeze
+from repro._protocol.load import load_protocol
 from repro.models import FrozenProtocol, Ledger, Partition, RunRecord, Seal
-from repro.protocol.freeze import freeze
-from repro.protocol.load import load_protocol
 
 runner = CliRunner()
 

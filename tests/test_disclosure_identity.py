@@ -19,14 +19,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import repro.disclosure as disclosure
-import repro.disclosure.scanner as scanner_module
+import repro._disclosure as disclosure
+import repro._disclosure.scanner as scanner_module
 from conftest import run_study
 from forge import reseal
-from repro import layout
-from repro.disclosure import CONTACT_LABELS, Scanner, scan, withheld
-from repro.disclosure.engine import BEHIND
-from repro.disclosure.identity import identity_patterns
+from repro import _layout as layout
+from repro._disclosure import CONTACT_LABELS, Scanner, scan, withheld
+from repro._disclosure.engine import BEHIND
+from repro._disclosure.identity import identity_patterns
 from repro.verify import verify
 from test_disclosure import _reads
 from test_disclosure_linear import _linear, families

@@ -2,9 +2,9 @@
 (a pattern's literal repeated, followed by long runs of the characters it goes on with, or the
 two alternating) makes it crawl.
 
-These tests time :func:`repro.disclosure.scan_hits` (the bounded scan a large file gets), or
-:func:`repro.disclosure.scan` where there is no such function, and
-:func:`repro.disclosure.refuse_disclosing_protocol`, so that they can be run against an older
+These tests time :func:`repro._disclosure.scan_hits` (the bounded scan a large file gets), or
+:func:`repro._disclosure.scan` where there is no such function, and
+:func:`repro._disclosure.refuse_disclosing_protocol`, so that they can be run against an older
 scanner too. A timer interrupts a scan that runs past its bound (the regex engine checks for
 signals), so a quadratic scanner fails them in seconds instead of hanging.
 """
@@ -21,18 +21,20 @@ from typing import Any
 
 import pytest
 
-import repro.disclosure
-from repro.disclosure import refuse_disclosing_protocol
-from repro.json.serde import structure
+import repro._disclosure
+from repro._disclosure import refuse_disclosing_protocol
+from repro._json.serde import structure
+from repro._protocol.freeze import freeze
 from repro.models import Protocol
-from repro.protocol.freeze import freeze
 
 pytestmark = pytest.mark.skipif(
     sys.platform == "win32", reason="the time bound is kept by a SIGALRM interval timer"
 )
 
 #: The scan timed: the first hits and a count where the scanner offers it, else every hit.
-SCAN: Callable[[str, bytes], object] = getattr(repro.disclosure, "scan_hits", repro.disclosure.scan)
+SCAN: Callable[[str, bytes], object] = getattr(
+    repro._disclosure, "scan_hits", repro._disclosure.scan
+)
 MIB = 1 << 20
 #: A MiB of any of these texts must scan within this many seconds (the scanner takes well under
 #: a tenth of it on an idle machine; the bound is wide because the machine may be busy).

@@ -22,8 +22,8 @@ from tools import check_dist
 
 from conftest import ROOT
 from repro import DISTRIBUTION, version
-from repro.protocol.freeze import freeze
-from repro.protocol.load import load_protocol
+from repro._protocol.freeze import freeze
+from repro._protocol.load import load_protocol
 from repro.verify import bundle_sha256, verify
 
 # Slow: builds and inspects the distribution.
@@ -45,7 +45,7 @@ class TestName:
         :data:`repro.DISTRIBUTION`, which is not ``repro``; the command is still ``repro``."""
         pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))
         assert pyproject["project"]["name"] == DISTRIBUTION != "repro"
-        assert pyproject["project"]["scripts"] == {"repro": "repro.cli:main"}
+        assert pyproject["project"]["scripts"] == {"repro": "repro._cli:main"}
         lock = tomllib.loads((ROOT / "uv.lock").read_text("utf-8"))
         ours = [p["name"] for p in lock["package"] if p.get("source") == {"editable": "."}]
         assert ours == [DISTRIBUTION]
@@ -119,24 +119,24 @@ GOOD_SDIST = [
     "README.md",
     "LICENSE",
     "src/repro/__init__.py",
-    "src/repro/cli/__init__.py",
+    "src/repro/_cli/__init__.py",
     "schemas/protocol.schema.json",
     "docs/examples/quick-start-bundle/bagit.txt",
 ]
 INFO = "repro_evidence-0.1.0.dist-info"
 GOOD_WHEEL = {
     "repro/__init__.py": "",
-    "repro/cli/__init__.py": "",
+    "repro/_cli/__init__.py": "",
     "repro/json_schemas/protocol.schema.json": "{}",
     "repro/templates/gymnasium.json": "{}",
-    "repro/present/page.css": "",
+    "repro/_present/page.css": "",
     f"{INFO}/METADATA": (
         "Metadata-Version: 2.4\nName: repro-evidence\nVersion: 0.1.0\n"
         "Requires-Dist: numpy>=1.26\n"
         "Requires-Dist: gymnasium>=1.0; extra == 'gymnasium'\n"
     ),
     f"{INFO}/entry_points.txt": (
-        "[console_scripts]\nrepro = repro.cli:main\n\n[repro.adapters]\n"
+        "[console_scripts]\nrepro = repro._cli:main\n\n[repro.adapters]\n"
         + "".join(f"{name} = a:B\n" for name in check_dist.BUILT_IN_ADAPTERS)
     ),
     f"{INFO}/licenses/LICENSE": "MIT",
@@ -198,8 +198,8 @@ class TestArchiveChecks:
         assert problem in problems
 
     def test_a_wheel_without_the_page_style(self, tmp_path: Path) -> None:
-        """A wheel without repro/present/page.css, which the HTML page reads as package data,
+        """A wheel without repro/_present/page.css, which the HTML page reads as package data,
         is named."""
-        files = {k: v for k, v in GOOD_WHEEL.items() if k != "repro/present/page.css"}
+        files = {k: v for k, v in GOOD_WHEEL.items() if k != "repro/_present/page.css"}
         problems = check_dist.wheel_problems(_wheel(tmp_path, files))
-        assert problems == ["wheel missing: repro/present/page.css"]
+        assert problems == ["wheel missing: repro/_present/page.css"]

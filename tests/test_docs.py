@@ -24,12 +24,13 @@ from tools import clidoc, docgen
 from conftest import ROOT, register_adapters, run_study
 from repro import models
 from repro._escape import markdown_text
+from repro._execute.replay import replay
+from repro._execute.studies import prepare
+from repro._json import schemas
 from repro.errors import PROBLEM_CODES, BadInput
-from repro.execute.replay import replay
-from repro.execute.studies import prepare
-from repro.json import schemas
-from repro.models import FieldError, constraints
-from repro.models.constraints import (
+from repro.models import FieldError
+from repro.models import _constraints as constraints
+from repro.models._constraints import (
     Constraint,
     MatchesReValidator,
     NumberValidator,
@@ -90,7 +91,7 @@ def _cli_commands() -> list[tuple[str, Any]]:
     from the typer app here, apart from tools/clidoc.py."""
     import typer.main
 
-    from repro.cli.app import app
+    from repro._cli.app import app
 
     found: list[tuple[str, Any]] = []
 

@@ -30,10 +30,10 @@ from markdown_it.token import Token
 from browser import run_chromium
 from conftest import ROOT, run_study
 from htmlpage import Element, parse
+from repro._derive.report import version_of
 from repro._escape import json_text, markdown_code, markdown_text, visible
-from repro.derive.report import version_of
-from repro.present.publishing import table
-from repro.present.showing import Shown, load
+from repro._present.publishing import table
+from repro._present.showing import Shown, load
 
 #: Markup that a renderer passing HTML runs.
 HTML = "<script>alert(1)</script><img src=x onerror=alert(2)>"

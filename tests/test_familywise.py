@@ -17,16 +17,19 @@ from scipy import stats as sps
 from typer.testing import CliRunner
 
 from conftest import PUBLISHED, SMALL
-from repro.cli.app import app
-from repro.derive.reproduction import (
+from repro._cli.app import app
+from repro._derive.reproduction import (
     FAMILYWISE,
     familywise_level,
     reproduction,
     rescaled_halfwidth,
 )
+from repro._json import canonical
+from repro._json.serde import structure, to_bytes
+from repro._protocol.freeze import freeze
+from repro._protocol.rules import check_consistency
+from repro._stats import estimators as stats
 from repro.errors import BadInput
-from repro.json import canonical
-from repro.json.serde import structure, to_bytes
 from repro.models import (
     Aggregates,
     ConditionAggregate,
@@ -37,9 +40,6 @@ from repro.models import (
     Reproduction,
     Tiers,
 )
-from repro.protocol.freeze import freeze
-from repro.protocol.rules import check_consistency
-from repro.stats import estimators as stats
 
 runner = CliRunner()
 

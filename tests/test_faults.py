@@ -21,14 +21,14 @@ import pytest
 from conftest import _Quiet as Quiet
 from conftest import busy_cores, register_adapters
 from guarantees import record
-from repro.adapters.base import Evidence
-from repro.derive.tally import Ended
-from repro.disclosure import WITHHELD_CAUSE, short_cause
-from repro.execute.attempts import run_slots
-from repro.execute.spares import Spares
-from repro.execute.studies import DaskCluster, LocalWorkers, Prepared, Prestart, prepare, study
-from repro.execute.worker import Invalid, Job, Worker, adapter_target, check_evidence
-from repro.json.serde import structure
+from repro._derive.tally import Ended
+from repro._disclosure import WITHHELD_CAUSE, short_cause
+from repro._execute.attempts import run_slots
+from repro._execute.spares import Spares
+from repro._execute.studies import DaskCluster, LocalWorkers, Prepared, Prestart, prepare, study
+from repro._execute.worker import Invalid, Job, Worker, adapter_target, check_evidence
+from repro._json.serde import structure
+from repro.adapters._base import Evidence
 from repro.models import AttemptTimes, Condition, PlanEntry, RunRecord
 from repro.verify import verify
 from repro_fault_adapter import FAULTS, FLAKY, FLAKY_OPEN
@@ -246,7 +246,7 @@ class TestEvidenceChecks:
 
 
 class _LoggingWorker:
-    """Stands in for a :class:`~repro.execute.worker.Worker` in per-run mode: logs each request
+    """Stands in for a :class:`~repro._execute.worker.Worker` in per-run mode: logs each request
     as it is sent (a run sent ahead when it is sent, not when it is asked for), then does the
     caller's ``meanwhile`` work, then answers at once with good evidence."""
 

@@ -16,9 +16,9 @@ import pytest
 from conftest import PAIRED, PUBLISHED, SMALL, run_study, study_once
 from forge import forge, forge_plan, rederive, reseal
 from guarantees import record
-from repro.json.canonical import dumps as canonical_bytes
-from repro.json.canonical import sha256_hex
-from repro.plan.sealing import derive_seed
+from repro._json.canonical import dumps as canonical_bytes
+from repro._json.canonical import sha256_hex
+from repro._plan.sealing import derive_seed
 from repro.verify import Finding, verify
 
 #: CartPole under a random policy, with a maximum the longer episodes pass: some runs are
@@ -94,7 +94,7 @@ class TestTheForgerSTools:
 
 class TestValidityRules:
     """A record's status, cause and measure are judged again from the evidence it keeps
-    (``repro.derive.validity.record_problem``)."""
+    (``repro._derive.validity.record_problem``)."""
 
     @pytest.mark.slow
     def test_a_measure_past_the_maximum_flipped_to_valid(
@@ -503,7 +503,7 @@ def _switch_to_familywise(root: Path) -> None:
 
 class TestReproductionCriterion:
     """The reproduction class is re-derived under the criterion the sealed protocol names
-    (``repro.derive.reproduction.reproduction``); the criterion is part of what the seal
+    (``repro._derive.reproduction.reproduction``); the criterion is part of what the seal
     digests."""
 
     @pytest.mark.slow

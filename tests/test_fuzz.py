@@ -21,10 +21,10 @@ from hypothesis import strategies as st
 
 from conftest import SMALL, run_study
 from guarantees import record
-from repro.bundle.writer import BAGIT_TXT, bag_info, manifest_text
+from repro._bundle.writer import BAGIT_TXT, bag_info, manifest_text
+from repro._json import canonical
+from repro._layout import MANIFEST, PROTOCOL, TAG_FILES, TAGMANIFEST
 from repro.errors import BadInput
-from repro.json import canonical
-from repro.layout import MANIFEST, PROTOCOL, TAG_FILES, TAGMANIFEST
 from repro.verify import Finding, verify
 
 pytestmark = [

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from repro.adapters.gymnasium import _GymSession
+from repro.adapters._gymnasium import _GymSession
 from repro.models import Condition, Participant, PlanEntry
 
 _ENV_ID = "ReproTraceTest/Shifting-v0"

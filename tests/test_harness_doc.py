@@ -15,8 +15,8 @@ import pytest
 from typer.testing import CliRunner
 
 from conftest import ROOT, run_study
-from repro.cli.app import app
-from repro.json import canonical
+from repro._cli.app import app
+from repro._json import canonical
 
 DOC = ROOT / "docs" / "harness.md"
 

@@ -28,8 +28,8 @@ from conftest import SMALL, study_once
 from corpus_findings import TOP, _member
 from forge import edit_protocol, reseal, retag
 from guarantees import record, record_max
-from repro.json import canonical
-from repro.layout import MANIFEST, SEAL
+from repro._json import canonical
+from repro._layout import MANIFEST, SEAL
 from repro.verify import Limits
 
 # Slow: verifies hostile bundles in subprocesses, measuring their memory.
@@ -72,7 +72,7 @@ def _peak():
                 sys.stderr.write(f"repro-peak-kb {line.split()[1]}\\n")
 atexit.register(_peak)
 sys.argv = ["repro", "verify", "--json", sys.argv[1]]
-from repro.cli.app import main
+from repro._cli.app import main
 main()
 """
 

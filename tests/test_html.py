@@ -1,4 +1,4 @@
-"""The HTML report (repro.present.html.render), read back with html.parser: every figure it
+"""The HTML report (repro._present.html.render), read back with html.parser: every figure it
 carries is the bundle's to the last bit, it needs nothing outside itself, user text cannot break
 out of its place, and the plot draws each figure where its value says, every valid run, on one
 axis with nice ticks, the estimand on its own; losses are grouped by cause, the tiers table has
@@ -36,11 +36,11 @@ from htmlpage import (
     without_section,
 )
 from repro._escape import visible
-from repro.figures import POINTS_LIMIT, condition_label, forest_model
+from repro._figures import POINTS_LIMIT, condition_label, forest_model
+from repro._present.html import render, repro_version
+from repro._present.losses import MAX_SLOTS_LISTED, slot_list
+from repro._present.showing import Shown, load
 from repro.models import ConditionAggregate, ContrastResult, IntervalValue
-from repro.present.html import render, repro_version
-from repro.present.losses import MAX_SLOTS_LISTED, slot_list
-from repro.present.showing import Shown, load
 from synthetic import synthetic_bundle
 
 

@@ -19,8 +19,8 @@ from scipy import stats as sps
 from statsmodels.stats.contingency_tables import mcnemar as sm_mcnemar
 from statsmodels.stats.proportion import confint_proportions_2indep, proportion_confint
 
-from repro.stats import inference
-from repro.stats.inference import Interval
+from repro._stats import inference
+from repro._stats.inference import Interval
 
 ALTERNATIVES = ("two-sided", "greater", "less")
 MIRROR = {"two-sided": "two-sided", "greater": "less", "less": "greater"}

@@ -19,16 +19,16 @@ from typing import Any
 import pytest
 
 from conftest import ROOT, bundle_digests, register_adapters, run_study
+from repro._execute.studies import prepare
 from repro.adapters import get_adapter, registered_adapters
 from repro.errors import BadInput
-from repro.execute.studies import prepare
 from repro.verify import verify
 
 if os.environ.get("REPRO_REQUIRE_EXTRAS"):  # CI: the extra must be there, never skipped
     import inspect_ai  # noqa: F401
 pytest.importorskip("inspect_ai", reason="inspect_ai is not installed (the 'inspect' extra)")
 
-from repro.adapters.inspect_eval import MAX_TEXT, _text
+from repro.adapters._inspect_eval import MAX_TEXT, _text
 
 # Slow: studies through inspect_ai.
 pytestmark = pytest.mark.slow
@@ -93,7 +93,7 @@ def _registered(tmp_path_factory: pytest.TempPathFactory) -> Any:
             monkeypatch,
             tmp_path_factory.mktemp("site"),
             "repro-inspect-registration",
-            {"inspect": "repro.adapters.inspect_eval:InspectAdapter"},
+            {"inspect": "repro.adapters._inspect_eval:InspectAdapter"},
         )
         yield
 

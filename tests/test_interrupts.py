@@ -325,7 +325,7 @@ def _worker_processes_below_this_one() -> list[Any]:
     found = []
     for child in psutil.Process().children(recursive=True):
         try:
-            if "from repro.execute.worker import main" in " ".join(child.cmdline()):
+            if "from repro._execute.worker import main" in " ".join(child.cmdline()):
                 found.append(child)
         except psutil.Error:  # it ended meanwhile
             continue

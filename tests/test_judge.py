@@ -8,8 +8,9 @@ from typing import Any
 import pytest
 
 from conftest import SMALL
-from repro.derive.reproduction import reproduction, rounded
-from repro.json.serde import structure
+from repro._derive.reproduction import reproduction, rounded
+from repro._json.serde import structure
+from repro._protocol.freeze import freeze
 from repro.models import (
     Aggregates,
     ConditionAggregate,
@@ -17,7 +18,6 @@ from repro.models import (
     IntervalValue,
     Protocol,
 )
-from repro.protocol.freeze import freeze
 
 
 def _protocol(published: dict[str, Any] | None) -> Any:

@@ -23,13 +23,13 @@ from typing import Any
 import pytest
 
 from conftest import ROOT, SMALL, _Quiet, bundle_digests, register_adapters, run_study
-from repro import layout
-from repro.adapters.command import CommandAdapter
+from repro import _layout as layout
+from repro._execute import worker
+from repro._execute.studies import LocalWorkers, _workload, check_backend, prepare, study
+from repro._execute.threads import thread_sessions
+from repro._json.serde import structure
+from repro.adapters._command import CommandAdapter
 from repro.errors import BadInput
-from repro.execute import worker
-from repro.execute.studies import LocalWorkers, _workload, check_backend, prepare, study
-from repro.execute.threads import thread_sessions
-from repro.json.serde import structure
 from repro.models import Protocol
 from repro.verify import verify
 from test_command import BAD
@@ -136,8 +136,8 @@ class TestNoSpareWorker:
         import importlib
 
         from repro import DISTRIBUTION
-        from repro.adapters.base import THREAD_SESSIONS, registered_adapters
-        from repro.execute.spares import THREAD_ADAPTERS
+        from repro._execute.spares import THREAD_ADAPTERS
+        from repro.adapters._base import THREAD_SESSIONS, registered_adapters
 
         built_in = {
             r.name: r.target for r in registered_adapters() if r.distribution == DISTRIBUTION
@@ -155,7 +155,7 @@ class TestNoSpareWorker:
         """A per-run protocol of a thread adapter says so; stream seeding, another adapter, and
         whatever is not such a protocol (no file, not JSON, another shape, over the size limit)
         say no."""
-        from repro.execute.spares import runs_on_threads
+        from repro._execute.spares import runs_on_threads
 
         def peek(text: str) -> bool:
             path = tmp_path / "protocol.json"
@@ -177,7 +177,7 @@ class TestNoSpareWorker:
         """A FIFO (opening it to read would wait for a writer), a character device (endless),
         a directory and a dangling link say no at once; the peek runs on a daemon thread so
         that a peek that blocks fails the test instead of hanging the suite."""
-        from repro.execute.spares import runs_on_threads
+        from repro._execute.spares import runs_on_threads
 
         fifo = tmp_path / "protocol.fifo"
         os.mkfifo(fifo)
@@ -200,8 +200,8 @@ class TestNoSpareWorker:
         bundle that verifies."""
         from typer.testing import CliRunner
 
-        from repro.cli.app import app
-        from repro.execute import spares
+        from repro._cli.app import app
+        from repro._execute import spares
 
         def refuse() -> Any:
             raise AssertionError("a worker process was started")
@@ -334,7 +334,7 @@ class TestStopping:
     def test_a_killed_study_takes_its_harnesses_with_it(self, tmp_path: Path) -> None:
         """SIGKILL of the study process (no handler runs) kills every harness it started from
         its threads, and the harness's child in its process group, through the study's reaper
-        (repro.adapters.reaper)."""
+        (repro.adapters._reaper)."""
         process, pids = self._start(tmp_path, runs=2, workers=4)
         try:
             process.kill()
@@ -355,7 +355,7 @@ class TestMeanwhile:
         import queue
         import threading
 
-        from repro.execute.attempts import IDLE_SECONDS, serve_on_threads
+        from repro._execute.attempts import IDLE_SECONDS, serve_on_threads
 
         events: queue.SimpleQueue[Any] = queue.SimpleQueue()
         called = threading.Event()
@@ -381,7 +381,7 @@ class TestMeanwhile:
         """A command study whose runs only wait calls ``meanwhile`` once while they run, after
         importing what it needs after them; the bundle records every package's version and
         verifies."""
-        from repro.execute.studies import AFTER_RUNS, CORE_PACKAGES
+        from repro._execute.studies import AFTER_RUNS, CORE_PACKAGES
 
         protocol = copy.deepcopy(BAD)
         del protocol["adapter"]["options"]["outcome_schema"]

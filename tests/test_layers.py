@@ -14,9 +14,11 @@ import pytest
 from typer.testing import CliRunner
 
 from conftest import PUBLISHED, ROOT, study_once
-from repro import errors, layout
-from repro.cli import app
-from repro.derive.tally import runs
+from repro import _layout as layout
+from repro import errors
+from repro._cli import app
+from repro._derive.tally import runs
+from repro._json.serde import structure
 from repro.errors import (
     BadInput,
     ClusterFailed,
@@ -28,7 +30,6 @@ from repro.errors import (
     StudyStopped,
     exit_code,
 )
-from repro.json.serde import structure
 from repro.models import FrozenProtocol, Partition, Seal
 from repro.verify import open_verified, verify
 
@@ -42,7 +43,7 @@ def _payload(root: Path) -> set[str]:
 
 
 class TestLayout:
-    """repro.layout names exactly the files a study writes."""
+    """repro._layout names exactly the files a study writes."""
 
     def test_payload_files_are_what_a_study_writes(self, small_bundle: Path) -> None:
         """The payload a study wrote, crate aside, is layout.payload_files of its protocol and

@@ -26,8 +26,8 @@ from typer.testing import CliRunner
 
 from conftest import ROOT, SMALL
 from forge import reseal
-from repro.cli.app import app
-from repro.json import canonical
+from repro._cli.app import app
+from repro._json import canonical
 
 # Slow: probes studies' processes for leaks.
 pytestmark = [

@@ -1,4 +1,4 @@
-"""The ledger's facts against the protocol (repro.derive.facts): the adapter's name, what a
+"""The ledger's facts against the protocol (repro._derive.facts): the adapter's name, what a
 built-in adapter says of itself, the roles of its pinned sources and each condition's contract.
 The study refuses an adapter whose facts contradict the protocol; verify applies the same rules
 to a bundle's own protocol and ledger, so a ledger forged with repro at hand (every derived file
@@ -18,9 +18,9 @@ from typer.testing import CliRunner
 
 from conftest import ROOT, register_adapters
 from forge import forge_ledger_facts
-from repro.cli.app import app
-from repro.derive.facts import contract_problems, facts_problems, ledger_fact_problems
-from repro.json.serde import structure
+from repro._cli.app import app
+from repro._derive.facts import contract_problems, facts_problems, ledger_fact_problems
+from repro._json.serde import structure
 from repro.models import Condition, FrozenProtocol, Ledger, Seal
 from repro.verify import verify
 
@@ -166,7 +166,7 @@ class TestStudy:
         site.mkdir()
         # Registered as "misnamed", it reports the name of the class it derives from.
         (site / "bc_misnamed.py").write_text(
-            "from repro.adapters.gymnasium import GymnasiumAdapter\n"
+            "from repro.adapters._gymnasium import GymnasiumAdapter\n"
             "class Misnamed(GymnasiumAdapter):\n"
             "    pass\n",
             "utf-8",

@@ -1,4 +1,4 @@
-"""The protocol's pins against the ledger's sources (repro.protocol.pins): the rule itself, and
+"""The protocol's pins against the ledger's sources (repro._protocol.pins): the rule itself, and
 verify applying it to a CAGE-2 bundle whose ledger a forger rewrote to record another simulator
 tree or scenario file than its protocol pins."""
 
@@ -21,10 +21,9 @@ from typer.testing import CliRunner
 from conftest import ROOT, run_study
 from forge import forge_ledger
 from repro import errors
-from repro.cli.app import app
-from repro.models import Participant, Protocol, Source
-from repro.protocol.load import parse_protocol
-from repro.protocol.pins import (
+from repro._cli.app import app
+from repro._protocol.load import parse_protocol
+from repro._protocol.pins import (
     SCENARIO_ROLE,
     TREE_ROLE,
     PinProblem,
@@ -32,6 +31,7 @@ from repro.protocol.pins import (
     ledger_problems,
     policy_role,
 )
+from repro.models import Participant, Protocol, Source
 from repro.verify import verify
 
 REDUCED = ROOT / "protocols" / "cage2-ccs-sleeper-reduced.json"
@@ -183,7 +183,7 @@ needs_cyborg = pytest.mark.skipif(_missing, reason="csle-cyborg or ../shared/cag
 def tree_pinned(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The reduced CCS Sleeper protocol, two episodes per condition, on csle-cyborg with its
     tree pinned as well as every scenario file."""
-    from repro.adapters.cyborg import simulator_tree_source
+    from repro.adapters._cyborg import simulator_tree_source
 
     spec = importlib.util.find_spec("csle_cyborg")
     assert spec is not None and spec.origin is not None

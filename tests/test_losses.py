@@ -76,7 +76,7 @@ class TestLossesAreTold:
         never called failed."""
         from typer.testing import CliRunner
 
-        from repro.cli.app import app
+        from repro._cli.app import app
 
         protocol = {
             "schema": "repro.protocol/1",

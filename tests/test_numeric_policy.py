@@ -1,4 +1,4 @@
-"""The numeric policy across library versions (repro.stats): seeded draws and percentiles that
+"""The numeric policy across library versions (repro._stats): seeded draws and percentiles that
 are repro's own, the same bits as NumPy's calls they replace whatever NumPy runs them; and
 verify accepting a library's figure within the stated tolerance, naming anything else.
 
@@ -19,14 +19,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from forge import reseal
-from repro import layout
-from repro.derive.contrasts import judged
-from repro.json import canonical
-from repro.json.serde import structure
+from repro import _layout as layout
+from repro._derive.contrasts import judged
+from repro._json import canonical
+from repro._json.serde import structure
+from repro._stats.draws import Stream
+from repro._stats.figures import ABS_TOLERANCE, LIBRARY_FIGURES, REL_TOLERANCE, same_figure
+from repro._stats.resampling import percentile_ends
 from repro.models import ContrastsFile, FrozenProtocol
-from repro.stats.draws import Stream
-from repro.stats.figures import ABS_TOLERANCE, LIBRARY_FIGURES, REL_TOLERANCE, same_figure
-from repro.stats.resampling import percentile_ends
 from repro.verify import verify
 
 _SEEDS = st.integers(0, 2**128 - 1)

@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 
 from conftest import ROOT, run_study
-from repro.adapters.base import import_target, targets_in
-from repro.derive.ledger import source_differences
+from repro._derive.ledger import source_differences
+from repro._execute.replay import replay
+from repro.adapters._base import import_target, targets_in
 from repro.errors import PROBLEM_CODES, BadInput
-from repro.execute.replay import replay
 from repro.models import Source
 from repro.verify import open_verified
 
@@ -247,7 +247,7 @@ def test_callable_params_are_checked_at_freeze(
     """Malformed arguments, an argument the function does not take, a factory flag that is not
     a boolean, a factory that cannot take (rng), and an unknown key are refused at freeze with
     their JSON path, before anything runs."""
-    from repro.execute.studies import prepare
+    from repro._execute.studies import prepare
 
     module = "checked_" + re.sub(r"\W", "_", tmp_path.name)  # one module name per case
     protocol = _study_dir(

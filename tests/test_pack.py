@@ -21,8 +21,8 @@ from typer.testing import CliRunner, Result
 
 from conftest import ROOT
 from corpus_findings import PACKED, TOP, _member, _write_tar, _write_zip, base_files
-from repro.cli.app import app
-from repro.layout import TAGMANIFEST
+from repro._cli.app import app
+from repro._layout import TAGMANIFEST
 from repro.verify import Limits, open_verified, verify
 
 runner = CliRunner()

@@ -30,7 +30,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from repro.cli.app import app
+from repro._cli.app import app
 from repro.errors import BadInput
 from repro.verify import verify
 

@@ -19,12 +19,12 @@ import pytest
 from typer.testing import CliRunner
 
 from conftest import bundle_digests, run_study
-from repro.bundle.writer import BundleWriter, create_root
-from repro.cli.app import app
-from repro.cli.started import command, started
-from repro.execute import cluster
-from repro.execute import local as parallel
-from repro.execute.studies import Backend, DaskCluster, LocalWorkers, prepare, study
+from repro._bundle.writer import BundleWriter, create_root
+from repro._cli.app import app
+from repro._cli.started import command, started
+from repro._execute import cluster
+from repro._execute import local as parallel
+from repro._execute.studies import Backend, DaskCluster, LocalWorkers, prepare, study
 from repro.models import Partition, PlanEntry
 from repro.verify import verify
 from repro_fault_adapter import FAULTS
@@ -273,7 +273,7 @@ class TestRefusals:
         out = tmp_path / "parent" / "b"
         code = (
             "import sys; sys.modules['distributed'] = None\n"
-            "from repro.cli.app import main; sys.argv = ['repro', *sys.argv[1:]]; main()"
+            "from repro._cli.app import main; sys.argv = ['repro', *sys.argv[1:]]; main()"
         )
         study_args = ["study", str(write_protocol(small_protocol)), "--out", str(out)]
         done = subprocess.run(

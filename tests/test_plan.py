@@ -11,10 +11,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import SMALL
-from repro.json.serde import structure, to_bytes
+from repro._json.serde import structure, to_bytes
+from repro._plan.sealing import derive_seed, partition_ref, seal, slot_id, slot_ids
+from repro._protocol.freeze import freeze
 from repro.models import Protocol, Source
-from repro.plan.sealing import derive_seed, partition_ref, seal, slot_id, slot_ids
-from repro.protocol.freeze import freeze
 
 levels = st.lists(
     st.text(alphabet="abcdefgh", min_size=1, max_size=4), min_size=1, max_size=4, unique=True

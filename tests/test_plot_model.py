@@ -1,4 +1,4 @@
-"""The figures model (repro.figures) that every view of a bundle reads, and the plot model
+"""The figures model (repro._figures) that every view of a bundle reads, and the plot model
 made of it that both plots draw: it carries each published half-width and each condition's
 valid runs, its axes have nice ticks and one scale for all conditions, the estimand its own, its
 runs are binned past a stated limit, and the PNG and the HTML page's plot draw the same model;
@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from rich.console import Console
 
 from htmlpage import axis_range, axis_ticks, expected_runs, legend, parse, plot_runs
-from repro.figures import (
+from repro._figures import (
     BINS,
     MARGIN,
     MAX_TICKS,
@@ -29,10 +29,10 @@ from repro.figures import (
     nice_axis,
     plot_model,
 )
-from repro.present.plot import PUBLISHED, plot
-from repro.present.showing import Shown, load
-from repro.present.terminal import print_tables
-from repro.stats import estimators as stats
+from repro._present.plot import PUBLISHED, plot
+from repro._present.showing import Shown, load
+from repro._present.terminal import print_tables
+from repro._stats import estimators as stats
 
 
 @pytest.fixture(scope="module")
@@ -432,7 +432,7 @@ def test_terminal_table_shows_the_models_figures(published: Shown) -> None:
 def test_ties_are_counted_the_most_runs_first() -> None:
     """Values two or more runs share, with how many, the most runs first then by value; a
     plot names at most four a row, none within an eighth of the axis of one named before."""
-    from repro.figures import Tie, _ties, nice_axis, ties_to_name
+    from repro._figures import Tie, _ties, nice_axis, ties_to_name
 
     ties = _ties([500.0] * 10 + [1.0, 2.0, 2.0, 3.0, 1.0])
     assert ties == (Tie(500.0, 10), Tie(1.0, 2), Tie(2.0, 2))

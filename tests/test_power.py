@@ -19,10 +19,9 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from conftest import SMALL, study_once
-from repro.cli.app import app
-from repro.derive.contrasts import paired_t, welch_t
-from repro.models import Contrast, Group, Protocol
-from repro.power import (
+from repro._cli.app import app
+from repro._derive.contrasts import paired_t, welch_t
+from repro._power import (
     Design,
     PlannedSample,
     Sidedness,
@@ -33,6 +32,7 @@ from repro.power import (
     t_power,
     welch_design,
 )
+from repro.models import Contrast, Group, Protocol
 from test_contrasts import CONTRASTED
 
 runner = CliRunner()
@@ -443,9 +443,9 @@ def _power(*args: str | Path) -> Any:
 
 def _planned(pilot: Path, protocol: dict[str, Any]) -> Any:
     """The plan of ``protocol`` from ``pilot``, through the pure functions."""
-    from repro.json.serde import structure
-    from repro.power import pilot_tally, power_plan
-    from repro.protocol import freeze
+    from repro._json.serde import structure
+    from repro._power import pilot_tally, power_plan
+    from repro._protocol import freeze
     from repro.verify import open_verified
 
     bundle = open_verified(pilot)

@@ -18,11 +18,9 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from conftest import ROOT
-from repro.cli.app import app
-from repro.errors import PROBLEM_CODES, BadInput, Problem
-from repro.json.serde import structure
-from repro.models import Protocol
-from repro.power import (
+from repro._cli.app import app
+from repro._json.serde import structure
+from repro._power import (
     FISHER_EXACT_RUNS,
     MCNEMAR_EXACT_PAIRS,
     PowerPlan,
@@ -38,8 +36,10 @@ from repro.power import (
     rate_power,
     rate_runs_needed,
 )
-from repro.protocol import freeze
-from repro.protocol.load import strip_comments
+from repro._protocol import freeze
+from repro._protocol.load import strip_comments
+from repro.errors import PROBLEM_CODES, BadInput, Problem
+from repro.models import Protocol
 from repro.verify import VerifiedBundle, open_verified
 
 runner = CliRunner()
@@ -175,7 +175,7 @@ class TestRegionsWalked:
     white-box check of the monotonicity the walks rely on, outcome by outcome."""
 
     def test_mcnemar_critical_counts(self) -> None:
-        from repro.power.rates import _mcnemar_criticals
+        from repro._power.rates import _mcnemar_criticals
 
         sides: tuple[Sidedness, ...] = ("one-sided", "two-sided")
         for sided in sides:
@@ -187,7 +187,7 @@ class TestRegionsWalked:
                         assert region == mcnemar_rejects(k, d - k, alpha, sided), (d, k)
 
     def test_fisher_regions(self) -> None:
-        from repro.power.rates import _fisher_region
+        from repro._power.rates import _fisher_region
 
         sides: tuple[Sidedness, ...] = ("one-sided", "two-sided")
         for sided in sides:

@@ -16,12 +16,12 @@ import pytest
 from typer.testing import CliRunner
 
 from conftest import ROOT, SMALL
-from repro.cli.app import app
+from repro._cli.app import app
+from repro._json import canonical
+from repro._protocol.load import parse_protocol
 from repro.errors import PROBLEM_CODES, BadInput, Problem
-from repro.json import canonical
-from repro.protocol.load import parse_protocol
 
-CLI = Path(__file__).resolve().parents[1] / "src" / "repro" / "cli"
+CLI = Path(__file__).resolve().parents[1] / "src" / "repro" / "_cli"
 
 
 def _refusal(data: object) -> BadInput:
@@ -102,8 +102,8 @@ def test_a_json_syntax_problem_is_data() -> None:
 
 
 def test_no_command_catches_bad_input() -> None:
-    """The command line has one error boundary (repro.cli.boundary): no other module of
-    repro/cli has an ``except`` clause that names BadInput or ReproError."""
+    """The command line has one error boundary (repro._cli.boundary): no other module of
+    repro/_cli has an ``except`` clause that names BadInput or ReproError."""
     catching = []
     for module in sorted(CLI.glob("*.py")):
         for node in ast.walk(ast.parse(module.read_text("utf-8"))):

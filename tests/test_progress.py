@@ -10,10 +10,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from repro.adapters.base import slot_costs
-from repro.adapters.cyborg import RESET_STEPS, CybORGAdapter
-from repro.adapters.gymnasium import GymnasiumAdapter
-from repro.cli.progress import LineProgress, Work
+from repro._cli.progress import LineProgress, Work
+from repro.adapters._base import slot_costs
+from repro.adapters._cyborg import RESET_STEPS, CybORGAdapter
+from repro.adapters._gymnasium import GymnasiumAdapter
 from repro.models import Condition
 
 

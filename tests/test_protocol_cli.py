@@ -19,10 +19,10 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner, Result
 
 from conftest import ROOT, SMALL, run_study
-from repro.cli.app import app
-from repro.cli.started import command, started
-from repro.protocol.freeze import freeze
-from repro.protocol.load import parse_protocol
+from repro._cli.app import app
+from repro._cli.started import command, started
+from repro._protocol.freeze import freeze
+from repro._protocol.load import parse_protocol
 from repro.verify import verify
 from test_bad_protocols import UNKNOWN_KEYS, WRONG_TYPES, Case, Draft
 
@@ -527,7 +527,7 @@ class TestOutcomeSchemaCoversScoring:
         outcome-scenario-version-missing (run whole, past the early stop that would end it after
         three slots). The bundle it made still verifies and replays
         byte-identical: replay and verify do not apply the rule to a sealed protocol."""
-        import repro.adapters.command as command_adapter
+        import repro.adapters._command as command_adapter
 
         path = _scored(tmp_path, _without_version)
         harness = tmp_path / "harness.py"

@@ -9,6 +9,7 @@ below is changed with it, on purpose."""
 from __future__ import annotations
 
 import importlib
+from pathlib import Path
 
 import pytest
 
@@ -48,6 +49,7 @@ PUBLIC: dict[str, frozenset[str]] = {
             "Problem",
             "Protocol",
             "registered_adapters",
+            "stopped_with_run",
             "Registration",
             "RunFailed",
             "RunInvalid",
@@ -231,3 +233,41 @@ def test_star_import_gives_the_face(module: str) -> None:
     namespace: dict[str, object] = {}
     exec(f"from {module} import *", namespace)
     assert set(namespace) - {"__builtins__"} == PUBLIC[module]
+
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+#: The modules a user may import by name: the public ones and ``python -m repro``'s.
+NAMED = frozenset(PUBLIC) | {"repro.__main__"}
+
+
+def _module_names() -> list[str]:
+    """The dotted name of every module of src/repro but the templates, which are files that
+    ``repro protocol new`` writes out (a harness to copy), not modules to import."""
+    names = []
+    for path in sorted((SRC / "repro").rglob("*.py")):
+        if path.parent.name == "templates":
+            continue
+        parts = list(path.relative_to(SRC).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        names.append(".".join(parts))
+    return names
+
+
+def _internal(name: str) -> bool:
+    return any(part.startswith("_") and not part.startswith("__") for part in name.split("."))
+
+
+def test_every_other_module_is_named_internal() -> None:
+    """Every module of src/repro is a public one or sits in a ``_``-named module or package
+    (``repro._derive.facts``, ``repro.verify._core``), so an import path says whether a user
+    may rely on it."""
+    names = _module_names()
+    assert "repro.errors" in names and len(names) > 100
+    assert [name for name in names if name not in NAMED and not _internal(name)] == []
+
+
+def test_a_public_looking_module_is_found() -> None:
+    """The check above finds a module named as if public (it would pass on a wrong walk)."""
+    assert not _internal("repro.verify.core") and _internal("repro.verify._core")
+    assert not _internal("repro.__main__") and _internal("repro._derive.facts")

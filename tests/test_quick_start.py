@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 
 from conftest import ROOT, SMALL, repro_cli
+from repro._protocol.estimand import mixed_environments
+from repro._protocol.load import load_protocol, parse_protocol
 from repro.models import Protocol
-from repro.protocol.estimand import mixed_environments
-from repro.protocol.load import load_protocol, parse_protocol
 
 # Slow: runs the quick start in fresh interpreters.
 pytestmark = pytest.mark.slow

@@ -1,4 +1,4 @@
-"""The harnesses' reaper (repro.adapters.reaper): the process groups a process was told to watch
+"""The harnesses' reaper (repro.adapters._reaper): the process groups a process was told to watch
 die with it, however it ends; those it was told were reaped do not; a harness it was told was
 starting dies with it too, its group never told (the process killed in between); a reaper that
 is gone is replaced and told of every group still watched and every harness still starting."""
@@ -162,7 +162,7 @@ def test_a_reaper_that_is_gone_is_replaced_and_told_of_every_watched_group() -> 
 def test_a_forked_child_does_not_share_its_parents_reaper() -> None:
     """After a fork the child holds no pipe to the parent's reaper (which would keep it from
     seeing the parent's end) and knows of none of the parent's groups."""
-    from repro.adapters import reaper as module
+    from repro.adapters import _reaper as module
 
     guard = module.reaper()
     assert guard is not None

@@ -15,8 +15,8 @@ from typer.testing import CliRunner
 
 from conftest import _Quiet as Quiet
 from conftest import run_study
-from repro.cli.app import app
-from repro.execute.studies import prepare, study
+from repro._cli.app import app
+from repro._execute.studies import prepare, study
 
 runner = CliRunner()
 

@@ -31,7 +31,7 @@ from htmlpage import (
     parse,
     without_section,
 )
-from repro.cli.app import app
+from repro._cli.app import app
 
 # Slow: renders reports in headless Chromium.
 pytestmark = pytest.mark.slow
@@ -248,7 +248,7 @@ def test_the_forest_has_a_panel_per_unit_and_its_zero_line_crosses_no_label(
     panels, the measure's above the rates', each with its own axis line; no 0 line crosses a
     contrast's label; and the plot names its ties (push-left on MountainCar, -200 every run)
     with text that has a size and stands clear of its row's label."""
-    from repro.present.showing import load
+    from repro._present.showing import load
     from test_html import _mixed
 
     page = tmp_path / "mixed.html"

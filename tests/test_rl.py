@@ -1,4 +1,4 @@
-"""repro.stats.rl against rliable 1.2.0 itself: the same aggregates, and with the "rliable"
+"""repro._stats.rl against rliable 1.2.0 itself: the same aggregates, and with the "rliable"
 sampler the same bootstrap intervals, float for float."""
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 from rliable import library as rly
 from rliable import metrics
 
-from repro.stats import rl
-from repro.stats.bootstrap import Draws
+from repro._stats import rl
+from repro._stats.bootstrap import Draws
 
 # Scores from any finite range, and scores on a coarse grid: ties, and sums NumPy and fsum both
 # compute exactly (so even the task means are the same floats).

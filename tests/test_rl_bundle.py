@@ -21,16 +21,16 @@ from hypothesis import strategies as st
 from conftest import ROOT, SMALL, run_study, study_once
 from forge import reseal
 from htmlpage import check_figures, expected_rl, parse
-from repro import layout
-from repro.derive.rl_aggregates import rl_aggregates, scale_of, score_matrix
-from repro.derive.tally import Attempt, tally
-from repro.derive.tiers import contract_digests
+from repro import _layout as layout
+from repro._derive.rl_aggregates import rl_aggregates, scale_of, score_matrix
+from repro._derive.tally import Attempt, tally
+from repro._derive.tiers import contract_digests
+from repro._json import canonical
+from repro._json.serde import structure, to_bytes
+from repro._protocol.rules import check_consistency
+from repro._stats import rl
 from repro.errors import BadInput
-from repro.json import canonical
-from repro.json.serde import structure, to_bytes
 from repro.models import RL, Condition, Protocol, RLTaskScale
-from repro.protocol.rules import check_consistency
-from repro.stats import rl
 from repro.verify import Limits, open_verified, verify
 
 EXAMPLE = ROOT / "protocols" / "gymnasium-rl-aggregates.json"
@@ -211,7 +211,7 @@ class TestTheScoreMatrix:
     def test_incomplete_replicates_are_counted_never_imputed(self, rl_small: Path) -> None:
         """push-left's excluded CartPole slot leaves its replicate 2 out on both tasks: 5
         complete replicates and 1 incomplete (6 valid MountainCar runs, 5 CartPole); every
-        figure is then repro.stats.rl's of the matrices read back from the bundle, bit for
+        figure is then repro._stats.rl's of the matrices read back from the bundle, bit for
         bit, and the improvements compare 6 runs with 5."""
         assert verify(rl_small) == []
         stored = _stored(rl_small)
@@ -276,7 +276,7 @@ class TestTheScoreMatrix:
     def test_the_section_s_settings_reach_rliable_s_functions(self, rl_small: Path) -> None:
         """Derived again under other settings (some statistics in another order, gamma, task
         mean profiles, the rliable sampler, another seed and level), every figure is what
-        repro.stats.rl gives for those settings on the matrices read back from the bundle."""
+        repro._stats.rl gives for those settings on the matrices read back from the bundle."""
         import attrs
 
         bundle = open_verified(rl_small)
@@ -362,7 +362,7 @@ class TestVerify:
     ) -> None:
         """rl-aggregates.json derived from the runs' records read in any order is the same
         bytes as the bundle's."""
-        from repro.derive.scenarios import by_condition
+        from repro._derive.scenarios import by_condition
 
         bundle = open_verified(rl_small)
         records = list(bundle.all_records())
@@ -475,7 +475,7 @@ class TestShow:
         rl_aggregates, null for a bundle without it."""
         from typer.testing import CliRunner
 
-        from repro.cli.app import app
+        from repro._cli.app import app
 
         runner = CliRunner()
         shown = runner.invoke(app, ["show", str(rl_small)])
@@ -494,7 +494,7 @@ class TestShow:
     def test_the_page_shows_every_figure(self, rl_small: Path) -> None:
         """The HTML page's rliable section names every figure of rl-aggregates.json by its
         data attributes, each the file's float to the bit, and no other."""
-        from repro.present.showing import load
+        from repro._present.showing import load
 
         elements = parse(load(rl_small).html())
         in_text = check_figures(elements, rl_small)
@@ -648,7 +648,7 @@ def test_repro_study_refuses_a_section_that_does_not_fit(tmp_path: Path) -> None
     nothing."""
     from typer.testing import CliRunner
 
-    from repro.cli.app import app
+    from repro._cli.app import app
 
     path = tmp_path / "protocol.json"
     path.write_text(json.dumps({**SMALL, "rl": {"task_factor": "env"}}), "utf-8")
@@ -662,7 +662,7 @@ def test_repro_study_refuses_a_section_that_does_not_fit(tmp_path: Path) -> None
 def test_the_shipped_example_and_a_plain_section_fit() -> None:
     """The example protocol, and a section that names its task factor alone (the defaults:
     raw scores, the four statistics), pass the rules."""
-    from repro.protocol.load import load_protocol
+    from repro._protocol.load import load_protocol
 
     check_consistency(load_protocol(EXAMPLE))
     check_consistency(_protocol(_TASKS))
@@ -671,7 +671,7 @@ def test_the_shipped_example_and_a_plain_section_fit() -> None:
 def test_protocols_without_the_section_freeze_as_before() -> None:
     """A protocol without an rl section holds no rl key when frozen (its bytes and sha256
     are those of earlier versions), and its bundle has no rl-aggregates.json."""
-    from repro.protocol.freeze import freeze
+    from repro._protocol.freeze import freeze
 
     fp = freeze(structure(SMALL, Protocol, what="protocol"))
     assert "rl" not in json.loads(to_bytes(fp))["protocol"]

@@ -16,9 +16,11 @@ from tools.schemas import generate
 
 from conftest import ROOT, SMALL
 from repro import models
+from repro._json import schemas
+from repro._json.serde import structure, unstructure
+from repro._plan.streams import checkpoint_of
+from repro._protocol.load import strip_comments
 from repro.errors import BadInput
-from repro.json import schemas
-from repro.json.serde import structure, unstructure
 from repro.models import (
     CellScore,
     CheckResult,
@@ -35,9 +37,7 @@ from repro.models import (
     RunScore,
     Scores,
 )
-from repro.models.constraints import Constraint, OptionalValidator
-from repro.plan.streams import checkpoint_of
-from repro.protocol.load import strip_comments
+from repro.models._constraints import Constraint, OptionalValidator
 
 FILES = {
     "data/protocol.json": "frozen-protocol",

@@ -15,8 +15,8 @@ from typer.testing import CliRunner
 
 from conftest import ROOT, _Quiet
 from forge import reseal
-from repro.cli.app import app
-from repro.execute.studies import prepare, study
+from repro._cli.app import app
+from repro._execute.studies import prepare, study
 from repro.verify import verify
 
 # Slow: scored studies end to end.
@@ -199,7 +199,7 @@ def test_publish_has_no_empty_section(bundles: dict[str, Path], tmp_path: Path) 
     the table has text under it."""
     import attrs
 
-    from repro.present.publishing import table
+    from repro._present.publishing import table
     from repro.verify import open_verified
 
     v = open_verified(bundles["v1"])

@@ -15,13 +15,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from repro.derive import scoring
+from repro._derive import scoring
+from repro._json.serde import structure
+from repro._plan.sealing import conditions_of
+from repro._protocol import scoring_rules
+from repro._protocol.load import strip_comments
 from repro.errors import PROBLEM_CODES
-from repro.json.serde import structure
 from repro.models import Check, Loss, Protocol, Rule, Taxonomy
-from repro.plan.sealing import conditions_of
-from repro.protocol import scoring_rules
-from repro.protocol.load import strip_comments
 
 RAW: dict[str, Any] = {
     "schema": "repro.protocol/1",

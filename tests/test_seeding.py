@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from conftest import run_study
-from repro.execute.worker import seed_global_generators
+from repro._execute.worker import seed_global_generators
 
 
 def _lines(bundle: Path) -> dict[str, bytes]:

@@ -22,7 +22,7 @@ from typer.testing import CliRunner
 
 from browser import run_chromium
 from htmlpage import check_figures, external_references, parse, without_section
-from repro.cli.app import app
+from repro._cli.app import app
 from repro.verify import bundle_sha256
 from test_cli_output import in_pty
 

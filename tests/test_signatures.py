@@ -28,8 +28,8 @@ from typer.testing import CliRunner
 
 from conftest import SMALL, study_once
 from forge import forge, forge_plan, rederive, reseal, retag
-from repro import layout
-from repro.bundle.signatures import (
+from repro import _layout as layout
+from repro._bundle.signatures import (
     PASSPHRASE_VARIABLE,
     fingerprint,
     load_public_key,
@@ -39,9 +39,9 @@ from repro.bundle.signatures import (
     sign_statement,
     statement,
 )
-from repro.cli import app
+from repro._cli import app
+from repro._json import canonical
 from repro.errors import EXIT_BAD_INPUT, EXIT_OK, EXIT_VERIFY_FAILED, BadInput
-from repro.json import canonical
 from repro.verify import Limits, bundle_sha256, open_verified, verification, verify
 from test_hostile import UNSEEN
 

@@ -22,12 +22,12 @@ SHIPPED = ROOT / "docs" / "examples" / "quick-start-bundle"
 
 #: Modules that only running a study or replaying a slot needs.
 STUDY_MACHINERY = (
-    "repro.execute.studies",
-    "repro.execute.cluster",
-    "repro.execute.local",
-    "repro.execute.worker",
-    "repro.execute.attempts",
-    "repro.execute.replay",
+    "repro._execute.studies",
+    "repro._execute.cluster",
+    "repro._execute.local",
+    "repro._execute.worker",
+    "repro._execute.attempts",
+    "repro._execute.replay",
     "repro.adapters",
     "gymnasium",
     "distributed",
@@ -39,7 +39,7 @@ STUDY_MACHINERY = (
 ARGUMENT_PARSING = ("pydantic",)
 
 #: What a study has no use for: reading a verified bundle, and the verifier that does it.
-BUNDLE_READING = ("repro.present.showing", "repro.verify")
+BUNDLE_READING = ("repro._present.showing", "repro.verify")
 
 #: A shell harness for a command-adapter study: it reads its spec and answers one outcome.
 _HARNESS = """#!/bin/sh
@@ -51,7 +51,7 @@ printf '{"value":1}\\n'
 #: name of every module loaded by then.
 _CODE = """\
 import sys
-from repro.cli.app import main
+from repro._cli.app import main
 sys.argv = ["repro", *sys.argv[1:]]
 try:
     main()
@@ -171,11 +171,11 @@ def test_show_json_and_html_import_no_study_machinery(tmp_path: Path) -> None:
 
 def test_the_study_machinery_imports_no_derivation() -> None:
     """What a study runs before its first run imports none of the derivations, the ledger or
-    the crate (``repro.execute.studies.AFTER_RUNS``), nor rich, nor the figures its progress
+    the crate (``repro._execute.studies.AFTER_RUNS``), nor rich, nor the figures its progress
     labels conditions with: it imports them while its runs wait, or after them."""
     code = (
-        "import sys, repro.cli.app, repro.execute.studies as s; "
-        "after = (*s.AFTER_RUNS, 'rich', 'repro.figures'); "
+        "import sys, repro._cli.app, repro._execute.studies as s; "
+        "after = (*s.AFTER_RUNS, 'rich', 'repro._figures'); "
         "print(*sorted(m for m in after if m in sys.modules))"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)

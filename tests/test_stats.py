@@ -11,9 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats as sps
 
-from repro.stats import estimators as stats
-from repro.stats.figures import same_figure
-from repro.stats.resampling import percentile_ends
+from repro._stats import estimators as stats
+from repro._stats.figures import same_figure
+from repro._stats.resampling import percentile_ends
 
 samples = st.lists(st.floats(-1e6, 1e6, allow_nan=False), min_size=2, max_size=60)
 

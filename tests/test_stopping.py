@@ -15,9 +15,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from conftest import _Quiet, bundle_digests, repro_cli
-from repro.derive.tally import DECLARED, Ended
-from repro.errors import EXIT_SLOTS_LOST, EXIT_STUDY_STOPPED, StudyStopped
-from repro.execute.stopping import (
+from repro._derive.tally import DECLARED, Ended
+from repro._execute.stopping import (
     FIRST_SLOTS,
     EarlyStop,
     Gate,
@@ -26,7 +25,8 @@ from repro.execute.stopping import (
     ran,
     structural,
 )
-from repro.execute.studies import prepare, study
+from repro._execute.studies import prepare, study
+from repro.errors import EXIT_SLOTS_LOST, EXIT_STUDY_STOPPED, StudyStopped
 from repro.verify import verify
 
 #: A harness that counts its calls (one byte per call appended to the file named by its first

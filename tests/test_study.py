@@ -14,8 +14,8 @@ import pytest
 from typer.testing import CliRunner
 
 from conftest import ROOT, run_study
-from repro.cli.app import app
-from repro.cli.started import command, started
+from repro._cli.app import app
+from repro._cli.started import command, started
 from repro.verify import verify
 
 # Slow: end-to-end studies compared byte for byte.

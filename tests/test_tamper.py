@@ -18,10 +18,10 @@ from typer.testing import CliRunner, Result
 
 from conftest import ROOT, deadline
 from forge import reseal, retag, sha256
-from repro.bundle.writer import BAGIT_TXT
-from repro.cli.app import app
-from repro.json import canonical
-from repro.layout import MANIFEST, TAGMANIFEST
+from repro._bundle.writer import BAGIT_TXT
+from repro._cli.app import app
+from repro._json import canonical
+from repro._layout import MANIFEST, TAGMANIFEST
 from repro.verify import verify
 
 pytestmark = pytest.mark.skipif(

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from repro.adapters.base import TraceDigest, frame
+from repro.adapters._base import TraceDigest, frame
 
 _ITEMS = st.lists(
     st.tuples(st.sampled_from([b"A", b"O", b"R"]), st.binary(max_size=40)), max_size=5000

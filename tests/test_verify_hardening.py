@@ -24,17 +24,18 @@ from typer.testing import CliRunner
 from conftest import SMALL, deadline, run_study
 from forge import reseal, retag, sha256
 from guarantees import record
-from repro.bundle.writer import BundleWriter
-from repro.cli.app import app
-from repro.cli.verify import VERIFY_LIMITS
+from repro._bundle.writer import BundleWriter
+from repro._cli.app import app
+from repro._cli.verify import VERIFY_LIMITS
+from repro._json import canonical
+from repro._json.serde import structure
+from repro._layout import MANIFEST, TAGMANIFEST
+from repro._protocol.work import MAX_DERIVATION_WORK, derivation_work
 from repro.errors import BadInput
-from repro.json import canonical
-from repro.json.serde import structure
-from repro.layout import MANIFEST, TAGMANIFEST
 from repro.models import Protocol
-from repro.protocol.work import MAX_DERIVATION_WORK, derivation_work
-from repro.verify import MAX_FILE_BYTES, Finding, Limits, verify, walk
-from repro.verify.limits import limit_names
+from repro.verify import MAX_FILE_BYTES, Finding, Limits, verify
+from repro.verify import _walk as walk
+from repro.verify._limits import limit_names
 
 pytestmark = pytest.mark.skipif(
     sys.platform == "win32", reason="O_NOFOLLOW, hard links, FIFOs and SIGALRM need POSIX"
@@ -242,7 +243,7 @@ class TestLimits:
     @pytest.mark.slow
     def test_derivation_work(self, tmp_path: Path) -> None:
         """A protocol that asks more work of the derivations than max_derivation_work (the
-        bound the study's rules apply, repro.protocol.work.derivation_work) is named, and its
+        bound the study's rules apply, repro._protocol.work.derivation_work) is named, and its
         derivations are not run; at its work the same bundle verifies."""
         bundle = _tiny(
             tmp_path,

@@ -1,5 +1,5 @@
 """verify runs its per-file and per-partition work as jobs, in worker processes or in its own
-(repro.verify.parallel): the findings, their order and the JSON output are the same whatever
+(repro.verify._parallel): the findings, their order and the JSON output are the same whatever
 the number of jobs, on clean bundles and on tampered ones."""
 
 from __future__ import annotations
@@ -22,10 +22,11 @@ from hypothesis import strategies as st
 from corpus_findings import EXTRA, base_files
 from forge import reseal
 from fresh_verifier import HANDSHAKE_TASKS, FreshVerifier, ordered_reach, ordered_tasks
+from repro._json import canonical
 from repro.errors import BadInput
-from repro.json import canonical
-from repro.verify import parallel, verify
-from repro.verify.findings import MAX_DIFFS
+from repro.verify import _parallel as parallel
+from repro.verify import verify
+from repro.verify._findings import MAX_DIFFS
 from synthetic import synthetic_bundle
 from test_corpus import CORPUS, TAMPER, Base, _materialise, _parse
 

@@ -24,13 +24,13 @@ from corpus_findings import (
 )
 from fresh_verifier import FreshVerifier
 from guarantees import record
-from repro.derive.tally import Attempt, merge, tally
-from repro.json import canonical
+from repro._derive.tally import Attempt, merge, tally
+from repro._json import canonical
 from repro.models import Partition, RunRecord
 from repro.verify import BundleReader, Finding, Limits, verify
-from repro.verify import reader as reading
-from repro.verify.content import sealing
-from repro.verify.reader import parsing
+from repro.verify import _reader as reading
+from repro.verify._content import sealing
+from repro.verify._reader import parsing
 from synthetic import synthetic_bundle
 from test_corpus import Base, _materialise, _parse
 

@@ -1,4 +1,4 @@
-"""repro.protocol.work: the work a protocol asks of the derivations, counted from the protocol
+"""repro._protocol.work: the work a protocol asks of the derivations, counted from the protocol
 alone. Its bound is tested where it refuses and where verify names it (test_bad_protocols.py,
 test_verify_hardening.py, test_hostile.py); here, what it counts."""
 
@@ -13,12 +13,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import ROOT, SMALL
-from repro.json.serde import structure
+from repro._json.serde import structure
+from repro._plan.sealing import conditions_of
+from repro._protocol import load_protocol
+from repro._protocol.contrasts import selected
+from repro._protocol.work import MAX_DERIVATION_WORK, _selected, derivation_work
 from repro.models import Group, Protocol
-from repro.plan.sealing import conditions_of
-from repro.protocol import load_protocol
-from repro.protocol.contrasts import selected
-from repro.protocol.work import MAX_DERIVATION_WORK, _selected, derivation_work
 
 LEVELS = st.sampled_from(["a", "b", "c", 1, 2])
 

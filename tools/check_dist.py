@@ -67,7 +67,7 @@ SDIST_REQUIRED = (
     "README.md",
     "LICENSE",
     "src/repro/__init__.py",
-    "src/repro/cli/__init__.py",
+    "src/repro/_cli/__init__.py",
 )
 #: Generous: the sdist is about 0.4 MB compressed; tests' data would take it past this.
 SDIST_MAX_BYTES = 2_000_000
@@ -118,9 +118,9 @@ def wheel_problems(path: Path) -> list[str]:
     for name in names:
         if name.split("/", 1)[0] not in {"repro", info} or _byte_code(name):
             problems.append(f"wheel unexpected: {name}")
-    required = ("repro/__init__.py", "repro/cli/__init__.py", f"{info}/licenses/LICENSE")
+    required = ("repro/__init__.py", "repro/_cli/__init__.py", f"{info}/licenses/LICENSE")
     # The HTML page's style sheet, package data beside the module that reads it.
-    for name in (*required, "repro/present/page.css"):
+    for name in (*required, "repro/_present/page.css"):
         if name not in names:
             problems.append(f"wheel missing: {name}")
     for folder in ("repro/json_schemas/", "repro/templates/"):
@@ -132,7 +132,7 @@ def wheel_problems(path: Path) -> list[str]:
         if _name(requirement) in EXTRAS_ONLY and "extra ==" not in requirement.partition(";")[2]:
             problems.append(f"wheel requires {requirement.strip()} without an extra")
     scripts = dict(entry_points["console_scripts"]) if "console_scripts" in entry_points else {}
-    if scripts.get("repro") != "repro.cli:main":
+    if scripts.get("repro") != "repro._cli:main":
         problems.append("wheel entry points: console script repro missing")
     adapters = dict(entry_points["repro.adapters"]) if "repro.adapters" in entry_points else {}
     if tuple(sorted(adapters)) != BUILT_IN_ADAPTERS:

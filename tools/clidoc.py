@@ -1,6 +1,6 @@
 """docs/cli.md, generated from the command line's typer app.
 
-Every command and subcommand of ``repro`` (``repro.cli.app.app``, as click builds it) gets a
+Every command and subcommand of ``repro`` (``repro._cli.app.app``, as click builds it) gets a
 section: its usage, its help (the command's docstring and its exit codes, as ``--help`` says
 them), each argument and each option with its metavar, whether it is required or repeatable,
 its default where ``--help`` shows one, and its help. It is written from the click parameters,
@@ -20,8 +20,8 @@ from typing import Any
 
 import typer.main
 
+from repro._cli.app import app
 from repro._escape import markdown_code, markdown_text
-from repro.cli.app import app
 
 __all__ = ["reference", "write"]
 
@@ -171,7 +171,7 @@ def reference() -> str:
     root = typer.main.get_command(app)
     ctx = root.context_class(root, info_name="repro", **root.context_settings)
     lines = [
-        f"> Generated from the command line (`repro.cli.app`) by `python tools/clidoc.py`: do "
+        f"> Generated from the command line (`repro._cli.app`) by `python tools/clidoc.py`: do "
         f"not edit it by hand; regenerate it with `{COMMAND}`.",
         "",
         "# Command-line reference",

@@ -4,7 +4,7 @@ Every object type of ``schemas/protocol.schema.json`` gets a section: its descri
 model's docstring) and a table of its fields with their JSON type, whether they are required,
 their default (from the model, through attrs: the schema states none) and the constraint the
 model's validator enforces, in the words its refusal says, read from the validator (a
-:class:`~repro.models.constraints.Constraint`): nothing here states a constraint by hand.
+:class:`~repro.models._constraints.Constraint`): nothing here states a constraint by hand.
 ``python tools/docgen.py`` rewrites the file; ``tests/test_docs.py`` fails when the committed
 file differs from what this module generates, as ``tests/test_schemas.py`` does for
 ``schemas/``.
@@ -22,11 +22,11 @@ from typing import Any
 import attrs
 
 from repro import models
-from repro.json import canonical, schemas
-from repro.json.serde import unstructure
-from repro.models.constraints import Constraint, MatchesReValidator, OptionalValidator, parts
-from repro.protocol.load import MAX_PROTOCOL_BYTES
-from repro.protocol.rules import MAX_SLOTS
+from repro._json import canonical, schemas
+from repro._json.serde import unstructure
+from repro._protocol.load import MAX_PROTOCOL_BYTES
+from repro._protocol.rules import MAX_SLOTS
+from repro.models._constraints import Constraint, MatchesReValidator, OptionalValidator, parts
 
 __all__ = ["constraint", "reference", "write"]
 
@@ -38,7 +38,7 @@ def constraint(field: attrs.Attribute[Any]) -> str:
     """The constraint on ``field`` in words, read from its validator: the words its refusal says
     (derived from attrs' validators where they can be) and the regular expression it matches, if
     any. Raises :class:`KeyError` for a validator that is not a
-    :class:`~repro.models.constraints.Constraint`, which this cannot read."""
+    :class:`~repro.models._constraints.Constraint`, which this cannot read."""
     validator: Any = field.validator
     if validator is None:
         return ""
@@ -46,7 +46,7 @@ def constraint(field: attrs.Attribute[Any]) -> str:
     rule = validator.validator if nullable else validator
     if not isinstance(rule, Constraint):
         raise KeyError(
-            f"{field.name}: declare its validator as a Constraint of repro.models.constraints"
+            f"{field.name}: declare its validator as a Constraint of repro.models._constraints"
         )
     words = rule.words
     if not nullable:

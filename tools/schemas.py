@@ -2,7 +2,7 @@
 models, into ``schemas/``: ``uv run python tools/schemas.py``. ``tests/test_schemas.py`` keeps
 the committed files equal to what this generates.
 
-A field's type gives its schema; its constraint (a :class:`~repro.models.constraints.Constraint`
+A field's type gives its schema; its constraint (a :class:`~repro.models._constraints.Constraint`
 of attrs validators) adds the keywords that state it, read from the validators' parameters:
 ``pattern`` from ``matches_re``, ``minimum``, ``exclusiveMinimum``, ``maximum`` and
 ``exclusiveMaximum`` from ``ge``, ``gt``, ``le`` and ``lt``, ``minItems`` or ``minLength`` from
@@ -10,7 +10,7 @@ of attrs validators) adds the keywords that state it, read from the validators' 
 from ``deep_iterable``. A constraint marked ``in_schema=False`` is stated by the model alone (where
 it is declared says why).
 
-A developer's tool: nothing in a study or a verification runs it (:mod:`repro.json.schemas`
+A developer's tool: nothing in a study or a verification runs it (:mod:`repro._json.schemas`
 reads the committed files)."""
 
 from __future__ import annotations
@@ -22,9 +22,9 @@ from typing import Any, Literal, Union, get_args, get_origin
 
 import attrs
 
-from repro.json.schemas import SCHEMAS
+from repro._json.schemas import SCHEMAS
 from repro.models import Level
-from repro.models.constraints import (
+from repro.models._constraints import (
     Constraint,
     DeepIterableValidator,
     InValidator,
@@ -122,7 +122,7 @@ def _constrained(prop: dict[str, Any], validator: Any, name: str) -> dict[str, A
         return {**prop, **added}
     if not isinstance(validator, Constraint):
         raise TypeError(
-            f"{name}: declare its validator as a Constraint of repro.models.constraints"
+            f"{name}: declare its validator as a Constraint of repro.models._constraints"
         )
     return {**prop, **_keywords(validator.check, prop)} if validator.in_schema else prop
 

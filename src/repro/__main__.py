@@ -1,5 +1,5 @@
 """``python -m repro``: the same command line as the ``repro`` console script."""
 
-from repro.cli.app import main
+from repro._cli.app import main
 
 main()

@@ -5,7 +5,7 @@ The package exports them (``repro.study``, ``repro.verify``, ``repro.open_verifi
 is where ``study`` and ``open_verified`` are written. It imports nothing heavy itself: each
 function imports what it runs when it is called, so that ``import repro`` stays as cheap as it
 was (``tests/test_startup.py``). ``repro.verify`` is the subpackage :mod:`repro.verify`, made
-callable: calling it calls :func:`repro.verify.api.verify`, written in the verifier's layer (so
+callable: calling it calls :func:`repro.verify._api.verify`, written in the verifier's layer (so
 that the subpackage imports nothing above it) and given here as ``verify`` on first use.
 docs/python-api.md is the user's page.
 """
@@ -19,10 +19,10 @@ from repro._files import PathArg, path_of
 from repro.errors import BadInput, SlotsLost
 
 if TYPE_CHECKING:
-    from repro.execute.studies import StudyResult
-    from repro.verify.api import verify as verify
-    from repro.verify.core import VerifiedBundle
-    from repro.verify.limits import Limits
+    from repro._execute.studies import StudyResult
+    from repro.verify._api import verify as verify
+    from repro.verify._core import VerifiedBundle
+    from repro.verify._limits import Limits
 
 __all__ = ["open_verified", "study", "verify"]
 
@@ -39,7 +39,7 @@ def study(
 ) -> StudyResult:
     """Freeze and seal the protocol file ``protocol``, run every slot into the fresh root ``out``
     and bundle the evidence, as ``repro study PROTOCOL --out OUT`` does; returns the
-    :class:`~repro.execute.studies.StudyResult` (``root``, ``derived``: the aggregates, tiers,
+    :class:`~repro._execute.studies.StudyResult` (``root``, ``derived``: the aggregates, tiers,
     ledger and report the bundle holds, ``wall_seconds``, ``lost_opens``).
 
     ``options``: the adapter's options (``--option KEY=VALUE``). ``workers``: local worker
@@ -47,9 +47,9 @@ def study(
     ``scheduler``: a Dask scheduler's address (``--scheduler``), exclusive with ``workers``.
     ``strict``: raise :class:`~repro.errors.SlotsLost` (the bundle written whole) when a slot
     that ran did not end valid, where ``repro study`` exits 4 (without it, the result's
-    ledger lists the losses: :func:`~repro.execute.studies.lost_slots` counts them).
+    ledger lists the losses: the result's ``lost`` counts them).
     ``keep_going``: run the whole plan even when its first slots all fail the same structural
-    way (``--keep-going``; :mod:`repro.execute.stopping`).
+    way (``--keep-going``; :mod:`repro._execute.stopping`).
 
     Raises :class:`~repro.errors.BadInput` before anything is written (a bad protocol, named
     with its JSON path; ``out`` exists or its parent does not; a bad option or worker count;
@@ -65,10 +65,10 @@ def study(
             "workers and scheduler exclude each other: the cluster's workers run the partitions"
         )
     # Lazy: `import repro` stays without the study machinery; only a study runs it.
-    from repro.execute.backends import Backend, DaskCluster, LocalWorkers
-    from repro.execute.spares import Spares, runs_on_threads
-    from repro.execute.studies import Prestart, lost_slots, prepare
-    from repro.execute.studies import study as run_study
+    from repro._execute.backends import Backend, DaskCluster, LocalWorkers
+    from repro._execute.spares import Spares, runs_on_threads
+    from repro._execute.studies import Prestart, prepare
+    from repro._execute.studies import study as run_study
 
     backend: Backend = (
         DaskCluster(scheduler)
@@ -81,7 +81,7 @@ def study(
             spares.start(1)
         prepared = prepare(protocol_path, adapter_options, Prestart(backend, spares).early)
         result = run_study(prepared, root, _Silent(), backend, spares, keep_going=keep_going)
-    lost = lost_slots(result.derived.ledger)
+    lost = result.lost
     if strict and lost:
         raise SlotsLost(result, lost)
     return result
@@ -103,7 +103,7 @@ def _options(options: object) -> dict[str, str]:
 
 
 class _Silent:
-    """A study's progress, not shown (:class:`repro.execute.studies.Progress`)."""
+    """A study's progress, not shown (:class:`repro._execute.studies.Progress`)."""
 
     def start(self, total: int) -> None:
         del total
@@ -119,7 +119,7 @@ def open_verified(
     path: PathArg, *, limits: Mapping[str, int] | Limits | None = None
 ) -> VerifiedBundle:
     """Verify the bundle at ``path`` and return what verify parsed, the one way repro's own
-    commands read a bundle: a :class:`~repro.verify.core.VerifiedBundle` (``protocol``,
+    commands read a bundle: a :class:`~repro.verify._core.VerifiedBundle` (``protocol``,
     ``seal``, ``ledger``, ``aggregates``, ``tiers``, ``environment``, ``scores``,
     ``contrasts``, ``rl``, ``bundle_sha256``; and ``partitions()``, ``records()``,
     ``all_records()``, read later by verify's own reader). ``limits`` as for :func:`verify`.
@@ -129,18 +129,18 @@ def open_verified(
     :class:`~repro.errors.BadInput` when ``path`` is not a bundle (see :func:`verify`)."""
     root = path_of(path, "path")
     # Lazy, as every import here: ``import repro`` and ``repro.study`` load no verifier.
-    from repro.verify.api import limits_of
-    from repro.verify.core import open_verified as opened
+    from repro.verify._api import limits_of
+    from repro.verify._core import open_verified as opened
 
     return opened(root, limits_of(limits))
 
 
 def __getattr__(name: str) -> Any:
-    """``verify``: the verifier's own :func:`repro.verify.api.verify`, imported when first asked
+    """``verify``: the verifier's own :func:`repro.verify._api.verify`, imported when first asked
     for (PEP 562), as ``repro.verify`` is."""
     if name == "verify":
         # Lazy (PEP 562): `import repro` stays without the verifier until `verify` is asked for.
-        from repro.verify.api import verify
+        from repro.verify._api import verify
 
         return verify
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,7 +1,7 @@
 """Names of a package loaded on first use (PEP 562), so that importing the package does not
 import every submodule behind it: the command line's option parsing and ``repro verify`` do not
 import the study machinery, a worker process does not import every derivation, and importing
-``repro.bundle`` does not load the writer (``tests/test_startup.py``)."""
+``repro._bundle`` does not load the writer (``tests/test_startup.py``)."""
 
 from __future__ import annotations
 

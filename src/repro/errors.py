@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from repro.execute.studies import StudyResult
-    from repro.verify.findings import Finding
+    from repro._execute.studies import StudyResult
+    from repro.verify._findings import Finding
 
 __all__ = [
     "EXIT_BAD_INPUT",
@@ -128,7 +128,7 @@ class FieldError(ReproError, ValueError):
 
 
 class NotVerified(ReproError):
-    """The bundle does not verify; ``findings`` (:class:`repro.verify.findings.Finding`) names
+    """The bundle does not verify; ``findings`` (:class:`repro.verify._findings.Finding`) names
     each problem. The CLI exits 1."""
 
     def __init__(self, findings: Sequence[Finding]) -> None:
@@ -184,7 +184,7 @@ class StudyStopped(ReproError):
 class SlotsLost(ReproError):
     """``repro.study(..., strict=True)``: the study finished and its bundle is whole, but
     ``lost`` slots that ran did not end valid (failed, or excluded at run time); ``result`` is
-    the study's :class:`repro.execute.studies.StudyResult`. ``repro study --strict`` exits
+    the study's :class:`repro._execute.studies.StudyResult`. ``repro study --strict`` exits
     ``EXIT_SLOTS_LOST`` for the same."""
 
     def __init__(self, result: StudyResult, lost: int) -> None:

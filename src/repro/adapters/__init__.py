@@ -1,8 +1,8 @@
 """The adapter plugin API, in one place: everything an adapter (built in or a third party's)
-imports to connect a simulator. :mod:`repro.adapters.base` defines the contract and the
-registry; the built-in adapters are :mod:`~repro.adapters.gymnasium`,
-:mod:`~repro.adapters.command`, :mod:`~repro.adapters.inspect_eval` and
-:mod:`~repro.adapters.cyborg`.
+imports to connect a simulator. :mod:`repro.adapters._base` defines the contract and the
+registry; the built-in adapters are :mod:`~repro.adapters._gymnasium`,
+:mod:`~repro.adapters._command`, :mod:`~repro.adapters._inspect_eval` and
+:mod:`~repro.adapters._cyborg`.
 
 An adapter is a class made without arguments, with a ``name``, ``freeze(protocol, options)``
 returning :class:`Frozen` (its :class:`AdapterFacts` and the :class:`Source` s it pins) and
@@ -12,7 +12,8 @@ returning :class:`Frozen` (its :class:`AdapterFacts` and the :class:`Source` s i
 code, one of :data:`repro.errors.PROBLEM_CODES`): ``BadInput.of("protocol", problems)``, or
 ``BadInput.at(path, message, code)`` for one."""
 
-from repro.adapters.base import (
+from repro._json.canonical import json_path
+from repro.adapters._base import (
     ENTRY_POINT_GROUP,
     MAX_EPISODE_STEPS,
     Adapter,
@@ -31,8 +32,8 @@ from repro.adapters.base import (
     pinned_target_source,
     registered_adapters,
 )
+from repro.adapters._lifetime import stopped_with_run
 from repro.errors import BadInput, Problem, RunFailed, RunInvalid
-from repro.json.canonical import json_path
 from repro.models import (
     AdapterFacts,
     Condition,
@@ -73,4 +74,5 @@ __all__ = [
     "package_source",
     "pinned_target_source",
     "registered_adapters",
+    "stopped_with_run",
 ]

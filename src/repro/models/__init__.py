@@ -4,18 +4,18 @@ Every bundle file is the canonical JSON of exactly one of the top-level models h
 (:class:`Protocol` wrapped in :class:`FrozenProtocol`, :class:`Seal`, :class:`Partition`,
 :class:`RunRecord`, :class:`Aggregates`, :class:`Tiers`, :class:`Scores`, :class:`ContrastsFile`,
 :class:`RLAggregates`, :class:`Ledger`, :class:`Environment`).
-They live in submodules by what they model: :mod:`~repro.models.protocol` (the protocol as
-authored and frozen), :mod:`~repro.models.plan` (the sealed plan), :mod:`~repro.models.run` (run
-records, attempt times, checkpoints), :mod:`~repro.models.derived` (aggregates, tiers, scores,
-contrasts, rliable's aggregates, the source ledger) and :mod:`~repro.models.environment`;
-:mod:`~repro.models.constraints` holds what their fields must be. Import them from here.
+They live in submodules by what they model: :mod:`~repro.models._protocol` (the protocol as
+authored and frozen), :mod:`~repro.models._plan` (the sealed plan), :mod:`~repro.models._run` (run
+records, attempt times, checkpoints), :mod:`~repro.models._derived` (aggregates, tiers, scores,
+contrasts, rliable's aggregates, the source ledger) and :mod:`~repro.models._environment`;
+:mod:`~repro.models._constraints` holds what their fields must be. Import them from here.
 """
 
 from __future__ import annotations
 
 from repro.errors import FieldError
-from repro.models.constraints import OMIT_IF_DEFAULT, SHA256_HEX
-from repro.models.derived import (
+from repro.models._constraints import OMIT_IF_DEFAULT, SHA256_HEX
+from repro.models._derived import (
     LOSS_OUTCOMES,
     TIER_NAMES,
     AdapterFacts,
@@ -50,9 +50,9 @@ from repro.models.derived import (
     TierName,
     Tiers,
 )
-from repro.models.environment import BackendName, Environment
-from repro.models.plan import Condition, Partition, PartitionRef, PlanEntry, Seal
-from repro.models.protocol import (
+from repro.models._environment import BackendName, Environment
+from repro.models._plan import Condition, Partition, PartitionRef, PlanEntry, Seal
+from repro.models._protocol import (
     CHECKPOINT_EVERY,
     DEFAULT_OPEN_TIMEOUT_SECONDS,
     MAX_CHECKPOINTS,
@@ -102,7 +102,7 @@ from repro.models.protocol import (
     Stratum,
     Taxonomy,
 )
-from repro.models.run import (
+from repro.models._run import (
     MAX_LOST_OPENS,
     MAX_OUTCOME_BYTES,
     MAX_RECORD_VALUES,

@@ -35,7 +35,7 @@ MAX_FLIPS = 10_000
 
 
 class CoinflipAdapter:
-    """Episodes of coin tosses; the contract of :mod:`repro.adapters.base`."""
+    """Episodes of coin tosses; the contract of :mod:`repro.adapters._base`."""
 
     name = "coinflip"
 

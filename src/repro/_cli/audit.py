@@ -1,0 +1,125 @@
+"""``repro audit``: re-execute a sample of a bundle's slots (or all) and compare them byte for
+byte, optionally signing the result."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import attrs
+import typer
+
+from repro._cli.options import AdapterOptions, AsJson, Sources, Traceback, parse_options
+from repro._cli.output import emit, err_console
+from repro._escape import json_text, visible
+from repro.errors import EXIT_VERIFY_FAILED, BadInput
+
+__all__ = ["audit"]
+
+_Bundle = Annotated[
+    Path, typer.Argument(help="Audit this bundle, a directory or packed; it must verify.")
+]
+_Sample = Annotated[
+    int | None,
+    typer.Option(
+        "--sample",
+        help="Re-execute N slots, drawn without replacement from the slots that ran by a "
+        "generator seeded with the bundle's sha256 (the same N slots for everyone).",
+        show_default=False,
+    ),
+]
+_All = Annotated[bool, typer.Option("--all", help="Re-execute every slot that ran.")]
+_Sign = Annotated[
+    Path | None,
+    typer.Option(
+        "--sign",
+        help="Sign the audit's result with this Ed25519 private key (OpenSSH or PEM) and "
+        "write it beside the bag as signatures/<key>.audit.dsse.json, for verify to report.",
+        show_default=False,
+    ),
+]
+
+
+def audit(
+    bundle: _Bundle,
+    sample: _Sample = None,
+    every_slot: _All = False,
+    option: AdapterOptions = None,
+    as_json: AsJson = False,
+    show_traceback: Traceback = False,
+    sources: Sources = None,
+    sign: _Sign = None,
+) -> None:
+    """Re-execute a sample of the bundle's slots (or --all) and compare them byte for byte.
+
+    The simulator must pin what the bundle's ledger pins, as for replay. In stream mode each
+    drawn slot is re-executed from the nearest kept generator state before it, through the
+    next kept state, which must match (chaining). A clean sample of N bounds the fraction of
+    slots that could differ: at 95%, 1 - 0.05^(1/N) (4.95% for N = 59)."""
+    # Lazy: `repro --help` imports this module; only `repro audit` runs the study machinery.
+    from repro._execute.audit import audit as audit_bundle
+    from repro._execute.audit import sign_audit
+
+    if (sample is None) == (not every_slot):
+        raise BadInput("give exactly one of --sample N and --all")
+    if sign is not None:  # a bad key, or no room for a signature, before the audit runs
+        # Lazy: cryptography, only when the audit is signed.
+        from repro._bundle.signatures import load_signing_key, refuse_packed
+
+        refuse_packed(bundle)
+        load_signing_key(sign)
+    result = audit_bundle(bundle, sample, parse_options(option or []), show_traceback, sources)
+    signed = None if sign is None else sign_audit(bundle, result, sign)
+    if as_json:
+        extra = {
+            "identical": result.identical,
+            "attempts": result.attempts,
+            "excluded_fraction": result.excluded_fraction,
+        }
+        emit(json_text(attrs.asdict(result) | extra))
+    else:
+        _print_audit(result)
+        if signed is not None:
+            emit(f"signed: wrote {signed}")
+    if not result.identical:
+        raise typer.Exit(EXIT_VERIFY_FAILED)
+
+
+def _print_audit(result: Any) -> None:
+    """The audit's lines: what was drawn, what was re-executed, what matched, what it bounds."""
+    for slot in result.slots:
+        for difference in slot.differences:
+            err_console().print(visible(f"DIFF {difference}", newlines=False))
+    for link in result.chained:
+        if not link.matched:
+            err_console().print(
+                f"CHAIN {link.partition}: the state re-executed up to {link.before} is not the "
+                "one the bundle keeps there",
+                highlight=False,
+                markup=False,
+            )
+    drawn = len(result.sampled)
+    how = (
+        f"every one of the {result.population} slot(s) that ran"
+        if drawn >= result.population
+        else f"{drawn} of the {result.population} slot(s) that ran, drawn from the bundle's "
+        f"sha256 {result.bundle_sha256[:12]}..."
+    )
+    differing = sum(1 for s in result.slots if s.differences)
+    broken = sum(1 for c in result.chained if not c.matched)
+    emit(f"audit: {how}")
+    emit(
+        f"re-executed {len(result.slots)} slot(s), {result.attempts} attempt(s): "
+        f"{len(result.slots) - differing} byte-identical, {differing} differ; "
+        f"{len(result.chained)} kept state(s) chained, {broken} broken"
+    )
+    fraction = result.excluded_fraction
+    if not result.identical:
+        emit("audit: FAILED")
+    elif fraction is None:
+        emit("audit: clean; every slot that ran was re-executed")
+    else:
+        emit(
+            f"audit: clean; at 95%, it excludes that {fraction:.2%} or more of the slots that "
+            "ran differ from what this simulator gives"
+        )
