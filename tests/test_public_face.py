@@ -87,6 +87,8 @@ PUBLIC: dict[str, frozenset[str]] = {
     "repro.models": frozenset(
         {
             "AdapterFacts",
+            "CarriedPartition",
+            "Continuation",
             "AdapterSpec",
             "Aggregates",
             "Agreement",

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from repro.errors import FieldError
 from repro.models._constraints import OMIT_IF_DEFAULT, SHA256_HEX
+from repro.models._continuation import CarriedPartition, Continuation
 from repro.models._derived import (
     LOSS_OUTCOMES,
     TIER_NAMES,
@@ -140,6 +141,7 @@ __all__ = [
     "BackendName",
     "BoundedCriterion",
     "BreadthGate",
+    "CarriedPartition",
     "CellScore",
     "Check",
     "CheckResult",
@@ -148,6 +150,7 @@ __all__ = [
     "Citation",
     "Condition",
     "ConditionAggregate",
+    "Continuation",
     "Contrast",
     "ContrastDirection",
     "ContrastInterval",
