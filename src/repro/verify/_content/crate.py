@@ -192,7 +192,8 @@ def crate_check(
     ledger, environment = stored.ledger, stored.environment
     if ledger is None or environment is None:
         return None
-    payload = layout.payload_files(fp, [ref.id for ref in seal.partitions])
+    continued = layout.CONTINUATION in read.files
+    payload = layout.payload_files(fp, [ref.id for ref in seal.partitions], continued)
     # A cluster's workers time the attempts by their own clocks.
     window = (
         None
