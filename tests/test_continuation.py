@@ -14,6 +14,7 @@ import hashlib
 import json
 import shutil
 from collections.abc import Callable, Sequence
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -75,15 +76,38 @@ def _account(
     }
 
 
+def _shift_times(root: Path, partition: str, by: timedelta) -> None:
+    """Move every attempt time of one partition's times file by ``by``, kept canonical."""
+    path = root / layout.times_file(partition)
+    lines = []
+    for line in path.read_bytes().splitlines():
+        t = json.loads(line)
+        for key in ("started_utc", "finished_utc"):
+            when = datetime.strptime(t[key], "%Y-%m-%dT%H:%M:%S.%fZ") + by
+            t[key] = when.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        lines.append(canonical_bytes(t))
+    path.write_bytes(b"".join(lines))
+
+
 def _continued(
-    small_bundle: Path, tmp_path: Path, edit: Edit | None = None, rehash: bool = True, **kw: Any
+    small_bundle: Path,
+    tmp_path: Path,
+    edit: Edit | None = None,
+    rehash: bool = True,
+    carried: Sequence[str] = ("c00", "c01"),
+    ran_before: timedelta = timedelta(days=-1),
+    **kw: Any,
 ) -> Path:
-    """A copy of the small bundle holding an account (:func:`_account`), changed by ``edit``
-    (and its ``carried_sha256`` made again after it unless ``rehash`` is False); every derived
-    file then re-derived by repro's own code and both manifests regenerated."""
+    """A copy of the small bundle holding an account (:func:`_account`) of ``carried``, whose
+    attempts are moved by ``ran_before`` (by default to the day before: they ran in the
+    interrupted study), changed by ``edit`` (and its ``carried_sha256`` made again after it
+    unless ``rehash`` is False); every derived file then re-derived by repro's own code and
+    both manifests regenerated."""
     root = tmp_path / "continued"
     shutil.copytree(small_bundle, root)
-    account = _account(root, **kw)
+    for partition in carried:
+        _shift_times(root, partition, ran_before)
+    account = _account(root, carried, **kw)
     if edit is not None:
         edit(account)
         if rehash:
@@ -163,6 +187,35 @@ class TestAConsistentAccount:
         plain = layout.payload_files(fp, SEALED)
         assert layout.CONTINUATION not in plain
         assert sorted([*plain, layout.CONTINUATION]) == layout.payload_files(fp, SEALED, True)
+
+
+class TestCarriedTimes:
+    """A carried partition's attempts ran in the interrupted study: before the continued one
+    started, not within its start and end as its own attempts."""
+
+    def test_carried_attempts_after_the_start_are_named(
+        self, small_bundle: Path, tmp_path: Path
+    ) -> None:
+        """Carried attempts timed after the continued study started (moved a day on, every
+        file re-derived): times-outside-study, on the first carried times file (the first
+        broken times file ends the crate's join)."""
+        root = _continued(small_bundle, tmp_path, ran_before=timedelta(days=1))
+        findings = verify(root)
+        assert {(f.code, f.file) for f in findings} == {
+            ("times-outside-study", layout.times_file("c00")),
+        }, [f.as_dict() for f in findings]
+
+    def test_attempts_that_ran_here_keep_the_study_s_window(
+        self, small_bundle: Path, tmp_path: Path
+    ) -> None:
+        """A partition that ran (not carried) timed the day before: times-outside-study."""
+        root = _continued(small_bundle, tmp_path)
+        _shift_times(root, "c03", timedelta(days=-1))
+        rederive(root)
+        findings = verify(root)
+        assert {(f.code, f.file) for f in findings} == {
+            ("times-outside-study", layout.times_file("c03"))
+        }, [f.as_dict() for f in findings]
 
 
 class TestTheRuleAlone:
