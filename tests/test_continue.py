@@ -94,6 +94,12 @@ def _continue_and_compare(protocol: Path, old: Path, reference: Path, new: Path)
     for name in ("aggregates.json", "plans/seal.json", "protocol.json"):
         assert (new / "data" / name).read_bytes() == (reference / "data" / name).read_bytes()
     assert not (new / "continue").exists()
+    verified = repro.verify(new)
+    assert verified.ok, verified.findings
+    tiers = json.loads((new / "data" / "tiers.json").read_bytes())["tiers"]
+    assert [(t["name"], t["verdict"]) for t in tiers if t["name"] == "continuation"] == [
+        ("continuation", "pass")
+    ]
     account: dict[str, Any] = json.loads((new / "data" / "continuation.json").read_bytes())
     seal = json.loads((reference / "data" / "plans" / "seal.json").read_bytes())
     ids = [p["id"] for p in seal["partitions"]]
@@ -151,6 +157,8 @@ def interrupted(
     old = tmp_path_factory.mktemp("interrupted") / "old"
     stopped = _driver(f"{events // 2}:INT", "study", str(protocol), "--out", str(old))
     assert stopped.returncode != 0 and (old / "bagit.txt").is_file(), stopped.stderr
+    finished = list((old / "data" / "times").glob("*.jsonl"))
+    assert 0 < len(finished) < 4, "half-way: some partitions finished, not all"
     return old
 
 
@@ -240,3 +248,42 @@ class TestPythonApi:
         with pytest.raises(BadInput):
             repro.study(protocol, tmp_path / "again", continue_from=ref)
         assert not (tmp_path / "again").exists()
+
+
+class TestOtherBackends:
+    """A continuation runs what is left wherever a study runs: on a Dask cluster, and on the
+    threads of an adapter whose sessions only wait (the command adapter's)."""
+
+    def test_on_dask(
+        self,
+        reference: tuple[Path, Path, int],
+        interrupted: Path,
+        dask_scheduler: str,
+        tmp_path: Path,
+    ) -> None:
+        """The partitions left run as Dask tasks; the runs files are the uninterrupted ones."""
+        protocol, ref, _ = reference
+        result = repro.study(
+            protocol, tmp_path / "new", scheduler=dask_scheduler, continue_from=interrupted
+        )
+        assert _runs_files(result.root) == _runs_files(ref)
+        assert repro.verify(result.root).ok
+
+    def test_on_threads(self, tmp_path: Path) -> None:
+        """A command-adapter study (slots on threads, several at once) stopped half-way and
+        continued on threads gives the uninterrupted study's runs files."""
+        shipped = Path(__file__).resolve().parents[1] / "protocols"
+        shutil.copytree(shipped / "harness", tmp_path / "harness")
+        protocol = tmp_path / "agent-gate-eval.json"
+        shutil.copy(shipped / "agent-gate-eval.json", protocol)
+        ref, old, new = tmp_path / "ref", tmp_path / "old", tmp_path / "new"
+        done = _driver("0", "study", str(protocol), "--out", str(ref), "--workers", "3")
+        assert done.returncode == 0, done.stderr
+        events = int(done.stderr.rsplit("events: ", 1)[1].split()[0])
+        stopped = _driver(
+            f"{events // 2}:INT", "study", str(protocol), "--out", str(old), "--workers", "3"
+        )
+        assert stopped.returncode != 0 and (old / "data" / "plans" / "seal.json").is_file()
+        account = _continue_and_compare(protocol, old, ref, new)
+        assert account["interruption"] == "SIGINT"
+        assert account["carried"] and account["ran"], account

@@ -90,8 +90,6 @@ RL_AGGREGATES = "data/rl-aggregates.json"
 CONTINUATION = "data/continuation.json"
 SEAL = "data/plans/seal.json"
 CRATE = "data/ro-crate-metadata.json"
-#: A continued study's account of what it carried from the interrupted one (only there).
-CONTINUATION = "data/continuation.json"
 #: The payload files every bundle has besides the crate, the seal and those of the partitions.
 FIXED_PAYLOAD = (PROTOCOL, LEDGER, AGGREGATES, TIERS, ENVIRONMENT, REPORT)
 #: The tag directory of signed attestations, beside the bag and outside every manifest (a

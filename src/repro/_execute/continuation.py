@@ -30,6 +30,7 @@ import orjson
 from attrs import frozen
 
 from repro import _layout as layout
+from repro._derive.continuation import carried_sha256, continuation_problems
 from repro._execute.aside import STOPPED, contract_file
 from repro._files import partial_name
 from repro._json.serde import to_bytes
@@ -41,6 +42,7 @@ from repro.models import (
     Continuation,
     FrozenProtocol,
     Partition,
+    Seal,
 )
 
 if TYPE_CHECKING:
@@ -53,6 +55,7 @@ __all__ = [
     "Carry",
     "LeftToRun",
     "account",
+    "account_problems",
     "carry_from",
     "check_partition",
     "copy_carried",
@@ -342,6 +345,15 @@ def _blocks(path: Path, expected: str, name: str) -> Iterator[bytes]:
         raise OSError(errno.EIO, f"{name} changed in the interrupted study while it was carried")
 
 
+def account_problems(carry: Carry, continuation: Continuation, seal: Seal) -> list[str]:
+    """What the rule verify applies (:func:`repro._derive.continuation.continuation_problems`)
+    finds of the account this study is about to write, against the carried files' digests and
+    run records as they were checked: nothing, unless the study is wrong."""
+    digests = {name: d for part in carry.carried for name, d in part.digests.items()}
+    attempts = {part.partition: part.attempts for part in carry.carried}
+    return continuation_problems(continuation, seal, digests, attempts)
+
+
 def account(carry: Carry, plan_ids: Sequence[str]) -> Continuation:
     """data/continuation.json of a study that carried ``carry`` and ran the rest of the
     partitions ``plan_ids`` (in sealed order)."""
@@ -353,7 +365,7 @@ def account(carry: Carry, plan_ids: Sequence[str]) -> Continuation:
     )
     return Continuation(
         schema="repro.continuation/1",
-        carried_sha256=hashlib.sha256(to_bytes(list(carried))).hexdigest(),
+        carried_sha256=carried_sha256(carried),
         carried=carried,
         ran=tuple(p for p in plan_ids if p not in carry.ids),
         unfinished=carry.unfinished,

@@ -42,7 +42,7 @@ from repro._execute.backends import (
     LocalWorkers,
     local_worker_limit,
 )
-from repro._execute.continuation import LeftToRun, account, copy_carried
+from repro._execute.continuation import LeftToRun, account, account_problems, copy_carried
 from repro._execute.interrupts import stop_on_signals
 from repro._execute.local import run_on_local_workers
 from repro._execute.spares import Spares
@@ -580,17 +580,18 @@ def _parsed(out: Path, name: str) -> Iterator[dict[str, Any]]:
 
 
 def _crate(
-    prepared: Prepared, out: Path, ledger: Ledger, environment: Environment
+    prepared: Prepared, out: Path, ledger: Ledger, environment: Environment, continued: bool
 ) -> Iterator[bytes]:
     """data/ro-crate-metadata.json of the bundle written so far into ``out`` (every other
-    payload file), piece by piece: each partition's actions are made from its runs and times
-    files read back, one partition at a time."""
+    payload file, data/continuation.json among them when ``continued``), piece by piece: each
+    partition's actions are made from its runs and times files read back, one partition at a
+    time."""
     # Lazy: the crate loads while the runs wait, or after them (AFTER_RUNS).
     from repro._derive.crate import ActionFacts, CrateBuilder
 
     fp, seal = prepared.frozen_protocol, prepared.plan.seal
     names = [ref.id for ref in seal.partitions]
-    builder = CrateBuilder(fp, ledger, environment, layout.payload_files(fp, names))
+    builder = CrateBuilder(fp, ledger, environment, layout.payload_files(fp, names, continued))
     yield builder.head()
     for name in names:
         times = {t["attempt_id"]: t for t in _parsed(out, layout.times_file(name))}
@@ -718,13 +719,24 @@ def _after_runs(
     writer.model(layout.LEDGER, ledger)
     environment = _environment(prepared, ran)
     writer.model(layout.ENVIRONMENT, environment)
+    continuation, problems = None, []
     if carry is not None:
-        ids = [ref.id for ref in prepared.plan.seal.partitions]
-        writer.model(layout.CONTINUATION, account(carry, ids))
+        seal = prepared.plan.seal
+        continuation = account(carry, [ref.id for ref in seal.partitions])
+        problems = account_problems(carry, continuation, seal)
+        writer.model(layout.CONTINUATION, continuation)
     inputs = [d for d in writer.disclosures if layout.is_derivation_input(d.file)]
-    derived = derive(fp, prepared.plan.seal, runs, ledger, inputs)
+    derived = derive(
+        fp,
+        prepared.plan.seal,
+        runs,
+        ledger,
+        inputs,
+        continuation=continuation,
+        continuation_problems=problems,
+    )
     _write_derived(writer, derived)
-    writer.stream(layout.CRATE, _crate(prepared, out, ledger, environment))
+    writer.stream(layout.CRATE, _crate(prepared, out, ledger, environment, carry is not None))
     remove_aside(out)
     writer.finish(
         {
