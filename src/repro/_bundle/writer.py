@@ -154,9 +154,10 @@ class BundleWriter:
     def aside(self, name: str, data: bytes) -> None:
         """Write ``name`` whole or not at all, outside the payload and the tag files: what an
         unfinished root keeps for a study that continues it (``continue/``, which the study
-        removes before it finishes)."""
+        removes before it finishes). No file of the bundle: not put in place by :meth:`commit`,
+        and left under no temporary name if the write fails."""
         path = self._target(name)
-        with _naming(path), self._create(path) as fh:
+        with _naming(path), write_atomically(path, mode=_FILE_MODE) as fh:
             fh.write(data)
 
     def model(self, name: str, value: Any) -> None:

@@ -24,7 +24,7 @@ import hashlib
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING, Any
 
 import orjson
 from attrs import frozen
@@ -34,6 +34,7 @@ from repro._derive.continuation import carried_sha256, continuation_problems
 from repro._execute.aside import STOPPED, contract_file
 from repro._files import partial_name
 from repro._json.serde import to_bytes
+from repro._plan.sealing import PartitionsWhenRead
 from repro.errors import BadInput
 from repro.models import (
     AdapterFacts,
@@ -373,7 +374,7 @@ def account(carry: Carry, plan_ids: Sequence[str]) -> Continuation:
     )
 
 
-class LeftToRun(Sequence[Partition]):
+class LeftToRun(PartitionsWhenRead):
     """The partitions of ``partitions`` (a plan's, expanded when read) that were not carried, in
     sealed order, each expanded only when asked for, as the plan's are."""
 
@@ -386,17 +387,5 @@ class LeftToRun(Sequence[Partition]):
     def __len__(self) -> int:
         return len(self._left)
 
-    @overload
-    def __getitem__(self, index: int) -> Partition: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> Sequence[Partition]: ...
-
-    def __getitem__(self, index: int | slice) -> Partition | Sequence[Partition]:
-        if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(len(self)))]
+    def _at(self, index: int) -> Partition:
         return self._partitions[self._left[index]]
-
-    def __iter__(self) -> Iterator[Partition]:
-        for index in self._left:
-            yield self._partitions[index]
