@@ -8,8 +8,8 @@ before its tag files. A continuation reads OLD and never writes it:
 - OLD must be an unfinished root (``bagit.txt`` and no tag manifest) of the same protocol: its
   protocol, partition and seal files must be, byte for byte, what this study writes (the first
   difference is named otherwise, before anything is written);
-- stream seeding is refused: a partition there begins where the one before it left the stream,
-  which the root keeps only once that partition is finished (its checkpoint);
+- stream seeding is refused: a partition there begins with the generator's state where the one
+  before it ended, which an unfinished root does not keep;
 - each partition OLD finished (its runs and times files and its contract in place) is checked
   by verify's own rules before it is used (:func:`check_partition`) and carried whole, byte for
   byte; every other partition runs again from its first slot, so an attempt the interruption
