@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import tarfile
+import tomllib
 from io import BytesIO
 from pathlib import Path
 
@@ -43,4 +44,32 @@ def commit_tree(ref: str, into: Path, *also: str) -> Path:
     ).stdout
     with tarfile.open(fileobj=BytesIO(archive)) as tar:
         tar.extractall(into, filter="data")
+    _distribution(ref, into / "src")
     return into / "src"
+
+
+def _distribution(ref: str, src: Path) -> None:
+    """The commit's own distribution metadata in ``src``: its name, version and entry points
+    (the adapters it registers, which may live in other modules than the installed repro's).
+    First on the import path, it is the one importlib.metadata reads, as a wheel of that commit
+    installed would be: the installed repro's registrations would name modules the tree may
+    not have."""
+    text = subprocess.run(
+        ["git", "-C", str(ROOT), "show", f"{ref}:pyproject.toml"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    project = tomllib.loads(text)["project"]
+    info = src / f"{project['name'].replace('-', '_')}-{project['version']}.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(
+        f"Metadata-Version: 2.1\nName: {project['name']}\nVersion: {project['version']}\n"
+    )
+    groups = {"console_scripts": project.get("scripts", {}), **project.get("entry-points", {})}
+    (info / "entry_points.txt").write_text(
+        "".join(
+            f"[{group}]\n" + "".join(f"{name} = {target}\n" for name, target in points.items())
+            for group, points in groups.items()
+        )
+    )

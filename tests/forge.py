@@ -8,11 +8,13 @@ from __future__ import annotations
 import hashlib
 import json
 import sys
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
 from repro._bundle.writer import manifest_text
+from repro._derive.continuation import continuation_problems
 from repro._derive.crate import CRATE_VERSION, ActionFacts, CrateBuilder
 from repro._derive.derivation import derive, tally_records
 from repro._derive.ledger import contract_sha256, source_ledger
@@ -20,10 +22,20 @@ from repro._derive.report import REPORT_VERSION
 from repro._disclosure import scan_hits
 from repro._json import canonical
 from repro._json.serde import structure, to_bytes, unstructure
-from repro._layout import CRATE, MANIFEST, TAGMANIFEST, is_derivation_input, payload_files
+from repro._layout import (
+    CONTINUATION,
+    CRATE,
+    MANIFEST,
+    TAGMANIFEST,
+    is_derivation_input,
+    payload_files,
+    runs_file,
+    times_file,
+)
 from repro._plan.sealing import partition_ref, sources_sha256
 from repro.models import (
     AttemptTimes,
+    Continuation,
     Environment,
     FrozenProtocol,
     Ledger,
@@ -83,6 +95,25 @@ def _lines(root: Path, name: str, cls: type[T]) -> list[T]:
     return [structure(json.loads(line), cls, what=name) for line in data.splitlines()]
 
 
+def _continuation(
+    root: Path, seal: Seal, records: list[RunRecord]
+) -> tuple[Continuation | None, list[str]]:
+    """The bundle's continuation.json, when it has one, with what repro's rule finds of it
+    against the bundle's files as they now are (as a continued study does before it writes
+    it)."""
+    if not (root / CONTINUATION).is_file():
+        return None, []
+    continuation = _model(root, CONTINUATION, Continuation)
+    digests = {
+        name: sha256(root / name)
+        for ref in seal.partitions
+        for name in (runs_file(ref.id), times_file(ref.id))
+        if (root / name).is_file()
+    }
+    attempts = Counter(r.condition for r in records)
+    return continuation, continuation_problems(continuation, seal, digests, dict(attempts))
+
+
 def rederive(
     root: Path, crate_version: int = CRATE_VERSION, report_version: int = REPORT_VERSION
 ) -> None:
@@ -90,7 +121,8 @@ def rederive(
     derived from the recorded ones (the ledger's losses, aggregates, tiers, scores, contrasts,
     rliable's aggregates, the report as ``report_version`` and the RO-Crate metadata as
     ``crate_version``), from its protocol, plan, runs, times, ledger facts and environment as
-    they now are; then :func:`reseal` it. What a forger with repro at hand does after editing
+    they now are (and the continuation tier from its continuation.json, when it has one); then
+    :func:`reseal` it. What a forger with repro at hand does after editing
     the recorded files (and, with an earlier ``crate_version`` or ``report_version``, what an
     earlier repro wrote)."""
     fp = _model(root, "data/protocol.json", FrozenProtocol)
@@ -108,7 +140,8 @@ def rederive(
         for name in inputs
         if is_derivation_input(name) and (root / name).is_file()
     ]
-    derived = derive(fp, seal, runs, ledger, hits, report_version)
+    continuation, problems = _continuation(root, seal, records)
+    derived = derive(fp, seal, runs, ledger, hits, report_version, continuation, problems)
     (root / "data/aggregates.json").write_bytes(to_bytes(derived.aggregates))
     (root / "data/tiers.json").write_bytes(to_bytes(derived.tiers))
     if derived.scores is not None:
@@ -118,7 +151,7 @@ def rederive(
     if derived.rl is not None:
         (root / "data/rl-aggregates.json").write_bytes(to_bytes(derived.rl))
     (root / "data/validation-report.md").write_bytes(derived.report.encode())
-    payload = payload_files(fp, [p.id for p in partitions])
+    payload = payload_files(fp, [p.id for p in partitions], continuation is not None)
     builder = CrateBuilder(fp, ledger, environment, payload, crate_version)
     pieces = [builder.head()]
     ran: list[str] = []

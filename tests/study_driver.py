@@ -1,9 +1,11 @@
 """Runs ``repro study`` and, optionally, kills itself with SIGKILL at the N-th bundle event.
 
 Usage: ``python study_driver.py EVENT -- ARGS...`` where EVENT 0 never kills and ARGS are the
-``repro`` arguments. An event is one of: a record or file serialised for writing, a file renamed
-into place. At the end the driver prints ``events: N`` to stderr (when it was not killed), so a
-test can pick kill points inside a real run.
+``repro`` arguments; ``EVENT:INT`` (or another signal's name without ``SIG``) sends that signal
+instead, once, which the study handles as it would a user's. An event is one of: a record or
+file serialised for writing, a file renamed into place. At the end the driver prints
+``events: N`` to stderr (when it was not killed), so a test can pick kill points inside a real
+run.
 """
 
 from __future__ import annotations
@@ -19,13 +21,15 @@ def main() -> None:
     from repro._bundle import writer as bundle
     from repro._cli.app import app
 
-    kill_at = int(sys.argv[1])
+    at, _, name = sys.argv[1].partition(":")
+    kill_at = int(at)
+    how = signal.Signals[f"SIG{name}"] if name else signal.SIGKILL
     seen = [0]
 
     def event() -> None:
         seen[0] += 1
         if seen[0] == kill_at:
-            os.kill(os.getpid(), signal.SIGKILL)
+            os.kill(os.getpid(), how)
 
     to_bytes, commit = bundle.to_bytes, bundle.BundleWriter.commit
 

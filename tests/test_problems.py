@@ -182,3 +182,40 @@ def test_a_disclosing_protocol_is_refused_at_its_path(tmp_path: Path) -> None:
     data["description"] = "notes in /home/alice/notes.txt"
     [problem] = _checked(tmp_path, data)
     assert (problem["path"], problem["code"]) == ("$.description", "not-allowed")
+
+
+@pytest.mark.parametrize(
+    ("envelope", "path", "code"),
+    [
+        ({"payload": "", "payloadType": "x"}, "$", "missing-field"),
+        (
+            {"payload": "", "payloadType": "application/vnd.in-toto+json", "signatures": {}},
+            "$.signatures",
+            "wrong-type",
+        ),
+        (
+            {
+                "payload": "",
+                "payloadType": "application/vnd.in-toto+json",
+                "signatures": [{"keyid": "SHA256:" + "A" * 43, "sig": "not base64!"}],
+            },
+            "$.signatures[0].sig",
+            "not-allowed",
+        ),
+    ],
+)
+def test_a_signature_files_problems_are_data(
+    envelope: dict[str, Any], path: str, code: str
+) -> None:
+    """A malformed signature envelope is refused with its problem as data, at the JSON path
+    inside the envelope, the text still ``file: message @ path``."""
+    # Lazy: the signature machinery (securesystemslib) only for this test.
+    from repro._bundle.signatures import parse_envelope
+
+    name = "signatures/0123456789ab.bundle.dsse.json"
+    with pytest.raises(BadInput) as raised:
+        parse_envelope(name, canonical.dumps(envelope))
+    (problem,) = raised.value.problems
+    assert (problem.path, problem.code) == (path, code)
+    assert str(raised.value) == f"{name}: {problem}"
+    assert problem.code in PROBLEM_CODES

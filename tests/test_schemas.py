@@ -22,9 +22,11 @@ from repro._plan.streams import checkpoint_of
 from repro._protocol.load import strip_comments
 from repro.errors import BadInput
 from repro.models import (
+    CarriedPartition,
     CellScore,
     CheckResult,
     CheckSummary,
+    Continuation,
     ContrastInterval,
     ContrastResult,
     ContrastsFile,
@@ -256,6 +258,23 @@ _CONTRASTS = ContrastsFile(
     ),
 )
 
+#: A continued study's account: two partitions carried, two ran, one of them begun before.
+_CONTINUATION = Continuation(
+    schema="repro.continuation/1",
+    carried_sha256="1" * 64,
+    carried=(
+        CarriedPartition(
+            "c00", {"data/runs/c00.jsonl": "2" * 64, "data/times/c00.jsonl": "3" * 64}, 8, 9
+        ),
+        CarriedPartition(
+            "c01", {"data/runs/c01.jsonl": "4" * 64, "data/times/c01.jsonl": "5" * 64}, 8, 8
+        ),
+    ),
+    ran=("c02", "c03"),
+    unfinished=("c02",),
+    interruption="SIGINT",
+)
+
 _RL = RLAggregates(
     schema="repro.rl-aggregates/1",
     protocol_sha256="0" * 64,
@@ -338,6 +357,7 @@ def _samples(bundle: Path) -> dict[str, list[Any]]:
     samples["scores"] = [unstructure(_SCORES)]
     samples["contrasts"] = [unstructure(_CONTRASTS)]
     samples["rl-aggregates"] = [unstructure(_RL)]
+    samples["continuation"] = [unstructure(_CONTINUATION)]
     return samples
 
 

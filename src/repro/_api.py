@@ -36,6 +36,7 @@ def study(
     scheduler: str | None = None,
     strict: bool = False,
     keep_going: bool = False,
+    continue_from: PathArg | None = None,
 ) -> StudyResult:
     """Freeze and seal the protocol file ``protocol``, run every slot into the fresh root ``out``
     and bundle the evidence, as ``repro study PROTOCOL --out OUT`` does; returns the
@@ -50,6 +51,8 @@ def study(
     ledger lists the losses: the result's ``lost`` counts them).
     ``keep_going``: run the whole plan even when its first slots all fail the same structural
     way (``--keep-going``; :mod:`repro._execute.stopping`).
+    ``continue_from``: an interrupted study's root (``--continue-from``; never written): what
+    it finished is checked and carried into ``out``, the rest runs (data/continuation.json).
 
     Raises :class:`~repro.errors.BadInput` before anything is written (a bad protocol, named
     with its JSON path; ``out`` exists or its parent does not; a bad option or worker count;
@@ -57,34 +60,39 @@ def study(
     run from the main thread), an I/O error, a failed cluster or the early stop stops the study
     after ``out`` was created: ``out`` is then incomplete and never verifies."""
     protocol_path, root = path_of(protocol, "protocol"), path_of(out, "out")
+    old = None if continue_from is None else path_of(continue_from, "continue_from")
     adapter_options = _options(options)
+    _check_where(workers, scheduler)
+    # Lazy: `import repro` stays without the study machinery; only a study runs it.
+    from repro._execute.backends import backend_of
+    from repro._execute.continuation import carry_from
+    from repro._execute.spares import Spares, runs_on_threads
+    from repro._execute.studies import Prestart, prepare
+    from repro._execute.studies import study as run_study
+
+    backend = backend_of(workers, scheduler)
+    with Spares() as spares:
+        if scheduler is None and not runs_on_threads(protocol_path):
+            # As repro study does: the first worker process starts while the study prepares.
+            spares.start(1)
+        prepared = prepare(protocol_path, adapter_options, Prestart(backend, spares).early)
+        carry = None if old is None else carry_from(old, root, prepared)
+        result = run_study(
+            prepared, root, _Silent(), backend, spares, keep_going=keep_going, carry=carry
+        )
+    if strict and result.lost:
+        raise SlotsLost(result, result.lost)
+    return result
+
+
+def _check_where(workers: object, scheduler: str | None) -> None:
+    """``workers`` an int (not a bool) or None, and not given with ``scheduler``."""
     if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int)):
         raise TypeError(f"workers must be an int, not {type(workers).__name__}")
     if scheduler is not None and workers is not None:
         raise BadInput(
             "workers and scheduler exclude each other: the cluster's workers run the partitions"
         )
-    # Lazy: `import repro` stays without the study machinery; only a study runs it.
-    from repro._execute.backends import Backend, DaskCluster, LocalWorkers
-    from repro._execute.spares import Spares, runs_on_threads
-    from repro._execute.studies import Prestart, prepare
-    from repro._execute.studies import study as run_study
-
-    backend: Backend = (
-        DaskCluster(scheduler)
-        if scheduler is not None
-        else LocalWorkers(1 if workers is None else workers)
-    )
-    with Spares() as spares:
-        if scheduler is None and not runs_on_threads(protocol_path):
-            # As repro study does: the first worker process starts while the study prepares.
-            spares.start(1)
-        prepared = prepare(protocol_path, adapter_options, Prestart(backend, spares).early)
-        result = run_study(prepared, root, _Silent(), backend, spares, keep_going=keep_going)
-    lost = result.lost
-    if strict and lost:
-        raise SlotsLost(result, lost)
-    return result
 
 
 def _options(options: object) -> dict[str, str]:

@@ -27,6 +27,7 @@ __all__ = [
     "AGGREGATES",
     "BAGIT",
     "BAG_INFO",
+    "CONTINUATION",
     "CONTRASTS",
     "CRATE",
     "DATA",
@@ -83,6 +84,10 @@ SCORES = "data/scores.json"
 CONTRASTS = "data/contrasts.json"
 #: rl-aggregates.json: in a bundle of a protocol with an ``rl`` section, and only there.
 RL_AGGREGATES = "data/rl-aggregates.json"
+#: continuation.json: in a bundle of a study continued from an interrupted one
+#: (``repro study --continue-from``), and only there: its account of the partitions it carried
+#: whole and of those it ran.
+CONTINUATION = "data/continuation.json"
 SEAL = "data/plans/seal.json"
 CRATE = "data/ro-crate-metadata.json"
 #: The payload files every bundle has besides the crate, the seal and those of the partitions.
@@ -124,12 +129,17 @@ def partition_files(partition: str, stream: bool) -> list[str]:
     return [*names, checkpoint_file(partition)] if stream else names
 
 
-def payload_files(frozen_protocol: FrozenProtocol, partitions: Iterable[str]) -> list[str]:
+def payload_files(
+    frozen_protocol: FrozenProtocol, partitions: Iterable[str], continued: bool = False
+) -> list[str]:
     """Every payload file of a bundle of this protocol but the crate, sorted: what the crate
-    lists as its parts. It follows from the protocol and the sealed partitions alone, so a file
-    added to a bundle is named as such and does not change the crate's re-derivation."""
+    lists as its parts. It follows from the protocol, the sealed partitions and whether the
+    study was ``continued`` from an interrupted one (its bundle then holds
+    :data:`CONTINUATION`) alone, so a file added to a bundle is named as such and does not
+    change the crate's re-derivation."""
     p = frozen_protocol.protocol
     names = [*FIXED_PAYLOAD, SEAL, *([SCORES] if p.scoring is not None else [])]
+    names += [CONTINUATION] if continued else []
     names += [CONTRASTS] if p.contrasts is not None else []
     names += [RL_AGGREGATES] if p.rl is not None else []
     for partition in partitions:

@@ -37,7 +37,7 @@ from repro import _layout as layout
 from repro._disclosure import scan_hits
 from repro._files import write_atomically
 from repro._json import canonical
-from repro.errors import BadInput, NotVerified
+from repro.errors import BadInput, NotVerified, Problem
 
 if TYPE_CHECKING:
     from repro.models import Aggregates, ContrastsFile, Environment, FrozenProtocol, Tiers
@@ -292,10 +292,24 @@ class SignedStatement:
         return digest
 
 
+def _refused(where: str, message: str, code: str) -> BadInput:
+    """A signature file's problem at the JSON path ``where`` (``payload $...`` inside its
+    payload), as data and as the text ``message @ where``."""
+    problem = Problem(where, message, code)
+    return BadInput(str(problem), (problem,))
+
+
 def _exact(value: Any, keys: set[str], where: str) -> dict[str, Any]:
     if not isinstance(value, dict) or set(value) != keys:
         found = sorted(value) if isinstance(value, dict) else type(value).__name__
-        raise BadInput(f"expected an object of exactly {sorted(keys)}, found {found} @ {where}")
+        code = (
+            "wrong-type"
+            if not isinstance(value, dict)
+            else "missing-field"
+            if keys - set(value)
+            else "unknown-field"
+        )
+        raise _refused(where, f"expected an object of exactly {sorted(keys)}, found {found}", code)
     return value
 
 
@@ -305,7 +319,8 @@ def _text(value: Any, pattern: re.Pattern[str] | str, where: str) -> str:
     )
     if not ok:
         wanted = pattern if isinstance(pattern, str) else pattern.pattern
-        raise BadInput(f"expected {wanted}, found {str(value)[:80]!r} @ {where}")
+        code = "not-allowed" if isinstance(value, str) else "wrong-type"
+        raise _refused(where, f"expected {wanted}, found {str(value)[:80]!r}", code)
     assert isinstance(value, str)
     return value
 
@@ -317,12 +332,13 @@ def _base64(value: Any, where: str) -> bytes:
             raw = base64.b64decode(value, validate=True)
             if base64.b64encode(raw).decode() == value:
                 return raw
-    raise BadInput(f"not canonical base64 @ {where}")
+    raise _refused(where, "not canonical base64", "not-allowed")
 
 
 def _one(value: Any, where: str) -> Any:
     if not isinstance(value, list) or len(value) != 1:
-        raise BadInput(f"expected a list of exactly one item @ {where}")
+        code = "not-allowed" if isinstance(value, list) else "wrong-type"
+        raise _refused(where, "expected a list of exactly one item", code)
     return value[0]
 
 
@@ -339,7 +355,7 @@ def _statement_kind(value: Any) -> str:
     _text(digest["sha256"], _SHA256, "payload $.subject[0].digest.sha256")
     uri = _text(s["predicateType"], _PREDICATE_TYPE, "payload $.predicateType")
     if not isinstance(s["predicate"], dict):
-        raise BadInput("expected an object @ payload $.predicate")
+        raise _refused("payload $.predicate", "expected an object", "wrong-type")
     kind = _PREDICATE_TYPE.match(uri)
     assert kind is not None
     return kind.group(1)
@@ -355,7 +371,9 @@ def parse_envelope(name: str, data: bytes) -> SignedStatement:
         raise BadInput(f"{name}: not a signature file name (signatures/<key>.<kind>.dsse.json)")
     value = canonical.loads(data, what=name, max_bytes=len(data))
     if canonical.dumps(value) != data:
-        raise BadInput(f"{name}: not canonical JSON (sorted keys, compact, final newline) @ $")
+        raise BadInput.at(
+            "$", "not canonical JSON (sorted keys, compact, final newline)", "not-allowed", name
+        )
     try:
         e = _exact(value, {"payload", "payloadType", "signatures"}, "$")
         _text(e["payloadType"], PAYLOAD_TYPE, "$.payloadType")
@@ -365,14 +383,17 @@ def parse_envelope(name: str, data: bytes) -> SignedStatement:
         payload = _base64(e["payload"], "$.payload")
         parsed = canonical.loads(payload, what="payload", max_bytes=len(payload))
         if canonical.dumps(parsed, newline=False) != payload:
-            raise BadInput("not canonical JSON @ payload $")
+            raise _refused("payload $", "not canonical JSON", "not-allowed")
         kind = _statement_kind(parsed)
     except BadInput as exc:
-        raise BadInput(f"{name}: {exc}") from None
+        raise BadInput(f"{name}: {exc}", exc.problems) from None
     if named != (_digits(keyid), kind):
-        raise BadInput(
-            f"{name}: the name does not agree with the envelope, which is "
-            f"{layout.signature_file(_digits(keyid), kind)} @ $"
+        which = layout.signature_file(_digits(keyid), kind)
+        raise BadInput.at(
+            "$",
+            f"the name does not agree with the envelope, which is {which}",
+            "inconsistent",
+            name,
         )
     envelope = Envelope(payload, PAYLOAD_TYPE, {keyid: Signature(keyid, sig.hex())})
     return SignedStatement(name, keyid, kind, parsed, envelope)
@@ -406,16 +427,20 @@ def sign_statement(root: Path, statement: dict[str, Any], key_path: Path, kind: 
     the same key for the same kind is refused, never replaced. Raises :class:`BadInput`."""
     refuse_packed(root)
     if _statement_kind(statement) != kind:
-        raise BadInput(f"the statement is not of kind {kind!r} @ payload $.predicateType")
+        raise _refused(
+            "payload $.predicateType", f"the statement is not of kind {kind!r}", "not-allowed"
+        )
     try:
         digest = layout.bundle_sha256(root)
     except OSError as exc:
         raise BadInput(f"{root}: no bundle's tag manifest ({exc.strerror})") from None
     if statement["subject"][0]["digest"]["sha256"] != digest:
-        raise BadInput(
-            f"{root}: the statement is about another bundle (sha256 "
-            f"{statement['subject'][0]['digest']['sha256']}, this one's {digest}) "
-            "@ payload $.subject[0].digest.sha256"
+        raise BadInput.at(
+            "payload $.subject[0].digest.sha256",
+            f"the statement is about another bundle (sha256 "
+            f"{statement['subject'][0]['digest']['sha256']}, this one's {digest})",
+            "inconsistent",
+            str(root),
         )
     key = load_signing_key(key_path)
     data = envelope_bytes(statement, key)
@@ -423,7 +448,9 @@ def sign_statement(root: Path, statement: dict[str, Any], key_path: Path, kind: 
     hits = scan_hits(name, canonical.dumps(statement, newline=False))
     if hits.count:
         kinds = ", ".join(sorted(hits.kinds))
-        raise BadInput(f"the statement discloses what no bundle file may ({kinds}) @ payload $")
+        raise _refused(
+            "payload $", f"the statement discloses what no bundle file may ({kinds})", "not-allowed"
+        )
     return _write_signature(root, name, data)
 
 

@@ -151,6 +151,15 @@ class BundleWriter:
                 self._payload[name] = digest
                 self._octets += size
 
+    def aside(self, name: str, data: bytes) -> None:
+        """Write ``name`` whole or not at all, outside the payload and the tag files: what an
+        unfinished root keeps for a study that continues it (``continue/``, which the study
+        removes before it finishes). No file of the bundle: not put in place by :meth:`commit`,
+        and left under no temporary name if the write fails."""
+        path = self._target(name)
+        with _naming(path), write_atomically(path, mode=_FILE_MODE) as fh:
+            fh.write(data)
+
     def model(self, name: str, value: Any) -> None:
         """Write a model as canonical JSON."""
         self.write(name, to_bytes(value))

@@ -164,13 +164,17 @@ class LineProgress:
         pass
 
 
-def study_work(prepared: Prepared) -> Work:
-    """The study's work by condition: its slots that run, each at the adapter's cost."""
+def study_work(prepared: Prepared, carried: frozenset[str] = frozenset()) -> Work:
+    """The study's work by condition: its slots that run, each at the adapter's cost, but
+    those of the partitions ``carried`` from an interrupted study."""
     # Lazy: the adapters and the tally only for a study's work, not at `repro --help`.
     from repro._derive.tally import runs
     from repro.adapters._base import slot_costs
 
-    slots = {p.condition: sum(map(runs, p.entries)) for p in prepared.plan.partitions}
+    slots = {
+        p.condition: 0 if p.id in carried else sum(map(runs, p.entries))
+        for p in prepared.plan.partitions
+    }
     return Work(slot_costs(prepared.adapter, prepared.plan.seal.conditions), slots)
 
 

@@ -19,13 +19,7 @@ from repro._cli.progress import (
     study_work,
 )
 from repro._cli.started import command, started
-from repro._execute.backends import (
-    MAX_LOCAL_WORKERS,
-    MAX_THREAD_WORKERS,
-    Backend,
-    DaskCluster,
-    LocalWorkers,
-)
+from repro._execute.backends import MAX_LOCAL_WORKERS, MAX_THREAD_WORKERS, backend_of
 from repro._execute.stopping import FIRST_SLOTS
 from repro.errors import EXIT_OK, EXIT_SLOTS_LOST, EXIT_STUDY_STOPPED, BadInput, install_hint
 
@@ -34,8 +28,9 @@ if TYPE_CHECKING:
 
     from repro._derive.derivation import Derived
     from repro._derive.tally import LossStatus
+    from repro._execute.continuation import Carry
     from repro._execute.spares import Spares
-    from repro._execute.studies import StudyResult
+    from repro._execute.studies import Prepared, StudyResult
     from repro.models import Aggregates, Ledger
 
 __all__ = ["study"]
@@ -87,6 +82,19 @@ _KeepGoing = Annotated[
         f"study stops then, exit {EXIT_STUDY_STOPPED}, before it spends the rest).",
     ),
 ]
+_ContinueFrom = Annotated[
+    Path | None,
+    typer.Option(
+        "--continue-from",
+        metavar="OLD",
+        help="Continue the interrupted study whose root is OLD, a study of the same protocol "
+        "(it must freeze and seal exactly as OLD's did) that stopped before it finished. The "
+        "partitions OLD finished are checked by verify's rules and carried into OUT byte for "
+        "byte; every other partition runs from its first slot; OUT's "
+        "data/continuation.json says which. OLD is never written. Per-run seeding only.",
+        show_default=False,
+    ),
+]
 _Strict = Annotated[
     bool,
     typer.Option(
@@ -106,6 +114,7 @@ def study(
     scheduler: _Scheduler = None,
     accept_losses: _AcceptLosses = False,
     keep_going: _KeepGoing = False,
+    continue_from: _ContinueFrom = None,
     strict: _Strict = False,
 ) -> None:
     """Freeze and seal PROTOCOL, run every slot into the fresh root OUT, and bundle the evidence.
@@ -125,7 +134,9 @@ def study(
             # does and prepares (repro._execute.studies.Prestart); one not taken is killed.
             # A study whose sessions run on threads starts none: it would only slow it.
             spares.start(1)
-        result = _study(protocol, out, option, workers, scheduler, spares, keep_going)
+        result, carry = _study(
+            protocol, out, option, (workers, scheduler), spares, keep_going, continue_from
+        )
     err = err_console()
     rep = result.derived.tiers.reproduction
     err.print(
@@ -133,6 +144,14 @@ def study(
         f"reproduction {rep.verdict}",
         highlight=False,
     )
+    if carry is not None:
+        parts = len(result.derived.ledger.contracts)
+        err.print(
+            f"continued: {len(carry.carried)} of {parts} partitions carried from the "
+            f"interrupted study, {parts - len(carry.carried)} run here "
+            "(data/continuation.json)",
+            highlight=False,
+        )
     _print_losses(
         result.derived.ledger, result.derived.aggregates, result.lost_opens, result.lost_as
     )
@@ -166,30 +185,60 @@ def _study(
     protocol: Path,
     out: Path,
     option: list[str] | None,
-    workers: int | None,
-    scheduler: str | None,
+    where: tuple[int | None, str | None],
     spares: Spares,
     keep_going: bool = False,
-) -> StudyResult:
-    """Prepare and run the study of ``repro study``, its progress on stderr; local workers take
-    their first processes from ``spares``."""
+    continue_from: Path | None = None,
+) -> tuple[StudyResult, Carry | None]:
+    """Prepare and run the study of ``repro study`` (on ``where``: its workers or scheduler),
+    its progress on stderr; local workers take their first processes from ``spares``; with
+    ``continue_from``, carrying what that interrupted study finished."""
     # Lazy: `repro --help` imports this module; only `repro study` runs the study machinery.
+    from repro._execute.continuation import carry_from
     from repro._execute.studies import Prestart, prepare
     from repro._execute.studies import study as run_study
 
-    backend: Backend = (
-        DaskCluster(scheduler)
-        if scheduler is not None
-        else LocalWorkers(1 if workers is None else workers)
-    )
+    workers, scheduler = where
+    backend = backend_of(workers, scheduler)
     prepared = prepare(protocol, parse_options(option or []), Prestart(backend, spares).early)
     print_protocol_warnings(prepared.warnings)
+    carry = None if continue_from is None else carry_from(continue_from, out, prepared)
+    if carry is not None and continue_from is not None:
+        err_console().print(carried_line(carry, continue_from, prepared), highlight=False)
     labels = Labels(prepared.protocol, prepared.plan.seal.conditions)
-    work = study_work(prepared)
+    work = study_work(prepared, frozenset() if carry is None else carry.ids)
     terminal = stderr_is_terminal()
     progress = BarProgress(labels, work) if terminal else LineProgress(labels, work)
-    return run_study(
-        prepared, out, progress, backend, spares, console_meanwhile, keep_going=keep_going
+    result = run_study(
+        prepared,
+        out,
+        progress,
+        backend,
+        spares,
+        console_meanwhile,
+        keep_going=keep_going,
+        carry=carry,
+    )
+    return result, carry
+
+
+def carried_line(carry: Carry, old: Path, prepared: Prepared) -> str:
+    """What a continuation takes from ``old`` and what it runs, said before it runs."""
+    parts = prepared.plan.seal.partitions
+    slots = sum(c.slots for c in carry.carried)
+    left = len(parts) - len(carry.carried)
+    again = (
+        f" ({len(carry.unfinished)} begun there run again from their first slot)"
+        if carry.unfinished
+        else ""
+    )
+    if not carry.carried:
+        return (
+            f"continuing {old}: it finished no partition, so nothing is carried; running all {left}"
+        )
+    return (
+        f"continuing {old}: {len(carry.carried)} of {len(parts)} partitions carried whole "
+        f"({slots:,} slots, checked by verify's rules); running the other {left}{again}"
     )
 
 

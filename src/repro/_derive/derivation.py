@@ -14,10 +14,11 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 
-from attrs import frozen
+from attrs import evolve, frozen
 
 from repro._derive import report, scoring
 from repro._derive.aggregates import aggregates
+from repro._derive.continuation import continuation_tier
 from repro._derive.contrasts import contrasts
 from repro._derive.ledger import source_ledger
 from repro._derive.rl_aggregates import rl_aggregates
@@ -28,6 +29,7 @@ from repro._disclosure import FileHits
 from repro._plan.sealing import conditions_of
 from repro.models import (
     Aggregates,
+    Continuation,
     ContrastsFile,
     FrozenProtocol,
     Ledger,
@@ -138,13 +140,21 @@ def judgements(
     figures: Figures,
     report_version: int = report.REPORT_VERSION,
     judged_tiers: Tiers | None = None,
+    continuation: Continuation | None = None,
+    continuation_problems: Sequence[str] = (),
 ) -> Derived:
     """What follows from the runs and ``figures``: the ledger's losses, the tiers (with the
     reproduction class, from the aggregates' intervals) and the report, of every file; verify
     passes the figures a bundle stores once it accepts them, and ``judged_tiers``, the stored
-    tiers once accepted, for the report to be written of."""
+    tiers once accepted, for the report to be written of. A continued study's account
+    (``continuation``, with what :func:`repro._derive.continuation.continuation_problems` found
+    of it) adds the ``continuation`` tier and the report's line on it; without one, nothing
+    changes."""
     full_ledger = source_ledger(frozen_protocol, runs, ledger)
     judged = tiers(frozen_protocol, seal, runs, full_ledger, figures.aggregates, disclosures)
+    if continuation is not None:
+        told = continuation_tier(continuation, seal, continuation_problems)
+        judged = evolve(judged, tiers=(*judged.tiers, told))
     text = report.validation_report(
         frozen_protocol,
         figures.aggregates,
@@ -154,6 +164,8 @@ def judgements(
         figures.contrasts,
         figures.rl,
         report_version,
+        continuation,
+        len(seal.partitions),
     )
     return Derived(
         aggregates=figures.aggregates,
@@ -173,6 +185,8 @@ def derive(
     ledger: Ledger,
     disclosures: Sequence[FileHits],
     report_version: int = report.REPORT_VERSION,
+    continuation: Continuation | None = None,
+    continuation_problems: Sequence[str] = (),
 ) -> Derived:
     """Derive aggregates, tiers, the ledger's losses and the report: the figures of the runs
     (:func:`figures_of`) and what follows from them (:func:`judgements`). ``runs`` is the tally
@@ -181,9 +195,23 @@ def derive(
     of :class:`repro._disclosure.Scanner` in the bytes of each input file
     (:func:`repro._layout.is_derivation_input`) as written or read. The report is written
     as ``report_version`` (:func:`repro._derive.report.validation_report`): a study's the
-    current one, verify's the one the stored report declares."""
+    current one, verify's the one the stored report declares. A continued study passes its
+    account, ``continuation`` (data/continuation.json), with what
+    :func:`repro._derive.continuation.continuation_problems` found of it: the tiers then hold
+    the ``continuation`` tier and the report says the study was continued; a study that was not
+    passes neither, and its files are what they were."""
     figures = figures_of(frozen_protocol, seal, runs)
-    return judgements(frozen_protocol, seal, runs, ledger, disclosures, figures, report_version)
+    return judgements(
+        frozen_protocol,
+        seal,
+        runs,
+        ledger,
+        disclosures,
+        figures,
+        report_version,
+        continuation=continuation,
+        continuation_problems=continuation_problems,
+    )
 
 
 def scores(frozen_protocol: FrozenProtocol, seal: Seal, runs: RunTally) -> Scores | None:

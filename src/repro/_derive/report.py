@@ -24,6 +24,7 @@ from repro._escape import markdown_code, markdown_text
 from repro._figures import FigureRow, figures
 from repro.models import (
     Aggregates,
+    Continuation,
     ContrastsFile,
     FamilywiseLevels,
     FigureComparison,
@@ -84,6 +85,19 @@ def _head(fp: FrozenProtocol, ledger: Ledger, md: _Markdown) -> list[str]:
         "",
         f"Protocol {md.code(p.id)}, sha256 {md.code(fp.sha256)}.",
         f"Adapter {md.code(adapter.name)} {md.text(adapter.version)}.",
+        "",
+    ]
+
+
+def _continued(continuation: Continuation, partitions: int, md: _Markdown) -> list[str]:
+    """That the study was continued from an interrupted one, and how many partitions it
+    carried whole from it (the continuation tier says which, and whether the account holds)."""
+    how = continuation.interruption
+    stopped = f" ({md.text(how)})" if how is not None else ""
+    return [
+        f"Continued from an interrupted study{stopped}: {len(continuation.carried)} of "
+        f"{partitions} partitions carried whole from it, the rest run here "
+        "(continuation.json; the continuation tier).",
         "",
     ]
 
@@ -317,14 +331,19 @@ def validation_report(
     contrasts: ContrastsFile | None = None,
     rl: RLAggregates | None = None,
     version: int = REPORT_VERSION,
+    continuation: Continuation | None = None,
+    partitions: int = 0,
 ) -> str:
     """What was claimed, what was not, and the one command that re-checks it, as ``version``
-    writes it (one of :data:`MARKERS`' or 1)."""
+    writes it (one of :data:`MARKERS`' or 1). The report of a study continued from an
+    interrupted one (``continuation``, of a plan of ``partitions`` partitions) says so below its
+    head, in either version; any other report is what it was."""
     md = _WRITERS[version]
     rows = figures(fp, agg, tiers).conditions
     lines = [
         *([MARKERS[version]] if version in MARKERS else []),
         *_head(fp, ledger, md),
+        *(_continued(continuation, partitions, md) if continuation is not None else []),
         *_claim(agg, tiers, rows, md),
         *(_contrasts(contrasts, md) if contrasts is not None else []),
         *(_rl(rl, md) if rl is not None else []),

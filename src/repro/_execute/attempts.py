@@ -23,6 +23,7 @@ from repro._derive.ledger import contract_sha256
 from repro._derive.scenarios import scenario_of
 from repro._derive.tally import Ended, attempt_id, declared_exclusion, runs, slot_ended
 from repro._derive.validity import judge
+from repro._execute.aside import aside_contract, contract_file
 from repro._execute.worker import Failure, Invalid, Job, Worker, WorkerLost
 from repro.adapters._base import Evidence
 from repro.models import (
@@ -445,8 +446,17 @@ def _with_next(
         current = following
 
 
-def write_times(writer: BundleWriter, partition: str, times: Iterable[AttemptTimes]) -> None:
-    """Write times/<partition>.jsonl: when each attempt of the partition ran."""
+def write_times(
+    writer: BundleWriter,
+    partition: str,
+    times: Iterable[AttemptTimes],
+    contract: Mapping[str, Any],
+) -> None:
+    """Write times/<partition>.jsonl, when each attempt of the partition ran: the last of its
+    files, once its runs file is written. Before it, the partition's ``contract`` facts go
+    aside, for a study that continues this one should it stop (:mod:`repro._execute.aside`):
+    a partition whose times file is in place is finished."""
+    writer.aside(contract_file(partition), aside_contract(contract))
     with writer.lines(layout.times_file(partition)) as emit:
         for line in times:
             emit(line)

@@ -15,6 +15,7 @@ __all__ = [
     "Backend",
     "DaskCluster",
     "LocalWorkers",
+    "backend_of",
     "local_worker_limit",
 ]
 
@@ -52,3 +53,11 @@ class DaskCluster:
 
 #: Where a study's partitions execute.
 Backend = LocalWorkers | DaskCluster
+
+
+def backend_of(workers: int | None, scheduler: str | None) -> Backend:
+    """Where a study runs, as ``--workers`` and ``--scheduler`` say (one of them at most):
+    the Dask cluster at ``scheduler``, or ``workers`` local workers (default 1)."""
+    if scheduler is not None:
+        return DaskCluster(scheduler)
+    return LocalWorkers(1 if workers is None else workers)

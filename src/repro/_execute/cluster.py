@@ -202,7 +202,7 @@ def _write_ready(
         with writer.lines(layout.runs_file(done.id)) as emit:
             for record in result.records:
                 emit(record)
-        write_times(writer, done.id, result.times)
+        write_times(writer, done.id, result.times, result.contract)
         results[written] = PartitionRun.of(done, result.contract, result.times)
         written += 1
     return written

@@ -208,7 +208,7 @@ def _own_partition(
     if keep is not None and state is not None:
         checkpoint = checkpoint_of(part.id, state, keep.every, keep.later)
         writer.model(layout.checkpoint_file(part.id), checkpoint)
-    write_times(writer, part.id, times)
+    write_times(writer, part.id, times, contract)
     return PartitionRun.of(part, contract, times)
 
 

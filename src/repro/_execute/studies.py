@@ -16,7 +16,7 @@ import platform
 import signal
 import time
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -33,6 +33,7 @@ from repro._derive.ledger import source_ledger
 from repro._derive.tally import Ended, RunTally, SlotEnd, is_declared_exclusion, runs
 from repro._disclosure import refuse_disclosing_protocol, scan, withheld
 from repro._execute import cluster
+from repro._execute.aside import STOPPED, aside_contract, contract_file, remove_aside
 from repro._execute.attempts import PartitionRun, Workload
 from repro._execute.backends import (
     MAX_LOCAL_WORKERS,
@@ -41,12 +42,14 @@ from repro._execute.backends import (
     LocalWorkers,
     local_worker_limit,
 )
+from repro._execute.continuation import LeftToRun, account, account_problems, copy_carried
 from repro._execute.interrupts import stop_on_signals
 from repro._execute.local import run_on_local_workers
 from repro._execute.spares import Spares
 from repro._execute.stopping import EarlyStop, Watch
 from repro._execute.threads import sessions_on_threads
 from repro._execute.worker import Job, adapter_target, preloads
+from repro._files import write_atomically
 from repro._json import canonical
 from repro._json.serde import ready, structure, unstructure
 from repro._plan.sealing import SealedPlan, conditions_of, seal
@@ -92,6 +95,7 @@ __all__ = [
 if TYPE_CHECKING:
     from repro._derive.derivation import Derived
     from repro._derive.tally import LossStatus
+    from repro._execute.continuation import Carry
 
 T = TypeVar("T")
 
@@ -351,8 +355,11 @@ def _partition_runner(
         yield _Runner(functools.partial(cluster.run_on_dask, client), "dask", workers)
 
 
-def _workload(prepared: Prepared) -> Workload:
+def _workload(prepared: Prepared, carried: frozenset[str] = frozenset()) -> Workload:
+    """What the runs need: the partitions of the plan but those ``carried`` from an interrupted
+    study."""
     p, plan = prepared.protocol, prepared.plan
+    ids = [ref.id for ref in plan.seal.partitions]
     stream = ("seed", p.seeding.seed) if p.seeding.mode == "stream" else None
     return Workload(
         job=Job(
@@ -364,7 +371,7 @@ def _workload(prepared: Prepared) -> Workload:
             target_root=None if prepared.target_root is None else str(prepared.target_root),
         ),
         timeout=p.retry.timeout_seconds,
-        partitions=plan.partitions,
+        partitions=LeftToRun(plan.partitions, ids, carried) if carried else plan.partitions,
         conditions={c.id: c for c in plan.seal.conditions},
     )
 
@@ -378,9 +385,12 @@ def study(
     meanwhile: Callable[[], None] | None = None,
     *,
     keep_going: bool = False,
+    carry: Carry | None = None,
 ) -> StudyResult:
     """Execute a prepared study into the fresh root ``out`` on ``backend`` and write the whole
-    bundle; local workers take their first processes from ``spares`` (:class:`Prestart`). What
+    bundle; local workers take their first processes from ``spares`` (:class:`Prestart`). With
+    ``carry`` (:func:`repro._execute.continuation.carry_from`), the partitions an interrupted
+    study finished are carried into ``out`` and only the rest run. What
     the study needs only after its runs is imported while they only wait (on local workers),
     and ``meanwhile()`` is called then too: what the caller would otherwise do after them.
 
@@ -395,7 +405,7 @@ def study(
     idle = _meanwhile(_packages(prepared), versions, meanwhile)
     with _partition_runner(backend, spares, idle) as runner:
         create_root(out)
-        return _study_stopping_cleanly(prepared, out, progress, runner, versions, keep_going)
+        return _study_stopping_cleanly(prepared, out, progress, runner, versions, keep_going, carry)
 
 
 def _packages(prepared: Prepared) -> list[str]:
@@ -433,27 +443,34 @@ def _study_stopping_cleanly(
     runner: _Runner,
     versions: dict[str, str],
     keep_going: bool = False,
+    carry: Carry | None = None,
 ) -> StudyResult:
     """Run the study into the root it created; turn whatever stops it into one
-    :class:`StudyStopped` that says how far it got."""
-    total, planned = _slots_and_runs(prepared.plan)
+    :class:`StudyStopped` that says how far it got (and that the root says how it stopped)."""
+    total, planned = _slots_and_runs(prepared.plan, carry)
     watch = Watch(planned, armed=not keep_going)
     done = [0]
     try:
         with stop_on_signals():
             try:
-                return _study(prepared, out, progress, runner, done, total, versions, watch)
+                return _study(
+                    prepared, out, progress, runner, (done, total), versions, watch, carry
+                )
             finally:
                 progress.finish()
     except (EarlyStop, Interrupted, OSError, ClusterFailed) as exc:
+        _say_stopped(out, exc)
         raise _stopped(exc, out, f"{done[0]} of {total} slots") from None
 
 
-def _slots_and_runs(plan: SealedPlan) -> tuple[int, int]:
-    """How many slots the plan has, and how many runs it plans, in one pass: each reading of
-    the plan's partitions expands them again from the protocol."""
+def _slots_and_runs(plan: SealedPlan, carry: Carry | None = None) -> tuple[int, int]:
+    """How many slots the plan has, and how many runs it plans, in one pass (each reading of
+    the plan's partitions expands them again from the protocol), but those ``carry`` carried."""
     total = planned = 0
-    for part in plan.partitions:
+    carried = frozenset() if carry is None else carry.ids
+    for ref, part in zip(plan.seal.partitions, plan.partitions, strict=True):
+        if ref.id in carried:
+            continue
         total += len(part.entries)
         planned += sum(runs(entry) for entry in part.entries)
     return total, planned
@@ -483,6 +500,21 @@ def _stopped(
     )
 
 
+def _say_stopped(out: Path, exc: BaseException) -> None:
+    """Write into the unfinished root how the study stopped (:data:`STOPPED`), which a study
+    that continues it records; nothing when the root cannot be written."""
+    if isinstance(exc, Interrupted):
+        cause = signal.Signals(exc.signum).name
+    else:
+        cause = {EarlyStop: "EARLYSTOP", ClusterFailed: "CLUSTER"}.get(type(exc), "IOERROR")
+    if (out / layout.TAGMANIFEST).is_file():
+        return
+    with suppress(OSError):
+        (out / STOPPED).parent.mkdir(mode=0o700, exist_ok=True)
+        with write_atomically(out / STOPPED) as fh:
+            fh.write(canonical.dumps({"cause": cause}))
+
+
 def _interrupted(signum: int, out: Path, far: str) -> StudyStopped:
     """The study was stopped by the signal ``signum``."""
     name = signal.Signals(signum).name
@@ -492,8 +524,8 @@ def _interrupted(signum: int, out: Path, far: str) -> StudyStopped:
             EXIT_SIGNAL_BASE + signum,
         )
     return StudyStopped(
-        f"stopped by {name} after {far}; {out} is incomplete and will "
-        "not verify (repro never resumes: run the study again into a fresh root)",
+        f"stopped by {name} after {far}; {out} is incomplete and will not verify. "
+        f"Continue it into a fresh root: repro study PROTOCOL --out NEW --continue-from {out}",
         EXIT_SIGNAL_BASE + signum,
     )
 
@@ -548,17 +580,18 @@ def _parsed(out: Path, name: str) -> Iterator[dict[str, Any]]:
 
 
 def _crate(
-    prepared: Prepared, out: Path, ledger: Ledger, environment: Environment
+    prepared: Prepared, out: Path, ledger: Ledger, environment: Environment, continued: bool
 ) -> Iterator[bytes]:
     """data/ro-crate-metadata.json of the bundle written so far into ``out`` (every other
-    payload file), piece by piece: each partition's actions are made from its runs and times
-    files read back, one partition at a time."""
+    payload file, data/continuation.json among them when ``continued``), piece by piece: each
+    partition's actions are made from its runs and times files read back, one partition at a
+    time."""
     # Lazy: the crate loads while the runs wait, or after them (AFTER_RUNS).
     from repro._derive.crate import ActionFacts, CrateBuilder
 
     fp, seal = prepared.frozen_protocol, prepared.plan.seal
     names = [ref.id for ref in seal.partitions]
-    builder = CrateBuilder(fp, ledger, environment, layout.payload_files(fp, names))
+    builder = CrateBuilder(fp, ledger, environment, layout.payload_files(fp, names, continued))
     yield builder.head()
     for name in names:
         times = {t["attempt_id"]: t for t in _parsed(out, layout.times_file(name))}
@@ -590,15 +623,18 @@ def _study(
     out: Path,
     progress: Progress,
     runner: _Runner,
-    done: list[int],
-    total: int,
+    counts: tuple[list[int], int],
     versions: dict[str, str],
     watch: Watch,
+    carry: Carry | None = None,
 ) -> StudyResult:
-    """Write the plan, run the partitions, derive, write the rest of the bundle; ``versions``:
-    the packages' versions if they were read while the runs waited."""
+    """Write the plan, carry what ``carry`` carries, run the other partitions, derive, write
+    the rest of the bundle; ``counts``: the slots ended so far and the slots to run;
+    ``versions``: the packages' versions if they were read while the runs waited."""
+    (done, total) = counts
     writer = BundleWriter(out)
     _write_plan(writer, prepared)
+    carried = _carry_into(writer, carry)
     started, clock = _utc(), time.perf_counter()
     progress.start(total)
 
@@ -608,13 +644,28 @@ def _study(
         watch.see(end)
 
     # What is kept of each partition once written; its records are read back below.
-    results = runner.run(_workload(prepared), writer, slot_done, gate=watch.gate)
+    work = _workload(prepared, frozenset() if carry is None else carry.ids)
+    results = carried + runner.run(work, writer, slot_done, gate=watch.gate)
     wall = time.perf_counter() - clock
-    runs, derived = _after_runs(prepared, writer, results, _Ran(runner, versions, started, wall))
+    ran = _Ran(runner, versions, started, wall)
+    runs, derived = _after_runs(prepared, writer, results, ran, carry)
     lost_opens = sum(result.lost_opens for result in results)
     return StudyResult(
         root=out, derived=derived, wall_seconds=wall, lost_opens=lost_opens, lost_as=runs.lost_as
     )
+
+
+def _carry_into(writer: BundleWriter, carry: Carry | None) -> list[PartitionRun]:
+    """Write the partitions carried from an interrupted study, byte for byte as they were
+    checked, with their contracts aside (so that this study, stopped, can be continued too);
+    what the study keeps of each."""
+    kept: list[PartitionRun] = []
+    for part in () if carry is None else carry.carried:
+        for name, blocks in copy_carried(part):
+            writer.stream(name, blocks)
+        writer.aside(contract_file(part.partition), aside_contract(part.contract))
+        kept.append(PartitionRun(part.condition, part.contract, part.lost_opens))
+    return kept
 
 
 def _write_plan(writer: BundleWriter, prepared: Prepared) -> None:
@@ -640,10 +691,15 @@ class _Ran:
 
 
 def _after_runs(
-    prepared: Prepared, writer: BundleWriter, results: list[PartitionRun], ran: _Ran
+    prepared: Prepared,
+    writer: BundleWriter,
+    results: list[PartitionRun],
+    ran: _Ran,
+    carry: Carry | None = None,
 ) -> tuple[RunTally, Derived]:
     """Write what follows the runs: the ledger and environment (derivation inputs: written,
-    and so scanned, before derive), the derived files, the crate, and the tag files."""
+    and so scanned, before derive), a continued study's account of what it carried, the
+    derived files, the crate, and the tag files."""
     # Lazy: the derivations load while the runs wait, or after them (AFTER_RUNS).
     from repro._derive.derivation import derive
 
@@ -663,10 +719,25 @@ def _after_runs(
     writer.model(layout.LEDGER, ledger)
     environment = _environment(prepared, ran)
     writer.model(layout.ENVIRONMENT, environment)
+    continuation, problems = None, []
+    if carry is not None:
+        seal = prepared.plan.seal
+        continuation = account(carry, [ref.id for ref in seal.partitions])
+        problems = account_problems(carry, continuation, seal)
+        writer.model(layout.CONTINUATION, continuation)
     inputs = [d for d in writer.disclosures if layout.is_derivation_input(d.file)]
-    derived = derive(fp, prepared.plan.seal, runs, ledger, inputs)
+    derived = derive(
+        fp,
+        prepared.plan.seal,
+        runs,
+        ledger,
+        inputs,
+        continuation=continuation,
+        continuation_problems=problems,
+    )
     _write_derived(writer, derived)
-    writer.stream(layout.CRATE, _crate(prepared, out, ledger, environment))
+    writer.stream(layout.CRATE, _crate(prepared, out, ledger, environment, carry is not None))
+    remove_aside(out)
     writer.finish(
         {
             "Bag-Software-Agent": f"repro {__version__}",

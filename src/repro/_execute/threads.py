@@ -426,7 +426,7 @@ def _collect(
     if part.next < part.size:
         return None
     part.file.close()
-    write_times(writer, part.id, part.times)
+    write_times(writer, part.id, part.times, part.contract or {})
     return PartitionRun(part.condition, part.contract or {}, 0)
 
 
@@ -498,7 +498,7 @@ def _run_on_threads(
             for index, partition in slots.empty:  # no slot: empty runs and times files
                 with writer.lines(layout.runs_file(partition.id)):
                     pass
-                write_times(writer, partition.id, ())
+                write_times(writer, partition.id, (), {})
                 results[index] = PartitionRun(partition.condition, {}, 0)
         finally:
             calls.join(_STOP_GRACE_SECONDS)

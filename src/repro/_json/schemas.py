@@ -33,6 +33,7 @@ SCHEMAS: dict[str, type] = {
     "scores": models.Scores,
     "contrasts": models.ContrastsFile,
     "rl-aggregates": models.RLAggregates,
+    "continuation": models.Continuation,
 }
 
 

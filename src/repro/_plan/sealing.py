@@ -24,6 +24,7 @@ from repro.models import (
 
 __all__ = [
     "PARTICIPANT",
+    "PartitionsWhenRead",
     "PlanPartitions",
     "SealedPlan",
     "conditions_of",
@@ -130,19 +131,16 @@ def sources_sha256(sources: tuple[Source, ...]) -> str:
     return canonical.sha256_hex(canonical.dumps(unstructure(sources)))
 
 
-class PlanPartitions(Sequence[Partition]):
-    """A plan's partitions in sealed order, each expanded from the protocol when asked for and
-    let go after: what is held does not grow with the plan (a study of 200,000 slots holds one
-    partition's entries at a time, not all of them). Expanding is deterministic, so every
-    reading gives the same partitions."""
-
-    def __init__(self, protocol: Protocol) -> None:
-        self._protocol = protocol
-        self._conditions = conditions_of(protocol)
-        self._excluded = {x.slot: x.reason for x in protocol.exclusions}
+class PartitionsWhenRead(Sequence[Partition]):
+    """Partitions in sealed order, each made only when asked for (:meth:`_at`) and let go
+    after, so that what is held does not grow with the plan."""
 
     def __len__(self) -> int:
-        return len(self._conditions)
+        raise NotImplementedError
+
+    def _at(self, index: int) -> Partition:
+        """The partition at ``index`` (0 to ``len(self) - 1``), made now."""
+        raise NotImplementedError
 
     @overload
     def __getitem__(self, index: int) -> Partition: ...
@@ -157,11 +155,29 @@ class PlanPartitions(Sequence[Partition]):
             index += len(self)
         if not 0 <= index < len(self):
             raise IndexError(index)
-        return _partition(self._protocol, index, self._conditions[index], self._excluded)
+        return self._at(index)
 
     def __iter__(self) -> Iterator[Partition]:
-        for index, condition in enumerate(self._conditions):
-            yield _partition(self._protocol, index, condition, self._excluded)
+        for index in range(len(self)):
+            yield self._at(index)
+
+
+class PlanPartitions(PartitionsWhenRead):
+    """A plan's partitions in sealed order, each expanded from the protocol when asked for and
+    let go after: what is held does not grow with the plan (a study of 200,000 slots holds one
+    partition's entries at a time, not all of them). Expanding is deterministic, so every
+    reading gives the same partitions."""
+
+    def __init__(self, protocol: Protocol) -> None:
+        self._protocol = protocol
+        self._conditions = conditions_of(protocol)
+        self._excluded = {x.slot: x.reason for x in protocol.exclusions}
+
+    def __len__(self) -> int:
+        return len(self._conditions)
+
+    def _at(self, index: int) -> Partition:
+        return _partition(self._protocol, index, self._conditions[index], self._excluded)
 
 
 class SealedPlan:

@@ -638,13 +638,21 @@ def _when(environment: Environment | None, version: str) -> Html:
     )
 
 
-def _heading(fp: FrozenProtocol, ledger: Ledger, bundle_sha256: str | None) -> Html:
-    """The page's title, its protocol and adapter, and the bundle's identity when known."""
+def _heading(
+    fp: FrozenProtocol, ledger: Ledger, bundle_sha256: str | None, continued: str | None = None
+) -> Html:
+    """The page's title, its protocol and adapter, the bundle's identity when known, and,
+    for a study continued from an interrupted one, ``continued``."""
     p = fp.protocol
     identity = Html("<p>Bundle sha256 (of its tag manifest): <code>{}</code></p>")
+    note = (
+        EMPTY
+        if continued is None
+        else Html("\n<p id=continued>{}.</p>").format(continued[:1].upper() + continued[1:])
+    )
     return Html(
         "<h1>{}</h1>\n<p>Protocol <code{}>{}</code>, sha256 <code{}>{}</code>; adapter "
-        "<code>{}</code> {}.</p>{}"
+        "<code>{}</code> {}.</p>{}{}"
     ).format(
         p.title,
         data(protocol=p.id),
@@ -654,6 +662,7 @@ def _heading(fp: FrozenProtocol, ledger: Ledger, bundle_sha256: str | None) -> H
         ledger.adapter.name,
         ledger.adapter.version,
         EMPTY if bundle_sha256 is None else Html("\n") + identity.format(bundle_sha256),
+        note,
     )
 
 
@@ -684,6 +693,7 @@ def render(
     contrasts: ContrastsFile | None = None,
     rl: RLAggregates | None = None,
     lost_as: Mapping[str, LossStatus] | None = None,
+    continued: str | None = None,
 ) -> str:
     """The page for a bundle's parsed files (the caller verified the bundle). A pure function:
     the same bundle gives the same bytes. ``bundle_sha256`` is the bundle's identity (the
@@ -693,7 +703,9 @@ def render(
     default); ``contrasts`` is contrasts.json, whose section (a forest plot and a table) and
     primary contrasts' sentences in the claim are only on the page of a bundle that has it, as
     ``rl``'s section (rl-aggregates.json) is; ``lost_as`` is how each lost slot ended, by its
-    last attempt's status (:meth:`repro._present.showing.Shown.lost_as`)."""
+    last attempt's status (:meth:`repro._present.showing.Shown.lost_as`); ``continued`` what
+    the page says, below the bundle's identity, of a study continued from an interrupted one
+    (:func:`repro._derive.continuation.continued_note`)."""
     order = [f.name for f in fp.protocol.matrix]
     model = figures(fp, agg, tiers, values)
     forest = None if contrasts is None else forest_model(contrasts, agg.measure)
@@ -701,7 +713,7 @@ def render(
     return _page(
         fp.protocol.title,
         [
-            _heading(fp, ledger, bundle_sha256),
+            _heading(fp, ledger, bundle_sha256, continued),
             _when(environment, version or repro_version()),
             _claim(agg, tiers, ledger, forest),
             _conditions(model),

@@ -14,6 +14,7 @@ from typing import Any
 
 from attrs import field, frozen
 
+from repro._derive.continuation import continued_note
 from repro._derive.derivation import run_measures
 from repro._derive.tally import LossStatus, loss_status
 from repro._figures import Figures, figures
@@ -52,6 +53,9 @@ class Shown:
     contrasts: ContrastsFile | None = None
     #: rl-aggregates.json; None for a protocol without an ``rl`` section.
     rl: RLAggregates | None = None
+    #: What show says of a study continued from an interrupted one
+    #: (:func:`repro._derive.continuation.continued_note`); None for any other.
+    continued: str | None = None
 
     def values(self) -> dict[str, tuple[float, ...]] | None:
         """Each condition's valid measures (:func:`repro._derive.derivation.run_measures`), read
@@ -125,6 +129,7 @@ class Shown:
             contrasts=self.contrasts,
             rl=self.rl,
             lost_as=self.lost_as(),
+            continued=self.continued,
         )
 
 
@@ -144,4 +149,9 @@ def load(bundle: Path) -> Shown:
         verified=v,
         contrasts=v.contrasts,
         rl=v.rl,
+        continued=(
+            None
+            if v.continuation is None
+            else continued_note(v.continuation, len(v.seal.partitions))
+        ),
     )

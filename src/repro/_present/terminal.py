@@ -144,14 +144,21 @@ def _tiers(tiers: Tiers) -> Table:
 
 
 def print_identity(
-    protocol: FrozenProtocol, bundle: Path, bundle_sha256: str, out: Console | None = None
+    protocol: FrozenProtocol,
+    bundle: Path,
+    bundle_sha256: str,
+    out: Console | None = None,
+    continued: str | None = None,
 ) -> None:
     """Say, before any table, which protocol the bundle ran and that it verified, by its
-    identity: ``protocol ID: TITLE`` and ``verified: BUNDLE (bundle sha256 ...)``."""
+    identity: ``protocol ID: TITLE`` and ``verified: BUNDLE (bundle sha256 ...)``; and, for a
+    study continued from an interrupted one, ``continued`` (how many partitions it carried)."""
     out = out or console()
     p = protocol.protocol
     out.print(f"protocol {p.id}: {p.title}")
     out.print(f"verified: {bundle} (bundle sha256 {bundle_sha256})")
+    if continued is not None:
+        out.print(continued)
 
 
 def _contrasts(compared: ContrastsFile) -> Table:

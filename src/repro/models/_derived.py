@@ -115,8 +115,10 @@ TierName = Literal[
     "state-observation",
     "outcome-evaluation",
     "disclosure",
+    "continuation",
 ]
-"""The six equivalence tiers, by name."""
+"""The six equivalence tiers, by name, and ``continuation``, which only the bundle of a study
+continued from an interrupted one has (after the six)."""
 #: The tiers' names in the order tiers.json lists them.
 TIER_NAMES: tuple[TierName, ...] = get_args(TierName)
 

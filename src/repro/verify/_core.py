@@ -54,6 +54,7 @@ from repro.errors import BadInput, NotVerified
 from repro.models import (
     Aggregates,
     Checkpoint,
+    Continuation,
     ContrastsFile,
     Environment,
     FrozenProtocol,
@@ -349,6 +350,9 @@ class VerifiedBundle:
     rl: RLAggregates | None = None
     #: Each signature file, as verify found it (not checked: open_verified trusts no key).
     signatures: tuple[SignatureStatus, ...] = ()
+    #: continuation.json, in the bundle of a study continued from an interrupted one; None in
+    #: any other.
+    continuation: Continuation | None = None
 
     @property
     def packed(self) -> bool:
@@ -445,6 +449,7 @@ def open_verified(root: str | os.PathLike[str], limits: Limits = Limits()) -> Ve
         or (s.protocol.protocol.scoring is not None and s.scores is None)
         or (s.protocol.protocol.contrasts is not None and s.contrasts is None)
         or (s.protocol.protocol.rl is not None and s.rl is None)
+        or (layout.CONTINUATION in done._read.files and s.continuation is None)
     ):
         raise NotVerified([_changed(root)])
     return VerifiedBundle(
@@ -461,4 +466,5 @@ def open_verified(root: str | os.PathLike[str], limits: Limits = Limits()) -> Ve
         s.contrasts,
         s.rl,
         tuple(done.signatures),
+        s.continuation,
     )

@@ -37,8 +37,11 @@ _PAYLOAD = frozenset({*FIXED_PAYLOAD, CRATE})
 
 #: Payload files only some bundles have: scores.json, in a bundle of a protocol with scoring;
 #: contrasts.json, in one of a protocol that declares contrasts; rl-aggregates.json, in one of
-#: a protocol with an ``rl`` section.
-_OPTIONAL_PAYLOAD = frozenset({layout.SCORES, layout.CONTRASTS, layout.RL_AGGREGATES})
+#: a protocol with an ``rl`` section; continuation.json, in one of a study continued from an
+#: interrupted one.
+_OPTIONAL_PAYLOAD = frozenset(
+    {layout.SCORES, layout.CONTRASTS, layout.RL_AGGREGATES, layout.CONTINUATION}
+)
 
 #: What the tree walk names that a bag may hold: an empty directory, which no manifest can list
 #: (RFC 8493 section 2.1.3) and a study never writes. A warning in a bag, a fault in a bundle.

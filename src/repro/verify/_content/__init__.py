@@ -7,15 +7,20 @@ and the whole tally), :mod:`.compare` (the derived files compared again)."""
 
 from __future__ import annotations
 
+from functools import partial
+
 from attrs import evolve
 
 from repro import _layout as layout
 from repro._derive.derivation import Derived, Figures, figures_of, judgements
 from repro._derive.report import REPORT_VERSION
 from repro._derive.scenarios import by_condition
+from repro._derive.tally import RunTally
 from repro._derive.tiers import contract_digests
-from repro.models import Tiers
+from repro._disclosure import FileHits
+from repro.models import Continuation, FrozenProtocol, Ledger, Seal, Tiers
 from repro.verify._content.compare import compare_derived, report_version
+from repro.verify._content.continued import account_problems
 from repro.verify._content.partitions import read_partitions
 from repro.verify._content.records import RecordChecks, join_findings
 from repro.verify._content.sealing import (
@@ -89,13 +94,40 @@ def check_content(read: BundleReader, limits: Limits, jobs: Jobs | None = None) 
         return stored
     inputs = [d for d in disclosures if layout.is_derivation_input(d.file)]
     version = report_version(read, stored.report)
-
-    def derive_from(figures: Figures, judged_tiers: Tiers | None) -> Derived:
-        return judgements(
-            fp, seal, runs, ledger, inputs, figures, version or REPORT_VERSION, judged_tiers
-        )
-
+    told = stored.continuation
+    problems = [] if told is None else account_problems(read, told, seal, kept)
+    derive_from = partial(
+        _judgements, fp, seal, runs, ledger, inputs, version or REPORT_VERSION, told, problems
+    )
     # A report of a version verify does not know is named as such, not compared.
     judged = stored if version else evolve(stored, report=None)
     compare_derived(read, judged, derive_from, figures_of(fp, seal, runs))
     return stored
+
+
+def _judgements(
+    fp: FrozenProtocol,
+    seal: Seal,
+    runs: RunTally,
+    ledger: Ledger,
+    inputs: list[FileHits],
+    version: int,
+    continuation: Continuation | None,
+    problems: list[str],
+    figures: Figures,
+    judged_tiers: Tiers | None,
+) -> Derived:
+    """What follows from the runs and ``figures`` (:func:`repro._derive.derivation.judgements`),
+    with the continuation's account and its problems when the bundle has one."""
+    return judgements(
+        fp,
+        seal,
+        runs,
+        ledger,
+        inputs,
+        figures,
+        version,
+        judged_tiers,
+        continuation=continuation,
+        continuation_problems=problems,
+    )

@@ -146,7 +146,8 @@ def _joined(
     """The crate's facts of each attempt that ran with its line of the times file ``name``, one
     at a time. The first line that does not parse (named as it was read), names another
     attempt, ends before it starts, lies outside the study's ``window`` (its recorded start and
-    end, to the second), or is missing or left over, ends the join: it is named and put in
+    end, to the second; a partition carried from an interrupted study's, from ``""`` to the
+    study's start), or is missing or left over, ends the join: it is named and put in
     ``broken``."""
     for number, a in enumerate(ran, start=1):
         t = next(lines, _END)
@@ -169,10 +170,12 @@ def _joined(
             window[0][:19] <= t.started_utc[:19] and t.finished_utc[:19] <= window[1][:19]
         ):
             what = f"attempt {a.attempt_id} ran outside the study's recorded start and end"
+            expected = f"{window[0]} to {window[1]}"
+            if not window[0]:  # carried from an interrupted study
+                what = f"attempt {a.attempt_id}, carried, ran after the study started"
+                expected = f"before {window[1]}"
             found = f"{t.started_utc} to {t.finished_utc}"
-            read.findings.append(
-                Finding("times-outside-study", name, what, f"{window[0]} to {window[1]}", found)
-            )
+            read.findings.append(Finding("times-outside-study", name, what, expected, found))
             broken.append(name)
             return
         yield ActionFacts(a.attempt_id, a.slot, a.condition, a.status, a.cause, t)
@@ -192,7 +195,8 @@ def crate_check(
     ledger, environment = stored.ledger, stored.environment
     if ledger is None or environment is None:
         return None
-    payload = layout.payload_files(fp, [ref.id for ref in seal.partitions])
+    continued = layout.CONTINUATION in read.files
+    payload = layout.payload_files(fp, [ref.id for ref in seal.partitions], continued)
     # A cluster's workers time the attempts by their own clocks.
     window = (
         None

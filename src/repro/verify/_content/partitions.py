@@ -56,6 +56,9 @@ class _PartitionTask:
     first: bool
     seen: dict[str, Any]
     budget: int
+    #: Carried whole from an interrupted study (continuation.json says so): its attempts ran
+    #: there, before this study started.
+    carried: bool = False
 
 
 @frozen
@@ -81,7 +84,11 @@ def _partition_job(context: _PartitionContext, task: _PartitionTask) -> _Partiti
     crate = None
     if got is not None and context.builder is not None:
         part, _, attempts = got
-        made, broken = crate_partition(job.read, context.builder, context.window, part, attempts)
+        window = context.window
+        if task.carried and window is not None:
+            # Ran by the interrupted study: ended before this one started.
+            window = ("", window[0])
+        made, broken = crate_partition(job.read, context.builder, window, part, attempts)
         crate = (job.stretch(), made, broken)
     return _PartitionDone(
         reading, (checks.findings, checks.counts), None if got is None else got[1], crate
@@ -156,11 +163,15 @@ def read_partitions(
         None if crate is None else crate.window,
     )
     stream = fp.protocol.seeding.mode == "stream"
+    told = stored.continuation
+    carried = frozenset(() if told is None else (c.partition for c in told.carried))
 
     def tasks() -> Iterator[_PartitionTask]:
         for ref in seal.partitions:
             names = [layout.DATA + ref.file, *layout.partition_files(ref.id, stream)[1:]]
-            yield _PartitionTask(ref, ref is seal.partitions[0], seen_of(read, names), read.budget)
+            seen = seen_of(read, names)
+            first = ref is seal.partitions[0]
+            yield _PartitionTask(ref, first, seen, read.budget, ref.id in carried)
 
     def mentions() -> Iterator[tuple[str, dict[str, Any]]]:
         # Given after the partitions' jobs, to run while the last of them do (their results

@@ -14,6 +14,7 @@ from repro._json.serde import to_bytes
 from repro._protocol.pins import ledger_problems
 from repro.models import (
     Aggregates,
+    Continuation,
     ContrastsFile,
     Environment,
     FrozenProtocol,
@@ -89,6 +90,9 @@ class Stored:
     contrasts: ContrastsFile | None = None
     #: None too for a protocol without an ``rl`` section.
     rl: RLAggregates | None = None
+    #: continuation.json, the account of a study continued from an interrupted one: None in
+    #: any other bundle.
+    continuation: Continuation | None = None
 
 
 def _undeclared(read: BundleReader, name: str, code: str, what: str) -> None:
@@ -100,7 +104,7 @@ def _undeclared(read: BundleReader, name: str, code: str, what: str) -> None:
 def read_stored(read: BundleReader) -> Stored:
     """Parse every fixed payload file (and scores.json, contrasts.json and rl-aggregates.json,
     which only a scored protocol, one that declares contrasts and one with an ``rl`` section
-    have)."""
+    have, and continuation.json, which only a continued study's bundle has)."""
     fp = read.json(layout.PROTOCOL, "frozen-protocol", FrozenProtocol)
     scored = fp is not None and fp.protocol.scoring is not None
     seal = read.json(layout.SEAL, "seal", Seal)
@@ -135,7 +139,24 @@ def read_stored(read: BundleReader) -> Stored:
             "rliable's aggregates of a protocol without an rl section",
         )
     report = read.raw(layout.REPORT)
-    return Stored(fp, seal, ledger, aggregates, tiers, environment, scores, report, contrasts, rl)
+    continuation = (
+        read.json(layout.CONTINUATION, "continuation", Continuation)
+        if layout.CONTINUATION in read.files
+        else None
+    )
+    return Stored(
+        fp,
+        seal,
+        ledger,
+        aggregates,
+        tiers,
+        environment,
+        scores,
+        report,
+        contrasts,
+        rl,
+        continuation,
+    )
 
 
 def check_digests(fp: FrozenProtocol, seal: Seal, findings: list[Finding]) -> None:

@@ -1,0 +1,224 @@
+"""A continued study's account (``data/continuation.json``) against the bundle it is in, and the
+``continuation`` tier that says what it carried and ran.
+
+:func:`continuation_problems` is the one rule: ``repro study --continue-from`` applies it to the
+account it is about to write (with the digests it computed of the files it carried and the run
+records it counted in them), ``repro verify`` to the account a bundle holds (with the digests
+of the files as read and the run records tallied), each problem a ``continuation-account``
+finding. Neither can see the interrupted study: the account is checked against the bundle."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+
+from repro import _layout as layout
+from repro._json import canonical
+from repro._json.serde import to_bytes
+from repro.models import CarriedPartition, Continuation, Seal, Tier
+
+__all__ = [
+    "INTERRUPTION",
+    "carried_sha256",
+    "continuation_problems",
+    "continuation_tier",
+    "continued_note",
+]
+
+#: How an interrupted study may say it stopped: a short upper-case token (``SIGINT``,
+#: ``SIGTERM``, ``SIGHUP``).
+INTERRUPTION = re.compile(r"^[A-Z][A-Z0-9]{1,15}$")
+
+#: At most this many partitions are named one by one in a problem or a piece of evidence.
+_LISTED = 10
+
+
+def carried_sha256(carried: Sequence[CarriedPartition]) -> str:
+    """The sha256 of the canonical JSON of the ``carried`` list: what names what the
+    interrupted study gave."""
+    return canonical.sha256_hex(to_bytes(list(carried)))
+
+
+def _name(value: str) -> str:
+    """A name from the account, quoted and cut short: the account may hold anything."""
+    return repr(value if len(value) <= 40 else value[:40] + "...")
+
+
+def _names(values: Sequence[str]) -> str:
+    shown = ", ".join(_name(v) for v in values[:_LISTED])
+    return shown + (f" and {len(values) - _LISTED} more" if len(values) > _LISTED else "")
+
+
+def _order_problems(where: str, ids: Sequence[str], sealed: Mapping[str, int]) -> list[str]:
+    """Each partition of ``ids`` the seal does not name, each named twice, and whether the
+    others are out of sealed order."""
+    problems = []
+    unknown = [i for i in ids if i not in sealed]
+    if unknown:
+        problems.append(f"$.{where}: partition(s) the seal does not name: {_names(unknown)}")
+    repeated = sorted({i for i in ids if ids.count(i) > 1})
+    if repeated:
+        problems.append(f"$.{where}: partition(s) named more than once: {_names(repeated)}")
+    known = [sealed[i] for i in ids if i in sealed]
+    if known != sorted(known):
+        problems.append(f"$.{where}: partitions not in sealed order")
+    return problems
+
+
+def _carried_problems(
+    index: int,
+    carried: CarriedPartition,
+    slots: Mapping[str, int],
+    digests: Mapping[str, str],
+    attempts: Mapping[str, int],
+) -> list[str]:
+    """What one carried partition's entry says that its files in the bundle do not."""
+    where, partition = f"$.carried[{index}]", carried.partition
+    if partition not in slots:
+        return []  # named by the order check
+    problems = []
+    expected = [layout.runs_file(partition), layout.times_file(partition)]
+    if sorted(carried.files) != expected:
+        problems.append(
+            f"{where}.files: names {_names(sorted(carried.files))}, not the partition's runs "
+            f"and times files ({', '.join(expected)})"
+        )
+    for name in expected:
+        digest = carried.files.get(name)
+        if digest is not None and digest != digests.get(name):
+            problems.append(
+                f"{where}.files: sha256 of {name} is {_name(digest)}, the bundle's is "
+                f"{digests.get(name) or 'absent'}"
+            )
+    if carried.slots != slots[partition]:
+        problems.append(
+            f"{where}.slots: {carried.slots}, the seal gives {partition} {slots[partition]} slots"
+        )
+    if carried.attempts != attempts.get(partition):
+        found = attempts.get(partition)
+        problems.append(
+            f"{where}.attempts: {carried.attempts}, the runs file of {partition} holds "
+            f"{'no' if found is None else found} run record(s)"
+        )
+    return problems
+
+
+def continuation_problems(
+    continuation: Continuation,
+    seal: Seal,
+    digests: Mapping[str, str],
+    attempts: Mapping[str, int],
+) -> list[str]:
+    """Every way the account ``continuation`` disagrees with the bundle it is in, each a line
+    that starts with the JSON path of what it names; none when it is consistent.
+
+    ``digests``: the sha256 of each bundle file (by bundle name, ``data/runs/c00.jsonl``) as
+    the bundle holds it, of the carried partitions' runs and times files at least (a study
+    computes them before its manifest exists); ``attempts``: the run records in each carried
+    partition's runs file, by partition.
+
+    The rules: every sealed partition is carried or ran, never both, and no other; each list
+    in sealed order, without repeats; ``unfinished`` lists partitions that ran; each carried
+    partition's ``files`` are exactly its runs and times files, each with the digest the bundle
+    gives it; its ``slots`` are the seal's for it, its ``attempts`` the run records its runs file
+    holds; ``carried_sha256`` is the sha256 of the canonical JSON of ``carried``
+    (:func:`carried_sha256`); ``interruption`` is null or a short token
+    (:data:`INTERRUPTION`)."""
+    sealed = {ref.id: number for number, ref in enumerate(seal.partitions)}
+    slots = {ref.id: ref.entries for ref in seal.partitions}
+    carried = [c.partition for c in continuation.carried]
+    ran = list(continuation.ran)
+    problems = [
+        *_order_problems("carried", carried, sealed),
+        *_order_problems("ran", ran, sealed),
+    ]
+    both = [p for p in carried if p in ran]
+    if both:
+        problems.append(f"$.ran: partition(s) both carried and ran: {_names(both)}")
+    neither = [p for p in sealed if p not in carried and p not in ran]
+    if neither:
+        problems.append(f"$: sealed partition(s) neither carried nor ran: {_names(neither)}")
+    unfinished = list(continuation.unfinished)
+    problems += [
+        p.replace("partition(s) the seal does not name", "partition(s) that did not run")
+        for p in _order_problems(
+            "unfinished", unfinished, {k: sealed[k] for k in ran if k in sealed}
+        )
+    ]
+    for index, entry in enumerate(continuation.carried):
+        problems += _carried_problems(index, entry, slots, digests, attempts)
+    digest = carried_sha256(continuation.carried)
+    if continuation.carried_sha256 != digest:
+        problems.append(
+            f"$.carried_sha256: {continuation.carried_sha256}, the sha256 of the canonical JSON "
+            f"of $.carried is {digest}"
+        )
+    if continuation.interruption is not None and not INTERRUPTION.match(continuation.interruption):
+        problems.append(
+            f"$.interruption: {_name(continuation.interruption)}, not null nor a short token "
+            "such as SIGINT"
+        )
+    return problems
+
+
+def _spans(ids: Sequence[str], seal: Seal) -> str:
+    """``ids`` as a reader reads them: each run of consecutive sealed partitions as its first
+    and last (``c02-c08``), the rest one by one."""
+    order = {ref.id: number for number, ref in enumerate(seal.partitions)}
+    spans: list[list[str]] = []
+    for i in ids:
+        last = spans[-1][-1] if spans else None
+        if last is not None and i in order and last in order and order[i] == order[last] + 1:
+            spans[-1].append(i)
+        else:
+            spans.append([i])
+    shown = [s[0] if len(s) == 1 else f"{s[0]}-{s[-1]}" for s in spans[:_LISTED]]
+    more = len(spans) - _LISTED
+    return ", ".join(shown) + (f" and {more} more" if more > 0 else "")
+
+
+def continuation_tier(continuation: Continuation, seal: Seal, problems: Sequence[str]) -> Tier:
+    """continuation: what the continued study carried whole from the interrupted one and what
+    it ran; pass when the account agrees with the bundle (:func:`continuation_problems` found
+    nothing), fail naming the first of ``problems`` otherwise."""
+    carried = continuation.carried
+    total = len(seal.partitions)
+    how = (
+        f"({continuation.interruption})"
+        if continuation.interruption is not None
+        else "(which left no word of how it stopped)"
+    )
+    if carried:
+        ids = [c.partition for c in carried]
+        slots = sum(c.slots for c in carried)
+        records = sum(c.attempts for c in carried)
+        first = (
+            f"carried {len(carried)} of {total} partitions whole ({_spans(ids, seal)}: "
+            f"{slots:,} slots, {records:,} run records) from an interrupted study {how}, "
+            f"sha256 {continuation.carried_sha256}"
+        )
+    else:
+        first = f"carried none of {total} partitions from an interrupted study {how}"
+    ran = list(continuation.ran)
+    second = f"ran {len(ran)} partition(s)" + (f" ({_spans(ran, seal)})" if ran else "")
+    unfinished = list(continuation.unfinished)
+    if unfinished:
+        second += (
+            f"; {len(unfinished)} begun there and left unfinished ran again from the first slot "
+            f"({_spans(unfinished, seal)})"
+        )
+    evidence = (first, second)
+    if problems:
+        reason = (
+            f"{len(problems)} inconsistency(ies) between the account and the bundle, first: "
+            f"{problems[0]}"
+        )
+        return Tier("continuation", "fail", evidence, reason)
+    return Tier("continuation", "pass", evidence, None)
+
+
+def continued_note(continuation: Continuation, partitions: int) -> str:
+    """What ``repro show`` says of a continued study's bundle, of a plan of ``partitions``
+    sealed partitions: that it was continued, and how many partitions it carried."""
+    carried = len(continuation.carried)
+    return f"continued from an interrupted study: {carried} of {partitions} partitions carried"

@@ -1,0 +1,391 @@
+"""Continuing an interrupted study into a fresh root (``repro study --continue-from OLD``).
+
+An unfinished study's root keeps, beside its files, what a continuation needs and its files do
+not hold: each finished partition's contract facts (the ledger is written only at the end) and
+how the study stopped, in ``continue/`` (:mod:`repro._execute.aside`), which a study removes
+before its tag files. A continuation reads OLD and never writes it:
+
+- OLD must be an unfinished root (``bagit.txt`` and no tag manifest) of the same protocol: its
+  protocol, partition and seal files must be, byte for byte, what this study writes (the first
+  difference is named otherwise, before anything is written);
+- stream seeding is refused: a partition there begins with the generator's state where the one
+  before it ended, which an unfinished root does not keep;
+- each partition OLD finished (its runs and times files and its contract in place) is checked
+  by verify's own rules before it is used (:func:`check_partition`) and carried whole, byte for
+  byte; every other partition runs again from its first slot, so an attempt the interruption
+  cut short runs again and leaves no record of the first try.
+
+What was carried and what ran is ``data/continuation.json`` (:func:`account`)."""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import orjson
+from attrs import frozen
+
+from repro import _layout as layout
+from repro._derive.continuation import carried_sha256, continuation_problems
+from repro._execute.aside import STOPPED, contract_file
+from repro._files import partial_name
+from repro._json.serde import to_bytes
+from repro._plan.sealing import PartitionsWhenRead
+from repro.errors import BadInput
+from repro.models import (
+    AdapterFacts,
+    CarriedPartition,
+    Condition,
+    Continuation,
+    FrozenProtocol,
+    Partition,
+    Seal,
+)
+
+if TYPE_CHECKING:
+    from repro._execute.studies import Prepared
+    from repro._plan.sealing import SealedPlan
+    from repro.verify._findings import Finding
+
+__all__ = [
+    "Carried",
+    "Carry",
+    "LeftToRun",
+    "account",
+    "account_problems",
+    "carry_from",
+    "check_partition",
+    "copy_carried",
+]
+
+#: Bytes read at a time where a carried file is copied.
+_BLOCK = 1 << 20
+
+
+@frozen
+class Carried:
+    """One partition OLD finished, checked: its files there, each file's sha256, its slots and
+    run records, its contract facts, and the session opens a dying worker lost in it."""
+
+    partition: str
+    condition: str
+    files: dict[str, Path]
+    digests: dict[str, str]
+    slots: int
+    attempts: int
+    contract: dict[str, Any]
+    lost_opens: int
+
+
+@frozen
+class Carry:
+    """What a continuation takes from OLD: the partitions carried (in sealed order), those OLD
+    had begun and not finished, and how OLD said it stopped (None: it left no word)."""
+
+    carried: tuple[Carried, ...]
+    unfinished: tuple[str, ...]
+    interruption: str | None
+
+    @property
+    def ids(self) -> frozenset[str]:
+        return frozenset(c.partition for c in self.carried)
+
+
+def carry_from(old: Path, out: Path, prepared: Prepared) -> Carry:
+    """What may be carried from the unfinished root ``old`` into the study ``prepared``, to be
+    written into the new root ``out``; raises :class:`BadInput` naming why OLD cannot be
+    continued. Nothing is written."""
+    frozen_protocol, plan = prepared.frozen_protocol, prepared.plan
+    facts = prepared.frozen.facts
+    _refuse_unless_unfinished(old)
+    if _inside(out, old):
+        raise BadInput(
+            f"--out {out} is inside --continue-from {old}: the interrupted study's root is "
+            "never written; give a new root outside it"
+        )
+    if frozen_protocol.protocol.seeding.mode == "stream":
+        raise BadInput.at(
+            "$.seeding.mode",
+            "--continue-from: a stream-seeded study cannot be continued yet: each partition "
+            "begins where the one before it left the generator stream, which an interrupted "
+            "root does not keep; run the study again",
+            "unsupported",
+        )
+    _refuse_other_plan(old, frozen_protocol, plan)
+    carried: list[Carried] = []
+    unfinished: list[str] = []
+    for part in plan.partitions:
+        got = _finished(old, part, frozen_protocol, facts, plan.seal.conditions)
+        if got is not None:
+            carried.append(got)
+        elif _begun(old, part.id):
+            unfinished.append(part.id)
+    return Carry(tuple(carried), tuple(unfinished), _interruption(old))
+
+
+def _inside(path: Path, root: Path) -> bool:
+    """Whether ``path`` is ``root`` or below it (both resolved as far as they exist)."""
+    return path.resolve().is_relative_to(root.resolve())
+
+
+def _refuse_unless_unfinished(old: Path) -> None:
+    """OLD must be a directory a study began in (bagit.txt) and did not finish (no tag
+    manifest)."""
+    if not old.is_dir() or old.is_symlink():
+        raise BadInput(f"--continue-from {old}: not a directory")
+    if not (old / layout.BAGIT).is_file():
+        raise BadInput(f"--continue-from {old}: not the root of a study (it has no {layout.BAGIT})")
+    if os.path.lexists(old / layout.TAGMANIFEST):
+        raise BadInput(
+            f"--continue-from {old}: a finished bundle, not an interrupted study. Its lost "
+            "slots are part of its evidence: running only those again would choose which "
+            "results to keep. Run the study again into a new root"
+        )
+
+
+def _refuse_other_plan(old: Path, frozen_protocol: FrozenProtocol, plan: SealedPlan) -> None:
+    """OLD's protocol, partitions and seal must be this study's, byte for byte."""
+    expected: list[tuple[str, Any]] = [(layout.PROTOCOL, frozen_protocol)]
+    expected += [
+        (f"data/{ref.file}", part)
+        for ref, part in zip(plan.seal.partitions, plan.partitions, strict=True)
+    ]
+    expected.append((layout.SEAL, plan.seal))
+    if not (old / layout.SEAL).is_file():
+        raise BadInput(
+            f"--continue-from {old}: it stopped before its plan was sealed ({layout.SEAL} is "
+            "missing), so no run began there and there is nothing to continue; run the study "
+            "again into a fresh root"
+        )
+    for name, model in expected:
+        made = to_bytes(model)
+        there = _read(old / name)
+        if there == made:
+            continue
+        what = "is missing" if there is None else _first_difference(there, made)
+        raise BadInput(
+            f"--continue-from {old}: {name} {what}: OLD is a study of another protocol or "
+            "plan (the protocol must freeze, and the plan seal, exactly as OLD's did)"
+        )
+
+
+def _read(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return None
+
+
+def _first_difference(there: bytes, here: bytes) -> str:
+    """Where OLD's file and this study's first differ, by JSON path, with both values."""
+    try:
+        old, new = orjson.loads(there), orjson.loads(here)
+    except orjson.JSONDecodeError:
+        return "differs (it is not JSON)"
+    for path, a, b in _differences(old, new, "$"):
+        return f"differs at {path}: {_short(a)} there, {_short(b)} here"
+    return "differs in its bytes only (it is not canonical JSON)"
+
+
+def _differences(a: Any, b: Any, path: str) -> Iterator[tuple[str, Any, Any]]:
+    if isinstance(a, dict) and isinstance(b, dict):
+        for key in sorted(set(a) | set(b)):
+            yield from _differences(a.get(key), b.get(key), f"{path}.{key}")
+    elif isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            yield from _differences(x, y, f"{path}[{i}]")
+    elif a != b or type(a) is not type(b):
+        yield path, a, b
+
+
+def _short(value: Any) -> str:
+    text = "absent" if value is None else orjson.dumps(value).decode()
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _finished(
+    old: Path,
+    part: Partition,
+    frozen_protocol: FrozenProtocol,
+    facts: AdapterFacts,
+    conditions: Sequence[Condition],
+) -> Carried | None:
+    """The partition as OLD finished it, checked; None when OLD did not finish it. A finished
+    partition that fails a check is refused (:class:`BadInput`): OLD's files were changed."""
+    names = {n: old / n for n in (layout.runs_file(part.id), layout.times_file(part.id))}
+    aside = old / contract_file(part.id)
+    if not all(p.is_file() and not p.is_symlink() for p in (*names.values(), aside)):
+        return None
+    try:
+        contract = orjson.loads(aside.read_bytes())["contract"]
+        if not isinstance(contract, dict):
+            raise TypeError
+    except (OSError, orjson.JSONDecodeError, KeyError, TypeError):
+        raise BadInput(f"--continue-from {old}: {contract_file(part.id)} is not readable") from None
+    findings, attempts, lost = check_partition(
+        names, part, frozen_protocol, facts, contract, conditions
+    )
+    if findings:
+        shown = "; ".join(f"{f.code} in {f.file}: {f.what}" for f in findings[:3])
+        raise BadInput(
+            f"--continue-from {old}: partition {part.id} as OLD finished it does not hold "
+            f"(verify's rules name {len(findings)} problem(s): {shown}); it cannot be carried"
+        )
+    return Carried(
+        partition=part.id,
+        condition=part.condition,
+        files=names,
+        digests={name: _sha256(path) for name, path in names.items()},
+        slots=len(part.entries),
+        attempts=attempts,
+        contract=contract,
+        lost_opens=lost,
+    )
+
+
+def check_partition(
+    files: Mapping[str, Path],
+    part: Partition,
+    frozen_protocol: FrozenProtocol,
+    facts: AdapterFacts,
+    contract: Mapping[str, Any],
+    conditions: Sequence[Condition],
+) -> tuple[list[Finding], int, int]:
+    """Verify's rules applied to one finished partition's runs and times files (``files``, by
+    bundle name): each record parses and is what the validity rules give, in sealed order, its
+    contract digest is ``contract``'s; the records join the partition's slots with no join
+    problem; the times file has one line per attempt that ran, in the records' order. The
+    findings, the run records counted, and the session opens lost."""
+    # Lazy: verify's reader and rules, and the tally, only where a study continues another.
+    from repro._derive.ledger import contract_sha256
+    from repro._derive.scenarios import by_condition
+    from repro._derive.tally import tally
+    from repro.verify._content.records import RecordChecks, join_findings, read_attempts
+    from repro.verify._findings import Finding
+    from repro.verify._reader import BundleReader
+
+    protocol = frozen_protocol.protocol
+    findings: list[Finding] = []
+    read = BundleReader(dict(files), findings)
+    checks = RecordChecks(
+        {part.condition: contract_sha256(dict(contract))},
+        by_condition(protocol, conditions),
+        protocol,
+        facts,
+    )
+    runs_name, times_name = layout.runs_file(part.id), layout.times_file(part.id)
+    got = read_attempts(read, runs_name, part, checks)
+    findings += checks.findings
+    if got is None:
+        return findings, 0, 0
+    # A record naming a slot of no partition, or another partition's, is a join problem here.
+    attempts, _ = got
+    joined = tally(
+        [part], attempts, protocol.retry.max_attempts, checks.contracts, checks.scenarios
+    )
+    findings += join_findings(joined)
+    ran = [a.attempt_id for a in attempts if a.status != "excluded"]
+    lines = read.times_lines(times_name)
+    timed = [] if lines is None else list(lines)
+    ids = [None if t is None else t.attempt_id for t in timed]
+    if lines is None or ids != ran:
+        findings.append(
+            Finding(
+                "times-mismatch",
+                times_name,
+                "its lines are not the attempts that ran",
+                f"{len(ran)} lines",
+                f"{len(timed)} lines",
+            )
+        )
+    lost = sum(len(t.lost_opens) for t in timed if t is not None)
+    return findings, len(attempts), lost
+
+
+def _begun(old: Path, partition: str) -> bool:
+    """Whether OLD began the partition: any of its files or their unfinished forms is there."""
+    names = (layout.runs_file(partition), layout.times_file(partition), contract_file(partition))
+    return any(os.path.lexists(old / n) or os.path.lexists(partial_name(old / n)) for n in names)
+
+
+def _interruption(old: Path) -> str | None:
+    """How OLD said it stopped: the cause in its :data:`STOPPED`, when it wrote one."""
+    try:
+        cause = orjson.loads((old / STOPPED).read_bytes()).get("cause")
+    except (OSError, orjson.JSONDecodeError, AttributeError):
+        return None
+    return cause if isinstance(cause, str) and cause.isalnum() and len(cause) <= 16 else None
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        while block := fh.read(_BLOCK):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def copy_carried(carried: Carried) -> Iterator[tuple[str, Iterator[bytes]]]:
+    """Each carried file's bundle name and its bytes, read in blocks; raises ``OSError`` when a
+    file no longer has the digest it was checked at (OLD changed while it was carried)."""
+    for name, path in carried.files.items():
+        yield name, _blocks(path, carried.digests[name], name)
+
+
+def _blocks(path: Path, expected: str, name: str) -> Iterator[bytes]:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        while block := fh.read(_BLOCK):
+            digest.update(block)
+            yield block
+    if digest.hexdigest() != expected:
+        raise OSError(errno.EIO, f"{name} changed in the interrupted study while it was carried")
+
+
+def account_problems(carry: Carry, continuation: Continuation, seal: Seal) -> list[str]:
+    """What the rule verify applies (:func:`repro._derive.continuation.continuation_problems`)
+    finds of the account this study is about to write, against the carried files' digests and
+    run records as they were checked: nothing, unless the study is wrong."""
+    digests = {name: d for part in carry.carried for name, d in part.digests.items()}
+    attempts = {part.partition: part.attempts for part in carry.carried}
+    return continuation_problems(continuation, seal, digests, attempts)
+
+
+def account(carry: Carry, plan_ids: Sequence[str]) -> Continuation:
+    """data/continuation.json of a study that carried ``carry`` and ran the rest of the
+    partitions ``plan_ids`` (in sealed order)."""
+    carried = tuple(
+        CarriedPartition(
+            partition=c.partition, files=dict(c.digests), slots=c.slots, attempts=c.attempts
+        )
+        for c in carry.carried
+    )
+    return Continuation(
+        schema="repro.continuation/1",
+        carried_sha256=carried_sha256(carried),
+        carried=carried,
+        ran=tuple(p for p in plan_ids if p not in carry.ids),
+        unfinished=carry.unfinished,
+        interruption=carry.interruption,
+    )
+
+
+class LeftToRun(PartitionsWhenRead):
+    """The partitions of ``partitions`` (a plan's, expanded when read) that were not carried, in
+    sealed order, each expanded only when asked for, as the plan's are."""
+
+    def __init__(
+        self, partitions: Sequence[Partition], ids: Sequence[str], carried: frozenset[str]
+    ):
+        self._partitions = partitions
+        self._left = [index for index, pid in enumerate(ids) if pid not in carried]
+
+    def __len__(self) -> int:
+        return len(self._left)
+
+    def _at(self, index: int) -> Partition:
+        return self._partitions[self._left[index]]

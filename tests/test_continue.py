@@ -1,0 +1,289 @@
+"""``repro study --continue-from OLD``: a study interrupted at any point (SIGINT or SIGKILL of
+the study) and continued into a fresh root gives runs files byte-identical to an uninterrupted
+study's, carries only what OLD finished (checked by verify's rules first), never writes OLD,
+says what it carried in data/continuation.json, and refuses, before writing anything, an OLD
+it cannot continue (another protocol, a finished bundle, stream seeding, tampered files)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import repro
+from conftest import SMALL
+from repro.errors import BadInput
+
+# Slow: every case runs studies in subprocesses, some killed on purpose.
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(not sys.platform.startswith("linux"), reason="signals: Linux only"),
+]
+
+DRIVER = Path(__file__).with_name("study_driver.py")
+#: Four partitions (conditions) of six slots: an interruption can fall between partitions, in
+#: the middle of one, before the first or after the last.
+PROTOCOL: dict[str, Any] = {**SMALL, "runs_per_condition": 6}
+KILLS = int(os.environ.get("REPRO_CONTINUE_KILLS", "8"))
+
+
+def _tree(root: Path) -> dict[str, str]:
+    """Every file below ``root`` by its path, with its sha256."""
+    return {
+        path.relative_to(root).as_posix(): hashlib.sha256(path.read_bytes()).hexdigest()
+        for path in sorted(root.rglob("*"))
+        if path.is_file()
+    }
+
+
+def _driver(at: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """``repro ARGS`` through the driver that stops the study at bundle event ``at``."""
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    return subprocess.run(
+        [sys.executable, str(DRIVER), at, "--", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+        timeout=600,
+    )
+
+
+def _repro(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "repro", *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=600,
+    )
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, int]:
+    """The protocol, an uninterrupted study of it, and how many bundle events that study had."""
+    base = tmp_path_factory.mktemp("continue")
+    protocol = base / "protocol.json"
+    protocol.write_text(json.dumps(PROTOCOL), "utf-8")
+    done = _driver("0", "study", str(protocol), "--out", str(base / "reference"))
+    assert done.returncode == 0, done.stderr
+    events = int(done.stderr.rsplit("events: ", 1)[1].split()[0])
+    return protocol, base / "reference", events
+
+
+def _runs_files(root: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted((root / "data" / "runs").glob("*.jsonl"))}
+
+
+def _continue_and_compare(protocol: Path, old: Path, reference: Path, new: Path) -> dict[str, Any]:
+    """Continue ``old`` into ``new`` and check what every continuation must give; the
+    account."""
+    before = _tree(old)
+    done = _repro("study", str(protocol), "--out", str(new), "--continue-from", str(old))
+    assert done.returncode == 0, done.stderr
+    assert _tree(old) == before, "the interrupted study's root was written"
+    assert _runs_files(new) == _runs_files(reference)
+    for name in ("aggregates.json", "plans/seal.json", "protocol.json"):
+        assert (new / "data" / name).read_bytes() == (reference / "data" / name).read_bytes()
+    assert not (new / "continue").exists()
+    verified = repro.verify(new)
+    assert verified.ok, verified.findings
+    tiers = json.loads((new / "data" / "tiers.json").read_bytes())["tiers"]
+    assert [(t["name"], t["verdict"]) for t in tiers if t["name"] == "continuation"] == [
+        ("continuation", "pass")
+    ]
+    account: dict[str, Any] = json.loads((new / "data" / "continuation.json").read_bytes())
+    seal = json.loads((reference / "data" / "plans" / "seal.json").read_bytes())
+    ids = [p["id"] for p in seal["partitions"]]
+    carried = [c["partition"] for c in account["carried"]]
+    assert sorted(carried + account["ran"]) == sorted(ids)
+    assert set(account["unfinished"]) <= set(account["ran"])
+    for part in account["carried"]:
+        for name, digest in part["files"].items():
+            assert hashlib.sha256((old / name).read_bytes()).hexdigest() == digest
+            assert (new / name).read_bytes() == (old / name).read_bytes()
+    return account
+
+
+class TestInterruptedAnywhere:
+    """Stopped at bundle events drawn at random from a real run, by SIGKILL or SIGINT."""
+
+    @pytest.mark.parametrize("how", ["KILL", "INT"])
+    def test_continued_runs_are_the_uninterrupted_ones(
+        self, reference: tuple[Path, Path, int], tmp_path: Path, how: str
+    ) -> None:
+        """Wherever the study stopped, continuing it gives the uninterrupted study's runs files
+        and aggregates byte for byte, carries only whole partitions OLD finished (byte for
+        byte), and leaves OLD as it was; a point where OLD is no study root yet, or a finished
+        bundle, is refused with exit 2 and nothing written."""
+        protocol, ref, events = reference
+        rng = random.Random(f"continue-{how}")
+        points = sorted(rng.sample(range(1, events), min(KILLS, events - 1)))
+        continued = 0
+        for point in points:
+            old, new = tmp_path / f"old-{point}", tmp_path / f"new-{point}"
+            stopped = _driver(f"{point}:{how}", "study", str(protocol), "--out", str(old))
+            if stopped.returncode == 0 or not (old / "data" / "plans" / "seal.json").is_file():
+                # Stopped after the bundle was whole, or before its plan was sealed.
+                refused = _repro(
+                    "study", str(protocol), "--out", str(new), "--continue-from", str(old)
+                )
+                assert refused.returncode == 2, (point, refused.stderr)
+                assert not new.exists()
+                continue
+            account = _continue_and_compare(protocol, old, ref, new)
+            if how == "INT":
+                assert account["interruption"] == "SIGINT"
+            else:
+                assert account["interruption"] is None
+            continued += 1
+        assert continued >= len(points) // 2, "too few points fell inside the run"
+
+
+@pytest.fixture(scope="module")
+def interrupted(
+    reference: tuple[Path, Path, int], tmp_path_factory: pytest.TempPathFactory
+) -> Path:
+    """A study stopped by SIGINT about half-way through its bundle events."""
+    protocol, _, events = reference
+    old = tmp_path_factory.mktemp("interrupted") / "old"
+    stopped = _driver(f"{events // 2}:INT", "study", str(protocol), "--out", str(old))
+    assert stopped.returncode != 0 and (old / "bagit.txt").is_file(), stopped.stderr
+    finished = list((old / "data" / "times").glob("*.jsonl"))
+    assert 0 < len(finished) < 4, "half-way: some partitions finished, not all"
+    return old
+
+
+class TestRefusals:
+    """What cannot be continued is refused with exit 2, named, and nothing is written."""
+
+    def _refused(self, protocol: Path, old: Path, new: Path) -> str:
+        done = _repro("study", str(protocol), "--out", str(new), "--continue-from", str(old))
+        assert done.returncode == 2, done.stderr
+        assert not new.exists()
+        return done.stderr
+
+    def test_another_protocol_is_named_where_it_differs(
+        self, interrupted: Path, tmp_path: Path
+    ) -> None:
+        """A protocol that freezes otherwise (more runs per condition) is refused, naming the
+        file and the JSON path of the first difference."""
+        other = tmp_path / "other.json"
+        other.write_text(json.dumps({**PROTOCOL, "runs_per_condition": 7}), "utf-8")
+        said = self._refused(other, interrupted, tmp_path / "new")
+        assert "data/protocol.json differs at $.protocol.runs_per_condition" in said
+
+    def test_a_finished_bundle(self, reference: tuple[Path, Path, int], tmp_path: Path) -> None:
+        """A finished bundle is not an interrupted study."""
+        protocol, ref, _ = reference
+        assert "finished bundle" in self._refused(protocol, ref, tmp_path / "new")
+
+    def test_a_directory_that_is_no_study(
+        self, reference: tuple[Path, Path, int], tmp_path: Path
+    ) -> None:
+        """A directory without bagit.txt is no study root."""
+        protocol, _, _ = reference
+        (tmp_path / "empty").mkdir()
+        assert "not the root of a study" in self._refused(
+            protocol, tmp_path / "empty", tmp_path / "new"
+        )
+
+    def test_out_inside_old(
+        self, reference: tuple[Path, Path, int], interrupted: Path, tmp_path: Path
+    ) -> None:
+        """OLD is never written: a new root inside it is refused."""
+        protocol, _, _ = reference
+        before = _tree(interrupted)
+        self._refused(protocol, interrupted, interrupted / "new")
+        assert _tree(interrupted) == before
+
+    def test_stream_seeding(self, tmp_path: Path) -> None:
+        """A stream-seeded study cannot be continued yet (refused at $.seeding.mode)."""
+        protocol = tmp_path / "stream.json"
+        stream = {**PROTOCOL, "seeding": {"mode": "stream", "seed": 7}}
+        protocol.write_text(json.dumps(stream), "utf-8")
+        old = tmp_path / "old"
+        stopped = _driver("40:INT", "study", str(protocol), "--out", str(old))
+        assert stopped.returncode != 0, stopped.stderr
+        assert "$.seeding.mode" in self._refused(protocol, old, tmp_path / "new")
+
+    def test_a_changed_record_is_not_carried(
+        self, reference: tuple[Path, Path, int], interrupted: Path, tmp_path: Path
+    ) -> None:
+        """A finished partition whose records were changed (a measure that is no longer its
+        step rewards' sum) is refused, naming the partition and verify's finding."""
+        protocol, _, _ = reference
+        old = tmp_path / "old"
+        shutil.copytree(interrupted, old)
+        runs = sorted((old / "data" / "runs").glob("*.jsonl"))
+        assert runs, "the interrupted study finished no partition"
+        lines = runs[0].read_bytes().splitlines(keepends=True)
+        record = json.loads(lines[0])
+        record["measure"] = (record["measure"] or 0) + 1
+        lines[0] = json.dumps(record, separators=(",", ":"), sort_keys=True).encode() + b"\n"
+        runs[0].write_bytes(b"".join(lines))
+        said = self._refused(protocol, old, tmp_path / "new")
+        assert f"partition {runs[0].stem}" in said and "measure-not-sum" in said
+
+
+class TestPythonApi:
+    """``repro.study(continue_from=...)`` does what the command does."""
+
+    def test_continue_from(
+        self, reference: tuple[Path, Path, int], interrupted: Path, tmp_path: Path
+    ) -> None:
+        """The API continues the interrupted study: the same runs files as the uninterrupted
+        study's; a bad OLD is BadInput."""
+        protocol, ref, _ = reference
+        result = repro.study(protocol, tmp_path / "new", continue_from=interrupted)
+        assert _runs_files(result.root) == _runs_files(ref)
+        with pytest.raises(BadInput):
+            repro.study(protocol, tmp_path / "again", continue_from=ref)
+        assert not (tmp_path / "again").exists()
+
+
+class TestOtherBackends:
+    """A continuation runs what is left wherever a study runs: on a Dask cluster, and on the
+    threads of an adapter whose sessions only wait (the command adapter's)."""
+
+    def test_on_dask(
+        self,
+        reference: tuple[Path, Path, int],
+        interrupted: Path,
+        dask_scheduler: str,
+        tmp_path: Path,
+    ) -> None:
+        """The partitions left run as Dask tasks; the runs files are the uninterrupted ones."""
+        protocol, ref, _ = reference
+        result = repro.study(
+            protocol, tmp_path / "new", scheduler=dask_scheduler, continue_from=interrupted
+        )
+        assert _runs_files(result.root) == _runs_files(ref)
+        assert repro.verify(result.root).ok
+
+    def test_on_threads(self, tmp_path: Path) -> None:
+        """A command-adapter study (slots on threads, several at once) stopped half-way and
+        continued on threads gives the uninterrupted study's runs files."""
+        shipped = Path(__file__).resolve().parents[1] / "protocols"
+        shutil.copytree(shipped / "harness", tmp_path / "harness")
+        protocol = tmp_path / "agent-gate-eval.json"
+        shutil.copy(shipped / "agent-gate-eval.json", protocol)
+        ref, old, new = tmp_path / "ref", tmp_path / "old", tmp_path / "new"
+        done = _driver("0", "study", str(protocol), "--out", str(ref), "--workers", "3")
+        assert done.returncode == 0, done.stderr
+        events = int(done.stderr.rsplit("events: ", 1)[1].split()[0])
+        stopped = _driver(
+            f"{events // 2}:INT", "study", str(protocol), "--out", str(old), "--workers", "3"
+        )
+        assert stopped.returncode != 0 and (old / "data" / "plans" / "seal.json").is_file()
+        account = _continue_and_compare(protocol, old, ref, new)
+        assert account["interruption"] == "SIGINT"
+        assert account["carried"] and account["ran"], account
