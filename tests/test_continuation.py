@@ -238,6 +238,26 @@ class TestTheRuleAlone:
         (problem,) = continuation_problems(account, _seal(small_bundle), digests, attempts)
         assert problem.startswith("$.carried[0].attempts:")
 
+    @pytest.mark.slow
+    def test_a_huge_account_is_judged_in_one_pass(self, small_bundle: Path) -> None:
+        """An account naming a hostile number of partitions (400,000, each twice) is judged by
+        lookups, not by comparing every name with every other: the problems come back, each
+        list of names cut short, where comparing pairs would take hours (the suite's timeout
+        would end the test)."""
+        names = tuple(f"x{i}" for i in range(200_000)) * 2
+        account = Continuation(
+            schema="repro.continuation/1",
+            carried_sha256=carried_sha256(()),
+            carried=(),
+            ran=names,
+            unfinished=names,
+            interruption=None,
+        )
+        problems = continuation_problems(account, _seal(small_bundle), {}, {})
+        assert any(p.startswith("$.ran: partition(s) named more than once") for p in problems)
+        assert any(p.startswith("$: sealed partition(s) neither carried nor ran") for p in problems)
+        assert all(len(p) < 2_000 for p in problems)
+
 
 def _ran(edit: Callable[[list[str]], None]) -> Edit:
     return lambda a: edit(a["ran"])

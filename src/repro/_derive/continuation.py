@@ -10,6 +10,7 @@ finding. Neither can see the interrupted study: the account is checked against t
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Mapping, Sequence
 
 from repro import _layout as layout
@@ -56,7 +57,7 @@ def _order_problems(where: str, ids: Sequence[str], sealed: Mapping[str, int]) -
     unknown = [i for i in ids if i not in sealed]
     if unknown:
         problems.append(f"$.{where}: partition(s) the seal does not name: {_names(unknown)}")
-    repeated = sorted({i for i in ids if ids.count(i) > 1})
+    repeated = sorted(i for i, n in Counter(ids).items() if n > 1)
     if repeated:
         problems.append(f"$.{where}: partition(s) named more than once: {_names(repeated)}")
     known = [sealed[i] for i in ids if i in sealed]
@@ -132,10 +133,12 @@ def continuation_problems(
         *_order_problems("carried", carried, sealed),
         *_order_problems("ran", ran, sealed),
     ]
-    both = [p for p in carried if p in ran]
+    # Sets: an account may name any number of partitions, and each is looked up once.
+    ran_set, carried_set = set(ran), set(carried)
+    both = [p for p in carried if p in ran_set]
     if both:
         problems.append(f"$.ran: partition(s) both carried and ran: {_names(both)}")
-    neither = [p for p in sealed if p not in carried and p not in ran]
+    neither = [p for p in sealed if p not in carried_set and p not in ran_set]
     if neither:
         problems.append(f"$: sealed partition(s) neither carried nor ran: {_names(neither)}")
     unfinished = list(continuation.unfinished)
