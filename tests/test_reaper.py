@@ -32,7 +32,7 @@ pytestmark = [
 #: input) or ``kill-reaper`` (kills the reaper and waits for it to end before going on).
 DRIVER = """
 import os, signal, subprocess, sys, time
-from repro.adapters import reaper as module
+from repro.adapters import _reaper as module
 guard = module.reaper()
 assert guard is not None
 pids = []
