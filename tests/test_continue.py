@@ -20,7 +20,7 @@ import pytest
 
 import repro
 from conftest import SMALL
-from repro.errors import BadInput
+from repro.errors import PROBLEM_CODES, BadInput
 
 # Slow: every case runs studies in subprocesses, some killed on purpose.
 pytestmark = [
@@ -214,6 +214,12 @@ class TestRefusals:
         stopped = _driver("40:INT", "study", str(protocol), "--out", str(old))
         assert stopped.returncode != 0, stopped.stderr
         assert "$.seeding.mode" in self._refused(protocol, old, tmp_path / "new")
+        with pytest.raises(BadInput) as raised:
+            repro.study(protocol, tmp_path / "api", continue_from=old)
+        assert [(p.path, p.code) for p in raised.value.problems] == [
+            ("$.seeding.mode", "not-allowed")
+        ]
+        assert raised.value.problems[0].code in PROBLEM_CODES
 
     def test_a_changed_record_is_not_carried(
         self, reference: tuple[Path, Path, int], interrupted: Path, tmp_path: Path

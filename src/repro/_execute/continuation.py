@@ -30,7 +30,7 @@ import orjson
 from attrs import frozen
 
 from repro import _layout as layout
-from repro._derive.continuation import carried_sha256, continuation_problems
+from repro._derive.continuation import INTERRUPTION, carried_sha256, continuation_problems
 from repro._execute.aside import STOPPED, contract_file
 from repro._files import partial_name
 from repro._json.serde import to_bytes
@@ -113,7 +113,7 @@ def carry_from(old: Path, out: Path, prepared: Prepared) -> Carry:
             "--continue-from: a stream-seeded study cannot be continued yet: each partition "
             "begins where the one before it left the generator stream, which an interrupted "
             "root does not keep; run the study again",
-            "unsupported",
+            "not-allowed",
         )
     _refuse_other_plan(old, frozen_protocol, plan)
     carried: list[Carried] = []
@@ -182,29 +182,16 @@ def _read(path: Path) -> bytes | None:
 
 def _first_difference(there: bytes, here: bytes) -> str:
     """Where OLD's file and this study's first differ, by JSON path, with both values."""
+    # Lazy: verify's comparison of a file with its re-derivation, only where OLD differs.
+    from repro.verify._content.compare import differences, short
+
     try:
         old, new = orjson.loads(there), orjson.loads(here)
     except orjson.JSONDecodeError:
         return "differs (it is not JSON)"
-    for path, a, b in _differences(old, new, "$"):
-        return f"differs at {path}: {_short(a)} there, {_short(b)} here"
+    for path, expected, found in differences(new, old):
+        return f"differs at {path}: {short(found)} there, {short(expected)} here"
     return "differs in its bytes only (it is not canonical JSON)"
-
-
-def _differences(a: Any, b: Any, path: str) -> Iterator[tuple[str, Any, Any]]:
-    if isinstance(a, dict) and isinstance(b, dict):
-        for key in sorted(set(a) | set(b)):
-            yield from _differences(a.get(key), b.get(key), f"{path}.{key}")
-    elif isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
-        for i, (x, y) in enumerate(zip(a, b, strict=True)):
-            yield from _differences(x, y, f"{path}[{i}]")
-    elif a != b or type(a) is not type(b):
-        yield path, a, b
-
-
-def _short(value: Any) -> str:
-    text = "absent" if value is None else orjson.dumps(value).decode()
-    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _finished(
@@ -226,7 +213,7 @@ def _finished(
             raise TypeError
     except (OSError, orjson.JSONDecodeError, KeyError, TypeError):
         raise BadInput(f"--continue-from {old}: {contract_file(part.id)} is not readable") from None
-    findings, attempts, lost = check_partition(
+    findings, attempts, lost, digests = check_partition(
         names, part, frozen_protocol, facts, contract, conditions
     )
     if findings:
@@ -239,7 +226,7 @@ def _finished(
         partition=part.id,
         condition=part.condition,
         files=names,
-        digests={name: _sha256(path) for name, path in names.items()},
+        digests=digests,
         slots=len(part.entries),
         attempts=attempts,
         contract=contract,
@@ -254,12 +241,13 @@ def check_partition(
     facts: AdapterFacts,
     contract: Mapping[str, Any],
     conditions: Sequence[Condition],
-) -> tuple[list[Finding], int, int]:
+) -> tuple[list[Finding], int, int, dict[str, str]]:
     """Verify's rules applied to one finished partition's runs and times files (``files``, by
     bundle name): each record parses and is what the validity rules give, in sealed order, its
     contract digest is ``contract``'s; the records join the partition's slots with no join
     problem; the times file has one line per attempt that ran, in the records' order. The
-    findings, the run records counted, and the session opens lost."""
+    findings, the run records counted, the session opens lost, and each file's sha256 as the
+    reader read it (the bytes the rules were applied to)."""
     # Lazy: verify's reader and rules, and the tally, only where a study continues another.
     from repro._derive.ledger import contract_sha256
     from repro._derive.scenarios import by_condition
@@ -281,7 +269,7 @@ def check_partition(
     got = read_attempts(read, runs_name, part, checks)
     findings += checks.findings
     if got is None:
-        return findings, 0, 0
+        return findings, 0, 0, {}
     # A record naming a slot of no partition, or another partition's, is a join problem here.
     attempts, _ = got
     joined = tally(
@@ -303,7 +291,8 @@ def check_partition(
             )
         )
     lost = sum(len(t.lost_opens) for t in timed if t is not None)
-    return findings, len(attempts), lost
+    digests = {name: read.sha256(name) for name in (runs_name, times_name)}
+    return findings, len(attempts), lost, {n: d for n, d in digests.items() if d is not None}
 
 
 def _begun(old: Path, partition: str) -> bool:
@@ -318,15 +307,7 @@ def _interruption(old: Path) -> str | None:
         cause = orjson.loads((old / STOPPED).read_bytes()).get("cause")
     except (OSError, orjson.JSONDecodeError, AttributeError):
         return None
-    return cause if isinstance(cause, str) and cause.isalnum() and len(cause) <= 16 else None
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        while block := fh.read(_BLOCK):
-            digest.update(block)
-    return digest.hexdigest()
+    return cause if isinstance(cause, str) and INTERRUPTION.match(cause) else None
 
 
 def copy_carried(carried: Carried) -> Iterator[tuple[str, Iterator[bytes]]]:

@@ -24,7 +24,7 @@ from repro.verify._findings import MAX_DIFFS, Finding, Location
 from repro.verify._reader import BundleReader
 
 
-def _diff(
+def differences(
     expected: Any,
     found: Any,
     path: str = "$",
@@ -37,10 +37,10 @@ def _diff(
     else is equal, of the same type."""
     if isinstance(expected, dict) and isinstance(found, dict):
         for k in sorted(set(expected) | set(found)):
-            yield from _diff(expected.get(k), found.get(k), f"{path}.{k}", tolerant, k)
+            yield from differences(expected.get(k), found.get(k), f"{path}.{k}", tolerant, k)
     elif isinstance(expected, list) and isinstance(found, list) and len(expected) == len(found):
         for i, (e, f) in enumerate(zip(expected, found, strict=True)):
-            yield from _diff(e, f, f"{path}[{i}]", tolerant, key)
+            yield from differences(e, f, f"{path}[{i}]", tolerant, key)
     elif type(expected) is float and type(found) is float and (tolerant is None or key in tolerant):
         if not same_figure(found, expected):
             yield path, expected, found
@@ -67,7 +67,7 @@ def compare(
         return True
     found_plain = unstructure(found)
     diffs = list(
-        _diff(expected_plain, found_plain, tolerant=LIBRARY_FIGURES.get(name, frozenset()))
+        differences(expected_plain, found_plain, tolerant=LIBRARY_FIGURES.get(name, frozenset()))
     )
     if not diffs and found_plain != expected_plain and canonical.dumps(found_plain) == found_bytes:
         return True
