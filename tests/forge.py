@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from repro._bundle.writer import manifest_text
-from repro._derive.continuation import continuation_problems
+from repro._derive.continuation import carried_files, continuation_problems
 from repro._derive.crate import CRATE_VERSION, ActionFacts, CrateBuilder
 from repro._derive.derivation import derive, tally_records
 from repro._derive.ledger import contract_sha256, source_ledger
@@ -29,10 +29,9 @@ from repro._layout import (
     TAGMANIFEST,
     is_derivation_input,
     payload_files,
-    runs_file,
-    times_file,
 )
 from repro._plan.sealing import partition_ref, sources_sha256
+from repro._plan.streams import checkpoint_spacing
 from repro.models import (
     AttemptTimes,
     Continuation,
@@ -96,7 +95,7 @@ def _lines(root: Path, name: str, cls: type[T]) -> list[T]:
 
 
 def _continuation(
-    root: Path, seal: Seal, records: list[RunRecord]
+    root: Path, protocol: Protocol, seal: Seal, records: list[RunRecord]
 ) -> tuple[Continuation | None, list[str]]:
     """The bundle's continuation.json, when it has one, with what repro's rule finds of it
     against the bundle's files as they now are (as a continued study does before it writes
@@ -104,14 +103,18 @@ def _continuation(
     if not (root / CONTINUATION).is_file():
         return None, []
     continuation = _model(root, CONTINUATION, Continuation)
+    stream = protocol.seeding.mode == "stream"
     digests = {
         name: sha256(root / name)
         for ref in seal.partitions
-        for name in (runs_file(ref.id), times_file(ref.id))
+        for name in carried_files(ref.id, stream)
         if (root / name).is_file()
     }
     attempts = Counter(r.condition for r in records)
-    return continuation, continuation_problems(continuation, seal, digests, dict(attempts))
+    every = checkpoint_spacing(protocol) if stream else None
+    return continuation, continuation_problems(
+        continuation, seal, digests, dict(attempts), every
+    )
 
 
 def rederive(
@@ -140,7 +143,7 @@ def rederive(
         for name in inputs
         if is_derivation_input(name) and (root / name).is_file()
     ]
-    continuation, problems = _continuation(root, seal, records)
+    continuation, problems = _continuation(root, fp.protocol, seal, records)
     derived = derive(fp, seal, runs, ledger, hits, report_version, continuation, problems)
     (root / "data/aggregates.json").write_bytes(to_bytes(derived.aggregates))
     (root / "data/tiers.json").write_bytes(to_bytes(derived.tiers))

@@ -22,11 +22,17 @@ import pytest
 from typer.testing import CliRunner
 
 from browser import run_chromium
+from conftest import SMALL, study_once
 from forge import rederive, reseal
 from htmlpage import parse
 from repro import _layout as layout
 from repro._cli.app import app
-from repro._derive.continuation import carried_sha256, continuation_problems
+from repro._derive.continuation import (
+    carried_files,
+    carried_sha256,
+    continuation_problems,
+    rejoined_at,
+)
 from repro._json.canonical import dumps as canonical_bytes
 from repro._json.serde import structure
 from repro.models import CarriedPartition, Continuation, Seal
@@ -37,6 +43,19 @@ runner = CliRunner()
 
 #: The small bundle's sealed partitions, in sealed order.
 SEALED = ("c00", "c01", "c02", "c03")
+
+#: The stream bundle keeps a generator state every this many slots: in its partitions of 8
+#: slots, a continuation takes the stream up again at slot 4 of the last carried one.
+STREAM_EVERY = 4
+
+
+@pytest.fixture(scope="module")
+def stream_bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The small protocol seeded as one generator stream, made once; copy it before changing
+    it."""
+    seeding = {"mode": "stream", "seed": 7, "checkpoint_every": STREAM_EVERY}
+    return study_once(tmp_path_factory, "small-stream", {**SMALL, "seeding": seeding})
+
 
 Edit = Callable[[dict[str, Any]], None]
 
@@ -50,30 +69,38 @@ def _account(
     carried: Sequence[str] = ("c00", "c01"),
     unfinished: Sequence[str] = ("c02",),
     interruption: str | None = "SIGINT",
+    stream: bool = False,
 ) -> dict[str, Any]:
     """The account a continued study would write of the bundle at ``root``, as plain JSON:
-    ``carried`` whole, every other sealed partition ran."""
+    ``carried`` whole, every other sealed partition ran; with ``stream``, the account of a
+    stream-seeded study (:data:`STREAM_EVERY`), its checkpoints carried and the stream taken
+    up in the last carried partition."""
     seal = _seal(root)
     slots = {ref.id: ref.entries for ref in seal.partitions}
     entries = []
     for partition in carried:
         files = {
             name: hashlib.sha256((root / name).read_bytes()).hexdigest()
-            for name in (layout.runs_file(partition), layout.times_file(partition))
+            for name in carried_files(partition, stream)
         }
         records = len((root / layout.runs_file(partition)).read_bytes().splitlines())
         entries.append(
             {"partition": partition, "files": files, "slots": slots[partition], "attempts": records}
         )
     models = [structure(e, CarriedPartition, what="carried") for e in entries]
-    return {
-        "schema": "repro.continuation/1",
+    account = {
+        "schema": "repro.continuation/2" if stream else "repro.continuation/1",
         "carried_sha256": carried_sha256(models),
         "carried": entries,
         "ran": [ref.id for ref in seal.partitions if ref.id not in carried],
         "unfinished": list(unfinished),
         "interruption": interruption,
     }
+    if stream and carried:
+        count = slots[carried[-1]]
+        start = rejoined_at(STREAM_EVERY, count)
+        account["rejoined"] = {"partition": carried[-1], "start": start, "slots": count - start}
+    return account
 
 
 def _shift_times(root: Path, partition: str, by: timedelta) -> None:
@@ -233,9 +260,9 @@ class TestTheRuleAlone:
         attempts = {
             p: len((small_bundle / layout.runs_file(p)).read_bytes().splitlines()) for p in SEALED
         }
-        assert continuation_problems(account, _seal(small_bundle), digests, attempts) == []
+        assert continuation_problems(account, _seal(small_bundle), digests, attempts, None) == []
         attempts["c00"] += 1
-        (problem,) = continuation_problems(account, _seal(small_bundle), digests, attempts)
+        (problem,) = continuation_problems(account, _seal(small_bundle), digests, attempts, None)
         assert problem.startswith("$.carried[0].attempts:")
 
     @pytest.mark.slow
@@ -253,7 +280,7 @@ class TestTheRuleAlone:
             unfinished=names,
             interruption=None,
         )
-        problems = continuation_problems(account, _seal(small_bundle), {}, {})
+        problems = continuation_problems(account, _seal(small_bundle), {}, {}, None)
         assert any(p.startswith("$.ran: partition(s) named more than once") for p in problems)
         assert any(p.startswith("$: sealed partition(s) neither carried nor ran") for p in problems)
         assert all(len(p) < 2_000 for p in problems)
@@ -308,6 +335,44 @@ FORGERIES: dict[str, tuple[Edit, str]] = {
 }
 
 
+def _rejoined(key: str, value: Any) -> Edit:
+    return lambda a: a["rejoined"].__setitem__(key, value)
+
+
+def _drop_checkpoint(files: dict[str, str]) -> None:
+    files.pop(layout.checkpoint_file("c00"))
+
+
+#: One forgery per rule of a stream-seeded study's account (repro.continuation/2), made of the
+#: stream bundle: the account edited (or made with other arguments), by the JSON path named.
+STREAM_FORGERIES: dict[str, tuple[Edit | None, dict[str, Any], str]] = {
+    "the per-run schema": (_set("schema", "repro.continuation/1"), {}, "$.schema"),
+    "not the plan's first partitions": (
+        None,
+        {"carried": ("c01", "c02"), "unfinished": ("c03",)},
+        "$.carried",
+    ),
+    "no rejoined": (lambda a: a.pop("rejoined"), {}, "$.rejoined"),
+    "rejoined with nothing carried": (
+        lambda a: a.__setitem__("rejoined", {"partition": "c00", "start": 4, "slots": 4}),
+        {"carried": (), "unfinished": ()},
+        "$.rejoined",
+    ),
+    "rejoined in another partition": (_rejoined("partition", "c00"), {}, "$.rejoined.partition"),
+    "rejoined from a state the checkpoint does not keep last": (
+        _rejoined("start", 0),
+        {},
+        "$.rejoined.start",
+    ),
+    "rejoined over other slots": (_rejoined("slots", 8), {}, "$.rejoined.slots"),
+    "a carried partition's checkpoint not among its files": (
+        _carried(0, lambda c: _drop_checkpoint(c["files"])),
+        {},
+        "$.carried[0].files",
+    ),
+}
+
+
 class TestForgedAccounts:
     """Each rule broken alone, every derived file re-derived: one ``continuation-account``
     finding naming the path, the tier failing with it, nothing else named."""
@@ -326,6 +391,32 @@ class TestForgedAccounts:
         assert all(f.file == layout.CONTINUATION for f in findings)
         tier = _tier(root)
         assert tier["verdict"] == "fail"
+
+    @pytest.mark.parametrize("case", sorted(STREAM_FORGERIES))
+    def test_each_stream_rule(self, case: str, stream_bundle: Path, tmp_path: Path) -> None:
+        """A stream-seeded study's account broken against one rule alone is named by it, at
+        the JSON path it breaks, and by nothing unrelated; the account as a stream study writes
+        it verifies."""
+        edit, kw, path = STREAM_FORGERIES[case]
+        assert verify(_continued(stream_bundle, tmp_path / "good", stream=True)) == []
+        root = _continued(stream_bundle, tmp_path, edit, stream=True, **kw)
+        findings = verify(root)
+        assert {f.code for f in findings} == {"continuation-account"}, [
+            f.as_dict() for f in findings
+        ]
+        assert path in {f.found for f in findings}, [f.as_dict() for f in findings]
+        assert _tier(root)["verdict"] == "fail"
+
+    def test_a_stream_account_of_a_per_run_study(self, small_bundle: Path, tmp_path: Path) -> None:
+        """repro.continuation/2 (with rejoined) in a bundle whose protocol seeds each run is
+        named at $.schema."""
+
+        def as_stream(a: dict[str, Any]) -> None:
+            a["schema"] = "repro.continuation/2"
+            a["rejoined"] = {"partition": "c01", "start": 0, "slots": 8}
+
+        findings = verify(_continued(small_bundle, tmp_path, as_stream))
+        assert {(f.code, f.found) for f in findings} == {("continuation-account", "$.schema")}
 
     def test_a_carried_list_digest_that_is_not_its_own(
         self, small_bundle: Path, tmp_path: Path

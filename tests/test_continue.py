@@ -2,7 +2,9 @@
 the study) and continued into a fresh root gives runs files byte-identical to an uninterrupted
 study's, carries only what OLD finished (checked by verify's rules first), never writes OLD,
 says what it carried in data/continuation.json, and refuses, before writing anything, an OLD
-it cannot continue (another protocol, a finished bundle, stream seeding, tampered files)."""
+it cannot continue (another protocol, a finished bundle, tampered files). A stream-seeded study
+takes its one generator stream up again where OLD left it and gives the uninterrupted study's
+runs and checkpoint files byte for byte."""
 
 from __future__ import annotations
 
@@ -16,11 +18,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 
 import repro
 from conftest import SMALL
-from repro.errors import PROBLEM_CODES, BadInput
+from repro.errors import BadInput
 
 # Slow: every case runs studies in subprocesses, some killed on purpose.
 pytestmark = [
@@ -205,22 +208,6 @@ class TestRefusals:
         self._refused(protocol, interrupted, interrupted / "new")
         assert _tree(interrupted) == before
 
-    def test_stream_seeding(self, tmp_path: Path) -> None:
-        """A stream-seeded study cannot be continued yet (refused at $.seeding.mode)."""
-        protocol = tmp_path / "stream.json"
-        stream = {**PROTOCOL, "seeding": {"mode": "stream", "seed": 7}}
-        protocol.write_text(json.dumps(stream), "utf-8")
-        old = tmp_path / "old"
-        stopped = _driver("40:INT", "study", str(protocol), "--out", str(old))
-        assert stopped.returncode != 0, stopped.stderr
-        assert "$.seeding.mode" in self._refused(protocol, old, tmp_path / "new")
-        with pytest.raises(BadInput) as raised:
-            repro.study(protocol, tmp_path / "api", continue_from=old)
-        assert [(p.path, p.code) for p in raised.value.problems] == [
-            ("$.seeding.mode", "not-allowed")
-        ]
-        assert raised.value.problems[0].code in PROBLEM_CODES
-
     def test_a_changed_record_is_not_carried(
         self, reference: tuple[Path, Path, int], interrupted: Path, tmp_path: Path
     ) -> None:
@@ -293,3 +280,144 @@ class TestOtherBackends:
         account = _continue_and_compare(protocol, old, ref, new)
         assert account["interruption"] == "SIGINT"
         assert account["carried"] and account["ran"], account
+
+
+#: Stream seeding, with a kept state every 4 slots (the last partition carried is taken up
+#: again from its slot 4 of 6, its session open) and with the default spacing (10: from the
+#: partition's first state, before its session opens).
+STREAM: dict[str, dict[str, Any]] = {
+    "every-4": {"mode": "stream", "seed": 7, "checkpoint_every": 4},
+    "default": {"mode": "stream", "seed": 7},
+}
+
+
+def _stream_files(root: Path) -> dict[str, bytes]:
+    """The runs and checkpoint files of a stream-seeded study, by name."""
+    return {p.name: p.read_bytes() for p in sorted((root / "data" / "runs").iterdir())}
+
+
+@pytest.fixture(scope="module", params=sorted(STREAM))
+def stream_reference(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[Path, Path, int]:
+    """A stream-seeded protocol, an uninterrupted study of it, and its bundle events."""
+    base = tmp_path_factory.mktemp(f"stream-{request.param}")
+    protocol = base / "protocol.json"
+    protocol.write_text(json.dumps({**PROTOCOL, "seeding": STREAM[request.param]}), "utf-8")
+    done = _driver("0", "study", str(protocol), "--out", str(base / "reference"))
+    assert done.returncode == 0, done.stderr
+    events = int(done.stderr.rsplit("events: ", 1)[1].split()[0])
+    return protocol, base / "reference", events
+
+
+class TestStreamSeeding:
+    """One generator stream through the plan: the continuation takes it up where OLD left it."""
+
+    @pytest.mark.parametrize("how", ["KILL", "INT"])
+    def test_continued_stream_is_the_uninterrupted_one(
+        self, stream_reference: tuple[Path, Path, int], tmp_path: Path, how: str
+    ) -> None:
+        """Stopped anywhere, a stream-seeded study continues into the uninterrupted study's
+        runs and checkpoint files byte for byte: the carried partitions are the plan's first,
+        and the account (repro.continuation/2) says which slots of the last ran again."""
+        protocol, ref, events = stream_reference
+        rng = random.Random(f"stream-{how}-{protocol.parent.name}")
+        points = sorted(rng.sample(range(1, events), min(KILLS // 2, events - 1)))
+        every = json.loads(protocol.read_bytes())["seeding"].get("checkpoint_every", 10)
+        continued = 0
+        for point in points:
+            old, new = tmp_path / f"old-{point}", tmp_path / f"new-{point}"
+            stopped = _driver(f"{point}:{how}", "study", str(protocol), "--out", str(old))
+            if stopped.returncode == 0 or not (old / "data" / "plans" / "seal.json").is_file():
+                continue
+            account = _continue_and_compare(protocol, old, ref, new)
+            assert _stream_files(new) == _stream_files(ref)
+            assert account["schema"] == "repro.continuation/2"
+            carried = [c["partition"] for c in account["carried"]]
+            assert carried == ["c00", "c01", "c02", "c03"][: len(carried)]
+            if carried:
+                start = 4 if every == 4 else 0
+                assert account["rejoined"] == {
+                    "partition": carried[-1],
+                    "start": start,
+                    "slots": 6 - start,
+                }
+            else:
+                assert "rejoined" not in account
+            continued += 1
+        assert continued >= 1, "no point fell inside the run"
+
+    def test_an_audit_chains_the_stream_across_the_continuation(
+        self, stream_reference: tuple[Path, Path, int], tmp_path: Path
+    ) -> None:
+        """repro audit of every slot of a continued stream study matches, its chain included;
+        a continuation that began the next partition at another state (the protocol's seed)
+        verifies, but its audit names the broken link after the last carried partition."""
+        protocol, _, events = stream_reference
+        old = tmp_path / "old"
+        stopped = _driver(f"{events // 2}:INT", "study", str(protocol), "--out", str(old))
+        assert stopped.returncode != 0, stopped.stderr
+        new = repro.study(protocol, tmp_path / "new", continue_from=old).root
+        account = json.loads((new / "data" / "continuation.json").read_bytes())
+        last = account["carried"][-1]["partition"]
+        audited = _repro("audit", str(new), "--all", "--json")
+        assert audited.returncode == 0, audited.stderr
+        # A continuation that took the stream up wrongly: the next partition from the seed.
+        import repro._execute.continuation as continuation
+
+        rejoin = continuation.rejoin
+
+        def from_the_seed(*args: Any, **kwargs: Any) -> Any:
+            carry = rejoin(*args, **kwargs)
+            return attrs.evolve(carry, stream=("seed", 7))
+
+        try:
+            continuation.rejoin = from_the_seed  # type: ignore[assignment]
+            wrong = repro.study(protocol, tmp_path / "wrong", continue_from=old).root
+        finally:
+            continuation.rejoin = rejoin  # type: ignore[assignment]
+        assert repro.verify(wrong).ok, "verify cannot see a stream: the audit must"
+        broken = _repro("audit", str(wrong), "--all", "--json")
+        assert broken.returncode == 1, broken.stderr
+        said = json.loads(broken.stdout)
+        assert not any(slot["differences"] for slot in said["slots"])
+        assert [c["partition"] for c in said["chained"] if not c["matched"]] == [last]
+
+    def test_a_changed_record_in_the_rerun_slots_is_refused(
+        self, stream_reference: tuple[Path, Path, int], tmp_path: Path
+    ) -> None:
+        """A record of the slots that run again, changed where no rule of verify's can see
+        (its trace digest), is found by the re-run: refused with exit 2, nothing written."""
+        protocol, _, events = stream_reference
+        old = tmp_path / "old"
+        stopped = _driver(f"{events // 2}:INT", "study", str(protocol), "--out", str(old))
+        assert stopped.returncode != 0, stopped.stderr
+        runs = sorted((old / "data" / "runs").glob("*.jsonl"))
+        assert runs, "the interrupted study finished no partition"
+        lines = runs[-1].read_bytes().splitlines(keepends=True)
+        record = json.loads(lines[-1])
+        record["trace_sha256"] = "0" * 64
+        lines[-1] = json.dumps(record, separators=(",", ":"), sort_keys=True).encode() + b"\n"
+        runs[-1].write_bytes(b"".join(lines))
+        new = tmp_path / "new"
+        done = _repro("study", str(protocol), "--out", str(new), "--continue-from", str(old))
+        assert done.returncode == 2, done.stderr
+        assert not new.exists()
+        assert "did not give OLD's records" in done.stderr and "trace_sha256" in done.stderr
+
+    def test_a_gap_in_the_finished_partitions_is_refused(
+        self, stream_reference: tuple[Path, Path, int], tmp_path: Path
+    ) -> None:
+        """A stream study finishes its partitions in sealed order: an OLD whose first partition
+        is unfinished but whose second is finished was changed, and is refused."""
+        protocol, _, events = stream_reference
+        old = tmp_path / "old"
+        stopped = _driver(f"{events // 2}:INT", "study", str(protocol), "--out", str(old))
+        assert stopped.returncode != 0, stopped.stderr
+        assert (old / "data" / "runs" / "c01.jsonl").is_file(), "c01 finished"
+        (old / "data" / "runs" / "c00.jsonl").unlink()
+        new = tmp_path / "new"
+        done = _repro("study", str(protocol), "--out", str(new), "--continue-from", str(old))
+        assert done.returncode == 2, done.stderr
+        assert not new.exists()
+        assert "finished partition c01 but not c00" in done.stderr

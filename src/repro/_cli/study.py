@@ -202,7 +202,11 @@ def _study(
     backend = backend_of(workers, scheduler)
     prepared = prepare(protocol, parse_options(option or []), Prestart(backend, spares).early)
     print_protocol_warnings(prepared.warnings)
-    carry = None if continue_from is None else carry_from(continue_from, out, prepared)
+    carry = (
+        None
+        if continue_from is None
+        else carry_from(continue_from, out, prepared, say=_say_on_stderr)
+    )
     if carry is not None and continue_from is not None:
         err_console().print(carried_line(carry, continue_from, prepared), highlight=False)
     labels = Labels(prepared.protocol, prepared.plan.seal.conditions)
@@ -222,6 +226,10 @@ def _study(
     return result, carry
 
 
+def _say_on_stderr(line: str) -> None:
+    err_console().print(line, highlight=False)
+
+
 def carried_line(carry: Carry, old: Path, prepared: Prepared) -> str:
     """What a continuation takes from ``old`` and what it runs, said before it runs."""
     parts = prepared.plan.seal.partitions
@@ -236,9 +244,16 @@ def carried_line(carry: Carry, old: Path, prepared: Prepared) -> str:
         return (
             f"continuing {old}: it finished no partition, so nothing is carried; running all {left}"
         )
+    stream = ""
+    if carry.rejoined is not None:
+        r = carry.rejoined
+        stream = (
+            f"; the generator stream taken up where OLD left it (the last {r.slots} slot(s) of "
+            f"{r.partition} re-run gave OLD's records byte for byte)"
+        )
     return (
         f"continuing {old}: {len(carry.carried)} of {len(parts)} partitions carried whole "
-        f"({slots:,} slots, checked by verify's rules); running the other {left}{again}"
+        f"({slots:,} slots, checked by verify's rules){stream}; running the other {left}{again}"
     )
 
 

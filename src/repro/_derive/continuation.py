@@ -16,14 +16,17 @@ from collections.abc import Mapping, Sequence
 from repro import _layout as layout
 from repro._json import canonical
 from repro._json.serde import to_bytes
+from repro._plan.streams import segment
 from repro.models import CarriedPartition, Continuation, Seal, Tier
 
 __all__ = [
     "INTERRUPTION",
+    "carried_files",
     "carried_sha256",
     "continuation_problems",
     "continuation_tier",
     "continued_note",
+    "rejoined_at",
 ]
 
 #: How an interrupted study may say it stopped: a short upper-case token (``SIGINT``,
@@ -66,23 +69,32 @@ def _order_problems(where: str, ids: Sequence[str], sealed: Mapping[str, int]) -
     return problems
 
 
+def carried_files(partition: str, stream: bool) -> list[str]:
+    """The files a continuation carries of a finished partition, sorted: its runs and times
+    files, and in stream mode its checkpoint."""
+    names = [layout.runs_file(partition), layout.times_file(partition)]
+    return sorted([*names, layout.checkpoint_file(partition)] if stream else names)
+
+
 def _carried_problems(
     index: int,
     carried: CarriedPartition,
     slots: Mapping[str, int],
     digests: Mapping[str, str],
     attempts: Mapping[str, int],
+    stream: bool,
 ) -> list[str]:
     """What one carried partition's entry says that its files in the bundle do not."""
     where, partition = f"$.carried[{index}]", carried.partition
     if partition not in slots:
         return []  # named by the order check
     problems = []
-    expected = [layout.runs_file(partition), layout.times_file(partition)]
+    expected = carried_files(partition, stream)
     if sorted(carried.files) != expected:
+        what = "runs, times and checkpoint files" if stream else "runs and times files"
         problems.append(
-            f"{where}.files: names {_names(sorted(carried.files))}, not the partition's runs "
-            f"and times files ({', '.join(expected)})"
+            f"{where}.files: names {_names(sorted(carried.files))}, not the partition's {what} "
+            f"({', '.join(expected)})"
         )
     for name in expected:
         digest = carried.files.get(name)
@@ -104,11 +116,81 @@ def _carried_problems(
     return problems
 
 
+def rejoined_at(every: int, slots: int) -> int:
+    """Where a stream-seeded continuation takes up the stream in the last carried partition,
+    of ``slots`` slots whose checkpoint keeps a state every ``every``: the index of its last
+    kept state (its last stretch's first slot; 0, its first state, when it keeps no other)."""
+    return segment(every, slots, slots - 1)[0]
+
+
+def _stream_problems(
+    continuation: Continuation, seal: Seal, slots: Mapping[str, int], every: int | None
+) -> list[str]:
+    """What the account says against how the protocol seeds (``every``: the checkpoint spacing
+    of a stream-seeded protocol, None for per-run seeding): its schema; in stream mode, that it
+    carried the plan's first partitions and took the stream up again from the last one's last
+    kept state (``rejoined``)."""
+    rejoined = continuation.rejoined
+    if every is None:
+        if continuation.schema != "repro.continuation/1" or rejoined is not None:
+            return [
+                f"$.schema: {continuation.schema}"
+                + (" with $.rejoined" if rejoined is not None else "")
+                + ", the account of a stream-seeded study; this protocol seeds each run "
+                "(repro.continuation/1)"
+            ]
+        return []
+    if continuation.schema != "repro.continuation/2":
+        return [
+            f"$.schema: {continuation.schema}; a stream-seeded study's account is "
+            "repro.continuation/2"
+        ]
+    carried = [c.partition for c in continuation.carried]
+    first = [ref.id for ref in seal.partitions[: len(carried)]]
+    problems = []
+    if carried != first:
+        problems.append(
+            "$.carried: not the plan's first partitions in sealed order, which are all a "
+            "stream-seeded study can carry (each begins where the one before it left the stream)"
+        )
+    if not carried:
+        if rejoined is not None:
+            problems.append("$.rejoined: present, but no partition was carried")
+        return problems
+    last = carried[-1]
+    if rejoined is None:
+        return [
+            *problems,
+            f"$.rejoined: absent; the stream must be taken up again in {_name(last)}",
+        ]
+    if rejoined.partition != last:
+        problems.append(
+            f"$.rejoined.partition: {_name(rejoined.partition)}, not the last carried partition "
+            f"{_name(last)}"
+        )
+    count = slots.get(last)
+    if count is None:
+        return problems  # named by the order check
+    start = rejoined_at(every, count)
+    if rejoined.start != start:
+        problems.append(
+            f"$.rejoined.start: {rejoined.start}, not the last state {_name(last)}'s checkpoint "
+            f"keeps (slot index {start} of {count}, every {every})"
+        )
+    if rejoined.slots != count - start:
+        problems.append(
+            f"$.rejoined.slots: {rejoined.slots}, not the {count - start} slot(s) from there to "
+            f"the end of {_name(last)}"
+        )
+    return problems
+
+
 def continuation_problems(
     continuation: Continuation,
     seal: Seal,
     digests: Mapping[str, str],
     attempts: Mapping[str, int],
+    every: int | None,
 ) -> list[str]:
     """Every way the account ``continuation`` disagrees with the bundle it is in, each a line
     that starts with the JSON path of what it names; none when it is consistent.
@@ -124,7 +206,13 @@ def continuation_problems(
     gives it; its ``slots`` are the seal's for it, its ``attempts`` the run records its runs file
     holds; ``carried_sha256`` is the sha256 of the canonical JSON of ``carried``
     (:func:`carried_sha256`); ``interruption`` is null or a short token
-    (:data:`INTERRUPTION`)."""
+    (:data:`INTERRUPTION`).
+
+    ``every``: the checkpoint spacing of a stream-seeded protocol, None for per-run seeding.
+    A per-run study's account is ``repro.continuation/1``. A stream-seeded study's is
+    ``repro.continuation/2``: its carried partitions are the plan's first, each carrying its
+    checkpoint too, and ``rejoined`` names the last of them, the index of the last state its
+    checkpoint keeps (:func:`rejoined_at`) and the slots from there to its end."""
     sealed = {ref.id: number for number, ref in enumerate(seal.partitions)}
     slots = {ref.id: ref.entries for ref in seal.partitions}
     carried = [c.partition for c in continuation.carried]
@@ -148,8 +236,9 @@ def continuation_problems(
             "unfinished", unfinished, {k: sealed[k] for k in ran if k in sealed}
         )
     ]
+    problems += _stream_problems(continuation, seal, slots, every)
     for index, entry in enumerate(continuation.carried):
-        problems += _carried_problems(index, entry, slots, digests, attempts)
+        problems += _carried_problems(index, entry, slots, digests, attempts, every is not None)
     digest = carried_sha256(continuation.carried)
     if continuation.carried_sha256 != digest:
         problems.append(
@@ -209,6 +298,14 @@ def continuation_tier(continuation: Continuation, seal: Seal, problems: Sequence
         second += (
             f"; {len(unfinished)} begun there and left unfinished ran again from the first slot "
             f"({_spans(unfinished, seal)})"
+        )
+    rejoined = continuation.rejoined
+    if rejoined is not None:
+        second += (
+            f"; the generator stream was taken up where the interrupted study left it: the last "
+            f"{rejoined.slots} slot(s) of {_name(rejoined.partition)}, from the state its "
+            "checkpoint keeps, ran again and gave the carried records byte for byte (which "
+            "repro audit can re-check)"
         )
     evidence = (first, second)
     if problems:

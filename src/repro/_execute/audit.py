@@ -127,7 +127,7 @@ def _audit(prepared: Prepared, sample: int | None) -> Audit:
             bundled = bundled_records(bundle, part.id)
             if not stream:
                 entries = [part.entries[j] for j in wanted]
-                done = run_stretch(prepared, worker, part, entries, bundled, None)
+                done = run_stretch(prepared.rerun, worker, part, entries, bundled, None)
                 slots += _slot_audits(done.differences, done.attempts, chosen)
                 continue
             slots_, chained_ = _stream_part(prepared, worker, parts, i, wanted, bundled)
@@ -178,7 +178,7 @@ def _stream_part(
         at_end = stop == len(entries)
         seek = (stream_of(state_at(checkpoint, entries, start)), start > 0)
         done = run_stretch(
-            prepared, worker, part, entries[start:stop], bundled, seek, close_first=at_end
+            prepared.rerun, worker, part, entries[start:stop], bundled, seek, close_first=at_end
         )
         slots += _slot_audits(done.differences, done.attempts, chosen)
         following = parts[index + 1] if index + 1 < len(parts) else None

@@ -26,10 +26,18 @@ from repro._plan.sealing import slot_id
 from repro._plan.streams import generator_state, segment_of, state_at, stream_of
 from repro.adapters._base import Adapter, Frozen, code_of_bundle, get_adapter
 from repro.errors import BadInput, NotVerified
-from repro.models import Condition, GeneratorState, Partition, PlanEntry, RunRecord
+from repro.models import (
+    AdapterFacts,
+    Condition,
+    GeneratorState,
+    Partition,
+    PlanEntry,
+    Protocol,
+    RunRecord,
+)
 from repro.verify import VerifiedBundle, open_verified
 
-__all__ = ["Prepared", "Replay", "Stretch", "prepare", "replay", "run_stretch"]
+__all__ = ["Prepared", "Replay", "Rerun", "Stretch", "prepare", "replay", "run_stretch"]
 
 T = TypeVar("T")
 
@@ -108,6 +116,16 @@ def replay(
 
 
 @frozen
+class Rerun:
+    """What re-executing slots needs of a study: its protocol, its sealed conditions and the
+    facts its adapter froze to."""
+
+    protocol: Protocol
+    conditions: Sequence[Condition]
+    facts: AdapterFacts
+
+
+@frozen
 class Prepared:
     """A verified bundle with its adapter frozen again here, pinning what the ledger pins."""
 
@@ -118,6 +136,12 @@ class Prepared:
     tracebacks: bool
     #: The directory the user gave for the bundle's own modules and files, if any.
     sources: Path | None
+
+    @property
+    def rerun(self) -> Rerun:
+        """What re-executing the bundle's slots needs."""
+        bundle = self.bundle
+        return Rerun(bundle.protocol.protocol, bundle.seal.conditions, self.frozen.facts)
 
 
 def prepare(
@@ -186,7 +210,7 @@ class Stretch:
 
 
 def run_stretch(
-    prepared: Prepared,
+    rerun: Rerun,
     worker: Worker,
     partition: Partition,
     entries: Sequence[PlanEntry],
@@ -199,15 +223,15 @@ def run_stretch(
     state to set first and whether the session opens before it is set (a state kept
     mid-partition) or after (the partition's first); with ``close_first`` the end state is read
     after the session closes, as the next partition's first state was."""
-    protocol = prepared.bundle.protocol.protocol
-    condition = next(c for c in prepared.bundle.seal.conditions if c.id == partition.condition)
+    protocol = rerun.protocol
+    condition = next(c for c in rerun.conditions if c.id == partition.condition)
     session = ConditionSession(worker, condition)
     scenario = scenario_of(protocol, condition)
     if seek is not None:
         session.seek(*seek)
     differences: dict[str, list[str]] = {}
     attempts: dict[str, int] = {}
-    facts = prepared.frozen.facts
+    facts = rerun.facts
     for entry in entries:
         found = list(run_slot(entry, protocol, facts, session.digest, session.attempt, scenario))
         differences[entry.slot] = _differences(entry.slot, bundled.get(entry.slot, []), found)
@@ -247,7 +271,7 @@ def _replay(prepared: Prepared, slot: str) -> Replay:
     worker = new_worker(prepared, None if seek is None else seek[0])
     try:
         done = run_stretch(
-            prepared,
+            prepared.rerun,
             worker,
             partition,
             entries[start : target + 1],

@@ -90,6 +90,7 @@ __all__ = [
     "lost_slots",
     "prepare",
     "study",
+    "study_job",
 ]
 
 if TYPE_CHECKING:
@@ -355,21 +356,31 @@ def _partition_runner(
         yield _Runner(functools.partial(cluster.run_on_dask, client), "dask", workers)
 
 
-def _workload(prepared: Prepared, carried: frozenset[str] = frozenset()) -> Workload:
-    """What the runs need: the partitions of the plan but those ``carried`` from an interrupted
-    study."""
+def study_job(prepared: Prepared, stream: tuple[str, Any] | None) -> Job:
+    """What a worker process of the study ``prepared`` is given; in stream mode its generator
+    stream starts at ``stream``."""
+    return Job(
+        adapter_target(prepared.adapter),
+        prepared.protocol,
+        prepared.options,
+        prepared.frozen,
+        stream,
+        target_root=None if prepared.target_root is None else str(prepared.target_root),
+    )
+
+
+def _workload(prepared: Prepared, carry: Carry | None = None) -> Workload:
+    """What the runs need: the partitions of the plan but those ``carry`` carried from an
+    interrupted study; in stream mode the stream starts at the protocol's seed, or where the
+    carried partitions left it (:func:`repro._execute.continuation.rejoin`)."""
     p, plan = prepared.protocol, prepared.plan
     ids = [ref.id for ref in plan.seal.partitions]
     stream = ("seed", p.seeding.seed) if p.seeding.mode == "stream" else None
+    if carry is not None and carry.stream is not None:
+        stream = carry.stream
+    carried = frozenset() if carry is None else carry.ids
     return Workload(
-        job=Job(
-            adapter_target(prepared.adapter),
-            p,
-            prepared.options,
-            prepared.frozen,
-            stream,
-            target_root=None if prepared.target_root is None else str(prepared.target_root),
-        ),
+        job=study_job(prepared, stream),
         timeout=p.retry.timeout_seconds,
         partitions=LeftToRun(plan.partitions, ids, carried) if carried else plan.partitions,
         conditions={c.id: c for c in plan.seal.conditions},
@@ -644,7 +655,7 @@ def _study(
         watch.see(end)
 
     # What is kept of each partition once written; its records are read back below.
-    work = _workload(prepared, frozenset() if carry is None else carry.ids)
+    work = _workload(prepared, carry)
     results = carried + runner.run(work, writer, slot_done, gate=watch.gate)
     wall = time.perf_counter() - clock
     ran = _Ran(runner, versions, started, wall)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from repro.errors import FieldError
 from repro.models._constraints import OMIT_IF_DEFAULT, SHA256_HEX
-from repro.models._continuation import CarriedPartition, Continuation
+from repro.models._continuation import CarriedPartition, Continuation, Rejoined
 from repro.models._derived import (
     LOSS_OUTCOMES,
     TIER_NAMES,
@@ -203,6 +203,7 @@ __all__ = [
     "RLStatistic",
     "RLStatisticEstimate",
     "RLTaskScale",
+    "Rejoined",
     "Reproduction",
     "Retry",
     "Rule",

@@ -95,7 +95,7 @@ def check_content(read: BundleReader, limits: Limits, jobs: Jobs | None = None) 
     inputs = [d for d in disclosures if layout.is_derivation_input(d.file)]
     version = report_version(read, stored.report)
     told = stored.continuation
-    problems = [] if told is None else account_problems(read, told, seal, kept)
+    problems = [] if told is None else account_problems(read, told, protocol, seal, kept)
     derive_from = partial(
         _judgements, fp, seal, runs, ledger, inputs, version or REPORT_VERSION, told, problems
     )

@@ -13,16 +13,16 @@ from repro.verify._reader import BundleReader
 
 def check_checkpoint(
     read: BundleReader, protocol: Protocol, part: Partition | None, name_id: str, first: bool
-) -> None:
+) -> Checkpoint | None:
     """A stream-mode partition's checkpoint parses and names its partition; for the first
     partition, its first state is exactly the state the protocol's seed gives; and a
     ``repro.checkpoint/2`` keeps the protocol's spacing and a state before exactly the slots
     :func:`~repro._plan.streams.checkpoint_slots` names (later states depend on the simulator,
-    which replay and audit re-check)."""
+    which replay and audit re-check). The checkpoint as read, None when it does not parse."""
     name = layout.checkpoint_file(name_id)
     checkpoint = read.json(name, "checkpoint", Checkpoint)
     if checkpoint is None:
-        return
+        return None
     if checkpoint.partition != name_id:
         read.findings.append(
             Finding(
@@ -47,6 +47,7 @@ def check_checkpoint(
     spacing = _spacing_problem(name, checkpoint, checkpoint_spacing(protocol), part)
     if spacing is not None:
         read.findings.append(spacing)
+    return checkpoint
 
 
 def _spacing_problem(

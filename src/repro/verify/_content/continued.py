@@ -9,8 +9,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from repro import _layout as layout
-from repro._derive.continuation import continuation_problems
-from repro.models import Continuation, Seal
+from repro._derive.continuation import carried_files, continuation_problems
+from repro._plan.streams import checkpoint_spacing
+from repro.models import Continuation, Protocol, Seal
 from repro.verify._content.records import PartitionRuns
 from repro.verify._findings import Finding
 from repro.verify._reader import BundleReader
@@ -19,19 +20,25 @@ __all__ = ["account_problems"]
 
 
 def account_problems(
-    read: BundleReader, continuation: Continuation, seal: Seal, kept: Sequence[PartitionRuns]
+    read: BundleReader,
+    continuation: Continuation,
+    protocol: Protocol,
+    seal: Seal,
+    kept: Sequence[PartitionRuns],
 ) -> list[str]:
-    """Every way the account disagrees with the bundle, each also named as a
+    """Every way the account disagrees with the bundle of ``protocol``, each also named as a
     ``continuation-account`` finding; ``kept`` is what verify kept of each sealed partition
     (its runs file's records tallied)."""
+    stream = protocol.seeding.mode == "stream"
     digests = {}
     for ref in seal.partitions:
-        for name in (layout.runs_file(ref.id), layout.times_file(ref.id)):
+        for name in carried_files(ref.id, stream):
             digest = read.sha256(name) if name in read.files else None
             if digest is not None:
                 digests[name] = digest
     attempts = {k.id: k.tally.attempts for k in kept}
-    problems = continuation_problems(continuation, seal, digests, attempts)
+    every = checkpoint_spacing(protocol) if stream else None
+    problems = continuation_problems(continuation, seal, digests, attempts, every)
     read.findings.extend(
         Finding(
             "continuation-account",
