@@ -112,9 +112,7 @@ def _continuation(
     }
     attempts = Counter(r.condition for r in records)
     every = checkpoint_spacing(protocol) if stream else None
-    return continuation, continuation_problems(
-        continuation, seal, digests, dict(attempts), every
-    )
+    return continuation, continuation_problems(continuation, seal, digests, dict(attempts), every)
 
 
 def rederive(

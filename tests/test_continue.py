@@ -226,6 +226,25 @@ class TestRefusals:
         said = self._refused(protocol, old, tmp_path / "new")
         assert f"partition {runs[0].stem}" in said and "measure-not-sum" in said
 
+    def test_times_verify_would_refuse_are_not_carried(
+        self, reference: tuple[Path, Path, int], interrupted: Path, tmp_path: Path
+    ) -> None:
+        """A finished partition whose times file says an attempt ended before it started is
+        refused as verify's times join refuses it (times-order), before anything is written:
+        carried, it would make a bundle that does not verify."""
+        protocol, _, _ = reference
+        old = tmp_path / "old"
+        shutil.copytree(interrupted, old)
+        times = sorted((old / "data" / "times").glob("*.jsonl"))
+        assert times, "the interrupted study finished no partition"
+        lines = times[0].read_bytes().splitlines(keepends=True)
+        line = json.loads(lines[0])
+        line["finished_utc"] = "2000-01-01T00:00:00.000000Z"
+        lines[0] = json.dumps(line, separators=(",", ":"), sort_keys=True).encode() + b"\n"
+        times[0].write_bytes(b"".join(lines))
+        said = self._refused(protocol, old, tmp_path / "new")
+        assert f"partition {times[0].stem}" in said and "times-order" in said
+
 
 class TestPythonApi:
     """``repro.study(continue_from=...)`` does what the command does."""

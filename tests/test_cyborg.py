@@ -10,6 +10,7 @@ import hashlib
 import importlib.util
 import json
 import os
+import random
 import shutil
 import subprocess
 import sys
@@ -96,6 +97,66 @@ def reduced_bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The reduced protocol in protocols/, run once through the CLI."""
     out = tmp_path_factory.mktemp("cage2") / "bundle"
     return _cli_study(REDUCED, out)
+
+
+def _driven(at: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """``repro ARGS --option scenario_dir=...`` through tests/study_driver.py, which stops the
+    study at bundle event ``at`` (``N:INT``, ``N`` for SIGKILL, ``0`` never)."""
+    driver = Path(__file__).with_name("study_driver.py")
+    return subprocess.run(
+        [sys.executable, str(driver), at, "--", *args, "--option", f"scenario_dir={SCENARIO}"],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=1800,
+    )
+
+
+class TestContinued:
+    """The reduced CCS Sleeper protocol (stream seeding) stopped part-way and continued."""
+
+    def test_continued_runs_are_the_uninterrupted_ones(
+        self, reduced_bundle: Path, tmp_path: Path
+    ) -> None:
+        """Stopped by SIGINT about half-way through its bundle events and by SIGKILL at a point
+        drawn at random, each continued study's runs and checkpoint files equal the
+        uninterrupted study's byte for byte, its account says where the stream was taken up
+        again, and it verifies with the continuation tier passing; its class is exact."""
+        counted = _driven("0", "study", str(REDUCED), "--out", str(tmp_path / "counted"))
+        assert counted.returncode == 0, counted.stderr
+        events = int(counted.stderr.rsplit("events: ", 1)[1].split()[0])
+        expected = {p.name: p.read_bytes() for p in (reduced_bundle / "data" / "runs").iterdir()}
+        point = random.Random("cage2-continue").randrange(events // 5, events * 4 // 5)
+        for at in (f"{events // 2}:INT", str(point)):
+            old, new = tmp_path / f"old-{at}", tmp_path / f"new-{at}"
+            stopped = _driven(at, "study", str(REDUCED), "--out", str(old))
+            assert stopped.returncode != 0, stopped.stderr
+            result = runner.invoke(
+                app,
+                [
+                    "study",
+                    str(REDUCED),
+                    "--out",
+                    str(new),
+                    "--continue-from",
+                    str(old),
+                    "--option",
+                    f"scenario_dir={SCENARIO}",
+                ],
+            )
+            assert result.exit_code == 0, result.output
+            found = {p.name: p.read_bytes() for p in (new / "data" / "runs").iterdir()}
+            assert found == expected, at
+            account = _json(new, "continuation.json")
+            assert account["schema"] == "repro.continuation/2" and account["carried"], account
+            assert account["rejoined"]["partition"] == account["carried"][-1]["partition"]
+            assert verify(new) == []
+            tiers = _json(new, "tiers.json")
+            assert {t["name"]: t["verdict"] for t in tiers["tiers"]}["continuation"] == "pass"
+            assert (
+                tiers["reproduction"]["class"]
+                == _json(reduced_bundle, "tiers.json")["reproduction"]["class"]
+            )
 
 
 class TestReplay:

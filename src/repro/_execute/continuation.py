@@ -27,6 +27,7 @@ import errno
 import hashlib
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -298,16 +299,18 @@ def check_partition(
     """Verify's rules applied to one finished partition's runs and times files (``files``, by
     bundle name): each record parses and is what the validity rules give, in sealed order, its
     contract digest is ``contract``'s; the records join the partition's slots with no join
-    problem; the times file has one line per attempt that ran, in the records' order. In stream
+    problem; the times file joins the attempts that ran as verify joins it
+    (:func:`repro.verify._content.crate.joined_times`: one line per attempt, in the records'
+    order, each ending after it starts and before now). In stream
     mode (``first`` not None: whether the partition is the plan's first) its checkpoint is
     checked too, by verify's rule (:func:`repro.verify._content.checkpoints.check_checkpoint`)."""
     # Lazy: verify's reader and rules, and the tally, only where a study continues another.
     from repro._derive.ledger import contract_sha256
     from repro._derive.scenarios import by_condition
-    from repro._derive.tally import tally
+    from repro._derive.tally import runs, tally
     from repro.verify._content.checkpoints import check_checkpoint
+    from repro.verify._content.crate import joined_times
     from repro.verify._content.records import RecordChecks, join_findings, read_attempts
-    from repro.verify._findings import Finding
     from repro.verify._reader import BundleReader
 
     protocol = frozen_protocol.protocol
@@ -331,21 +334,20 @@ def check_partition(
         [part], attempts, protocol.retry.max_attempts, checks.contracts, checks.scenarios
     )
     findings += join_findings(joined)
-    ran = [a.attempt_id for a in attempts if a.status != "excluded"]
+    # The times file joined as verify joins it for the crate: one line per attempt that ran, in
+    # the records' order, each ending after it starts, and (as the continued study's verify will
+    # require) before now, when the continued study has not started yet.
+    declared = {e.slot for e in part.entries if not runs(e)}
+    ran = [a for a in attempts if a.slot not in declared]
     lines = read.times_lines(times_name)
-    timed = [] if lines is None else list(lines)
-    ids = [None if t is None else t.attempt_id for t in timed]
-    if lines is None or ids != ran:
-        findings.append(
-            Finding(
-                "times-mismatch",
-                times_name,
-                "its lines are not the attempts that ran",
-                f"{len(ran)} lines",
-                f"{len(timed)} lines",
-            )
-        )
-    lost = sum(len(t.lost_opens) for t in timed if t is not None)
+    broken: list[str] = []
+    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    joined_facts = (
+        []
+        if lines is None
+        else list(joined_times(read, times_name, ran, iter(lines), broken, ("", now)))
+    )
+    lost = sum(len(f.times.lost_opens) for f in joined_facts)
     digests = {name: read.sha256(name) for name in files}
     kept = {n: d for n, d in digests.items() if d is not None}
     return Checked(findings, len(attempts), lost, kept, checkpoint)

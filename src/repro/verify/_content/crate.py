@@ -124,7 +124,7 @@ def crate_partition(
     declared = {e.slot for e in partition.entries if not runs(e)}
     ran = [a for a in attempts if a.slot not in declared]
     broken: list[str] = []
-    joined = _joined(read, name, ran, iter(lines), broken, window)
+    joined = joined_times(read, name, ran, iter(lines), broken, window)
     # Deflated as they are made: what is held and handed over is a tenth of the actions' bytes.
     packer = zlib.compressobj(1)
     made = [packer.compress(piece) for piece in builder.partition(partition.id, joined)]
@@ -135,7 +135,7 @@ def crate_partition(
 _END = object()
 
 
-def _joined(
+def joined_times(
     read: BundleReader,
     name: str,
     ran: list[Attempt],
