@@ -89,6 +89,7 @@ PUBLIC: dict[str, frozenset[str]] = {
             "AdapterFacts",
             "CarriedPartition",
             "Continuation",
+            "Rejoined",
             "AdapterSpec",
             "Aggregates",
             "Agreement",

@@ -42,7 +42,8 @@ from repro._derive.continuation import (
     continuation_problems,
     rejoined_at,
 )
-from repro._execute.aside import STOPPED, contract_file
+from repro._execute.aside import STOPPED, aside_contract, contract_file
+from repro._execute.attempts import PartitionRun
 from repro._files import partial_name
 from repro._json.serde import to_bytes
 from repro._plan.sealing import PartitionsWhenRead
@@ -62,6 +63,7 @@ from repro.models import (
 )
 
 if TYPE_CHECKING:
+    from repro._bundle.writer import BundleWriter
     from repro._execute.studies import Prepared
     from repro._plan.sealing import SealedPlan
     from repro.verify._findings import Finding
@@ -77,6 +79,8 @@ __all__ = [
     "check_partition",
     "copy_carried",
     "rejoin",
+    "write_account",
+    "write_carried",
 ]
 
 #: Bytes read at a time where a carried file is copied.
@@ -463,6 +467,29 @@ def _records(old: Path, carried: Carried, slots: set[str]) -> dict[str, list[Run
     if findings or read.sha256(name) != carried.digests[name]:
         raise BadInput(f"--continue-from {old}: {name} changed while the study read it")
     return out
+
+
+def write_carried(writer: BundleWriter, carry: Carry) -> list[PartitionRun]:
+    """Write the partitions carried from the interrupted study, byte for byte as they were
+    checked, with their contracts aside (so that this study, stopped, can be continued too);
+    what the study keeps of each."""
+    kept: list[PartitionRun] = []
+    for part in carry.carried:
+        for name, blocks in copy_carried(part):
+            writer.stream(name, blocks)
+        writer.aside(contract_file(part.partition), aside_contract(part.contract))
+        kept.append(PartitionRun(part.condition, part.contract, part.lost_opens))
+    return kept
+
+
+def write_account(writer: BundleWriter, carry: Carry, seal: Seal) -> tuple[Continuation, list[str]]:
+    """Write data/continuation.json, the account of what ``carry`` carried and what ran of the
+    plan ``seal``; the account and what the rule verify applies finds of it (nothing, unless the
+    study is wrong)."""
+    continuation = account(carry, [ref.id for ref in seal.partitions])
+    problems = account_problems(carry, continuation, seal)
+    writer.model(layout.CONTINUATION, continuation)
+    return continuation, problems
 
 
 def account_problems(carry: Carry, continuation: Continuation, seal: Seal) -> list[str]:

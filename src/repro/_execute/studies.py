@@ -33,7 +33,7 @@ from repro._derive.ledger import source_ledger
 from repro._derive.tally import Ended, RunTally, SlotEnd, is_declared_exclusion, runs
 from repro._disclosure import refuse_disclosing_protocol, scan, withheld
 from repro._execute import cluster
-from repro._execute.aside import STOPPED, aside_contract, contract_file, remove_aside
+from repro._execute.aside import STOPPED, remove_aside
 from repro._execute.attempts import PartitionRun, Workload
 from repro._execute.backends import (
     MAX_LOCAL_WORKERS,
@@ -42,7 +42,7 @@ from repro._execute.backends import (
     LocalWorkers,
     local_worker_limit,
 )
-from repro._execute.continuation import LeftToRun, account, account_problems, copy_carried
+from repro._execute.continuation import LeftToRun, write_account, write_carried
 from repro._execute.interrupts import stop_on_signals
 from repro._execute.local import run_on_local_workers
 from repro._execute.spares import Spares
@@ -645,7 +645,7 @@ def _study(
     (done, total) = counts
     writer = BundleWriter(out)
     _write_plan(writer, prepared)
-    carried = _carry_into(writer, carry)
+    carried = [] if carry is None else write_carried(writer, carry)
     started, clock = _utc(), time.perf_counter()
     progress.start(total)
 
@@ -664,19 +664,6 @@ def _study(
     return StudyResult(
         root=out, derived=derived, wall_seconds=wall, lost_opens=lost_opens, lost_as=runs.lost_as
     )
-
-
-def _carry_into(writer: BundleWriter, carry: Carry | None) -> list[PartitionRun]:
-    """Write the partitions carried from an interrupted study, byte for byte as they were
-    checked, with their contracts aside (so that this study, stopped, can be continued too);
-    what the study keeps of each."""
-    kept: list[PartitionRun] = []
-    for part in () if carry is None else carry.carried:
-        for name, blocks in copy_carried(part):
-            writer.stream(name, blocks)
-        writer.aside(contract_file(part.partition), aside_contract(part.contract))
-        kept.append(PartitionRun(part.condition, part.contract, part.lost_opens))
-    return kept
 
 
 def _write_plan(writer: BundleWriter, prepared: Prepared) -> None:
@@ -730,12 +717,9 @@ def _after_runs(
     writer.model(layout.LEDGER, ledger)
     environment = _environment(prepared, ran)
     writer.model(layout.ENVIRONMENT, environment)
-    continuation, problems = None, []
-    if carry is not None:
-        seal = prepared.plan.seal
-        continuation = account(carry, [ref.id for ref in seal.partitions])
-        problems = account_problems(carry, continuation, seal)
-        writer.model(layout.CONTINUATION, continuation)
+    continuation, problems = (
+        (None, []) if carry is None else write_account(writer, carry, prepared.plan.seal)
+    )
     inputs = [d for d in writer.disclosures if layout.is_derivation_input(d.file)]
     derived = derive(
         fp,
