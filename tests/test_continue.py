@@ -15,6 +15,7 @@ import random
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -165,6 +166,23 @@ def interrupted(
     return old
 
 
+def _edit_line(
+    old: Path, folder: str, edit: Callable[[dict[str, Any]], None], last: bool = False
+) -> Path:
+    """Change, by ``edit``, the first line of the first file in OLD's ``data/<folder>`` (the
+    last line of the last file with ``last``), written back as compact sorted JSON; the file."""
+    files = sorted((old / "data" / folder).glob("*.jsonl"))
+    assert files, "the interrupted study finished no partition"
+    path = files[-1 if last else 0]
+    lines = path.read_bytes().splitlines(keepends=True)
+    at = -1 if last else 0
+    value = json.loads(lines[at])
+    edit(value)
+    lines[at] = json.dumps(value, separators=(",", ":"), sort_keys=True).encode() + b"\n"
+    path.write_bytes(b"".join(lines))
+    return path
+
+
 class TestRefusals:
     """What cannot be continued is refused with exit 2, named, and nothing is written."""
 
@@ -216,15 +234,11 @@ class TestRefusals:
         protocol, _, _ = reference
         old = tmp_path / "old"
         shutil.copytree(interrupted, old)
-        runs = sorted((old / "data" / "runs").glob("*.jsonl"))
-        assert runs, "the interrupted study finished no partition"
-        lines = runs[0].read_bytes().splitlines(keepends=True)
-        record = json.loads(lines[0])
-        record["measure"] = (record["measure"] or 0) + 1
-        lines[0] = json.dumps(record, separators=(",", ":"), sort_keys=True).encode() + b"\n"
-        runs[0].write_bytes(b"".join(lines))
+        changed = _edit_line(
+            old, "runs", lambda r: r.__setitem__("measure", (r["measure"] or 0) + 1)
+        )
         said = self._refused(protocol, old, tmp_path / "new")
-        assert f"partition {runs[0].stem}" in said and "measure-not-sum" in said
+        assert f"partition {changed.stem}" in said and "measure-not-sum" in said
 
     def test_times_verify_would_refuse_are_not_carried(
         self, reference: tuple[Path, Path, int], interrupted: Path, tmp_path: Path
@@ -235,15 +249,11 @@ class TestRefusals:
         protocol, _, _ = reference
         old = tmp_path / "old"
         shutil.copytree(interrupted, old)
-        times = sorted((old / "data" / "times").glob("*.jsonl"))
-        assert times, "the interrupted study finished no partition"
-        lines = times[0].read_bytes().splitlines(keepends=True)
-        line = json.loads(lines[0])
-        line["finished_utc"] = "2000-01-01T00:00:00.000000Z"
-        lines[0] = json.dumps(line, separators=(",", ":"), sort_keys=True).encode() + b"\n"
-        times[0].write_bytes(b"".join(lines))
+        changed = _edit_line(
+            old, "times", lambda t: t.__setitem__("finished_utc", "2000-01-01T00:00:00.000000Z")
+        )
         said = self._refused(protocol, old, tmp_path / "new")
-        assert f"partition {times[0].stem}" in said and "times-order" in said
+        assert f"partition {changed.stem}" in said and "times-order" in said
 
 
 class TestPythonApi:
@@ -411,13 +421,7 @@ class TestStreamSeeding:
         old = tmp_path / "old"
         stopped = _driver(f"{events // 2}:INT", "study", str(protocol), "--out", str(old))
         assert stopped.returncode != 0, stopped.stderr
-        runs = sorted((old / "data" / "runs").glob("*.jsonl"))
-        assert runs, "the interrupted study finished no partition"
-        lines = runs[-1].read_bytes().splitlines(keepends=True)
-        record = json.loads(lines[-1])
-        record["trace_sha256"] = "0" * 64
-        lines[-1] = json.dumps(record, separators=(",", ":"), sort_keys=True).encode() + b"\n"
-        runs[-1].write_bytes(b"".join(lines))
+        _edit_line(old, "runs", lambda r: r.__setitem__("trace_sha256", "0" * 64), last=True)
         new = tmp_path / "new"
         done = _repro("study", str(protocol), "--out", str(new), "--continue-from", str(old))
         assert done.returncode == 2, done.stderr
