@@ -732,6 +732,23 @@ class TestEnvelopeAsDsseSaysIt:
         path.write_text(json.dumps(envelope, indent=2))
         assert _codes(root, author[1]) == set()
 
+    def test_an_ignored_field_is_scanned_for_disclosures(
+        self, root: Path, author: tuple[Path, Path]
+    ) -> None:
+        """A field DSSE does not define, though ignored, is text a reader sees: a host path in it
+        (or in a keyid of another form) is a disclosure finding, with or without a key; repro's
+        own envelope (base64 and fingerprints) is not."""
+        path = sign_bundle(root, author[0], open_verified)
+        assert _codes(root) == set()
+        _rewrite(path, lambda e: e.update(comment="made in /home/alice/keys"))
+        codes = _codes(root)
+        assert codes and codes == _codes(root, author[1])
+        assert "signature-malformed" not in codes
+        _rewrite(path, lambda e: e.pop("comment"))
+        assert _codes(root) == set()
+        _rewrite(path, lambda e: e["signatures"].append({"keyid": "/home/alice", "sig": ""}))
+        assert _codes(root) == codes
+
     def test_a_mixed_alphabet_is_malformed(self, root: Path, tmp_path: Path) -> None:
         """A signature in both alphabets at once (its first character made ``-``) is named
         (signature-malformed), with or without a key, and verifies no statement."""

@@ -314,6 +314,10 @@ class SignedStatement:
     kind: str
     statement: dict[str, Any]
     envelope: DsseEnvelope
+    #: The envelope's JSON with its base64 values and fingerprint keyids emptied: the text a
+    #: reader sees beside the statement (other keyids, fields DSSE does not define), which
+    #: verify scans for disclosures as it does the statement.
+    rest: bytes = b""
 
     @property
     def named(self) -> str:
@@ -517,7 +521,22 @@ def parse_envelope(name: str, data: bytes, *, max_signatures: int) -> SignedStat
             "inconsistent",
             name,
         )
-    return SignedStatement(name, kind, parsed, envelope)
+    return SignedStatement(name, kind, parsed, envelope, _rest(value))
+
+
+def _rest(value: dict[str, Any]) -> bytes:
+    """The envelope ``value`` (read already) without what is base64 or a fingerprint, whose
+    random letters a disclosure scan would misread: the rest is text someone wrote."""
+    rest = dict(value, payload="")
+    rest["signatures"] = [
+        dict(
+            s,
+            sig="",
+            keyid="" if _FINGERPRINT.match(str(s.get("keyid") or "")) else s.get("keyid"),
+        )
+        for s in value["signatures"]
+    ]
+    return canonical.dumps(rest)
 
 
 def signature_valid(envelope: DsseEnvelope, signature: EnvelopeSignature, key: PublicKey) -> bool:

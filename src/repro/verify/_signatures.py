@@ -156,6 +156,8 @@ def _read(
         return None
     # The statement is what a reader sees, as the bundle's files are: it discloses nothing.
     findings.extend(disclosure_findings(scan_hits(name, signed.envelope.payload)))
+    # So is the rest of the envelope someone wrote (keyids, fields DSSE does not define).
+    findings.extend(disclosure_findings(scan_hits(name, signed.rest)))
     return signed
 
 
