@@ -184,6 +184,24 @@ def test_a_disclosing_protocol_is_refused_at_its_path(tmp_path: Path) -> None:
     assert (problem["path"], problem["code"]) == ("$.description", "not-allowed")
 
 
+#: Strings that are not base64 as DSSE allows it (standard or URL-safe, padded or not): each
+#: would mean other bytes to some decoder, or none.
+_JUNK_BASE64 = [
+    "not base64!",
+    "aGVs bG8=",  # whitespace
+    "aGVsbG8=\n",
+    "aGVsbA=",  # partial padding
+    "aGVsbG8==",  # too much
+    "aGVsb",  # a length no encoding has
+    "aGV=sbG8",  # padding inside
+    "ab+_",  # the two alphabets mixed
+    "aGVsbG9=",  # "hello" with its unused bits set
+    "aGVsbG8\u00e9",  # not ASCII
+    7,
+    None,
+]
+
+
 @pytest.mark.parametrize(
     ("envelope", "path", "code"),
     [
@@ -202,19 +220,72 @@ def test_a_disclosing_protocol_is_refused_at_its_path(tmp_path: Path) -> None:
             "$.signatures[0].sig",
             "not-allowed",
         ),
+        *(
+            (
+                {
+                    "payload": "aGVsbG8=",
+                    "payloadType": "application/vnd.in-toto+json",
+                    "signatures": [{"sig": "aGVsbG8"}, {"sig": junk}],
+                },
+                "$.signatures[1].sig",
+                "not-allowed",
+            )
+            for junk in _JUNK_BASE64
+        ),
+        *(
+            (
+                {
+                    "payload": junk,
+                    "payloadType": "application/vnd.in-toto+json",
+                    "signatures": [{"sig": "aGVsbG8"}],
+                },
+                "$.payload",
+                "not-allowed",
+            )
+            for junk in _JUNK_BASE64
+        ),
+        (
+            {
+                "payload": "aGVsbG8=",
+                "payloadType": "application/vnd.in-toto+json",
+                "signatures": [],
+            },
+            "$.signatures",
+            "not-allowed",
+        ),
+        (
+            {
+                "payload": "aGVsbG8=",
+                "payloadType": "application/vnd.in-toto+json",
+                "signatures": [{"keyid": "k", "sig": "aGVsbG8"}] * 17,
+            },
+            "$.signatures",
+            "over-limit",
+        ),
+        (
+            {
+                "payload": "aGVsbG8=",
+                "payloadType": "application/vnd.in-toto+json",
+                "signatures": [{"sig": "aGVsbG8"}, {"keyid": 7, "sig": "aGVsbG8"}],
+            },
+            "$.signatures[1].keyid",
+            "wrong-type",
+        ),
     ],
 )
 def test_a_signature_files_problems_are_data(
     envelope: dict[str, Any], path: str, code: str
 ) -> None:
     """A malformed signature envelope is refused with its problem as data, at the JSON path
-    inside the envelope, the text still ``file: message @ path``."""
+    inside the envelope, the text still ``file: message @ path``: among them base64 that is
+    neither DSSE's standard nor its URL-safe form, in any signature, no signature, and more
+    than the limit of signatures in one envelope (16 here)."""
     # Lazy: the signature machinery (securesystemslib) only for this test.
     from repro._bundle.signatures import parse_envelope
 
     name = "signatures/0123456789ab.bundle.dsse.json"
     with pytest.raises(BadInput) as raised:
-        parse_envelope(name, canonical.dumps(envelope))
+        parse_envelope(name, canonical.dumps(envelope), max_signatures=16)
     (problem,) = raised.value.problems
     assert (problem.path, problem.code) == (path, code)
     assert str(raised.value) == f"{name}: {problem}"

@@ -31,6 +31,10 @@ from forge import forge, forge_plan, rederive, reseal, retag
 from repro import _layout as layout
 from repro._bundle.signatures import (
     PASSPHRASE_VARIABLE,
+    PublicKey,
+    SigningKey,
+    bundle_predicate,
+    envelope_bytes,
     fingerprint,
     load_public_key,
     load_signing_key,
@@ -630,3 +634,244 @@ class TestCommandLine:
         junk.write_text("not a key\n")
         done = CliRunner().invoke(app, ["verify", str(root), "--trusted-key", str(junk)])
         assert done.exit_code == EXIT_BAD_INPUT
+
+
+def _statement_of(path: Path) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(base64.b64decode(_envelope(path)["payload"]))
+    return data
+
+
+def _cosign(root: Path, path: Path, key: Path, keyid: bool = True) -> None:
+    """Add ``key``'s signature over the statement in ``path`` to its envelope, as repro's own
+    writer makes it (written as a second file, moved into the first, removed)."""
+    kind = _statement_of(path)["predicateType"].split("/")[-2]
+    other = sign_statement(root, _statement_of(path), key, kind)
+    (signature,) = _envelope(other)["signatures"]
+    other.unlink()
+    if not keyid:
+        del signature["keyid"]
+    _rewrite(path, lambda e: e["signatures"].append(signature))
+
+
+def _signed_in_both_alphabets(root: Path, tmp_path: Path) -> tuple[Path, Path]:
+    """The bundle signed with a new key whose signature's standard base64 holds ``+`` or ``/``
+    after its first character, so that it differs URL-safe (keys are drawn until one does: each
+    does with probability over 0.9); the signature file and the public key."""
+    b = open_verified(root)
+    predicate = bundle_predicate(b.protocol, b.aggregates, b.tiers, b.environment, b.contrasts)
+    claim = statement("bundle", b.bundle_sha256, predicate)
+    for _ in range(64):
+        key = Ed25519PrivateKey.generate()
+        public = PublicKey(key.public_key(), fingerprint(key.public_key()), "drawn")
+        envelope = json.loads(envelope_bytes(claim, SigningKey(key, public)))
+        if set(envelope["signatures"][0]["sig"][1:]) & set("+/"):
+            private, pub = openssh_key(tmp_path / "drawn", key)
+            return sign_statement(root, claim, private, "bundle"), pub
+    raise AssertionError("no key of 64 drawn signs with + or /")
+
+
+def _recode(value: str, url_safe: bool, padded: bool) -> str:
+    if url_safe:
+        value = value.replace("+", "-").replace("/", "_")
+    return value if padded else value.rstrip("=")
+
+
+class TestEnvelopeAsDsseSaysIt:
+    """Envelopes as the DSSE spec (v1.0.2) defines them, not only as repro writes them: base64
+    in either alphabet, padded or not; keyid optional; fields it does not define ignored."""
+
+    @pytest.mark.parametrize(
+        ("url_safe", "padded"),
+        [(True, True), (True, False), (False, False)],
+        ids=["url-safe", "url-safe-unpadded", "standard-unpadded"],
+    )
+    def test_base64_either_way_verifies(
+        self, root: Path, tmp_path: Path, url_safe: bool, padded: bool
+    ) -> None:
+        """The payload and signature re-encoded URL-safe and/or without padding read to the same
+        bytes: the statement verifies with the signer's key, and the edited envelope really is
+        in the other form."""
+        path, public = _signed_in_both_alphabets(root, tmp_path)
+
+        def recode(e: dict[str, Any]) -> None:
+            e["payload"] = _recode(e["payload"], url_safe, padded)
+            for s in e["signatures"]:
+                s["sig"] = _recode(s["sig"], url_safe, padded)
+
+        _rewrite(path, recode)
+        sig = _envelope(path)["signatures"][0]["sig"]
+        assert ("=" in sig) == padded
+        assert bool(set(sig) & set("-_")) == url_safe
+        done = verification(root, [load_public_key(public)])
+        assert done.findings == []
+        assert [s.status for s in done.signatures] == ["verified"]
+
+    def test_keyid_is_optional(self, root: Path, author: tuple[Path, Path]) -> None:
+        """An envelope whose signature has no keyid verifies with the author's key, which is
+        then the key named; without a key it is not checked and names no key."""
+        path = sign_bundle(root, author[0], open_verified)
+        _rewrite(path, lambda e: e["signatures"][0].pop("keyid"))
+        public = load_public_key(author[1])
+        done = verification(root, [public])
+        assert done.findings == []
+        assert [(s.status, s.keyid) for s in done.signatures] == [("verified", public.fingerprint)]
+        done = verification(root)
+        assert [(s.status, s.keyid) for s in done.signatures] == [("not-checked", None)]
+        output = CliRunner().invoke(app, ["verify", str(root)]).stdout
+        assert "key (no keyid) not checked" in output
+
+    def test_fields_dsse_does_not_define_are_ignored(
+        self, root: Path, author: tuple[Path, Path]
+    ) -> None:
+        """Fields the spec does not define, in the envelope and in a signature, are ignored (as
+        DSSE requires of a consumer), and the envelope need not be canonical JSON."""
+        path = sign_bundle(root, author[0], open_verified)
+        envelope = _envelope(path)
+        envelope["comment"] = "made elsewhere"
+        envelope["signatures"][0]["cert"] = ""
+        path.write_text(json.dumps(envelope, indent=2))
+        assert _codes(root, author[1]) == set()
+
+    def test_an_ignored_field_is_scanned_for_disclosures(
+        self, root: Path, author: tuple[Path, Path]
+    ) -> None:
+        """A field DSSE does not define, though ignored, is text a reader sees: a host path in it
+        (or in a keyid of another form) is a disclosure finding, with or without a key; repro's
+        own envelope (base64 and fingerprints) is not."""
+        path = sign_bundle(root, author[0], open_verified)
+        assert _codes(root) == set()
+        _rewrite(path, lambda e: e.update(comment="made in /home/alice/keys"))
+        codes = _codes(root)
+        assert codes and codes == _codes(root, author[1])
+        assert "signature-malformed" not in codes
+        _rewrite(path, lambda e: e.pop("comment"))
+        assert _codes(root) == set()
+        _rewrite(path, lambda e: e["signatures"].append({"keyid": "/home/alice", "sig": ""}))
+        assert _codes(root) == codes
+
+    def test_a_mixed_alphabet_is_malformed(self, root: Path, tmp_path: Path) -> None:
+        """A signature in both alphabets at once (its first character made ``-``) is named
+        (signature-malformed), with or without a key, and verifies no statement."""
+        path, public = _signed_in_both_alphabets(root, tmp_path)
+        _rewrite(path, lambda e: e["signatures"][0].update(sig="-" + e["signatures"][0]["sig"][1:]))
+        assert _codes(root) == {"signature-malformed"}
+        assert _codes(root, public) == {"signature-malformed", "signature-missing"}
+
+
+class TestMultipleSignatures:
+    """An envelope of several signatures: its statement verifies when a trusted key's signature
+    over it is valid; the key the file is named after, when trusted, must be among them."""
+
+    def test_two_signatures_one_by_a_trusted_key(
+        self, root: Path, author: tuple[Path, Path], tmp_path: Path
+    ) -> None:
+        """The author's envelope co-signed by a reviewer verifies with either key trusted, or
+        both; each signature is reported (--json ``signers``)."""
+        reviewer = pem_key(tmp_path / "reviewer")
+        path = sign_bundle(root, author[0], open_verified)
+        _cosign(root, path, reviewer[0])
+        a, r = load_public_key(author[1]), load_public_key(reviewer[1])
+        for trusted in ([a], [r], [a, r]):
+            done = verification(root, trusted)
+            assert done.findings == [], trusted
+            (status,) = done.signatures
+            assert status.status == "verified"
+            assert status.keyid == trusted[0].fingerprint
+            assert [(s.keyid, s.status) for s in status.signers] == [
+                (a.fingerprint, "verified" if a in trusted else "untrusted"),
+                (r.fingerprint, "verified" if r in trusted else "untrusted"),
+            ]
+        done = CliRunner().invoke(app, ["verify", "--json", str(root), "--trusted-key", author[1]])
+        assert done.exit_code == EXIT_OK, done.output
+        (listed,) = json.loads(done.stdout)["signatures"]
+        assert [s["status"] for s in listed["signers"]] == ["verified", "untrusted"]
+
+    def test_a_trusted_signature_without_keyid(
+        self, root: Path, author: tuple[Path, Path], tmp_path: Path
+    ) -> None:
+        """A co-signature with no keyid is tried against every trusted key: the reviewer's key
+        alone trusted, the statement verifies by it."""
+        reviewer = openssh_key(tmp_path / "reviewer")
+        path = sign_bundle(root, author[0], open_verified)
+        _cosign(root, path, reviewer[0], keyid=False)
+        r = load_public_key(reviewer[1])
+        (status,) = verification(root, [r]).signatures
+        assert (status.status, status.keyid) == ("verified", r.fingerprint)
+        assert [s.status for s in status.signers] == ["untrusted", "verified"]
+
+    def test_no_signature_by_a_trusted_key(
+        self, root: Path, author: tuple[Path, Path], tmp_path: Path
+    ) -> None:
+        """Two signatures, neither by the trusted key: the statement does not verify
+        (signature-untrusted), and the trusted key's signature is missing."""
+        path = sign_bundle(root, author[0], open_verified)
+        _cosign(root, path, pem_key(tmp_path / "reviewer")[0])
+        _, third = openssh_key(tmp_path / "third")
+        done = verification(root, [load_public_key(third)])
+        assert {f.code for f in done.findings} == {"signature-untrusted", "signature-missing"}
+        assert [s.status for s in done.signatures] == ["failed"]
+
+    def test_the_named_key_s_signature_must_be_valid(
+        self, root: Path, author: tuple[Path, Path], tmp_path: Path
+    ) -> None:
+        """The file is named after the author's key: with it trusted, a broken author's
+        signature is signature-invalid although a trusted reviewer's beside it is valid."""
+        reviewer = pem_key(tmp_path / "reviewer")
+        path = sign_bundle(root, author[0], open_verified)
+        _cosign(root, path, reviewer[0])
+
+        def garble(e: dict[str, Any]) -> None:
+            raw = bytearray(base64.b64decode(e["signatures"][0]["sig"]))
+            raw[0] ^= 1
+            e["signatures"][0]["sig"] = base64.b64encode(bytes(raw)).decode()
+
+        _rewrite(path, garble)
+        assert _codes(root, author[1], reviewer[1]) == {"signature-invalid"}
+        assert _codes(root, author[1]) == {"signature-invalid"}
+
+    @pytest.mark.parametrize("claims_author", [True, False], ids=["keyid-author", "no-keyid"])
+    def test_a_forged_signature_does_not_make_a_bad_statement_good(
+        self, root: Path, author: tuple[Path, Path], tmp_path: Path, claims_author: bool
+    ) -> None:
+        """A statement rewritten after the author signed it, with the forger's valid signature
+        over the new statement added (its keyid the author's, or none) and random bytes as a
+        third: with the author's key trusted it does not verify."""
+        path = sign_bundle(root, author[0], open_verified)
+        _environment_edited(root)
+        forger = openssh_key(tmp_path / "forger")
+
+        def resubject(envelope: dict[str, Any]) -> None:
+            s = json.loads(base64.b64decode(envelope["payload"]))
+            s["subject"][0]["digest"]["sha256"] = bundle_sha256(root)
+            envelope["payload"] = base64.b64encode(canonical.dumps(s, newline=False)).decode()
+
+        _rewrite(path, resubject)
+        _cosign(root, path, forger[0])
+        fake = base64.urlsafe_b64encode(bytes(range(64))).decode()
+        _rewrite(path, lambda e: e["signatures"].append({"sig": fake}))
+        if claims_author:
+            keyid = load_public_key(author[1]).fingerprint
+            _rewrite(path, lambda e: e["signatures"][1].update(keyid=keyid))
+        else:
+            _rewrite(path, lambda e: e["signatures"][1].pop("keyid"))
+        done = verification(root, [load_public_key(author[1])])
+        assert {f.code for f in done.findings} == {"signature-invalid"}
+        (status,) = done.signatures
+        assert status.status == "failed"
+        assert "verified" not in {s.status for s in status.signers}
+
+    def test_signatures_in_one_envelope_past_the_limit(
+        self, root: Path, author: tuple[Path, Path]
+    ) -> None:
+        """An envelope of more signatures than max_envelope_signatures is named
+        (signature-malformed) and none of its signatures is checked; within the limit the same
+        envelope verifies."""
+        path = sign_bundle(root, author[0], open_verified)
+        _rewrite(path, lambda e: e["signatures"].extend(e["signatures"] * 2))
+        public = load_public_key(author[1])
+        over = verification(root, [public], limits=Limits(max_envelope_signatures=2))
+        assert {f.code for f in over.findings} == {"signature-malformed", "signature-missing"}
+        assert "max_envelope_signatures" in next(
+            f.found for f in over.findings if f.code == "signature-malformed"
+        )
+        assert verification(root, [public], limits=Limits(max_envelope_signatures=3)).findings == []

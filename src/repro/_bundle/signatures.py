@@ -10,7 +10,9 @@ several can sit side by side and stock BagIt tools see the bag unchanged.
 
 The cryptography is `cryptography`'s (keys, Ed25519) and the envelope securesystemslib's
 (:class:`~securesystemslib.dsse.Envelope`: its pre-authentication encoding, signing and
-verifying); repro only shapes the statement and reads the envelope strictly."""
+verifying); repro only shapes the statement and reads the envelope as DSSE v1.0.2 defines it
+(either base64 alphabet, padded or not; any number of signatures within a limit; keyid an
+optional hint), while it writes its own one canonical form."""
 
 from __future__ import annotations
 
@@ -49,20 +51,25 @@ __all__ = [
     "PAYLOAD_TYPE",
     "STATEMENT_TYPE",
     "SUBJECT_NAME",
+    "DsseEnvelope",
+    "EnvelopeSignature",
     "PublicKey",
     "SignedStatement",
     "SigningKey",
     "bundle_predicate",
     "envelope_bytes",
     "fingerprint",
+    "key_digits",
     "load_public_key",
     "load_signing_key",
     "parse_envelope",
     "predicate_type",
+    "read_envelope",
     "refuse_packed",
     "sign_bundle",
     "sign_statement",
     "signature_valid",
+    "signers",
     "statement",
 ]
 
@@ -102,7 +109,7 @@ def fingerprint(key: Ed25519PublicKey) -> str:
     return "SHA256:" + base64.b64encode(hashlib.sha256(blob).digest()).decode().rstrip("=")
 
 
-def _digits(keyid: str) -> str:
+def key_digits(keyid: str) -> str:
     """The first 12 hex digits of the digest a fingerprint encodes: a signature file's name."""
     return base64.b64decode(keyid.removeprefix("SHA256:") + "=").hex()[:12]
 
@@ -275,15 +282,62 @@ def envelope_bytes(statement: dict[str, Any], key: SigningKey) -> bytes:
 
 
 @frozen
+class EnvelopeSignature:
+    """One signature of a DSSE envelope as read: its keyid (None when absent or empty: DSSE
+    makes it optional, and it is an unauthenticated hint, never trusted) and its bytes."""
+
+    keyid: str | None
+    sig: bytes
+
+
+@frozen
+class DsseEnvelope:
+    """A DSSE envelope as read (:func:`read_envelope`): the payload's bytes, its type, and at
+    least one signature. It says nothing of who signed: :func:`signature_valid` checks one
+    signature against one key."""
+
+    payload: bytes
+    payload_type: str
+    signatures: tuple[EnvelopeSignature, ...]
+
+    def pae(self) -> bytes:
+        """The pre-authentication encoding the signatures are over (securesystemslib's)."""
+        return Envelope(self.payload, self.payload_type, {}).pae()
+
+
+@frozen
 class SignedStatement:
-    """One signature file as read: its name, the signing key's fingerprint, the statement's
-    kind and the statement, and the envelope to check the signature with."""
+    """One signature file as read: its name, the statement's kind and the statement, and the
+    envelope whose signatures are checked against trusted keys."""
 
     file: str
-    keyid: str
     kind: str
     statement: dict[str, Any]
-    envelope: Envelope
+    envelope: DsseEnvelope
+    #: The envelope's JSON with its base64 values and fingerprint keyids emptied: the text a
+    #: reader sees beside the statement (other keyids, fields DSSE does not define), which
+    #: verify scans for disclosures as it does the statement.
+    rest: bytes = b""
+
+    @property
+    def named(self) -> str:
+        """The key digits the file's name gives (:func:`key_digits` of a fingerprint)."""
+        found = layout.is_signature(self.file)
+        assert found is not None
+        return found[0]
+
+    @property
+    def keyid(self) -> str | None:
+        """The fingerprint of the key the file is named after, when a signature's keyid says
+        it (as every envelope repro writes does), else None. A hint to show, never trusted."""
+        for s in self.envelope.signatures:
+            if (
+                s.keyid is not None
+                and _FINGERPRINT.match(s.keyid)
+                and (key_digits(s.keyid) == self.named)
+            ):
+                return s.keyid
+        return None
 
     @property
     def subject_sha256(self) -> str:
@@ -325,14 +379,38 @@ def _text(value: Any, pattern: re.Pattern[str] | str, where: str) -> str:
     return value
 
 
+#: Base64 of RFC 4648 without its padding, in one alphabet: the standard one (``+/``, section 4)
+#: or the URL-safe one (``-_``, section 5); a string of letters and digits alone is both.
+_STANDARD_BASE64 = re.compile(r"[A-Za-z0-9+/]*")
+_URLSAFE_BASE64 = re.compile(r"[A-Za-z0-9_-]*")
+
+
 def _base64(value: Any, where: str) -> bytes:
-    """Standard base64 with padding, in its one canonical form."""
+    """The bytes of a DSSE base64 field, which the spec lets a signer write in standard or
+    URL-safe base64 (a verifier MUST accept either): one alphabet throughout, padded with all
+    its ``=`` or with none, and in the one form that encodes its bytes (the unused bits of the
+    last character zero, which RFC 4648 section 3.5 lets a decoder require). Anything else,
+    whitespace, two alphabets mixed, partial padding, is refused: no string means two things."""
     if isinstance(value, str):
-        with contextlib.suppress(binascii.Error, ValueError):
-            raw = base64.b64decode(value, validate=True)
-            if base64.b64encode(raw).decode() == value:
-                return raw
-    raise _refused(where, "not canonical base64", "not-allowed")
+        body = value.rstrip("=")
+        padding = len(value) - len(body)
+        standard = _STANDARD_BASE64.fullmatch(body) is not None
+        if (
+            (standard or _URLSAFE_BASE64.fullmatch(body) is not None)
+            and len(body) % 4 != 1
+            and padding in (0, -len(body) % 4)
+        ):
+            altchars = b"+/" if standard else b"-_"
+            filled = body + "=" * (-len(body) % 4)
+            with contextlib.suppress(binascii.Error, ValueError):
+                raw = base64.b64decode(filled, altchars=altchars, validate=True)
+                if base64.b64encode(raw, altchars=altchars).decode() == filled:
+                    return raw
+    raise _refused(
+        where,
+        "not base64 (standard or URL-safe, padded or not, one alphabet, unused bits zero)",
+        "not-allowed",
+    )
 
 
 def _one(value: Any, where: str) -> Any:
@@ -361,52 +439,138 @@ def _statement_kind(value: Any) -> str:
     return kind.group(1)
 
 
-def parse_envelope(name: str, data: bytes) -> SignedStatement:
+def _signatures(value: Any, max_signatures: int) -> tuple[EnvelopeSignature, ...]:
+    """The envelope's ``signatures``: a list of 1 to ``max_signatures`` objects, each with a
+    ``sig`` and, optionally, a string ``keyid``; other fields ignored, as DSSE says."""
+    if not isinstance(value, list):
+        raise _refused("$.signatures", "expected a list of signatures", "wrong-type")
+    if not value:
+        raise _refused("$.signatures", "expected at least one signature", "not-allowed")
+    if len(value) > max_signatures:
+        raise _refused(
+            "$.signatures",
+            f"{len(value)} signatures, over the limit max_envelope_signatures "
+            f"({max_signatures}): none is checked",
+            "over-limit",
+        )
+    out = []
+    for i, item in enumerate(value):
+        where = f"$.signatures[{i}]"
+        if not isinstance(item, dict):
+            raise _refused(where, "expected an object", "wrong-type")
+        if "sig" not in item:
+            raise _refused(where, "expected a sig", "missing-field")
+        keyid = item.get("keyid")
+        if keyid is not None and not isinstance(keyid, str):
+            raise _refused(f"{where}.keyid", "expected a string", "wrong-type")
+        sig = _base64(item["sig"], f"{where}.sig")
+        out.append(EnvelopeSignature(keyid or None, sig))
+    return tuple(out)
+
+
+def read_envelope(value: Any, max_signatures: int) -> DsseEnvelope:
+    """A JSON envelope as DSSE (envelope.md 1.0.2) defines it, parsed: an object with
+    ``payload`` and ``sig`` in standard or URL-safe base64 (:func:`_base64`), a string
+    ``payloadType``, and 1 to ``max_signatures`` signatures, each one's ``keyid`` optional;
+    fields DSSE does not define are ignored, as it requires. Raises :class:`BadInput` with the
+    JSON path of what it is not; checks no signature and no payload type."""
+    if not isinstance(value, dict):
+        raise _refused("$", "expected an object", "wrong-type")
+    missing = sorted({"payload", "payloadType", "signatures"} - set(value))
+    if missing:
+        raise _refused("$", f"expected {missing} too", "missing-field")
+    if not isinstance(value["payloadType"], str):
+        raise _refused("$.payloadType", "expected a string", "wrong-type")
+    signatures = _signatures(value["signatures"], max_signatures)
+    payload = _base64(value["payload"], "$.payload")
+    return DsseEnvelope(payload, value["payloadType"], signatures)
+
+
+def parse_envelope(name: str, data: bytes, *, max_signatures: int) -> SignedStatement:
     """The signature file ``name`` (``signatures/<key>.<kind>.dsse.json``) read strictly: the
-    canonical JSON of a DSSE envelope of one signature, by an OpenSSH fingerprint, over the
-    canonical JSON of an in-toto Statement about a bundle, the file's name agreeing with its key
-    and kind. Raises :class:`BadInput` naming what it is not; checks no signature."""
+    JSON of a DSSE envelope (:func:`read_envelope`) of at most ``max_signatures`` signatures,
+    of payload type :data:`PAYLOAD_TYPE`, over the canonical JSON of an in-toto Statement about
+    a bundle of the kind the name gives. When any signature's keyid is an OpenSSH fingerprint,
+    one of them must be the key the name gives. Raises :class:`BadInput` naming what it is not;
+    checks no signature."""
     named = layout.is_signature(name)
     if named is None:
         raise BadInput(f"{name}: not a signature file name (signatures/<key>.<kind>.dsse.json)")
     value = canonical.loads(data, what=name, max_bytes=len(data))
-    if canonical.dumps(value) != data:
-        raise BadInput.at(
-            "$", "not canonical JSON (sorted keys, compact, final newline)", "not-allowed", name
-        )
     try:
-        e = _exact(value, {"payload", "payloadType", "signatures"}, "$")
-        _text(e["payloadType"], PAYLOAD_TYPE, "$.payloadType")
-        one = _exact(_one(e["signatures"], "$.signatures"), {"keyid", "sig"}, "$.signatures[0]")
-        keyid = _text(one["keyid"], _FINGERPRINT, "$.signatures[0].keyid")
-        sig = _base64(one["sig"], "$.signatures[0].sig")
-        payload = _base64(e["payload"], "$.payload")
+        envelope = read_envelope(value, max_signatures)
+        _text(envelope.payload_type, PAYLOAD_TYPE, "$.payloadType")
+        payload = envelope.payload
         parsed = canonical.loads(payload, what="payload", max_bytes=len(payload))
         if canonical.dumps(parsed, newline=False) != payload:
             raise _refused("payload $", "not canonical JSON", "not-allowed")
         kind = _statement_kind(parsed)
     except BadInput as exc:
         raise BadInput(f"{name}: {exc}", exc.problems) from None
-    if named != (_digits(keyid), kind):
-        which = layout.signature_file(_digits(keyid), kind)
+    fingerprints = [
+        s.keyid
+        for s in envelope.signatures
+        if s.keyid is not None and _FINGERPRINT.match(s.keyid) is not None
+    ]
+    digits = {key_digits(keyid) for keyid in fingerprints}
+    if named[1] != kind or (digits and named[0] not in digits):
+        which = layout.signature_file(key_digits(fingerprints[0]) if digits else named[0], kind)
         raise BadInput.at(
             "$",
             f"the name does not agree with the envelope, which is {which}",
             "inconsistent",
             name,
         )
-    envelope = Envelope(payload, PAYLOAD_TYPE, {keyid: Signature(keyid, sig.hex())})
-    return SignedStatement(name, keyid, kind, parsed, envelope)
+    return SignedStatement(name, kind, parsed, envelope, _rest(value))
 
 
-def signature_valid(signed: SignedStatement, key: PublicKey) -> bool:
-    """Whether ``key`` made the envelope's signature over its payload (Ed25519 over the DSSE
-    pre-authentication encoding, checked by securesystemslib)."""
+def _rest(value: dict[str, Any]) -> bytes:
+    """The envelope ``value`` (read already) without what is base64 or a fingerprint, whose
+    random letters a disclosure scan would misread: the rest is text someone wrote."""
+    rest = dict(value, payload="")
+    rest["signatures"] = [
+        dict(
+            s,
+            sig="",
+            keyid="" if _FINGERPRINT.match(str(s.get("keyid") or "")) else s.get("keyid"),
+        )
+        for s in value["signatures"]
+    ]
+    return canonical.dumps(rest)
+
+
+def signature_valid(envelope: DsseEnvelope, signature: EnvelopeSignature, key: PublicKey) -> bool:
+    """Whether ``signature`` is ``key``'s over the envelope's payload (Ed25519 over the DSSE
+    pre-authentication encoding, checked by securesystemslib), whatever keyid it carries: the
+    keyid is a hint, so the signature is put under the key's own id for securesystemslib,
+    which matches the two before it verifies."""
+    single = Envelope(
+        envelope.payload,
+        envelope.payload_type,
+        {key.fingerprint: Signature(key.fingerprint, signature.sig.hex())},
+    )
     try:
-        signed.envelope.verify([key.sslib()], 1)
-    except UnverifiedSignatureError:
+        single.verify([key.sslib()], 1)
+    except UnverifiedSignatureError:  # VerificationError, the threshold not met, is one
         return False
     return True
+
+
+def signers(envelope: DsseEnvelope, trusted: Sequence[PublicKey]) -> list[PublicKey | None]:
+    """For each of the envelope's signatures, in order, the trusted key whose valid signature it
+    is, or None. A signature whose keyid is an OpenSSH fingerprint is tried against the trusted
+    key of that fingerprint alone (DSSE lets a verifier narrow the keys by keyid); any other,
+    keyid absent or of another form, against every trusted key. At most signatures x keys
+    checks, both bounded."""
+    by_key = {key.fingerprint: key for key in trusted}
+    found: list[PublicKey | None] = []
+    for s in envelope.signatures:
+        hinted = s.keyid is not None and _FINGERPRINT.match(s.keyid) is not None
+        candidates = [by_key[s.keyid]] if hinted and s.keyid in by_key else []
+        if not hinted:
+            candidates = list(by_key.values())
+        found.append(next((k for k in candidates if signature_valid(envelope, s, k)), None))
+    return found
 
 
 def refuse_packed(root: Path) -> None:
@@ -444,7 +608,7 @@ def sign_statement(root: Path, statement: dict[str, Any], key_path: Path, kind: 
         )
     key = load_signing_key(key_path)
     data = envelope_bytes(statement, key)
-    name = layout.signature_file(_digits(key.public.fingerprint), kind)
+    name = layout.signature_file(key_digits(key.public.fingerprint), kind)
     hits = scan_hits(name, canonical.dumps(statement, newline=False))
     if hits.count:
         kinds = ", ".join(sorted(hits.kinds))

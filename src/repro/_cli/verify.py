@@ -36,6 +36,7 @@ VERIFY_LIMITS = (
     "max_bad_lines",
     "max_signatures",
     "max_signature_bytes",
+    "max_envelope_signatures",
     "max_compression_ratio",
     "max_archive_index_bytes",
     "max_archive_ratio",
@@ -138,7 +139,11 @@ def _print_verified(bundle: Path, done: Verification) -> None:
     emit(f"bundle sha256: {done.bundle_sha256}")
     for s in done.signatures:
         said = "not checked" if s.status == "not-checked" else f"{s.kind} statement verified"
-        emit(f"signature {s.file}: key {s.keyid} {said}")
+        emit(f"signature {s.file}: key {s.keyid or '(no keyid)'} {said}")
+        others = [x for x in s.signers if x.key != s.keyid or x.status != "verified"]
+        if len(s.signers) > 1 and others:
+            listed = ", ".join(f"{x.keyid or '(no keyid)'} {x.status}" for x in others)
+            emit(f"  other signatures in the envelope: {listed}")
         if s.summary is not None:
             emit(f"  {s.kind}: {s.summary}")
 

@@ -71,6 +71,10 @@ class Limits:
     #: Bytes of one signature file (an envelope of repro's is about 1 KiB); a larger one is
     #: named and not read.
     max_signature_bytes: int = field(default=64 << 10, validator=ge(1))
+    #: Signatures in one DSSE envelope (repro writes one; DSSE allows any number). Each is
+    #: checked against each trusted key it may be by, an Ed25519 verification apiece; an
+    #: envelope with more is named (``signature-malformed``) and none of its signatures checked.
+    max_envelope_signatures: int = field(default=16, validator=ge(1))
     #: Bytes a member of a packed bundle (a zip) may declare per byte it is stored in. Deflate,
     #: the one compression verify inflates, cannot pass about 1032 to 1, and a bundle's files
     #: stay far below it (a runs file of ten thousand identical CartPole records deflates about

@@ -26,15 +26,32 @@ if TYPE_CHECKING:
     from repro.verify._reader import BundleReader
     from repro.verify._walk import Listing
 
-__all__ = ["SignatureStatus", "check_signatures"]
+__all__ = ["SignatureStatus", "SignerStatus", "check_signatures"]
+
+
+@frozen
+class SignerStatus:
+    """What verify says of one signature inside an envelope: its keyid as written (None when it
+    has none: a hint, never trusted), and ``not-checked`` (no key given), ``verified`` (a
+    trusted key's valid signature: ``key`` is that key's fingerprint), ``invalid`` (not valid,
+    though its keyid names a trusted key) or ``untrusted`` (no trusted key's)."""
+
+    keyid: str | None
+    status: Literal["not-checked", "verified", "invalid", "untrusted"]
+    key: str | None = None
+
+    def as_dict(self) -> dict[str, str | None]:
+        """Plain data for ``--json``."""
+        return {"keyid": self.keyid, "status": self.status, "key": self.key}
 
 
 @frozen
 class SignatureStatus:
-    """What verify says of one signature file: its key's fingerprint and the statement's kind
-    (None when the file could not be read as an envelope), and whether it was checked against
-    a trusted key: ``not-checked`` (no key given), ``verified``, or ``failed`` with the
-    finding's ``code``."""
+    """What verify says of one signature file: its key's fingerprint (the trusted key that
+    verified it; else the one the file is named after when a keyid says it; else None) and the
+    statement's kind (None when the file could not be read as an envelope), and whether it was
+    checked against a trusted key: ``not-checked`` (no key given), ``verified``, or ``failed``
+    with the finding's ``code``; and each signature in its envelope (``signers``)."""
 
     file: str
     keyid: str | None
@@ -43,15 +60,18 @@ class SignatureStatus:
     code: str | None = None
     #: An audit statement's result in one line (:func:`audit_summary`), whatever its status.
     summary: str | None = None
+    #: Each signature of the envelope, in its order (empty when it could not be read).
+    signers: tuple[SignerStatus, ...] = ()
 
-    def as_dict(self) -> dict[str, str | None]:
+    def as_dict(self) -> dict[str, Any]:
         """Plain data for ``--json``."""
-        out = {
+        out: dict[str, Any] = {
             "file": self.file,
             "keyid": self.keyid,
             "kind": self.kind,
             "status": self.status,
             "code": self.code,
+            "signers": [s.as_dict() for s in self.signers],
         }
         return out if self.summary is None else out | {"summary": self.summary}
 
@@ -122,7 +142,7 @@ def _read(
         )
         return None
     try:
-        signed = parse_envelope(name, data)
+        signed = parse_envelope(name, data, max_signatures=limits.max_envelope_signatures)
     except BadInput as exc:
         findings.append(
             _finding(
@@ -136,6 +156,8 @@ def _read(
         return None
     # The statement is what a reader sees, as the bundle's files are: it discloses nothing.
     findings.extend(disclosure_findings(scan_hits(name, signed.envelope.payload)))
+    # So is the rest of the envelope someone wrote (keyids, fields DSSE does not define).
+    findings.extend(disclosure_findings(scan_hits(name, signed.rest)))
     return signed
 
 
@@ -154,28 +176,14 @@ def _expected_predicate(stored: Stored | None) -> dict[str, object] | None:
     return bundle_predicate(s.protocol, s.aggregates, s.tiers, s.environment, s.contrasts)
 
 
-def _check(
-    signed: SignedStatement,
-    key: PublicKey,
-    digest: str | None,
-    facts: _BundleFacts,
-) -> Finding | None:
-    """The first thing wrong with a signature by a trusted key, cheapest first: the signature
-    itself, then what it states (:func:`_statement_problem`), then, for an audit, whether the
-    trusted auditor found the slots it re-executed byte-identical."""
-    # Lazy: cryptography and the audit plan (NumPy) only for signed bundles.
-    from repro._bundle.signatures import signature_valid
+def _check(signed: SignedStatement, digest: str | None, facts: _BundleFacts) -> Finding | None:
+    """The first thing wrong with a statement a trusted key signed: what it states
+    (:func:`_statement_problem`), then, for an audit, whether the trusted auditor found the
+    slots it re-executed byte-identical."""
+    # Lazy: the audit plan (NumPy) only for signed bundles.
     from repro._derive.audit import AUDIT
 
     name = signed.file
-    if not signature_valid(signed, key):
-        return _finding(
-            "signature-invalid",
-            name,
-            f"the signature is not {key.fingerprint}'s over this envelope ({key.source})",
-            "a valid Ed25519 signature over the envelope's payload",
-            "a signature that does not verify",
-        )
     problem = _statement_problem(signed, digest, facts)
     if problem is not None or signed.kind != AUDIT:
         return problem
@@ -341,29 +349,85 @@ def _signature_files(listing: Listing, limits: Limits, findings: list[Finding]) 
     return names
 
 
+@frozen
+class _Signed:
+    """Who signed one envelope, as far as the trusted keys say: each signature's status, the
+    trusted keys whose valid signatures it holds, and the trusted key the file is named after
+    (None when that key is not trusted, or no key was given)."""
+
+    signers: tuple[SignerStatus, ...]
+    valid: tuple[PublicKey, ...]
+    named: PublicKey | None
+
+
+def _who_signed(signed: SignedStatement, trusted: Sequence[PublicKey]) -> _Signed:
+    """Each of the envelope's signatures checked against the trusted keys
+    (:func:`repro._bundle.signatures.signers`)."""
+    # Lazy: cryptography only for a bundle that carries signatures.
+    from repro._bundle.signatures import key_digits, signers
+
+    sigs = signed.envelope.signatures
+    if not trusted:
+        return _Signed(tuple(SignerStatus(s.keyid, "not-checked") for s in sigs), (), None)
+    by_key = {key.fingerprint: key for key in trusted}
+    found = signers(signed.envelope, trusted)
+    statuses = tuple(
+        SignerStatus(s.keyid, "verified", key.fingerprint)
+        if key is not None
+        else SignerStatus(s.keyid, "invalid" if s.keyid in by_key else "untrusted")
+        for s, key in zip(sigs, found, strict=True)
+    )
+    valid = tuple({k.fingerprint: k for k in found if k is not None}.values())
+    named = next((k for k in trusted if key_digits(k.fingerprint) == signed.named), None)
+    return _Signed(statuses, valid, named)
+
+
 def _signature_problem(
-    name: str,
     signed: SignedStatement,
+    who: _Signed,
     by_key: Mapping[str, PublicKey],
     digest: str | None,
     facts: _BundleFacts,
 ) -> Finding | None:
-    """What is wrong with the signature file ``name``, checked against the trusted keys
-    ``by_key`` (by fingerprint): a key not among them; with no keys given, only what it states
-    is checked."""
+    """What is wrong with one signature file, checked against the trusted keys ``by_key``: the
+    file named after a trusted key whose valid signature it does not hold, or a keyid naming a
+    trusted key with none valid (``signature-invalid``); no trusted key's valid signature at all
+    (``signature-untrusted``); then what the statement says. With no keys given, only what it
+    states is checked."""
     if not by_key:
         # No key says who signed it, but what it states is checked all the same.
         return _statement_problem(signed, digest, facts)
-    key = by_key.get(signed.keyid)
-    if key is None:
+    name = signed.file
+    claimed = [s.keyid for s in who.signers if s.status == "invalid"]
+    named = who.named
+    if named is not None and named.fingerprint not in {k.fingerprint for k in who.valid}:
+        return _finding(
+            "signature-invalid",
+            name,
+            f"the file is named after {named.fingerprint} ({named.source}), and holds no valid "
+            "signature of that key over this envelope",
+            "a valid Ed25519 signature by the key the file is named after",
+            "a signature that does not verify" if claimed else "no signature by that key",
+        )
+    if not who.valid:
+        if claimed:
+            return _finding(
+                "signature-invalid",
+                name,
+                f"the signature is not {claimed[0]}'s over this envelope "
+                f"({by_key[str(claimed[0])].source})",
+                "a valid Ed25519 signature over the envelope's payload",
+                "a signature that does not verify",
+            )
+        keyids = ", ".join(str(s.keyid) for s in who.signers)
         return _finding(
             "signature-untrusted",
             name,
-            f"signed by {signed.keyid}, a key not among the trusted ones",
+            f"signed by {keyids}, no key among the trusted ones",
             "a signature by a trusted key",
-            signed.keyid,
+            keyids,
         )
-    return _check(signed, key, digest, facts)
+    return _check(signed, digest, facts)
 
 
 def check_signatures(
@@ -375,9 +439,11 @@ def check_signatures(
     findings: list[Finding],
 ) -> list[SignatureStatus]:
     """Read every signature file (in name order, at most ``limits.max_signatures``), and check
-    each against ``trusted``: a signature by a key not among them is ``signature-untrusted``,
-    and with keys given but no signature by any of them, ``signature-missing``. Return what was
-    found of each file."""
+    each against ``trusted``: an envelope holding no trusted key's valid signature is
+    ``signature-untrusted`` (``signature-invalid`` when a keyid or the file's name says a trusted
+    key signed it), one named after a trusted key whose valid signature it lacks is
+    ``signature-invalid``, and with keys given but no file by any of them, ``signature-missing``.
+    Return what was found of each file, and of each signature in it."""
     names = _signature_files(listing, limits, findings)
     by_key = {key.fingerprint: key for key in trusted}
     # The subject is checked only against a tag manifest that is there: a missing one is named
@@ -393,21 +459,33 @@ def check_signatures(
         if signed is None:
             statuses.append(SignatureStatus(name, None, None, "failed", "signature-malformed"))
             continue
-        signed_by_trusted = signed_by_trusted or signed.keyid in by_key
-        problem = _signature_problem(name, signed, by_key, digest, facts)
+        who = _who_signed(signed, trusted)
+        signed_by_trusted = (
+            signed_by_trusted
+            or bool(who.valid)
+            or who.named is not None
+            or any(s.status == "invalid" for s in who.signers)
+        )
+        problem = _signature_problem(signed, who, by_key, digest, facts)
         if problem is not None:
             findings.append(problem)
         status: Literal["not-checked", "verified", "failed"] = (
             "failed" if problem is not None else "verified" if by_key else "not-checked"
         )
+        # The key to name: the trusted one that signed (the file's own first), else the
+        # fingerprint a keyid gives the file's name, a hint.
+        keyid = who.valid[0].fingerprint if who.valid else signed.keyid
+        if who.named is not None and any(k.fingerprint == who.named.fingerprint for k in who.valid):
+            keyid = who.named.fingerprint
         statuses.append(
             SignatureStatus(
                 name,
-                signed.keyid,
+                keyid,
                 signed.kind,
                 status,
                 None if problem is None else problem.code,
                 _summary(signed),
+                who.signers,
             )
         )
     if by_key and not signed_by_trusted:
