@@ -397,11 +397,16 @@ class TestStatementsDerivedAgain:
     ) -> None:
         """The statement re-signed by the reviewer with one figure changed is named."""
         from repro._bundle.signatures import parse_envelope, sign_statement
+        from repro.verify._limits import Limits
 
         root, key, public = audited
         root = _copy(root, tmp_path)
         (path,) = (root / "signatures").glob("*.audit.dsse.json")
-        signed = parse_envelope(f"signatures/{path.name}", path.read_bytes())
+        signed = parse_envelope(
+            f"signatures/{path.name}",
+            path.read_bytes(),
+            max_signatures=Limits().max_envelope_signatures,
+        )
         statement = signed.statement
         predicate = dict(statement["predicate"])
         assert predicate["identical"] is True and predicate["excluded_fraction"] is not None
