@@ -130,6 +130,7 @@ GOOD_WHEEL = {
     "repro/json_schemas/protocol.schema.json": "{}",
     "repro/templates/gymnasium.json": "{}",
     "repro/_present/page.css": "",
+    "repro/data/bagit-profile.json": "{}",
     f"{INFO}/METADATA": (
         "Metadata-Version: 2.4\nName: repro-evidence\nVersion: 0.1.0\n"
         "Requires-Dist: numpy>=1.26\n"
@@ -203,3 +204,10 @@ class TestArchiveChecks:
         files = {k: v for k, v in GOOD_WHEEL.items() if k != "repro/_present/page.css"}
         problems = check_dist.wheel_problems(_wheel(tmp_path, files))
         assert problems == ["wheel missing: repro/_present/page.css"]
+
+    def test_a_wheel_without_the_bagit_profile(self, tmp_path: Path) -> None:
+        """A wheel without repro/data/bagit-profile.json, the BagIt profile bundles name and
+        verify reads as package data, is named."""
+        files = {k: v for k, v in GOOD_WHEEL.items() if k != "repro/data/bagit-profile.json"}
+        problems = check_dist.wheel_problems(_wheel(tmp_path, files))
+        assert problems == ["wheel missing: repro/data/bagit-profile.json"]

@@ -6,7 +6,7 @@ wheel alone. Each prints the problems it finds and exits 1 when there are any.
 The sdist must hold what builds the wheel and what its reader needs (pyproject.toml,
 README.md, LICENSE, src/, schemas/, docs/ with the shipped bundle, protocols/) and nothing else:
 no tests (their data), tools, benchmarks, CI, lock file or byte code. The wheel must hold the
-``repro`` package only (with its schemas and templates), under the distribution name
+``repro`` package only (with its schemas, templates and BagIt profile), under the distribution name
 ``repro-evidence``, with the ``repro`` command and the built-in adapters' entry points, and
 require what only an extra brings (a simulator) only under that extra. Installed, the
 ``repro`` import package must come from that distribution, from the environment's own
@@ -119,8 +119,9 @@ def wheel_problems(path: Path) -> list[str]:
         if name.split("/", 1)[0] not in {"repro", info} or _byte_code(name):
             problems.append(f"wheel unexpected: {name}")
     required = ("repro/__init__.py", "repro/_cli/__init__.py", f"{info}/licenses/LICENSE")
-    # The HTML page's style sheet, package data beside the module that reads it.
-    for name in (*required, "repro/_present/page.css"):
+    # The HTML page's style sheet, package data beside the module that reads it; the BagIt
+    # profile bundles name, which verify reads (its identifier does not resolve).
+    for name in (*required, "repro/_present/page.css", "repro/data/bagit-profile.json"):
         if name not in names:
             problems.append(f"wheel missing: {name}")
     for folder in ("repro/json_schemas/", "repro/templates/"):

@@ -26,6 +26,9 @@ if TYPE_CHECKING:
 __all__ = [
     "AGGREGATES",
     "BAGIT",
+    "BAGIT_PROFILE",
+    "BAGIT_PROFILE_FILE",
+    "BAGIT_PROFILE_LABEL",
     "BAG_INFO",
     "CONTINUATION",
     "CONTRASTS",
@@ -67,6 +70,14 @@ BAGIT = "bagit.txt"
 BAG_INFO = "bag-info.txt"
 #: The bag-info.txt label under which a study writes its protocol's title.
 DESCRIPTION_LABEL = "External-Description"
+#: The bag-info.txt label naming the BagIt profile a bag conforms to (bagit-profiles 1.4.0).
+BAGIT_PROFILE_LABEL = "BagIt-Profile-Identifier"
+#: repro's BagIt profile, versioned: what a bundle declares under :data:`BAGIT_PROFILE_LABEL`
+#: (bundles written before it declare none). The URI does not resolve (``.invalid``); the
+#: profile ships in the package as :data:`BAGIT_PROFILE_FILE`.
+BAGIT_PROFILE = "https://repro.invalid/bagit-profile/v1.json"
+#: Where the profile lies inside the ``repro`` package (``importlib.resources``).
+BAGIT_PROFILE_FILE = "data/bagit-profile.json"
 MANIFEST = "manifest-sha256.txt"
 TAGMANIFEST = "tagmanifest-sha256.txt"
 #: The tag files at the bag's top, in the order a study writes them (the tag manifest last).

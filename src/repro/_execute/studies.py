@@ -739,6 +739,7 @@ def _after_runs(
             "Bagging-Date": ran.started[:10],
             "External-Identifier": f"sha256:{fp.sha256}",
             layout.DESCRIPTION_LABEL: prepared.protocol.title,
+            layout.BAGIT_PROFILE_LABEL: layout.BAGIT_PROFILE,
         }
     )
     return runs, derived

@@ -24,6 +24,7 @@ from repro._bundle.writer import BAGIT_TXT, MANIFEST_LINE
 from repro._layout import CRATE, DATA, FIXED_PAYLOAD, MANIFEST, TAG_FILES, TAGMANIFEST
 from repro.verify import _tagfiles as tagfiles
 from repro.verify._findings import Finding, Location
+from repro.verify._profile import check_profile
 from repro.verify._reader import BundleReader, Reads
 from repro.verify._tagfiles import ALGORITHMS, DEFAULT, FETCH, Declaration
 from repro.verify._walk import Listing, folded
@@ -579,8 +580,10 @@ class _Bag:
 
     def bag_info(self) -> None:
         """bag-info.txt's metadata elements are well formed, and the Payload-Oxum it states is
-        the payload's (octets and files). A bundle's is UTF-8 without NUL and states it; a bag
-        may have none, or state none."""
+        the payload's (octets and files). A bundle's is UTF-8 without NUL and states it, and
+        when it names a BagIt profile it names repro's and has what the profile requires
+        (:func:`~repro.verify._profile.check_profile`); a bag may have none, or state none, and
+        name any profile (BagIt alone has no rule for one)."""
         if layout.BAG_INFO not in self.files:
             if self.bundle:
                 self.findings.append(
@@ -603,11 +606,8 @@ class _Bag:
             return
         payload = [size for name, size in self.files.items() if name.startswith(DATA)]
         oxum = f"{sum(payload)}.{len(payload)}"
-        stated = [
-            value.strip()
-            for label, value in tagfiles.elements(text, self.declared, self.findings)
-            if label == "Payload-Oxum"
-        ]
+        elements = list(tagfiles.elements(text, self.declared, self.findings))
+        stated = [value.strip() for label, value in elements if label == "Payload-Oxum"]
         if stated != [oxum] and (stated or self.bundle):
             self.findings.append(
                 Finding(
@@ -618,6 +618,8 @@ class _Bag:
                     ", ".join(stated) or "missing",
                 )
             )
+        if self.bundle:
+            check_profile(elements, self.findings)
 
 
 def check_integrity(listing: Listing, read: BundleReader, findings: list[Finding]) -> None:
