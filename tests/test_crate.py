@@ -16,11 +16,16 @@ from conftest import ROOT, SMALL, _Quiet, study_once
 from forge import rederive, reseal
 from repro._derive.crate import NO_LICENCE
 from repro._execute.studies import prepare, study
+from repro._json.serde import to_bytes
+from repro._protocol.freeze import freeze
+from repro._protocol.load import parse_protocol
 from repro.verify import verify
 
 rocrate = pytest.importorskip("rocrate.rocrate", reason="ro-crate-py is a test dependency")
 
 PROFILE = "https://w3id.org/ro/wfrun/process/0.5"
+#: The small protocol's frozen sha256, as repro computed it before protocols could name authors.
+SMALL_SHA256 = "d6e7cb020e7f55c12e9372073f39ddc4cbd64d1cf89e1fbcf0faea29f1b0fc57"
 FAULTY_HARNESS = ROOT / "tests" / "harness" / "bad_harness.py"
 
 
@@ -260,6 +265,20 @@ def test_a_protocol_naming_none_says_nothing_of_them(small_bundle: Path) -> None
     graph = _graph(small_bundle)
     assert "author" not in graph["./"] and "publisher" not in graph["./"]
     assert not [e for e in graph.values() if e["@type"] in ("Person", "Organization")]
+
+
+def test_absent_authors_leave_the_frozen_protocol_as_it_was() -> None:
+    """authors and publisher are left out of the frozen form while they hold their defaults, so
+    a protocol that names neither (or names them empty) keeps its digest, pinned here as the
+    small protocol's before protocols could name them; naming them changes it."""
+    plain = freeze(parse_protocol(json.dumps(SMALL).encode()))
+    empty = freeze(parse_protocol(json.dumps({**SMALL, "authors": [], "publisher": None}).encode()))
+    assert empty == plain
+    assert b'"authors"' not in to_bytes(plain.protocol)
+    assert b'"publisher"' not in to_bytes(plain.protocol)
+    assert plain.sha256 == SMALL_SHA256
+    credited = freeze(parse_protocol(json.dumps(CREDITED | {"id": "small"}).encode()))
+    assert credited.sha256 != plain.sha256
 
 
 def test_a_missing_times_file_is_named(small_bundle: Path, tmp_path: Path) -> None:
