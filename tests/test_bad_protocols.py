@@ -594,6 +594,36 @@ OUT_OF_RANGE = [
          _set("title", value="x\nPayload-Oxum: 1.1"), "title must be one line", "$.title"),
     Case("title-with-line-separator", "U+2028 and other line or control characters too.",
          _set("title", value="x\u2028y"), "title must be one line", "$.title"),
+    Case("orcid-check-character", "An ORCID iD's last character is its ISO 7064 MOD 11-2 "
+         "check character: a mistyped iD is refused.",
+         _set("authors", value=[{"kind": "person", "name": "A. Person",
+                                 "orcid": "https://orcid.org/0000-0002-1825-0098"}]),
+         "must be an ORCID iD", "$.authors[0].orcid"),
+    Case("orcid-without-url", "An ORCID iD is written as its https URL.",
+         _set("authors", value=[{"kind": "person", "name": "A. Person",
+                                 "orcid": "0000-0002-1825-0097"}]),
+         "must be an ORCID iD", "$.authors[0].orcid"),
+    Case("ror-shape", "A ROR ID is https://ror.org/ and nine characters, the first 0.",
+         _set("publisher", value={"kind": "organization", "name": "An Organization",
+                                  "ror": "https://ror.org/12345"}),
+         "must be a ROR ID", "$.publisher.ror"),
+    Case("empty-author-name", "An author has a name.",
+         _set("authors", value=[{"kind": "organization", "name": ""}]),
+         "name must be one line, not empty", "$.authors[0].name"),
+    Case("blank-publisher-name", "Nor is a name of spaces one.",
+         _set("publisher", value={"kind": "organization", "name": "   "}),
+         "name must be one line, not empty", "$.publisher.name"),
+    Case("orcid-of-organization", "An ORCID iD identifies a person, not an organization.",
+         _set("authors", value=[{"kind": "organization", "name": "An Organization",
+                                 "orcid": "https://orcid.org/0000-0002-1825-0097"}]),
+         "an ORCID iD identifies a person", "$.authors[0].orcid"),
+    Case("ror-of-person", "A ROR ID identifies an organization, not a person.",
+         _set("authors", value=[{"kind": "person", "name": "A. Person",
+                                 "ror": "https://ror.org/0abcdef12"}]),
+         "a ROR ID identifies an organization", "$.authors[0].ror"),
+    Case("person-publisher", "The publisher is an organization (RO-Crate 1.1 recommends one).",
+         _set("publisher", value={"kind": "person", "name": "A. Person"}),
+         "the publisher must be an organization", "$.publisher.kind"),
     Case("common-in-stream-seeding", "Common random numbers share per-run seeds: stream "
          "seeding has none to share, so seeding.common is refused with it.",
          _set("seeding", value={"mode": "stream", "seed": 7, "common": ["participant"]}),
@@ -1074,7 +1104,9 @@ def test_empty(case: Case, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
 
 #: The rows above refused by a field's own constraint, which the protocol schema states too (the
 #: rest are rules across fields, or, for "id-with-newline", a final newline that Python's
-#: ``re.search``, which jsonschema uses, lets ``$`` match before: only the model refuses it).
+#: ``re.search``, which jsonschema uses, lets ``$`` match before: only the model refuses it; and
+#: the ORCID rows, whose constraint the schema does not state, a pattern stating its shape but not
+#: its check character).
 _STATED = [
     c
     for c in OUT_OF_RANGE + EMPTY
@@ -1091,6 +1123,11 @@ _STATED = [
         "id-with-newline",
         "no-published-figures",
         "common-in-stream-seeding",
+        "orcid-check-character",
+        "orcid-without-url",
+        "orcid-of-organization",
+        "ror-of-person",
+        "person-publisher",
     }
 ]
 

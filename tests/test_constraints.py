@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from repro import models
-from repro.models._constraints import Constraint, OptionalValidator
+from repro.models._constraints import ORCID, Constraint, OptionalValidator, orcid_check_digit
 
 
 def _inner(validator: Any) -> Any:
@@ -83,3 +83,50 @@ def test_compiled_test_is_the_validators(where: str, value: Any) -> None:
     constraint's attrs validators one by one does."""
     constraint = CONSTRAINTS[where]
     assert _compiled_verdict(constraint, value) == _attrs_verdict(constraint.check, value)
+
+
+# --------------------------------------------------------------------------- ORCID iDs
+
+_FIFTEEN = st.text(alphabet="0123456789", min_size=15, max_size=15)
+
+
+def _orcid(digits: str) -> str:
+    """The ORCID iD whose 16 characters are ``digits``, grouped by four as ORCID writes it."""
+    return "https://orcid.org/" + "-".join(digits[i : i + 4] for i in range(0, 16, 4))
+
+
+def _accepts(constraint: Constraint, value: str) -> bool:
+    return _compiled_verdict(constraint, value) is True
+
+
+def test_orcid_check_digit_of_orcids_published_examples() -> None:
+    """ORCID's documented examples: 0000-0002-1825-0097 (check digit 7) and 0000-0002-1694-233X
+    (check character X, for ten)."""
+    assert orcid_check_digit("000000021825009") == "7"
+    assert orcid_check_digit("000000021694233") == "X"
+    assert _accepts(ORCID, "https://orcid.org/0000-0002-1825-0097")
+    assert _accepts(ORCID, "https://orcid.org/0000-0002-1694-233X")
+    assert not _accepts(ORCID, "https://orcid.org/0000-0002-1825-0098")
+    assert not _accepts(ORCID, "0000-0002-1825-0097")  # the URL form only
+
+
+@given(digits=_FIFTEEN)
+def test_an_orcid_with_its_check_character_is_accepted(digits: str) -> None:
+    """Any 15 digits followed by their check character make an iD the constraint accepts, and
+    the check character is the one that makes the ISO 7064 MOD 11-2 sum come out right: the
+    weighted sum of all 16 (X as ten) is 1 modulo 11."""
+    check = orcid_check_digit(digits)
+    assert _accepts(ORCID, _orcid(digits + check))
+    values = [int(d) for d in digits] + [10 if check == "X" else int(check)]
+    assert sum(v * 2 ** (15 - i) for i, v in enumerate(values)) % 11 == 1
+
+
+@given(digits=_FIFTEEN, data=st.data())
+def test_an_orcid_with_one_character_changed_is_refused(digits: str, data: st.DataObject) -> None:
+    """MOD 11-2 detects every single-character error: change any one of the 16 characters of a
+    valid iD (the last to any other digit or X) and the constraint refuses it."""
+    valid = digits + orcid_check_digit(digits)
+    at = data.draw(st.integers(0, 15))
+    choices = "0123456789X" if at == 15 else "0123456789"
+    new = data.draw(st.sampled_from([c for c in choices if c != valid[at]]))
+    assert not _accepts(ORCID, _orcid(valid[:at] + new + valid[at + 1 :]))

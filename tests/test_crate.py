@@ -12,15 +12,20 @@ from typing import Any
 
 import pytest
 
-from conftest import ROOT, _Quiet
+from conftest import ROOT, SMALL, _Quiet, study_once
 from forge import rederive, reseal
 from repro._derive.crate import NO_LICENCE
 from repro._execute.studies import prepare, study
+from repro._json.serde import to_bytes
+from repro._protocol.freeze import freeze
+from repro._protocol.load import parse_protocol
 from repro.verify import verify
 
 rocrate = pytest.importorskip("rocrate.rocrate", reason="ro-crate-py is a test dependency")
 
 PROFILE = "https://w3id.org/ro/wfrun/process/0.5"
+#: The small protocol's frozen sha256, as repro computed it before protocols could name authors.
+SMALL_SHA256 = "d6e7cb020e7f55c12e9372073f39ddc4cbd64d1cf89e1fbcf0faea29f1b0fc57"
 FAULTY_HARNESS = ROOT / "tests" / "harness" / "bad_harness.py"
 
 
@@ -185,6 +190,95 @@ def test_verify_rederives_the_crate_and_checks_the_times(
     reseal(root)
     findings = verify(root)
     assert any(what in f.what or what in f.found for f in findings), [f.as_dict() for f in findings]
+
+
+#: Authors and a publisher as a protocol names them: a person with an ORCID iD (ORCID's own
+#: example iD, a fictitious researcher), an organization with a made-up ROR ID (its check
+#: digits are not checked) and a web page, and the
+#: publisher, the same organization.
+_ORGANIZATION = {
+    "kind": "organization",
+    "name": "Example University",
+    "ror": "https://ror.org/0abcdef12",
+    "url": "https://example.org/",
+}
+CREDITED = {
+    **SMALL,
+    "id": "credited",
+    "authors": [
+        {
+            "kind": "person",
+            "name": "Josiah Carberry",
+            "orcid": "https://orcid.org/0000-0002-1825-0097",
+        },
+        {"kind": "person", "name": "A. N. Other"},
+        _ORGANIZATION,
+    ],
+    "publisher": _ORGANIZATION,
+}
+
+
+@pytest.fixture(scope="module")
+def credited_bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A bundle of the small protocol that names its authors and publisher."""
+    return study_once(tmp_path_factory, "credited", CREDITED)
+
+
+def test_the_root_names_the_protocols_authors_and_publisher(credited_bundle: Path) -> None:
+    """Each author is a Person or an Organization entity, identified by its ORCID iD or ROR ID
+    where given (locally where not), in the protocol's order; the publisher named as an author
+    too is that author's entity; ro-crate-py reads them; verify re-derives the crate."""
+    graph = _graph(credited_bundle)
+    root = graph["./"]
+    assert root["author"] == [
+        {"@id": "https://orcid.org/0000-0002-1825-0097"},
+        {"@id": "#author-2"},
+        {"@id": "https://ror.org/0abcdef12"},
+    ]
+    assert root["publisher"] == {"@id": "https://ror.org/0abcdef12"}
+    assert graph["https://orcid.org/0000-0002-1825-0097"] == {
+        "@id": "https://orcid.org/0000-0002-1825-0097",
+        "@type": "Person",
+        "name": "Josiah Carberry",
+    }
+    assert graph["#author-2"] == {"@id": "#author-2", "@type": "Person", "name": "A. N. Other"}
+    assert graph["https://ror.org/0abcdef12"] == {
+        "@id": "https://ror.org/0abcdef12",
+        "@type": "Organization",
+        "name": "Example University",
+        "url": "https://example.org/",
+    }
+    crate = rocrate.ROCrate(credited_bundle / "data")
+    assert [a["name"] for a in crate.root_dataset["author"]] == [
+        "Josiah Carberry",
+        "A. N. Other",
+        "Example University",
+    ]
+    assert verify(credited_bundle) == []
+
+
+def test_a_protocol_naming_none_says_nothing_of_them(small_bundle: Path) -> None:
+    """A protocol that names no author or publisher: the root has neither, and no Person or
+    Organization is made up (the crate's bytes are what they were before protocols could name
+    them: docs/examples/quick-start-bundle, written before, still verifies,
+    tests/test_distribution.py)."""
+    graph = _graph(small_bundle)
+    assert "author" not in graph["./"] and "publisher" not in graph["./"]
+    assert not [e for e in graph.values() if e["@type"] in ("Person", "Organization")]
+
+
+def test_absent_authors_leave_the_frozen_protocol_as_it_was() -> None:
+    """authors and publisher are left out of the frozen form while they hold their defaults, so
+    a protocol that names neither (or names them empty) keeps its digest, pinned here as the
+    small protocol's before protocols could name them; naming them changes it."""
+    plain = freeze(parse_protocol(json.dumps(SMALL).encode()))
+    empty = freeze(parse_protocol(json.dumps({**SMALL, "authors": [], "publisher": None}).encode()))
+    assert empty == plain
+    assert b'"authors"' not in to_bytes(plain.protocol)
+    assert b'"publisher"' not in to_bytes(plain.protocol)
+    assert plain.sha256 == SMALL_SHA256
+    credited = freeze(parse_protocol(json.dumps(CREDITED | {"id": "small"}).encode()))
+    assert credited.sha256 != plain.sha256
 
 
 def test_a_missing_times_file_is_named(small_bundle: Path, tmp_path: Path) -> None:

@@ -114,6 +114,8 @@ PUBLIC: dict[str, frozenset[str]] = {
             "Contrasts",
             "ContrastsFile",
             "ContrastVerdict",
+            "Contributor",
+            "ContributorKind",
             "ControlFloorGate",
             "Criteria",
             "DEFAULT_OPEN_TIMEOUT_SECONDS",

@@ -31,6 +31,11 @@ Two versions are made, and verify re-derives the one a stored crate declares (:f
   form the Process Run Crate profile checks; times/ keeps the microseconds), its actionStatus as
   the status's IRI as a string, and a licence always: the protocol's SPDX licence, or
   :data:`NO_LICENCE` (no licence granted) when it names none.
+
+In either version the root names the protocol's ``authors`` as its author and its ``publisher``
+as its publisher, each a Person or an Organization entity (identified by its ORCID iD or ROR ID
+where the protocol gives one), and says nothing of either when the protocol names none: a crate
+of a protocol without them is byte for byte what it was before protocols could name them.
 """
 
 from __future__ import annotations
@@ -44,7 +49,7 @@ from attrs import frozen
 
 from repro import __version__
 from repro._json import canonical
-from repro.models import AttemptTimes, Environment, FrozenProtocol, Ledger
+from repro.models import AttemptTimes, Contributor, Environment, FrozenProtocol, Ledger
 
 __all__ = [
     "CRATE_VERSION",
@@ -195,6 +200,34 @@ def _software(ledger: Ledger, version: int) -> list[dict[str, Any]]:
     ]
 
 
+def _credited(
+    authors: Sequence[Contributor], publisher: Contributor | None
+) -> tuple[list[dict[str, Any]], list[str], str | None]:
+    """The entities of the protocol's authors and publisher (one per distinct contributor), the
+    ``@id`` of each author in order, and the publisher's. A contributor is identified by its
+    ORCID iD or ROR ID, else locally (``#author-N``, ``#publisher``); the publisher named as
+    an author too is that author's entity."""
+    entities: dict[Contributor, dict[str, Any]] = {}
+
+    def entity(c: Contributor, local: str) -> str:
+        if c not in entities:
+            made: dict[str, Any] = {
+                "@id": c.orcid or c.ror or local,
+                "@type": "Person" if c.kind == "person" else "Organization",
+                "name": c.name,
+            }
+            if c.url is not None:
+                made["url"] = c.url
+            entities[c] = made
+        identifier: str = entities[c]["@id"]
+        return identifier
+
+    ids = [entity(a, f"#author-{n}") for n, a in enumerate(authors, 1)]
+    published_by = entity(publisher, "#publisher") if publisher is not None else None
+    unique = {e["@id"]: e for e in entities.values()}
+    return list(unique.values()), ids, published_by
+
+
 def _files(files: Sequence[str]) -> list[dict[str, Any]]:
     """A File entity per payload file (paths below ``data/``), with its media type."""
     return [
@@ -298,10 +331,19 @@ class CrateBuilder:
         if licence is not None:
             root["license"] = _ref(licence["@id"])
             yield self._item(licence)
+        people, authors, publisher = _credited(p.authors, p.publisher)
+        for person in people:
+            yield self._item(person)
+        if authors:
+            root["author"] = _one_or_list([_ref(a) for a in authors], self._version)
+        # "publisher" sorts after "name", which the root's last line holds.
+        last: dict[str, Any] = {"name": p.title}
+        if publisher is not None:
+            last["publisher"] = _ref(publisher)
         ids = iter(attempts)
         first = list(itertools.islice(ids, 2))
         if self._version >= 2 and len(first) == 1:  # one action: a single value, not a list
-            yield self._item({**root, "mentions": _ref(f"#{first[0]}"), "name": p.title})
+            yield self._item({**root, "mentions": _ref(f"#{first[0]}"), **last})
             yield b"\n]}\n"
             return
         # The keys in sorted order, as everywhere: "mentions" (every action, a line each) comes
@@ -314,7 +356,7 @@ class CrateBuilder:
                 yield b"".join(batch)
                 batch.clear()
         yield b"".join(batch)
-        yield b'\n],"name":' + _entity(p.title) + b"}\n]}\n"
+        yield b"\n]," + _entity(last)[1:] + b"\n]}\n"
 
     def _licence(self) -> dict[str, Any] | None:
         """The licence's entity: the protocol's SPDX licence, or in version 2 :data:`NO_LICENCE`

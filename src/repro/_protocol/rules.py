@@ -12,7 +12,15 @@ from repro._protocol.rl_rules import rl_problems
 from repro._protocol.scoring_rules import scoring_problems
 from repro._protocol.work import MAX_DERIVATION_WORK, planned_conditions, work_problems
 from repro.errors import BadInput, Problem
-from repro.models import CHECKPOINT_EVERY, MAX_CHECKPOINTS, Condition, Level, Protocol, Published
+from repro.models import (
+    CHECKPOINT_EVERY,
+    MAX_CHECKPOINTS,
+    Condition,
+    Contributor,
+    Level,
+    Protocol,
+    Published,
+)
 from repro.models._protocol import FAMILYWISE
 
 __all__ = ["MAX_SLOTS", "check_consistency"]
@@ -67,6 +75,31 @@ def _checkpoint_problems(p: Protocol) -> list[Problem]:
             )
         ]
     return []
+
+
+def _contributor_problems(p: Protocol) -> list[Problem]:
+    """An ORCID iD names a person and a ROR ID an organization, so each goes with its kind; the
+    publisher is an organization (RO-Crate 1.1 recommends one)."""
+    credited: list[tuple[str, Contributor]] = [
+        (f"$.authors[{i}]", a) for i, a in enumerate(p.authors)
+    ]
+    if p.publisher is not None:
+        credited.append(("$.publisher", p.publisher))
+    problems: list[Problem] = []
+    for where, c in credited:
+        if c.orcid is not None and c.kind != "person":
+            problems.append(
+                Problem(f"{where}.orcid", "an ORCID iD identifies a person", "inconsistent")
+            )
+        if c.ror is not None and c.kind != "organization":
+            problems.append(
+                Problem(f"{where}.ror", "a ROR ID identifies an organization", "inconsistent")
+            )
+    if p.publisher is not None and p.publisher.kind != "organization":
+        problems.append(
+            Problem("$.publisher.kind", "the publisher must be an organization", "inconsistent")
+        )
+    return problems
 
 
 def _seeding_problems(p: Protocol) -> list[Problem]:
@@ -214,7 +247,7 @@ def check_consistency(p: Protocol, max_work: int = MAX_DERIVATION_WORK) -> None:
     contrasts' rules are not run."""
     _check_size(p)
     over = work_problems(p, max_work)
-    problems = _name_problems(p) + _seeding_problems(p)
+    problems = _name_problems(p) + _seeding_problems(p) + _contributor_problems(p)
     problems += _statistics_problems(p) + _exclusion_problems(p)
     if p.published is not None:
         problems += _published_problems(p, p.published)

@@ -37,16 +37,20 @@ __all__ = [
     "FINITE",
     "FRACTION",
     "IDENT",
+    "NAME",
     "NON_EMPTY",
     "OMIT_IF_DEFAULT",
     "ONE_LINE",
+    "ORCID",
     "POSITIVE",
     "PROBABILITY",
+    "ROR",
     "SEED",
     "SHA256",
     "SPDX",
     "UTC_MICROSECONDS",
     "UTC_SECONDS",
+    "WEB_ADDRESS",
     "AndValidator",
     "Constraint",
     "DeepIterableValidator",
@@ -59,6 +63,7 @@ __all__ = [
     "OptionalValidator",
     "Predicate",
     "describe",
+    "orcid_check_digit",
     "parts",
     "within",
 ]
@@ -285,6 +290,59 @@ SPDX = Constraint(
     matches_re(r"^[A-Za-z0-9][A-Za-z0-9.+-]{0,63}$"),
     "be an SPDX license identifier: 1-64 letters, digits, '.', '+', '-', the first a letter "
     "or digit",
+)
+#: A name of a person or an organization: one line, not empty, neither starting nor ending with a
+#: space (it is what the RO-Crate metadata names them by).
+NAME = Constraint(
+    matches_re(
+        r"^[^\x00-\x20\x7f-\x9f\u2028\u2029]"
+        r"([^\x00-\x1f\x7f-\x9f\u2028\u2029]*[^\x00-\x20\x7f-\x9f\u2028\u2029])?$"
+    ),
+    "be one line, not empty, neither starting nor ending with a space, without control "
+    "characters or line and paragraph separators",
+)
+
+
+def orcid_check_digit(digits: str) -> str:
+    """The check character of an ORCID iD's first 15 digits (ISO 7064 MOD 11-2, as ORCID
+    defines it): a digit, or ``X`` for ten."""
+    total = 0
+    for digit in digits:
+        total = (total + int(digit)) * 2
+    result = (12 - total % 11) % 11
+    return "X" if result == 10 else str(result)
+
+
+def _orcid_checks(value: str) -> bool:
+    """Whether an ORCID iD (``https://orcid.org/`` and four groups of four, the shape checked
+    first) ends with the check character of its other 15 digits."""
+    digits = value.removeprefix("https://orcid.org/").replace("-", "")
+    return orcid_check_digit(digits[:15]) == digits[15]
+
+
+#: A person's ORCID iD, as ORCID asks it be written: its https URL, and a valid check character.
+#: Not stated in the schemas (a pattern would state the shape but not the check character).
+ORCID = Constraint(
+    and_(
+        matches_re(r"^https://orcid\.org/[0-9]{4}-[0-9]{4}-[0-9]{4}-[0-9]{3}[0-9X]$"),
+        Predicate(_orcid_checks),
+    ),
+    "be an ORCID iD as https://orcid.org/0000-0000-0000-000X, with its check character (ISO "
+    "7064 MOD 11-2)",
+    in_schema=False,
+)
+#: An organization's ROR ID, as ROR writes it: https://ror.org/ then a 0, six characters of
+#: Crockford's base 32 (digits and lower-case letters but i, l, o, u) and two check digits
+#: (their value is not checked).
+ROR = Constraint(
+    matches_re(r"^https://ror\.org/0[0-9a-hjkmnp-tv-z]{6}[0-9]{2}$"),
+    "be a ROR ID as https://ror.org/ then 9 characters: 0, six of 0-9 and a-z but i, l, o, u, "
+    "and two digits",
+)
+#: A web address: http or https, and no white space or control character.
+WEB_ADDRESS = Constraint(
+    matches_re(r"^https?://[^\x00-\x20\x7f-\x9f\u2028\u2029]+$"),
+    "be an http or https address without spaces or control characters",
 )
 #: A seed: what Python's and NumPy's generators take, in 63 bits.
 SEED = within(ge(0), lt(2**63))

@@ -12,14 +12,18 @@ from repro.models._constraints import (
     FINITE,
     FRACTION,
     IDENT,
+    NAME,
     NON_EMPTY,
     OMIT_IF_DEFAULT,
     ONE_LINE,
+    ORCID,
     POSITIVE,
     PROBABILITY,
+    ROR,
     SEED,
     SHA256,
     SPDX,
+    WEB_ADDRESS,
     Constraint,
     within,
 )
@@ -42,6 +46,8 @@ __all__ = [
     "ContrastDirection",
     "ContrastIntervalSpec",
     "Contrasts",
+    "Contributor",
+    "ContributorKind",
     "ControlFloorGate",
     "Criteria",
     "Disagreement",
@@ -216,6 +222,27 @@ class Retry:
         """The bound on starting a worker and opening a session, in seconds."""
         given = self.open_timeout_seconds
         return DEFAULT_OPEN_TIMEOUT_SECONDS if given is None else given
+
+
+ContributorKind = Literal["person", "organization"]
+"""What a :class:`Contributor` is."""
+
+
+@frozen
+class Contributor:
+    """A person or an organization the protocol credits, as an author or as the publisher: the
+    RO-Crate metadata names them (a schema.org Person or Organization).
+
+    ``name``: how they are named. ``orcid`` (a person only): their ORCID iD, as
+    ``https://orcid.org/0000-0000-0000-000X`` with a valid check character. ``ror`` (an
+    organization only): its ROR ID, as ``https://ror.org/0xxxxxxNN``. ``url``: their web page.
+    The identifier, when given, identifies them in the crate; none is looked up."""
+
+    kind: ContributorKind
+    name: str = field(validator=NAME)
+    orcid: str | None = field(default=None, validator=optional(ORCID), metadata=OMIT_IF_DEFAULT)
+    ror: str | None = field(default=None, validator=optional(ROR), metadata=OMIT_IF_DEFAULT)
+    url: str | None = field(default=None, validator=optional(WEB_ADDRESS), metadata=OMIT_IF_DEFAULT)
 
 
 @frozen
@@ -616,6 +643,8 @@ class Protocol:
     gates: Gates | None = field(default=None, metadata=OMIT_IF_DEFAULT)
     contrasts: Contrasts | None = field(default=None, metadata=OMIT_IF_DEFAULT)
     rl: RL | None = field(default=None, metadata=OMIT_IF_DEFAULT)
+    authors: tuple[Contributor, ...] = field(default=(), metadata=OMIT_IF_DEFAULT)
+    publisher: Contributor | None = field(default=None, metadata=OMIT_IF_DEFAULT)
 
 
 @frozen
