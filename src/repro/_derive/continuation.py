@@ -185,6 +185,34 @@ def _stream_problems(
     return problems
 
 
+def _partition_problems(continuation: Continuation, seal: Seal) -> list[str]:
+    """What the account's lists of partitions say against the seal: each in sealed order
+    without repeats, every sealed partition carried or ran and never both, ``unfinished``
+    among those that ran."""
+    sealed = {ref.id: number for number, ref in enumerate(seal.partitions)}
+    carried = [c.partition for c in continuation.carried]
+    ran = list(continuation.ran)
+    problems = [
+        *_order_problems("carried", carried, sealed),
+        *_order_problems("ran", ran, sealed),
+    ]
+    # Sets: an account may name any number of partitions, and each is looked up once.
+    ran_set, carried_set = set(ran), set(carried)
+    both = [p for p in carried if p in ran_set]
+    if both:
+        problems.append(f"$.ran: partition(s) both carried and ran: {_names(both)}")
+    neither = [p for p in sealed if p not in carried_set and p not in ran_set]
+    if neither:
+        problems.append(f"$: sealed partition(s) neither carried nor ran: {_names(neither)}")
+    problems += [
+        p.replace("partition(s) the seal does not name", "partition(s) that did not run")
+        for p in _order_problems(
+            "unfinished", list(continuation.unfinished), {k: sealed[k] for k in ran if k in sealed}
+        )
+    ]
+    return problems
+
+
 def continuation_problems(
     continuation: Continuation,
     seal: Seal,
@@ -213,29 +241,8 @@ def continuation_problems(
     ``repro.continuation/2``: its carried partitions are the plan's first, each carrying its
     checkpoint too, and ``rejoined`` names the last of them, the index of the last state its
     checkpoint keeps (:func:`rejoined_at`) and the slots from there to its end."""
-    sealed = {ref.id: number for number, ref in enumerate(seal.partitions)}
     slots = {ref.id: ref.entries for ref in seal.partitions}
-    carried = [c.partition for c in continuation.carried]
-    ran = list(continuation.ran)
-    problems = [
-        *_order_problems("carried", carried, sealed),
-        *_order_problems("ran", ran, sealed),
-    ]
-    # Sets: an account may name any number of partitions, and each is looked up once.
-    ran_set, carried_set = set(ran), set(carried)
-    both = [p for p in carried if p in ran_set]
-    if both:
-        problems.append(f"$.ran: partition(s) both carried and ran: {_names(both)}")
-    neither = [p for p in sealed if p not in carried_set and p not in ran_set]
-    if neither:
-        problems.append(f"$: sealed partition(s) neither carried nor ran: {_names(neither)}")
-    unfinished = list(continuation.unfinished)
-    problems += [
-        p.replace("partition(s) the seal does not name", "partition(s) that did not run")
-        for p in _order_problems(
-            "unfinished", unfinished, {k: sealed[k] for k in ran if k in sealed}
-        )
-    ]
+    problems = _partition_problems(continuation, seal)
     problems += _stream_problems(continuation, seal, slots, every)
     for index, entry in enumerate(continuation.carried):
         problems += _carried_problems(index, entry, slots, digests, attempts, every is not None)

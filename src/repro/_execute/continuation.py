@@ -64,9 +64,11 @@ from repro.models import (
 
 if TYPE_CHECKING:
     from repro._bundle.writer import BundleWriter
+    from repro._derive.tally import Attempt
     from repro._execute.studies import Prepared
     from repro._plan.sealing import SealedPlan
     from repro.verify._findings import Finding
+    from repro.verify._reader import BundleReader
 
 __all__ = [
     "Carried",
@@ -311,9 +313,8 @@ def check_partition(
     # Lazy: verify's reader and rules, and the tally, only where a study continues another.
     from repro._derive.ledger import contract_sha256
     from repro._derive.scenarios import by_condition
-    from repro._derive.tally import runs, tally
+    from repro._derive.tally import tally
     from repro.verify._content.checkpoints import check_checkpoint
-    from repro.verify._content.crate import joined_times
     from repro.verify._content.records import RecordChecks, join_findings, read_attempts
     from repro.verify._reader import BundleReader
 
@@ -338,23 +339,31 @@ def check_partition(
         [part], attempts, protocol.retry.max_attempts, checks.contracts, checks.scenarios
     )
     findings += join_findings(joined)
-    # The times file joined as verify joins it for the crate: one line per attempt that ran, in
-    # the records' order, each ending after it starts, and (as the continued study's verify will
-    # require) before now, when the continued study has not started yet.
-    declared = {e.slot for e in part.entries if not runs(e)}
-    ran = [a for a in attempts if a.slot not in declared]
-    lines = read.times_lines(times_name)
-    broken: list[str] = []
-    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    joined_facts = (
-        []
-        if lines is None
-        else list(joined_times(read, times_name, ran, iter(lines), broken, ("", now)))
-    )
-    lost = sum(len(f.times.lost_opens) for f in joined_facts)
+    lost = _times_lost(read, part, attempts, times_name)
     digests = {name: read.sha256(name) for name in files}
     kept = {n: d for n, d in digests.items() if d is not None}
     return Checked(findings, len(attempts), lost, kept, checkpoint)
+
+
+def _times_lost(
+    read: BundleReader, part: Partition, attempts: Sequence[Attempt], times_name: str
+) -> int:
+    """The times file joined with the attempts that ran as verify joins it for the crate
+    (problems named in ``read``'s findings): one line per attempt, in the records' order, each
+    ending after it starts, and (as the continued study's verify will require) before now, as
+    the continued study has not started yet; the session opens lost that it records."""
+    # Lazy: verify's times join and the tally's rule, only where a study continues another.
+    from repro._derive.tally import runs
+    from repro.verify._content.crate import joined_times
+
+    declared = {e.slot for e in part.entries if not runs(e)}
+    ran = [a for a in attempts if a.slot not in declared]
+    lines = read.times_lines(times_name)
+    if lines is None:
+        return 0
+    window = ("", datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
+    joined = joined_times(read, times_name, ran, iter(lines), [], window)
+    return sum(len(f.times.lost_opens) for f in joined)
 
 
 def _begun(old: Path, partition: str) -> bool:

@@ -430,6 +430,30 @@ def _signature_problem(
     return _check(signed, digest, facts)
 
 
+def _status(
+    name: str, signed: SignedStatement, who: _Signed, problem: Finding | None, keys_given: bool
+) -> SignatureStatus:
+    """What verify says of one signature file read: failed with ``problem``'s code, else
+    verified (or not checked, with no keys given), by the key to name: the trusted one that
+    signed (the file's own first), else the fingerprint a keyid gives the file's name, a
+    hint."""
+    status: Literal["not-checked", "verified", "failed"] = (
+        "failed" if problem is not None else "verified" if keys_given else "not-checked"
+    )
+    keyid = who.valid[0].fingerprint if who.valid else signed.keyid
+    if who.named is not None and any(k.fingerprint == who.named.fingerprint for k in who.valid):
+        keyid = who.named.fingerprint
+    return SignatureStatus(
+        name,
+        keyid,
+        signed.kind,
+        status,
+        None if problem is None else problem.code,
+        _summary(signed),
+        who.signers,
+    )
+
+
 def check_signatures(
     listing: Listing,
     read: BundleReader,
@@ -469,25 +493,7 @@ def check_signatures(
         problem = _signature_problem(signed, who, by_key, digest, facts)
         if problem is not None:
             findings.append(problem)
-        status: Literal["not-checked", "verified", "failed"] = (
-            "failed" if problem is not None else "verified" if by_key else "not-checked"
-        )
-        # The key to name: the trusted one that signed (the file's own first), else the
-        # fingerprint a keyid gives the file's name, a hint.
-        keyid = who.valid[0].fingerprint if who.valid else signed.keyid
-        if who.named is not None and any(k.fingerprint == who.named.fingerprint for k in who.valid):
-            keyid = who.named.fingerprint
-        statuses.append(
-            SignatureStatus(
-                name,
-                keyid,
-                signed.kind,
-                status,
-                None if problem is None else problem.code,
-                _summary(signed),
-                who.signers,
-            )
-        )
+        statuses.append(_status(name, signed, who, problem, bool(by_key)))
     if by_key and not signed_by_trusted:
         findings.append(
             _finding(
