@@ -13,8 +13,10 @@ import json
 import os
 import random
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -150,6 +152,43 @@ class TestInterruptedAnywhere:
                 assert account["interruption"] is None
             continued += 1
         assert continued >= len(points) // 2, "too few points fell inside the run"
+
+
+class TestProcessGroupKilled:
+    """The study and its worker processes stopped together, as a terminal's Ctrl-C (SIGINT to
+    the foreground process group) or ``kill -9 -PGID`` stops them, once its first partition is
+    finished, on two workers."""
+
+    @pytest.mark.parametrize("how", [signal.SIGINT, signal.SIGKILL], ids=["INT", "KILL"])
+    def test_continued_runs_are_the_uninterrupted_ones(
+        self, tmp_path: Path, how: signal.Signals
+    ) -> None:
+        """Whatever the signal did to the workers, continuing gives the uninterrupted study's
+        runs files byte for byte."""
+        protocol = tmp_path / "protocol.json"
+        protocol.write_text(json.dumps({**PROTOCOL, "runs_per_condition": 150}), "utf-8")
+        ref, old, new = tmp_path / "ref", tmp_path / "old", tmp_path / "new"
+        done = _repro("study", str(protocol), "--out", str(ref), "--workers", "2")
+        assert done.returncode == 0, done.stderr
+        args = ["study", str(protocol), "--out", str(old), "--workers", "2"]
+        study = subprocess.Popen(
+            [sys.executable, "-m", "repro", *args],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
+        try:
+            while study.poll() is None and not list((old / "data" / "times").glob("*.jsonl")):
+                time.sleep(0.005)
+            os.killpg(study.pid, how)
+        except ProcessLookupError:
+            pass
+        finally:
+            study.communicate(timeout=120)
+        if study.returncode == 0:
+            pytest.skip("the study finished before the signal")
+        account = _continue_and_compare(protocol, old, ref, new)
+        assert account["interruption"] == ("SIGINT" if how == signal.SIGINT else None)
 
 
 @pytest.fixture(scope="module")
