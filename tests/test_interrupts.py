@@ -347,8 +347,7 @@ class TestSignalsOnDask:
         busy for five minutes on a quiet machine, longer on a busy one: with five seconds and
         half a minute's plan, a busy machine once took longer to end them)."""
         # Only this study's task subprocesses count: the session's cluster and this process may
-        # hold others, of tests before it (the suite beside two CPU-bound processes once waited
-        # past thirty seconds here, where this test alone beside them waits a hundredth of one).
+        # hold others, of tests before it.
         before = {p.pid for p in _worker_processes_below_this_one()}
 
         def ours() -> list[Any]:
