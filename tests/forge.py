@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from repro._bundle.writer import manifest_text
-from repro._derive.continuation import carried_files, continuation_problems
+from repro._derive.continuation import continuation_problems
 from repro._derive.crate import CRATE_VERSION, ActionFacts, CrateBuilder
 from repro._derive.derivation import derive, tally_records
 from repro._derive.ledger import contract_sha256, source_ledger
@@ -29,9 +29,10 @@ from repro._layout import (
     TAGMANIFEST,
     is_derivation_input,
     payload_files,
+    run_files,
 )
 from repro._plan.sealing import partition_ref, sources_sha256
-from repro._plan.streams import checkpoint_spacing
+from repro._plan.streams import stream_spacing
 from repro.models import (
     AttemptTimes,
     Continuation,
@@ -103,15 +104,14 @@ def _continuation(
     if not (root / CONTINUATION).is_file():
         return None, []
     continuation = _model(root, CONTINUATION, Continuation)
-    stream = protocol.seeding.mode == "stream"
+    every = stream_spacing(protocol)
     digests = {
         name: sha256(root / name)
         for ref in seal.partitions
-        for name in carried_files(ref.id, stream)
+        for name in run_files(ref.id, every is not None)
         if (root / name).is_file()
     }
     attempts = Counter(r.condition for r in records)
-    every = checkpoint_spacing(protocol) if stream else None
     return continuation, continuation_problems(continuation, seal, digests, dict(attempts), every)
 
 

@@ -58,6 +58,7 @@ __all__ = [
     "partition_files",
     "payload_files",
     "plan_file",
+    "run_files",
     "runs_file",
     "signature_file",
     "times_file",
@@ -134,10 +135,17 @@ def checkpoint_file(partition: str) -> str:
     return f"data/runs/{partition}.checkpoint.json"
 
 
-def partition_files(partition: str, stream: bool) -> list[str]:
-    """The payload files one sealed partition adds to a bundle."""
-    names = [plan_file(partition), runs_file(partition), times_file(partition)]
+def run_files(partition: str, stream: bool) -> list[str]:
+    """The payload files one sealed partition's runs write: its runs and times files, and in
+    stream mode its checkpoint."""
+    names = [runs_file(partition), times_file(partition)]
     return [*names, checkpoint_file(partition)] if stream else names
+
+
+def partition_files(partition: str, stream: bool) -> list[str]:
+    """The payload files one sealed partition adds to a bundle: its plan file, then those its
+    runs write (:func:`run_files`)."""
+    return [plan_file(partition), *run_files(partition, stream)]
 
 
 def payload_files(

@@ -70,10 +70,10 @@ def _order_problems(where: str, ids: Sequence[str], sealed: Mapping[str, int]) -
 
 
 def carried_files(partition: str, stream: bool) -> list[str]:
-    """The files a continuation carries of a finished partition, sorted: its runs and times
-    files, and in stream mode its checkpoint."""
-    names = [layout.runs_file(partition), layout.times_file(partition)]
-    return sorted([*names, layout.checkpoint_file(partition)] if stream else names)
+    """The files a continuation carries of a finished partition, sorted: those its runs wrote
+    (:func:`repro._layout.run_files`: its runs and times files, and in stream mode its
+    checkpoint)."""
+    return sorted(layout.run_files(partition, stream))
 
 
 def _carried_problems(

@@ -47,7 +47,7 @@ from repro._execute.attempts import PartitionRun
 from repro._files import partial_name
 from repro._json.serde import to_bytes
 from repro._plan.sealing import PartitionsWhenRead
-from repro._plan.streams import checkpoint_spacing, state_at, stream_of
+from repro._plan.streams import state_at, stream_of, stream_spacing
 from repro.errors import BadInput
 from repro.models import (
     AdapterFacts,
@@ -140,8 +140,7 @@ def carry_from(
             f"--out {out} is inside --continue-from {old}: the interrupted study's root is "
             "never written; give a new root outside it"
         )
-    protocol = frozen_protocol.protocol
-    every = checkpoint_spacing(protocol) if protocol.seeding.mode == "stream" else None
+    every = stream_spacing(frozen_protocol.protocol)
     _refuse_other_plan(old, frozen_protocol, plan)
     carried: list[Carried] = []
     unfinished: list[str] = []

@@ -31,6 +31,7 @@ __all__ = [
     "segment_of",
     "state_at",
     "stream_of",
+    "stream_spacing",
 ]
 
 
@@ -68,6 +69,12 @@ def checkpoint_spacing(protocol: Protocol) -> int:
     """Slots between two checkpoints of a stream-seeded partition: the protocol's
     ``seeding.checkpoint_every``, or :data:`~repro.models.CHECKPOINT_EVERY`."""
     return protocol.seeding.checkpoint_every or CHECKPOINT_EVERY
+
+
+def stream_spacing(protocol: Protocol) -> int | None:
+    """:func:`checkpoint_spacing` of a stream-seeded protocol; None for per-run seeding, whose
+    partitions keep no checkpoint."""
+    return checkpoint_spacing(protocol) if protocol.seeding.mode == "stream" else None
 
 
 def checkpoint_slots(entries: Sequence[PlanEntry], every: int) -> list[str]:

@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from repro import _layout as layout
-from repro._derive.continuation import carried_files, continuation_problems
-from repro._plan.streams import checkpoint_spacing
+from repro._derive.continuation import continuation_problems
+from repro._plan.streams import stream_spacing
 from repro.models import Continuation, Protocol, Seal
 from repro.verify._content.records import PartitionRuns
 from repro.verify._findings import Finding
@@ -29,15 +29,14 @@ def account_problems(
     """Every way the account disagrees with the bundle of ``protocol``, each also named as a
     ``continuation-account`` finding; ``kept`` is what verify kept of each sealed partition
     (its runs file's records tallied)."""
-    stream = protocol.seeding.mode == "stream"
+    every = stream_spacing(protocol)
     digests = {}
     for ref in seal.partitions:
-        for name in carried_files(ref.id, stream):
+        for name in layout.run_files(ref.id, every is not None):
             digest = read.sha256(name) if name in read.files else None
             if digest is not None:
                 digests[name] = digest
     attempts = {k.id: k.tally.attempts for k in kept}
-    every = checkpoint_spacing(protocol) if stream else None
     problems = continuation_problems(continuation, seal, digests, attempts, every)
     read.findings.extend(
         Finding(

@@ -168,7 +168,7 @@ def read_partitions(
 
     def tasks() -> Iterator[_PartitionTask]:
         for ref in seal.partitions:
-            names = [layout.DATA + ref.file, *layout.partition_files(ref.id, stream)[1:]]
+            names = [layout.DATA + ref.file, *layout.run_files(ref.id, stream)]
             seen = seen_of(read, names)
             first = ref is seal.partitions[0]
             yield _PartitionTask(ref, first, seen, read.budget, ref.id in carried)
@@ -275,7 +275,7 @@ def _not_in_seal(read: BundleReader, seal: Seal, stream: bool) -> None:
     """Name each partitioned file the seal does not name."""
     expected_files = {layout.SEAL}
     for ref in seal.partitions:
-        expected_files |= {layout.DATA + ref.file, *layout.partition_files(ref.id, stream)[1:]}
+        expected_files |= {layout.DATA + ref.file, *layout.run_files(ref.id, stream)}
     for name in sorted(n for n in read.files if layout.is_partitioned(n)):
         if name not in expected_files:
             read.findings.append(
