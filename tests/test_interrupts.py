@@ -363,3 +363,34 @@ class TestSignalsOnDask:
         assert "Traceback" not in stderr
         case.check_left_incomplete()
         _wait_for(lambda: not ours(), timeout=30)
+
+    def test_a_cancelled_task_stops_without_the_stop_event(
+        self, dask_scheduler: str, tmp_path: Path
+    ) -> None:
+        """A task the study cancels sees it stop from its Dask worker's own record of the task,
+        even when the stop event is never set (a worker's client to the scheduler can close
+        under load and leave the event unreadable, which once left tasks running after the
+        study had stopped)."""
+        distributed = pytest.importorskip("distributed")
+        with distributed.Client(dask_scheduler, set_as_default=False) as client:
+            future = client.submit(
+                _watch_a_never_set_event, str(tmp_path), pure=False, key=f"w-{uuid.uuid4().hex}"
+            )
+            _wait_for(lambda: (tmp_path / "watching").exists())
+            assert not (tmp_path / "stopped").exists()
+            client.cancel([future])
+            _wait_for(lambda: (tmp_path / "stopped").exists(), timeout=30)
+
+
+def _watch_a_never_set_event(directory: str) -> None:
+    """A Dask task: watch a stop event nobody sets, as a partition's task does, and write
+    ``stopped`` in ``directory`` once the flag says the study is stopping (at most 5 minutes)."""
+    from repro._execute.cluster import _StudyStopping
+
+    flag = _StudyStopping(f"never-set-{uuid.uuid4().hex}")
+    Path(directory, "watching").touch()
+    deadline = time.monotonic() + 300
+    while not flag.is_set() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if flag.is_set():
+        Path(directory, "stopped").touch()

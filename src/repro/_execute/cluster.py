@@ -13,8 +13,9 @@ was sealed: each worker subprocess freezes the adapter again and refuses to open
 whose sources differ from the sealed ones (``session-open-failed:sources-differ-in-worker``).
 A Dask worker lost while it runs a task makes Dask run the task again elsewhere (it depends on
 its slot seeds alone); a task that cannot be run at all stops the study (:class:`ClusterFailed`).
-When the study stops, it sets a cluster-wide event that every running task watches: each kills
-its worker subprocess within about a second, and queued tasks are cancelled.
+When the study stops, it cancels its tasks and sets a cluster-wide event: a running task sees
+either (its Dask worker's record of the task says it was cancelled, or the event is set) and
+kills its worker subprocess within about a second, and queued tasks never start.
 """
 
 from __future__ import annotations
@@ -43,6 +44,9 @@ __all__ = ["connect", "run_on_dask", "run_partition_task"]
 CONNECT_TIMEOUT_SECONDS = 10
 #: How often a running task asks the scheduler whether the study is stopping.
 _STOP_POLL_SECONDS = 1.0
+#: The states of a task its Dask worker still runs for the study (any other: cancelled,
+#: released, forgotten).
+_WANTED = frozenset({"executing", "long-running"})
 
 
 @contextmanager
@@ -72,17 +76,34 @@ def connect(address: str) -> Iterator[Client]:
 
 
 class _StudyStopping:
-    """The study's cluster-wide stop event, as a worker's cancel flag: the scheduler is asked at
-    most once every :data:`_STOP_POLL_SECONDS`, and a failed question counts as "not yet" (a
-    task whose scheduler is gone for good is ended by Dask itself)."""
+    """A task's cancel flag: set once the study stops. Two things say so, each looked at most
+    once every :data:`_STOP_POLL_SECONDS`: this task is no longer wanted on its Dask worker (the
+    study cancelled it, or its client went away, and the scheduler released it: the worker's own
+    record of the task says so, without asking anyone), or the study's cluster-wide stop event
+    is set. A question that fails counts as "not yet": under load a worker's client to the
+    scheduler can close and stay closed, which is why the task's own state comes first."""
 
     def __init__(self, name: str) -> None:
         # Lazy: distributed is the dask extra, maybe absent; only a cluster run needs it.
-        from distributed import Event
+        from distributed import Event, get_worker
 
         self._event = Event(name)
+        try:
+            worker = get_worker()
+            self._task: tuple[Any, Any] | None = (worker, worker.get_current_task())
+        except (ValueError, KeyError):  # not inside a task (a test calls it directly)
+            self._task = None
         self._stopping = False
         self._next_look = 0.0
+
+    def _released(self) -> bool:
+        """Whether the worker no longer runs this task for anyone: cancelled, released or
+        forgotten."""
+        if self._task is None:
+            return False
+        worker, key = self._task
+        task = worker.state.tasks.get(key)
+        return task is None or task.state not in _WANTED
 
     def is_set(self) -> bool:
         """Whether the study is stopping."""
@@ -90,7 +111,10 @@ class _StudyStopping:
         if not self._stopping and now >= self._next_look:
             self._next_look = now + _STOP_POLL_SECONDS
             with suppress(Exception):
-                self._stopping = bool(self._event.is_set())
+                self._stopping = self._released()
+            if not self._stopping:
+                with suppress(Exception):
+                    self._stopping = bool(self._event.is_set())
         return self._stopping
 
 
