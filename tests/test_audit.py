@@ -467,7 +467,12 @@ class TestEndToEnd:
         checked = runner.invoke(app, ["verify", str(root), "--json", *keys])
         assert checked.exit_code == 0, checked.output
         kinds = sorted((s["kind"], s["status"]) for s in json.loads(checked.stdout)["signatures"])
-        assert kinds == [("audit", "verified"), ("bundle", "verified")]
+        assert kinds == [
+            ("audit", "verified"),
+            ("bundle", "verified"),
+            ("provenance", "verified"),
+            ("test-result", "verified"),
+        ]
         bagit.Bag(str(root)).validate()
 
 

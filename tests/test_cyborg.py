@@ -564,6 +564,8 @@ class TestUpstreamBackend:
         assert sorted((s["kind"], s["status"]) for s in statuses) == [
             ("audit", "verified"),
             ("bundle", "verified"),
+            ("provenance", "verified"),
+            ("test-result", "verified"),
         ]
 
     def test_same_runs_byte_for_byte_as_the_fork(

@@ -117,8 +117,9 @@ class TestPack:
         assert _invoke("pack", root, "--out", out).exit_code == 0
         result = _invoke("verify", "--json", "--trusted-key", f"{key}.pub", out)
         assert result.exit_code == 0, result.output
-        [signature] = json.loads(result.stdout)["signatures"]
-        assert signature["status"] == "verified"
+        signatures = json.loads(result.stdout)["signatures"]
+        assert [s["kind"] for s in signatures] == ["bundle", "provenance", "test-result"]
+        assert {s["status"] for s in signatures} == {"verified"}
         before = out.read_bytes()
         refused = _invoke("sign", out, "--key", key)
         assert refused.exit_code == 2 and "packed bundle" in refused.output

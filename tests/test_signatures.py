@@ -143,7 +143,7 @@ class TestRoundTrip:
         """The signature file is named after the key and the kind, outside every manifest, and
         checks against the public key: the bundle verifies with it."""
         private, public = make(tmp_path / "key")
-        path = sign_bundle(root, private, open_verified)
+        (path,) = sign_bundle(root, private, open_verified)
         key = load_public_key(public)
         digits = base64.b64decode(key.fingerprint.removeprefix("SHA256:") + "=").hex()[:12]
         assert path.relative_to(root).as_posix() == layout.signature_file(digits, "bundle")
@@ -159,7 +159,7 @@ class TestRoundTrip:
     def test_the_statement(self, root: Path, author: tuple[Path, Path]) -> None:
         """The payload is the in-toto Statement v1 about the tag manifest by the bundle's
         sha256, and its predicate says what the bundle's files say."""
-        path = sign_bundle(root, author[0], open_verified)
+        (path,) = sign_bundle(root, author[0], open_verified)
         envelope = _envelope(path)
         assert envelope["payloadType"] == "application/vnd.in-toto+json"
         s = json.loads(base64.b64decode(envelope["payload"]))
@@ -189,7 +189,7 @@ class TestRoundTrip:
         """A bundle with contrasts claims each contrast's verdict, in the protocol's order."""
         target = tmp_path / "contrasted"
         shutil.copytree(contrasted_bundle, target)
-        path = sign_bundle(target, author[0], open_verified)
+        (path,) = sign_bundle(target, author[0], open_verified)
         predicate = json.loads(base64.b64decode(_envelope(path)["payload"]))["predicate"]
         b = open_verified(target)
         assert b.contrasts is not None
@@ -202,9 +202,9 @@ class TestRoundTrip:
         self, root: Path, author: tuple[Path, Path]
     ) -> None:
         """Ed25519 and the statement are deterministic: signing twice changes nothing."""
-        path = sign_bundle(root, author[0], open_verified)
+        (path,) = sign_bundle(root, author[0], open_verified)
         first = path.read_bytes()
-        assert sign_bundle(root, author[0], open_verified) == path
+        assert sign_bundle(root, author[0], open_verified) == [path]
         assert path.read_bytes() == first
         assert sorted(p.name for p in path.parent.iterdir()) == [path.name]
 
@@ -315,7 +315,7 @@ class TestIndependently:
     def test_pynacl_over_the_spec_s_pae(self, root: Path, author: tuple[Path, Path]) -> None:
         """libsodium (PyNaCl) verifies the signature over PAE(type, payload) as the DSSE spec
         defines it: "DSSEv1" SP LEN(type) SP type SP LEN(body) SP body."""
-        envelope = _envelope(sign_bundle(root, author[0], open_verified))
+        envelope = _envelope(sign_bundle(root, author[0], open_verified)[0])
         payload = base64.b64decode(envelope["payload"])
         kind = envelope["payloadType"].encode()
         pae = b"DSSEv1 " + b" ".join(
@@ -332,7 +332,7 @@ class TestIndependently:
     def test_securesystemslib_reads_the_file(self, root: Path, author: tuple[Path, Path]) -> None:
         """securesystemslib's own reading of the file (Envelope.from_dict) verifies it with the
         author's key, and refuses it with another."""
-        path = sign_bundle(root, author[0], open_verified)
+        (path,) = sign_bundle(root, author[0], open_verified)
         public = load_public_key(author[1])
         key = SSlibKey.from_crypto(public.key, keyid=public.fingerprint)
         accepted = Envelope.from_dict(_envelope(path)).verify([key], 1)
@@ -425,7 +425,7 @@ class TestForgeries:
     def test_subject_rewritten_in_the_envelope(self, root: Path, author: tuple[Path, Path]) -> None:
         """A forger who rewrites the statement's subject to the forged bundle's digest breaks
         the signature."""
-        path = sign_bundle(root, author[0], open_verified)
+        (path,) = sign_bundle(root, author[0], open_verified)
         _environment_edited(root)
 
         def resubject(envelope: dict[str, Any]) -> None:
@@ -498,13 +498,13 @@ class TestTamperedEnvelope:
 
     def test_not_an_envelope(self, root: Path, author: tuple[Path, Path]) -> None:
         """A signature file that is no envelope is named even without a trusted key."""
-        path = sign_bundle(root, author[0], open_verified)
+        (path,) = sign_bundle(root, author[0], open_verified)
         path.write_bytes(b'{"payload":"x"}\n')
         assert _codes(root) == {"signature-malformed"}
 
     def test_a_name_that_is_not_its_key_s(self, root: Path, author: tuple[Path, Path]) -> None:
         """An envelope renamed after another key is malformed."""
-        path = sign_bundle(root, author[0], open_verified)
+        (path,) = sign_bundle(root, author[0], open_verified)
         path.rename(path.with_name("000000000000.bundle.dsse.json"))
         assert _codes(root) == {"signature-malformed"}
 
@@ -561,14 +561,14 @@ class TestLimits:
 
     def test_too_many_signature_files(self, root: Path, author: tuple[Path, Path]) -> None:
         """Past max_signatures the rest are named in one finding and not read."""
-        path = sign_bundle(root, author[0], open_verified)
+        (path,) = sign_bundle(root, author[0], open_verified)
         shutil.copy(path, path.with_name("ffffffffffff.bundle.dsse.json"))
         findings = verification(root, limits=Limits(max_signatures=1)).findings
         assert [f.code for f in findings] == ["signature-count-limit"]
 
     def test_a_signature_file_too_large(self, root: Path, author: tuple[Path, Path]) -> None:
         """A signature file past max_signature_bytes is named and not read."""
-        path = sign_bundle(root, author[0], open_verified)
+        (path,) = sign_bundle(root, author[0], open_verified)
         findings = verification(root, limits=Limits(max_signature_bytes=100)).findings
         assert [f.code for f in findings] == ["signature-file-limit"]
         assert path.stat().st_size > 100
@@ -709,7 +709,7 @@ class TestEnvelopeAsDsseSaysIt:
     def test_keyid_is_optional(self, root: Path, author: tuple[Path, Path]) -> None:
         """An envelope whose signature has no keyid verifies with the author's key, which is
         then the key named; without a key it is not checked and names no key."""
-        path = sign_bundle(root, author[0], open_verified)
+        (path,) = sign_bundle(root, author[0], open_verified)
         _rewrite(path, lambda e: e["signatures"][0].pop("keyid"))
         public = load_public_key(author[1])
         done = verification(root, [public])
@@ -725,7 +725,7 @@ class TestEnvelopeAsDsseSaysIt:
     ) -> None:
         """Fields the spec does not define, in the envelope and in a signature, are ignored (as
         DSSE requires of a consumer), and the envelope need not be canonical JSON."""
-        path = sign_bundle(root, author[0], open_verified)
+        (path,) = sign_bundle(root, author[0], open_verified)
         envelope = _envelope(path)
         envelope["comment"] = "made elsewhere"
         envelope["signatures"][0]["cert"] = ""
@@ -738,7 +738,7 @@ class TestEnvelopeAsDsseSaysIt:
         """A field DSSE does not define, though ignored, is text a reader sees: a host path in it
         (or in a keyid of another form) is a disclosure finding, with or without a key; repro's
         own envelope (base64 and fingerprints) is not."""
-        path = sign_bundle(root, author[0], open_verified)
+        (path,) = sign_bundle(root, author[0], open_verified)
         assert _codes(root) == set()
         _rewrite(path, lambda e: e.update(comment="made in /home/alice/keys"))
         codes = _codes(root)
@@ -768,7 +768,7 @@ class TestMultipleSignatures:
         """The author's envelope co-signed by a reviewer verifies with either key trusted, or
         both; each signature is reported (--json ``signers``)."""
         reviewer = pem_key(tmp_path / "reviewer")
-        path = sign_bundle(root, author[0], open_verified)
+        (path,) = sign_bundle(root, author[0], open_verified)
         _cosign(root, path, reviewer[0])
         a, r = load_public_key(author[1]), load_public_key(reviewer[1])
         for trusted in ([a], [r], [a, r]):
@@ -792,7 +792,7 @@ class TestMultipleSignatures:
         """A co-signature with no keyid is tried against every trusted key: the reviewer's key
         alone trusted, the statement verifies by it."""
         reviewer = openssh_key(tmp_path / "reviewer")
-        path = sign_bundle(root, author[0], open_verified)
+        (path,) = sign_bundle(root, author[0], open_verified)
         _cosign(root, path, reviewer[0], keyid=False)
         r = load_public_key(reviewer[1])
         (status,) = verification(root, [r]).signatures
@@ -804,7 +804,7 @@ class TestMultipleSignatures:
     ) -> None:
         """Two signatures, neither by the trusted key: the statement does not verify
         (signature-untrusted), and the trusted key's signature is missing."""
-        path = sign_bundle(root, author[0], open_verified)
+        (path,) = sign_bundle(root, author[0], open_verified)
         _cosign(root, path, pem_key(tmp_path / "reviewer")[0])
         _, third = openssh_key(tmp_path / "third")
         done = verification(root, [load_public_key(third)])
@@ -817,7 +817,7 @@ class TestMultipleSignatures:
         """The file is named after the author's key: with it trusted, a broken author's
         signature is signature-invalid although a trusted reviewer's beside it is valid."""
         reviewer = pem_key(tmp_path / "reviewer")
-        path = sign_bundle(root, author[0], open_verified)
+        (path,) = sign_bundle(root, author[0], open_verified)
         _cosign(root, path, reviewer[0])
 
         def garble(e: dict[str, Any]) -> None:
@@ -836,7 +836,7 @@ class TestMultipleSignatures:
         """A statement rewritten after the author signed it, with the forger's valid signature
         over the new statement added (its keyid the author's, or none) and random bytes as a
         third: with the author's key trusted it does not verify."""
-        path = sign_bundle(root, author[0], open_verified)
+        (path,) = sign_bundle(root, author[0], open_verified)
         _environment_edited(root)
         forger = openssh_key(tmp_path / "forger")
 
@@ -866,7 +866,7 @@ class TestMultipleSignatures:
         """An envelope of more signatures than max_envelope_signatures is named
         (signature-malformed) and none of its signatures is checked; within the limit the same
         envelope verifies."""
-        path = sign_bundle(root, author[0], open_verified)
+        (path,) = sign_bundle(root, author[0], open_verified)
         _rewrite(path, lambda e: e["signatures"].extend(e["signatures"] * 2))
         public = load_public_key(author[1])
         over = verification(root, [public], limits=Limits(max_envelope_signatures=2))

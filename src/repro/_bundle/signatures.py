@@ -36,19 +36,35 @@ from securesystemslib.exceptions import UnverifiedSignatureError
 from securesystemslib.signer import CryptoSigner, Signature, SSlibKey
 
 from repro import _layout as layout
+from repro._bundle.attestations import (
+    PROVENANCE,
+    STANDARD_TYPES,
+    TEST_RESULT,
+    provenance_predicate,
+    test_result_predicate,
+)
 from repro._disclosure import scan_hits
 from repro._files import write_atomically
 from repro._json import canonical
 from repro.errors import BadInput, NotVerified, Problem
 
 if TYPE_CHECKING:
-    from repro.models import Aggregates, ContrastsFile, Environment, FrozenProtocol, Tiers
+    from repro.models import (
+        Aggregates,
+        ContrastsFile,
+        Environment,
+        FrozenProtocol,
+        Ledger,
+        Scores,
+        Tiers,
+    )
     from repro.verify._core import VerifiedBundle
 
 __all__ = [
     "BUNDLE",
     "PASSPHRASE_VARIABLE",
     "PAYLOAD_TYPE",
+    "SIGNED_KINDS",
     "STATEMENT_TYPE",
     "SUBJECT_NAME",
     "DsseEnvelope",
@@ -57,6 +73,7 @@ __all__ = [
     "SignedStatement",
     "SigningKey",
     "bundle_predicate",
+    "claims",
     "envelope_bytes",
     "fingerprint",
     "key_digits",
@@ -94,7 +111,11 @@ _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 
 
 def predicate_type(kind: str) -> str:
-    """The predicate type URI of a statement of ``kind`` (``bundle``, ``audit``)."""
+    """The predicate type URI of a statement of ``kind``: a standard one's
+    (:data:`~repro._bundle.attestations.STANDARD_TYPES`: ``provenance``, ``test-result``), else
+    repro's own (``bundle``, ``audit``)."""
+    if kind in STANDARD_TYPES:
+        return STANDARD_TYPES[kind]
     uri = f"https://repro.invalid/attestation/{kind}/v1"
     if not _PREDICATE_TYPE.match(uri):
         raise ValueError(f"not a statement kind: {kind!r}")
@@ -431,11 +452,22 @@ def _statement_kind(value: Any) -> str:
     _text(subject["name"], SUBJECT_NAME, "payload $.subject[0].name")
     digest = _exact(subject["digest"], {"sha256"}, "payload $.subject[0].digest")
     _text(digest["sha256"], _SHA256, "payload $.subject[0].digest.sha256")
-    uri = _text(s["predicateType"], _PREDICATE_TYPE, "payload $.predicateType")
+    standard = {uri: kind for kind, uri in STANDARD_TYPES.items()}
+    found = s["predicateType"]
+    if not (isinstance(found, str) and found in standard):
+        _text(found, _PREDICATE_TYPE, "payload $.predicateType")
     if not isinstance(s["predicate"], dict):
         raise _refused("payload $.predicate", "expected an object", "wrong-type")
-    kind = _PREDICATE_TYPE.match(uri)
+    if found in standard:
+        return standard[found]
+    kind = _PREDICATE_TYPE.match(found)
     assert kind is not None
+    if kind.group(1) in STANDARD_TYPES:  # a standard kind has its standard type only
+        raise _refused(
+            "payload $.predicateType",
+            f"a {kind.group(1)} statement has the predicate type {STANDARD_TYPES[kind.group(1)]}",
+            "not-allowed",
+        )
     return kind.group(1)
 
 
@@ -644,14 +676,41 @@ def _write_signature(root: Path, name: str, data: bytes) -> Path:
     return path
 
 
+#: The kinds of statement ``repro sign`` writes, each in its own envelope: repro's own (what the
+#: bundle claims, which every version reads), SLSA provenance and the in-toto test-result.
+SIGNED_KINDS = (BUNDLE, PROVENANCE, TEST_RESULT)
+
+
+def claims(
+    protocol: FrozenProtocol,
+    ledger: Ledger,
+    aggregates: Aggregates,
+    tiers: Tiers,
+    environment: Environment,
+    contrasts: ContrastsFile | None,
+    scores: Scores | None,
+) -> dict[str, dict[str, Any]]:
+    """The predicate of each kind in :data:`SIGNED_KINDS`, from the bundle's parsed files:
+    what ``repro sign`` signs and ``repro verify`` derives again to compare."""
+    return {
+        BUNDLE: bundle_predicate(protocol, aggregates, tiers, environment, contrasts),
+        PROVENANCE: provenance_predicate(protocol, ledger, environment),
+        TEST_RESULT: test_result_predicate(protocol, tiers, contrasts, scores),
+    }
+
+
 def sign_bundle(
-    root: Path, key_path: Path, open_verified: Callable[[Path], VerifiedBundle]
-) -> Path:
-    """Sign what the bundle at ``root`` claims (:func:`bundle_predicate`) with the private key
-    at ``key_path`` (:func:`sign_statement`); return the signature file's path. The bundle is
-    read with ``open_verified`` (:func:`repro.verify.open_verified`, which the caller passes:
-    verify is above the bundle layer, and reads this module); one that does not verify is
-    refused (:class:`BadInput`, naming how many findings)."""
+    root: Path,
+    key_path: Path,
+    open_verified: Callable[[Path], VerifiedBundle],
+    kinds: Sequence[str] = (BUNDLE,),
+) -> list[Path]:
+    """Sign what the bundle at ``root`` claims, one statement of each of ``kinds`` (of
+    :data:`SIGNED_KINDS`; :func:`claims`), with the private key at ``key_path``
+    (:func:`sign_statement`); return the signature files' paths, in the order of ``kinds``.
+    The bundle is read with ``open_verified`` (:func:`repro.verify.open_verified`, which the
+    caller passes: verify is above the bundle layer, and reads this module); one that does not
+    verify is refused (:class:`BadInput`, naming how many findings)."""
     refuse_packed(root)
     load_signing_key(key_path)  # a bad key is named before the bundle is read
     try:
@@ -661,5 +720,10 @@ def sign_bundle(
             f"{root} does not verify ({len(exc.findings)} finding(s)): only a bundle that "
             f"verifies is signed; see repro verify {root}"
         ) from None
-    predicate = bundle_predicate(b.protocol, b.aggregates, b.tiers, b.environment, b.contrasts)
-    return sign_statement(root, statement(BUNDLE, b.bundle_sha256, predicate), key_path, BUNDLE)
+    predicates = claims(
+        b.protocol, b.ledger, b.aggregates, b.tiers, b.environment, b.contrasts, b.scores
+    )
+    return [
+        sign_statement(root, statement(kind, b.bundle_sha256, predicates[kind]), key_path, kind)
+        for kind in kinds
+    ]

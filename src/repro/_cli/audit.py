@@ -34,10 +34,22 @@ _Sign = Annotated[
     typer.Option(
         "--sign",
         help="Sign the audit's result with this Ed25519 private key (OpenSSH or PEM) and "
-        "write it beside the bag as signatures/<key>.audit.dsse.json, for verify to report.",
+        "write it beside the bag as signatures/<key>.audit.dsse.json, for verify to report; "
+        "and a verification summary (an SLSA VSA) beside the bundle as "
+        "BUNDLE.audit.vsa.dsse.json (or --vsa), passed or failed.",
         show_default=False,
     ),
 ]
+_Vsa = Annotated[
+    Path | None,
+    typer.Option(
+        "--vsa",
+        help="Write the audit's verification summary here instead (a new file: none is replaced).",
+        show_default=False,
+    ),
+]
+#: What an audit's verification summary is named after its bundle, when no --vsa.
+AUDIT_VSA_SUFFIX = ".audit.vsa.dsse.json"
 
 
 def audit(
@@ -49,6 +61,7 @@ def audit(
     show_traceback: Traceback = False,
     sources: Sources = None,
     sign: _Sign = None,
+    vsa: _Vsa = None,
 ) -> None:
     """Re-execute a sample of the bundle's slots (or --all) and compare them byte for byte.
 
@@ -62,14 +75,11 @@ def audit(
 
     if (sample is None) == (not every_slot):
         raise BadInput("give exactly one of --sample N and --all")
-    if sign is not None:  # a bad key, or no room for a signature, before the audit runs
-        # Lazy: cryptography, only when the audit is signed.
-        from repro._bundle.signatures import load_signing_key, refuse_packed
-
-        refuse_packed(bundle)
-        load_signing_key(sign)
+    summary = _summary_path(bundle, sign, vsa)
     result = audit_bundle(bundle, sample, parse_options(option or []), show_traceback, sources)
     signed = None if sign is None else sign_audit(bundle, result, sign)
+    if sign is not None and summary is not None:
+        _summarise(result, sample, sign, summary)
     if as_json:
         extra = {
             "identical": result.identical,
@@ -81,8 +91,45 @@ def audit(
         _print_audit(result)
         if signed is not None:
             emit(f"signed: wrote {signed}")
+            emit(f"summary: wrote {summary}")
     if not result.identical:
         raise typer.Exit(EXIT_VERIFY_FAILED)
+
+
+def _summary_path(bundle: Path, sign: Path | None, vsa: Path | None) -> Path | None:
+    """Where the signed audit's summary goes (None unsigned), checked before the audit runs,
+    with the key and the room for a signature. Raises BadInput."""
+    if sign is None:
+        if vsa is not None:
+            raise BadInput("--vsa names where --sign writes the audit's summary: give --sign too")
+        return None
+    # Lazy: cryptography, only when the audit is signed.
+    from repro._bundle.signatures import load_signing_key, refuse_packed
+    from repro._bundle.summaries import check_summary_path, default_summary_path
+
+    refuse_packed(bundle)
+    load_signing_key(sign)
+    path = vsa if vsa is not None else default_summary_path(bundle, AUDIT_VSA_SUFFIX)
+    check_summary_path(path)
+    return path
+
+
+def _summarise(result: Any, sample: int | None, key: Path, path: Path) -> None:
+    """Sign and write the audit's verification summary at ``path``: passed when every
+    re-executed slot was byte-identical and every kept state chained."""
+    # Lazy: cryptography, only when the audit is signed.
+    from repro import version
+    from repro._bundle.summaries import audit_policy, summary_statement, write_summary
+
+    statement = summary_statement(
+        result.bundle_sha256,
+        version=version(),
+        policy=audit_policy(sample),
+        inputs=(),
+        passed=result.identical,
+        levels=["REPRO_AUDIT_IDENTICAL"],
+    )
+    write_summary(path, statement, key)
 
 
 def _print_audit(result: Any) -> None:

@@ -25,17 +25,23 @@ def sign(
         ),
     ],
 ) -> None:
-    """Sign what a verified bundle claims: an in-toto statement in a DSSE envelope, written
-    beside the bag as signatures/<key>.bundle.dsse.json.
+    """Sign what a verified bundle claims: in-toto statements in DSSE envelopes, written beside
+    the bag in signatures/, one file per kind.
 
-    Its subject is the bundle's sha256 (so every file is covered); its predicate the protocol,
-    the reproduction class, the estimand with its interval, the contrasts' verdicts and repro's
-    version. Several signatures (the author's, a reviewer's) sit side by side; check them with
+    Each statement's subject is the bundle's sha256 (so every file is covered). Three kinds:
+    signatures/<key>.bundle.dsse.json, repro's own (the protocol, the reproduction class, the
+    estimand with its interval, the contrasts' verdicts, repro's version);
+    <key>.provenance.dsse.json, SLSA provenance v1 (the protocol, the pinned sources, repro and
+    its packages, the start and end); <key>.test-result.dsse.json, an in-toto test-result (each
+    tier, the reproduction class, each contrast and publish gate as a passed, warned or failed
+    test). Several signers (the author, a reviewer) sit side by side; check them with
     repro verify --trusted-key."""
     # Lazy: `repro --help` imports this module; only `repro sign` loads cryptography.
-    from repro._bundle.signatures import load_signing_key, sign_bundle
+    from repro._bundle.signatures import SIGNED_KINDS, load_signing_key, sign_bundle
     from repro.verify import open_verified
 
     signing = load_signing_key(key)
-    path = sign_bundle(bundle, key, open_verified)
-    emit(f"signed {bundle}: wrote {path} (key {signing.public.fingerprint})")
+    paths = sign_bundle(bundle, key, open_verified, SIGNED_KINDS)
+    emit(f"signed {bundle} (key {signing.public.fingerprint}):")
+    for path in paths:
+        emit(f"  wrote {path}")

@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from repro._cli.output import emit, print_findings, print_warnings, verify_report
+from repro import version
+from repro._cli.output import emit, err_console, print_findings, print_warnings, verify_report
 from repro._escape import json_text
 from repro.errors import EXIT_VERIFY_FAILED, BadInput
 
@@ -17,7 +18,7 @@ if TYPE_CHECKING:
     from repro._bundle.signatures import PublicKey
     from repro.verify import Limits, Verification
 
-__all__ = ["VERIFY_LIMITS", "verify"]
+__all__ = ["VERIFY_LIMITS", "VSA_SUFFIX", "verify"]
 
 #: The limits ``repro verify --limit`` sets, as :class:`repro.verify.Limits` names them (named
 #: here so that the command line's help needs no import of the verifier;
@@ -91,6 +92,26 @@ _BagitOnly = Annotated[
         "fail the bag.",
     ),
 ]
+_Attest = Annotated[
+    Path | None,
+    typer.Option(
+        "--attest",
+        help="Sign a verification summary (an SLSA VSA: who verified which bundle, when, "
+        "against which policy, and the result) with this Ed25519 private key, and write it "
+        "beside the bundle as BUNDLE.vsa.dsse.json (or --vsa), passed or failed.",
+        show_default=False,
+    ),
+]
+_Vsa = Annotated[
+    Path | None,
+    typer.Option(
+        "--vsa",
+        help="Write the verification summary here instead (a new file: none is replaced).",
+        show_default=False,
+    ),
+]
+#: What a verification summary of ``repro verify`` is named after its bundle, when no --vsa.
+VSA_SUFFIX = ".vsa.dsse.json"
 
 
 def verify(
@@ -100,17 +121,21 @@ def verify(
     jobs: _Jobs = None,
     limit: _Limit = None,
     bagit_only: _BagitOnly = False,
+    attest: _Attest = None,
+    vsa: _Vsa = None,
 ) -> None:
     """Check a bundle offline: integrity, strict parse and schema, joins, re-derivations, and
     with --trusted-key its signatures.
 
     Without a trusted key each signature is listed by its key's fingerprint as not checked. A
-    valid BagIt bag that is not a repro bundle is bad input; --bagit-only checks it as a bag."""
+    valid BagIt bag that is not a repro bundle is bad input; --bagit-only checks it as a bag.
+    With --attest, a signed summary of the result is written beside the bundle."""
     # Lazy: `repro --help` imports this module; only `repro verify` loads the verifier.
     from repro.verify import verification
     from repro.verify._limits import Limits, with_limits
 
     limits = with_limits(Limits(), limit or [])
+    summary = _summary_path(bundle, attest, vsa, bagit_only)
     if bagit_only:
         if trusted_key:
             raise BadInput("--trusted-key checks a bundle's signatures: --bagit-only reads none")
@@ -118,6 +143,8 @@ def verify(
         return
     keys = _trusted_keys(trusted_key or [])
     done = verification(bundle, keys, limits, jobs=jobs)
+    if attest is not None and summary is not None:
+        _attest(done, attest, summary, limits, keys)
     if as_json:
         report = verify_report(done.findings, done.bundle_sha256)
         if done.signatures or keys:  # a bundle without signatures reports as it always did
@@ -146,6 +173,66 @@ def _print_verified(bundle: Path, done: Verification) -> None:
             emit(f"  other signatures in the envelope: {listed}")
         if s.summary is not None:
             emit(f"  {s.kind}: {s.summary}")
+
+
+def _summary_path(
+    bundle: Path, attest: Path | None, vsa: Path | None, bagit_only: bool
+) -> Path | None:
+    """Where --attest writes its summary (None without --attest), checked before anything is
+    read: a usable key, and a new file in a directory that is there. Raises BadInput."""
+    if attest is None:
+        if vsa is not None:
+            raise BadInput("--vsa names where --attest writes its summary: give --attest KEY too")
+        return None
+    if bagit_only:
+        raise BadInput("--attest summarises a whole verify: --bagit-only checks the bag alone")
+    # Lazy: cryptography only when a summary is signed.
+    from repro._bundle.signatures import load_signing_key
+    from repro._bundle.summaries import check_summary_path, default_summary_path
+
+    load_signing_key(attest)
+    path = vsa if vsa is not None else default_summary_path(bundle, VSA_SUFFIX)
+    check_summary_path(path)
+    return path
+
+
+def _attest(
+    done: Verification, key: Path, path: Path, limits: Limits, keys: Sequence[PublicKey]
+) -> None:
+    """Sign and write the summary of ``done`` at ``path``: passed when the bundle verifies,
+    failed otherwise (a bundle with no tag manifest to name it by gets none, said on stderr)."""
+    # Lazy: attrs and cryptography only when a summary is signed.
+    import attrs
+
+    # Lazy: as above.
+    from repro._bundle.summaries import summary_statement, verify_policy, write_summary
+
+    digest = done.tagmanifest_sha256
+    if digest is None:
+        err_console().print(
+            "no verification summary written: the bundle has no tag manifest to name it by",
+            highlight=False,
+            markup=False,
+        )
+        return
+    used = [
+        (s.file, sha)
+        for s in done.signatures
+        if s.status == "verified" and (sha := done.file_sha256(s.file)) is not None
+    ]
+    levels = ["REPRO_BUNDLE_VERIFIED", f"REPRO_REPRODUCTION_{str(done.reproduction).upper()}"]
+    if used:
+        levels.append("REPRO_SIGNATURES_VERIFIED")
+    statement = summary_statement(
+        digest,
+        version=version(),
+        policy=verify_policy(attrs.asdict(limits), [k.fingerprint for k in keys]),
+        inputs=used,
+        passed=done.ok,
+        levels=levels,
+    )
+    write_summary(path, statement, key)
+    err_console().print(f"wrote verification summary {path}", highlight=False, markup=False)
 
 
 def _trusted_keys(paths: Sequence[Path]) -> list[PublicKey]:

@@ -118,6 +118,24 @@ class Verification:
             return None
         return self._read.sha256(TAGMANIFEST)
 
+    @property
+    def tagmanifest_sha256(self) -> str | None:
+        """The sha256 of the tag manifest verify read, whether or not the bundle verifies (what
+        a summary of a failed verification names); None when verify read none."""
+        return None if self._read is None else self._read.sha256(TAGMANIFEST)
+
+    def file_sha256(self, name: str) -> str | None:
+        """The sha256 of the bundle's file ``name`` as verify read it (a signature file's, say);
+        None when verify did not read it."""
+        return None if self._read is None else self._read.sha256(name)
+
+    @property
+    def reproduction(self) -> str | None:
+        """The reproduction class the bundle's tiers.json states (re-derived by verify: when the
+        bundle verifies, the files give this class); None when it could not be parsed."""
+        stored = self._stored
+        return None if stored is None or stored.tiers is None else stored.tiers.reproduction.verdict
+
 
 @frozen
 class BagVerification:

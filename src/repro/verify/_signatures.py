@@ -1,8 +1,9 @@
 """The last stage, signatures: each envelope in the tag directory ``signatures/`` read strictly
 within the limits, and, against the keys a reader trusts, its signature, its subject (the
-bundle as it is now) and, for repro's own kind of statement, its predicate (what the bundle's
-files claim, derived again by :func:`repro._bundle.signatures.bundle_predicate`). Without a
-trusted key each signature is listed, its key named, as not checked."""
+bundle as it is now) and, for each kind of statement ``repro sign`` writes (repro's own, SLSA
+provenance, the in-toto test-result), its predicate (what the bundle's files claim, derived again
+by :func:`repro._bundle.signatures.claims`). Without a trusted key each signature is listed, its
+key named, as not checked."""
 
 from __future__ import annotations
 
@@ -161,19 +162,31 @@ def _read(
     return signed
 
 
-def _expected_predicate(stored: Stored | None) -> dict[str, object] | None:
-    """What the bundle's files claim, or None when verify could not parse them (named already)."""
+def _expected_predicate(kind: str, stored: Stored | None) -> dict[str, object] | None:
+    """What the bundle's files claim in a statement of ``kind`` (one ``repro sign`` writes), or
+    None when verify could not parse them (named already)."""
     # Lazy: cryptography only for a bundle that carries signatures.
-    from repro._bundle.signatures import bundle_predicate
+    from repro._bundle.signatures import claims
 
     if stored is None:
         return None
     s = stored
-    if s.protocol is None or s.aggregates is None or s.tiers is None or s.environment is None:
+    if (
+        s.protocol is None
+        or s.ledger is None
+        or s.aggregates is None
+        or s.tiers is None
+        or s.environment is None
+    ):
         return None
     if s.protocol.protocol.contrasts is not None and s.contrasts is None:
         return None
-    return bundle_predicate(s.protocol, s.aggregates, s.tiers, s.environment, s.contrasts)
+    if s.protocol.protocol.scoring is not None and s.scores is None:
+        return None
+    found = claims(
+        s.protocol, s.ledger, s.aggregates, s.tiers, s.environment, s.contrasts, s.scores
+    )
+    return found[kind]
 
 
 def _check(signed: SignedStatement, digest: str | None, facts: _BundleFacts) -> Finding | None:
@@ -208,7 +221,7 @@ def _statement_problem(
     signed); for repro's own statement, claims other than the bundle's files make; for an
     audit, figures other than its own facts and the bundle give (:func:`_audit_problem`)."""
     # Lazy: cryptography and the audit plan (NumPy) only for signed bundles.
-    from repro._bundle.signatures import BUNDLE
+    from repro._bundle.signatures import SIGNED_KINDS
     from repro._derive.audit import AUDIT
 
     name = signed.file
@@ -222,8 +235,8 @@ def _statement_problem(
         )
     if signed.kind == AUDIT:
         return _audit_problem(signed, digest, facts)
-    if signed.kind == BUNDLE:
-        expected = _expected_predicate(facts.stored)
+    if signed.kind in SIGNED_KINDS:
+        expected = _expected_predicate(signed.kind, facts.stored)
         found = signed.statement["predicate"]
         if expected is not None and found != expected:
             differ = ", ".join(
