@@ -1,8 +1,9 @@
 """What a signed bundle claims in the standard predicate types other tools read, beside repro's
 own: SLSA provenance v1 (what ran, with what, when) and an in-toto test-result (what the study's
 own checks found), each a pure function of the bundle's parsed files that ``repro sign`` signs and
-``repro verify`` derives again to compare; and the SLSA verification summary (VSA) that
-``repro verify --attest`` and ``repro audit --sign`` write about a bundle they checked.
+``repro verify`` derives again to compare; and the names the SLSA verification summary (VSA)
+that ``repro verify --attest`` and ``repro audit --sign`` write uses
+(:mod:`repro._bundle.summaries`).
 
 Nothing here claims more than the files say. The provenance's builder is repro run by whoever
 signs the statement, on a machine nobody vouches for: it claims no SLSA build level. The
@@ -13,9 +14,10 @@ its contrasts and its publish gates), sorted into passed, warned and failed by a
 from __future__ import annotations
 
 import base64
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
+
+from repro import DISTRIBUTION
 
 if TYPE_CHECKING:
     from repro.models import ContrastsFile, Environment, FrozenProtocol, Ledger, Scores, Tiers
@@ -35,7 +37,6 @@ __all__ = [
     "provenance_predicate",
     "purl",
     "test_result_predicate",
-    "vsa_predicate",
 ]
 
 #: The kind (in a signature file's name) of the SLSA provenance statement.
@@ -57,8 +58,6 @@ STUDY_BUILD_TYPE = "https://repro.invalid/build-type/study/v1"
 BUILDER_ID = "https://repro.invalid/builder/repro-study/v1"
 #: Who verified: ``repro verify`` or ``repro audit``, as run by whoever signs the summary.
 VERIFIER_ID = "https://repro.invalid/verifier/repro/v1"
-#: The distribution whose version names the builder's and the verifier's.
-_DISTRIBUTION = "repro-evidence"
 #: The VSA's verifier has only an id (VSA 1.0, 1.1); its version goes in an extension field,
 #: whose name a producer must make a URI: ``{"repro-evidence": VERSION}``.
 VERIFIER_VERSION = "https://repro.invalid/verifier/version"
@@ -127,7 +126,7 @@ def provenance_predicate(
         "runDetails": {
             "builder": {
                 "id": BUILDER_ID,
-                "version": {_DISTRIBUTION: environment.repro_version},
+                "version": {DISTRIBUTION: environment.repro_version},
                 "builderDependencies": [
                     {"name": name, "uri": purl(name, version)}
                     for name, version in sorted(environment.packages.items())
@@ -171,33 +170,4 @@ def test_result_predicate(
         "passedTests": found["passed"],
         "warnedTests": found["warned"],
         "failedTests": found["failed"],
-    }
-
-
-def vsa_predicate(
-    *,
-    bundle_sha256: str,
-    version: str,
-    time_verified: str,
-    policy: tuple[str, str],
-    inputs: Sequence[tuple[str, str]],
-    passed: bool,
-    levels: Sequence[str],
-) -> dict[str, Any]:
-    """The SLSA verification summary (v1) of a bundle repro checked: the verifier
-    (:data:`VERIFIER_ID`, with repro's ``version`` in the extension field
-    :data:`VERIFIER_VERSION`), when (``time_verified``, UTC), the bundle (by
-    the ``ni`` URI of its identity), the policy (its URI and the sha256 of its canonical JSON),
-    the attestations it checked (each signature file's path in the bundle and sha256), the
-    result, and the levels verified (``levels``: repro's own, ``REPRO_...``, as the VSA allows
-    a verifier's own; ``FAILED`` alone when the result is)."""
-    uri, digest = policy
-    return {
-        "verifier": {"id": VERIFIER_ID, VERIFIER_VERSION: {_DISTRIBUTION: version}},
-        "timeVerified": time_verified,
-        "resourceUri": named_information(bundle_sha256),
-        "policy": {"uri": uri, "digest": {"sha256": digest}},
-        "inputAttestations": [{"uri": u, "digest": {"sha256": d}} for u, d in inputs],
-        "verificationResult": "PASSED" if passed else "FAILED",
-        "verifiedLevels": list(levels) if passed else ["FAILED"],
     }

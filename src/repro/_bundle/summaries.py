@@ -17,7 +17,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from repro._bundle.attestations import VSA_TYPE, vsa_predicate
+from repro import DISTRIBUTION
+from repro._bundle.attestations import (
+    VERIFIER_ID,
+    VERIFIER_VERSION,
+    VSA_TYPE,
+    named_information,
+)
 from repro._bundle.signatures import (
     STATEMENT_TYPE,
     SUBJECT_NAME,
@@ -75,23 +81,27 @@ def summary_statement(
     levels: Sequence[str],
     now: datetime | None = None,
 ) -> dict[str, Any]:
-    """The in-toto Statement of a verification summary about the bundle whose identity is
-    ``bundle_sha256`` (its subject the tag manifest, as every statement about a bundle):
-    checked now (or at ``now``) by repro ``version`` against ``policy``, having used the
-    attestations ``inputs`` (path in the bundle, sha256), with the result ``passed`` and, when
-    it passed, ``levels``."""
+    """The in-toto Statement of an SLSA verification summary (v1) about the bundle whose
+    identity is ``bundle_sha256`` (its subject the tag manifest, as every statement about a
+    bundle): the verifier (:data:`VERIFIER_ID`, with repro's ``version`` in the extension
+    field :data:`VERIFIER_VERSION`: VSA 1.0 and 1.1 give a verifier only an id), when (now, or
+    ``now``; UTC, to the second), the bundle again (the ``ni`` URI of its identity: no host
+    path), the policy (its URI and the sha256 of its canonical JSON), the attestations it used
+    (``inputs``: path in the bundle, sha256; the field is absent when none was), and the result
+    with, when it ``passed``, ``levels`` (repro's own, ``REPRO_...``, as the VSA lets a
+    verifier name its own; ``FAILED`` alone otherwise)."""
     moment = (now or datetime.now(UTC)).astimezone(UTC)
-    predicate = vsa_predicate(
-        bundle_sha256=bundle_sha256,
-        version=version,
-        time_verified=moment.strftime("%Y-%m-%dT%H:%M:%SZ"),
-        policy=policy_digest(policy),
-        inputs=inputs,
-        passed=passed,
-        levels=levels,
-    )
-    if not inputs:
-        del predicate["inputAttestations"]  # optional; absent when none was used
+    uri, digest = policy_digest(policy)
+    predicate: dict[str, Any] = {
+        "verifier": {"id": VERIFIER_ID, VERIFIER_VERSION: {DISTRIBUTION: version}},
+        "timeVerified": moment.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "resourceUri": named_information(bundle_sha256),
+        "policy": {"uri": uri, "digest": {"sha256": digest}},
+        "verificationResult": "PASSED" if passed else "FAILED",
+        "verifiedLevels": list(levels) if passed else ["FAILED"],
+    }
+    if inputs:  # optional; absent when none was used
+        predicate["inputAttestations"] = [{"uri": u, "digest": {"sha256": d}} for u, d in inputs]
     return {
         "_type": STATEMENT_TYPE,
         "subject": [{"name": SUBJECT_NAME, "digest": {"sha256": bundle_sha256}}],
