@@ -115,6 +115,7 @@ def _strict(predicate: dict[str, Any], message: Any) -> Any:
 class TestSignedKinds:
     """repro sign writes the standard statements beside repro's own."""
 
+    @pytest.mark.slow
     @pytest.mark.parametrize("fixture", ["small_bundle", "scored_bundle", "contrasted_bundle"])
     def test_each_kind_reads_as_the_framework_s_type(
         self,
@@ -310,6 +311,7 @@ def _checked_without_repro(path: Path, public: Path) -> dict[str, Any]:
 class TestVerificationSummary:
     """repro verify --attest writes a signed VSA beside the bundle."""
 
+    @pytest.mark.slow
     def test_a_verified_bundle(
         self, small_bundle: Path, tmp_path: Path, author: tuple[Path, Path]
     ) -> None:
