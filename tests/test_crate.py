@@ -362,45 +362,48 @@ class TestVersions:
 
 
 class TestReleasePages:
-    """Version 3: repro and each pinned package at a release are identified by the package
-    index's page of that release, made from the name and version the bundle records; anything
-    else keeps its local identifier and no url."""
+    """Version 3: each package repro's own adapters pin from the package index, at a release, is
+    identified by the index's page of that release, made from the name and version the bundle
+    records; anything else (repro itself included) keeps its local identifier and no url."""
 
     @pytest.mark.parametrize(
         ("name", "version", "page"),
         [
             ("numpy", "2.4.6", "https://pypi.org/project/numpy/2.4.6/"),
+            ("gymnasium", "1.4.0", "https://pypi.org/project/gymnasium/1.4.0/"),
             ("inspect_ai", "0.3.285", "https://pypi.org/project/inspect-ai/0.3.285/"),
-            ("Zope.Interface", "7.0rc1", "https://pypi.org/project/zope-interface/7.0rc1/"),
             ("csle-cyborg", "0.0.3", "https://pypi.org/project/csle-cyborg/0.0.3/"),
-            ("x", "1.0.post2", "https://pypi.org/project/x/1.0.post2/"),
+            ("jsonschema", "4.23.0", "https://pypi.org/project/jsonschema/4.23.0/"),
+            ("NumPy", "2.0rc1", "https://pypi.org/project/numpy/2.0rc1/"),
+            ("numpy", "1.0.post2", "https://pypi.org/project/numpy/1.0.post2/"),
             # not releases: a development release, a local build, an epoch, an unnormalized form
-            ("repro-evidence", "0.1.dev3+g1a2b3c4", None),
             ("numpy", "2.4.6+local", None),
-            ("x", "1.0.dev1", None),
-            ("x", "1!2.0", None),
-            ("x", "01.0", None),
-            ("x", None, None),
+            ("numpy", "1.0.dev1", None),
+            ("numpy", "1!2.0", None),
+            ("numpy", "01.0", None),
+            ("numpy", None, None),
             # not a distribution name
-            ("../x", "1.0", None),
+            ("../numpy", "1.0", None),
             ("a b", "1.0", None),
-            # upstream CybORG, installed from a clone: not the index's
+            # not one repro knows the index publishes: repro itself (not on the index), upstream
+            # CybORG (installed from a clone), a third party's package
+            ("repro-evidence", "0.1.0", None),
             ("CybORG", "2.1", None),
+            ("zope.interface", "7.0", None),
         ],
     )
     def test_release_page(self, name: str, version: str | None, page: str | None) -> None:
         assert release_page(name, version) == page
 
     def test_repro_and_the_pinned_packages(self, small_bundle: Path) -> None:
-        """repro is repro-evidence at the version environment.json records, each package the
-        ledger pins its release; the adapter stays local, requiring them, and every action's
-        agent is repro."""
+        """Each package the ledger pins is its release page; repro stays local, at the version
+        environment.json records, and is every action's agent; the adapter stays local,
+        requiring the packages."""
         graph = _graph(small_bundle)
         environment = json.loads((small_bundle / "data/environment.json").read_bytes())
         ledger = json.loads((small_bundle / "data/source-ledger.json").read_bytes())
-        repro = f"https://pypi.org/project/repro-evidence/{environment['repro_version']}/"
-        assert graph[repro]["url"] == repro and graph[repro]["name"] == "repro"
-        assert graph[repro]["softwareVersion"] == environment["repro_version"]
+        assert "url" not in graph["#repro"] and graph["#repro"]["name"] == "repro"
+        assert graph["#repro"]["softwareVersion"] == environment["repro_version"]
         packages = [s for s in ledger["sources"] if s["kind"] == "package"]
         pages = [f"https://pypi.org/project/{s['name']}/{s['version']}/" for s in packages]
         assert [s["name"] for s in packages] == ["gymnasium", "numpy"]
@@ -411,13 +414,13 @@ class TestReleasePages:
         assert "url" not in adapter
         assert adapter["softwareRequirements"] == [{"@id": page} for page in pages]
         actions = [e for e in graph.values() if e["@type"] == "CreateAction"]
-        assert actions and all(a["agent"] == {"@id": repro} for a in actions)
-        assert not {"#repro", "#package-gymnasium", "#package-numpy"} & set(graph)
+        assert actions and all(a["agent"] == {"@id": "#repro"} for a in actions)
+        assert not {"#package-gymnasium", "#package-numpy"} & set(graph)
 
-    def test_repro_not_at_a_release_stays_local(self, small_bundle: Path, tmp_path: Path) -> None:
-        """A bundle whose environment.json records repro at a development build: repro keeps
-        its local identifier, with no url, as each action's agent, and the crate, re-derived
-        from that file, verifies."""
+    def test_repro_s_version_is_the_bundle_s(self, small_bundle: Path, tmp_path: Path) -> None:
+        """repro's softwareVersion is what environment.json records (a development build
+        here), not the verifier's own version: the crate, re-derived from that file,
+        verifies."""
         root = tmp_path / "bundle"
         shutil.copytree(small_bundle, root)
         path = root / "data/environment.json"
@@ -427,17 +430,15 @@ class TestReleasePages:
         rederive(root)
         graph = _graph(root)
         assert graph["#repro"]["softwareVersion"] == "0.1.dev3+g1a2b3c4"
-        assert "url" not in graph["#repro"]
-        actions = [e for e in graph.values() if e["@type"] == "CreateAction"]
-        assert actions and all(a["agent"] == {"@id": "#repro"} for a in actions)
         assert verify(root) == []
 
     def test_a_package_not_at_a_release_or_named_twice_stays_local(
         self, small_bundle: Path
     ) -> None:
-        """A package the ledger pins at a local build, or at a release whose page another
-        entity already has as its identifier (repro's own, or a package pinned twice), keeps
-        its local identifier and no url."""
+        """A package the ledger pins at a local build, one repro does not know the index
+        publishes (repro's own distribution), and one at a release whose page another entity
+        already has as its identifier (a package pinned twice), keeps its local identifier and
+        no url."""
 
         def read(name: str, cls: type[T]) -> T:
             return structure(json.loads((small_bundle / name).read_bytes()), cls, what=name)
@@ -457,9 +458,8 @@ class TestReleasePages:
         graph = json.loads(head + b"\n]}")["@graph"]
         software = [e for e in graph if e["@type"] == "SoftwareApplication"]
         page = f"https://pypi.org/project/gymnasium/{gymnasium.version}/"
-        repro = f"https://pypi.org/project/repro-evidence/{env.repro_version}/"
         assert [(e["@id"], e.get("url")) for e in software] == [
-            (repro, repro),
+            ("#repro", None),
             ("#adapter", None),
             (page, page),
             ("#package-numpy", None),

@@ -6,9 +6,9 @@ process. At the REQUIRED level no issue remains; at the RECOMMENDED level only t
 docs/bundle-format.md explains ("What checks the crate"): on the quick start, whose protocol
 names its author and publisher, only that this Organization has no url (the project has none
 to give), and under Process Run Crate 0.5 who ran the study, which repro does not know, and
-that the adapter has no web identity (repro and the pinned packages have their releases' pages
-on the package index); on the others, whose protocols name no author or publisher, those two
-instead of the url."""
+that repro and the adapter have no web identity (the packages repro's adapters pin have their
+releases' pages on the package index); on the others, whose protocols name no author or
+publisher, those two instead of the url."""
 
 from __future__ import annotations
 
@@ -45,11 +45,11 @@ QUICK_START = ROOT / "protocols" / "gymnasium-classic-control.json"
 RUN_CHECKS = {
     # each action's agent is repro, a SoftwareApplication: who ran the study is not recorded;
     "Action agent",
-    # the adapter has no url: the bundle records its name and its simulator's version, not the
-    # distribution that provides it (repro and each package pinned at a release have their
-    # release's page on the package index);
+    # repro and the adapter have no url: repro's distribution is not on the package index, and
+    # the bundle records the adapter's name and its simulator's version, not the distribution
+    # that provides it (each package repro's adapters pin at a release has its release's page);
     "Application url",
-    # so its identifier is local (#adapter), not a web address.
+    # so their identifiers are local (#repro, #adapter), not web addresses.
     "SoftwareApplication id",
 }
 #: The checks that name a SoftwareApplication without a web identity.
@@ -187,7 +187,7 @@ def test_only_explained_issues_at_the_recommended_level(
     """At the RECOMMENDED level every issue is RECOMMENDED and one of the checks
     docs/bundle-format.md explains for the bundle's kind, and each of those checks is still
     found (so that a fix shows here and in that page together); the application checks name
-    the adapter alone (and a package the index does not publish)."""
+    repro and the adapter alone (and a package the index does not publish)."""
     kind, bundle = any_bundle
     issues = _issues(bundle, context_cache, profile, "RECOMMENDED")
     explained = EXPLAINED["quick-start" if kind == "quick-start" else "uncredited"][profile]
@@ -195,4 +195,4 @@ def test_only_explained_issues_at_the_recommended_level(
     assert {check for _, check, _ in issues} == explained
     for check in APPLICATION_CHECKS & explained:
         named = sorted(str(entity) for _, c, entity in issues if c == check)
-        assert named == sorted({"#adapter", *_unpublished(bundle)}), check
+        assert named == sorted({"#repro", "#adapter", *_unpublished(bundle)}), check

@@ -32,18 +32,20 @@ Three versions are made, and verify re-derives the one a stored crate declares
   Crate profile checks; times/ keeps the microseconds), its actionStatus as the status's IRI as a
   string, and a licence always: the protocol's SPDX licence, or :data:`NO_LICENCE` (no licence
   granted) when it names none.
-- ``repro.crate/3`` (what a study writes): version 2, with repro and each pinned package
-  identified on the web where the bundle's own files say enough to do so honestly. A package the
-  ledger pins by name and a release version (:func:`release_page`: a public PEP 440 version, no
-  local ``+`` part, no ``.dev``) is the package index's page of that release,
+- ``repro.crate/3`` (what a study writes): version 2, with each package repro's own adapters
+  pin from the package index identified there: a package of :data:`PUBLISHED` that the ledger
+  pins at a release version (:func:`release_page`: a public PEP 440 version, no local ``+``
+  part, no ``.dev``) is the index's page of that release,
   ``https://pypi.org/project/<normalized-name>/<version>/``, as both its ``@id`` and its
-  ``url``; repro is the page of ``repro-evidence`` (:data:`repro.DISTRIBUTION`) at the version
-  environment.json records, which is also its softwareVersion (version 1 and 2 say the
-  verifier's own). Anything else keeps its local identifier and no url: the adapter (the bundle
-  records its name and the simulator's version, not the distribution that provides it), a
-  package whose version is not a release, and a package repro knows the index does not publish
-  under its name (:data:`UNPUBLISHED`). Nothing is looked up: the page is a pure function of
-  the name and version recorded.
+  ``url``. Anything else keeps its local identifier and no url: repro itself (its distribution
+  is not on the index), the adapter (the bundle records its name and the simulator's version,
+  not the distribution that provides it), a package at a version that is not a release, and a
+  package a third party's adapter pins (repro cannot know that the index's page of that name
+  is that package's). Nothing is looked up: the page is a pure function of the name and
+  version recorded.
+
+In every version repro's softwareVersion is the one environment.json records (the repro that
+made the bundle).
 
 In every version the root names the protocol's ``authors`` as its author and its ``publisher``
 as its publisher, each a Person or an Organization entity (identified by its ORCID iD or ROR ID
@@ -61,7 +63,6 @@ from typing import Any
 import orjson
 from attrs import frozen
 
-from repro import DISTRIBUTION, __version__
 from repro._json import canonical
 from repro.models import AttemptTimes, Contributor, Environment, FrozenProtocol, Ledger
 
@@ -69,7 +70,7 @@ __all__ = [
     "CRATE_VERSION",
     "NO_LICENCE",
     "PROFILE",
-    "UNPUBLISHED",
+    "PUBLISHED",
     "VERSIONS",
     "ActionFacts",
     "CrateBuilder",
@@ -111,11 +112,12 @@ _NAME = re.compile(r"[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?")
 _RELEASE = re.compile(
     r"(0|[1-9][0-9]*)(\.(0|[1-9][0-9]*))*((a|b|rc)(0|[1-9][0-9]*))?(\.post(0|[1-9][0-9]*))?"
 )
-#: The normalized names of the distributions repro's own adapters pin that the index does not
-#: publish as theirs: upstream CybORG (``CybORG``), installed from a clone of cage-challenge-2
-#: (docs/reproducing-cage2.md): a page of that name on the index is not its own. A change here
+#: The distributions (normalized names) repro's own adapters pin that the package index
+#: publishes under those names: gymnasium and NumPy (the gymnasium adapter), csle-cyborg (the
+#: cyborg adapter; upstream CybORG, installed from a clone, is not the index's), inspect-ai
+#: (the inspect adapter) and jsonschema (the command adapter's outcome schemas). A change here
 #: changes version 3 crates, so it needs a new crate version.
-UNPUBLISHED = frozenset({"cyborg"})
+PUBLISHED = frozenset({"gymnasium", "numpy", "csle-cyborg", "inspect-ai", "jsonschema"})
 _COMPLETED = "http://schema.org/CompletedActionStatus"
 _FAILED = "http://schema.org/FailedActionStatus"
 #: Mentions made at a time.
@@ -202,12 +204,12 @@ def _descriptors(version: int) -> list[dict[str, Any]]:
 def release_page(name: str, version: str | None) -> str | None:
     """The package index's page of the release ``version`` of the distribution ``name``, or
     None when the name is not a distribution name, the version is not a release (see
-    :data:`_RELEASE`), or the index does not publish the distribution (:data:`UNPUBLISHED`).
+    :data:`_RELEASE`), or it is not one repro knows the index publishes (:data:`PUBLISHED`).
     Made from the name and version alone: nothing is looked up."""
     if version is None or not _NAME.fullmatch(name) or not _RELEASE.fullmatch(version):
         return None
     normalized = re.sub(r"[-_.]+", "-", name).lower()
-    return None if normalized in UNPUBLISHED else f"{_INDEX}{normalized}/{version}/"
+    return f"{_INDEX}{normalized}/{version}/" if normalized in PUBLISHED else None
 
 
 def _application(local: str, page: str | None, taken: set[str], **facts: Any) -> dict[str, Any]:
@@ -222,23 +224,21 @@ def _application(local: str, page: str | None, taken: set[str], **facts: Any) ->
 
 def _software(ledger: Ledger, environment: Environment, version: int) -> list[dict[str, Any]]:
     """repro, the adapter, and the packages the ledger pins (which the adapter requires); from
-    version 3, repro and each package at a release identified by its release page."""
+    version 3, each package of :data:`PUBLISHED` at a release identified by its release page."""
     facts = ledger.adapter
     packages = [s for s in ledger.sources if s.kind == "package"]
     taken: set[str] = set()
     if version >= 3:
-        found = environment.repro_version
-        repro_page = release_page(DISTRIBUTION, found)
         pages = [release_page(s.name, s.version) for s in packages]
-    else:  # the verifier's own version, and local identifiers alone
-        found, repro_page, pages = __version__, None, [None] * len(packages)
+    else:  # local identifiers alone
+        pages = [None] * len(packages)
     made = [
         _application(
             "#repro",
-            repro_page,
+            None,
             taken,
             name="repro",
-            softwareVersion=found,
+            softwareVersion=environment.repro_version,
             description="sealed the plan, drove every run and wrote this bundle",
         ),
         *(
@@ -355,7 +355,7 @@ class CrateBuilder:
         v = self._version
         # What every action of the partition says alike, made once (each action's entity holds
         # the same values, which are only written).
-        instrument, agent = _ref("#adapter"), _ref(self._software[0]["@id"])
+        instrument, agent = _ref("#adapter"), _ref("#repro")
         made_of = _one_or_list([_ref(f"plans/{partition}.json")], v)
         result = _one_or_list([_ref(f"runs/{partition}.jsonl")], v)
         for a in actions:
