@@ -8,17 +8,19 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
+from attrs import evolve
 
 from conftest import ROOT, SMALL, _Quiet, study_once
 from forge import rederive, reseal
-from repro._derive.crate import NO_LICENCE
+from repro._derive.crate import NO_LICENCE, CrateBuilder, release_page
 from repro._execute.studies import prepare, study
-from repro._json.serde import to_bytes
+from repro._json.serde import structure, to_bytes
 from repro._protocol.freeze import freeze
 from repro._protocol.load import parse_protocol
+from repro.models import Environment, FrozenProtocol, Ledger, Source
 from repro.verify import verify
 
 rocrate = pytest.importorskip("rocrate.rocrate", reason="ro-crate-py is a test dependency")
@@ -27,6 +29,7 @@ PROFILE = "https://w3id.org/ro/wfrun/process/0.5"
 #: The small protocol's frozen sha256, as repro computed it before protocols could name authors.
 SMALL_SHA256 = "d6e7cb020e7f55c12e9372073f39ddc4cbd64d1cf89e1fbcf0faea29f1b0fc57"
 FAULTY_HARNESS = ROOT / "tests" / "harness" / "bad_harness.py"
+T = TypeVar("T")
 
 
 def _graph(bundle: Path) -> dict[str, dict[str, Any]]:
@@ -300,41 +303,50 @@ def _crate(bundle: Path) -> list[dict[str, Any]]:
 class TestVersions:
     """The crate versions: what a study writes, and what verify re-derives."""
 
-    def test_a_study_writes_version_2(self, small_bundle: Path) -> None:
-        """A new bundle's crate declares repro.crate/2, names the RO-Crate 1.1 context alone,
+    def test_a_study_writes_version_3(self, small_bundle: Path) -> None:
+        """A new bundle's crate declares repro.crate/3, names the RO-Crate 1.1 context alone,
         and, its protocol naming no licence, says no licence is granted."""
         head = (small_bundle / "data/ro-crate-metadata.json").read_bytes().split(b"\n")[0]
         assert head == b'{"@context":"https://w3id.org/ro/crate/1.1/context","@graph":['
         entities = _graph(small_bundle)
-        assert entities["ro-crate-metadata.json"]["version"] == "repro.crate/2"
+        assert entities["ro-crate-metadata.json"]["version"] == "repro.crate/3"
         assert entities["./"]["license"] == {"@id": NO_LICENCE["@id"]}
         assert entities[NO_LICENCE["@id"]] == NO_LICENCE
 
-    def test_a_version_1_crate_still_verifies(self, small_bundle: Path, tmp_path: Path) -> None:
-        """A bundle whose crate is version 1 (no marker, both contexts, no licence), as repro
-        wrote it before, verifies: verify re-derives the version the crate declares."""
+    @pytest.mark.parametrize("version", [1, 2])
+    def test_an_earlier_versions_crate_still_verifies(
+        self, small_bundle: Path, tmp_path: Path, version: int
+    ) -> None:
+        """A bundle whose crate is version 1 (no marker, both contexts, no licence) or version 2
+        (no release pages), as repro wrote it before, verifies: verify re-derives the version
+        the crate declares."""
         root = tmp_path / "bundle"
         shutil.copytree(small_bundle, root)
-        rederive(root, crate_version=1)
-        assert "version" not in _crate(root)[0]
+        rederive(root, crate_version=version)
+        descriptor, *rest = _crate(root)
+        assert descriptor.get("version") == (None if version == 1 else "repro.crate/2")
+        assert "#repro" in {e["@id"] for e in rest}
+        assert not [e for e in rest if "url" in e]
         assert verify(root) == []
 
-    @pytest.mark.parametrize("made", [1, 2])
+    @pytest.mark.parametrize(("made", "claimed"), [(1, 2), (2, 1), (2, 3), (3, 2)])
     def test_a_crate_whose_marker_lies_is_named(
-        self, small_bundle: Path, tmp_path: Path, made: int
+        self, small_bundle: Path, tmp_path: Path, made: int, claimed: int
     ) -> None:
-        """A version 1 crate given version 2's marker, or a version 2 crate stripped of it, is
-        re-derived as the version it claims and differs from it: crate-differs."""
+        """A crate given another version's marker (or stripped of its own) is re-derived as the
+        version it claims and differs from it: crate-differs."""
         root = tmp_path / "bundle"
         shutil.copytree(small_bundle, root)
         rederive(root, crate_version=made)
         path = root / "data/ro-crate-metadata.json"
-        plain = b'"conformsTo":{"@id":"https://w3id.org/ro/crate/1.1"}}'
-        marked = plain[:-1] + b',"version":"repro.crate/2"}'
-        old, new = (plain, marked) if made == 1 else (marked, plain)
+
+        def descriptor(version: int) -> bytes:
+            plain = b'"conformsTo":{"@id":"https://w3id.org/ro/crate/1.1"}}'
+            return plain if version == 1 else plain[:-1] + b',"version":"repro.crate/%d"}' % version
+
         data = path.read_bytes()
-        assert old in data
-        path.write_bytes(data.replace(old, new, 1))
+        assert descriptor(made) in data
+        path.write_bytes(data.replace(descriptor(made), descriptor(claimed), 1))
         reseal(root)
         assert [f.code for f in verify(root)] == ["crate-differs"]
 
@@ -344,6 +356,113 @@ class TestVersions:
         root = tmp_path / "bundle"
         shutil.copytree(small_bundle, root)
         path = root / "data/ro-crate-metadata.json"
-        path.write_bytes(path.read_bytes().replace(b"repro.crate/2", b"repro.crate/9", 1))
+        path.write_bytes(path.read_bytes().replace(b"repro.crate/3", b"repro.crate/9", 1))
         reseal(root)
         assert [f.code for f in verify(root)] == ["crate-version"]
+
+
+class TestReleasePages:
+    """Version 3: each package repro's own adapters pin from the package index, at a release, is
+    identified by the index's page of that release, made from the name and version the bundle
+    records; anything else (repro itself included) keeps its local identifier and no url."""
+
+    @pytest.mark.parametrize(
+        ("name", "version", "page"),
+        [
+            ("numpy", "2.4.6", "https://pypi.org/project/numpy/2.4.6/"),
+            ("gymnasium", "1.4.0", "https://pypi.org/project/gymnasium/1.4.0/"),
+            ("inspect_ai", "0.3.285", "https://pypi.org/project/inspect-ai/0.3.285/"),
+            ("csle-cyborg", "0.0.3", "https://pypi.org/project/csle-cyborg/0.0.3/"),
+            ("jsonschema", "4.23.0", "https://pypi.org/project/jsonschema/4.23.0/"),
+            ("NumPy", "2.0rc1", "https://pypi.org/project/numpy/2.0rc1/"),
+            ("numpy", "1.0.post2", "https://pypi.org/project/numpy/1.0.post2/"),
+            # not releases: a development release, a local build, an epoch, an unnormalized form
+            ("numpy", "2.4.6+local", None),
+            ("numpy", "1.0.dev1", None),
+            ("numpy", "1!2.0", None),
+            ("numpy", "01.0", None),
+            ("numpy", None, None),
+            # not a distribution name
+            ("../numpy", "1.0", None),
+            ("a b", "1.0", None),
+            # not one repro knows the index publishes: repro itself (not on the index), upstream
+            # CybORG (installed from a clone), a third party's package
+            ("repro-evidence", "0.1.0", None),
+            ("CybORG", "2.1", None),
+            ("zope.interface", "7.0", None),
+        ],
+    )
+    def test_release_page(self, name: str, version: str | None, page: str | None) -> None:
+        assert release_page(name, version) == page
+
+    def test_repro_and_the_pinned_packages(self, small_bundle: Path) -> None:
+        """Each package the ledger pins is its release page; repro stays local, at the version
+        environment.json records, and is every action's agent; the adapter stays local,
+        requiring the packages."""
+        graph = _graph(small_bundle)
+        environment = json.loads((small_bundle / "data/environment.json").read_bytes())
+        ledger = json.loads((small_bundle / "data/source-ledger.json").read_bytes())
+        assert "url" not in graph["#repro"] and graph["#repro"]["name"] == "repro"
+        assert graph["#repro"]["softwareVersion"] == environment["repro_version"]
+        packages = [s for s in ledger["sources"] if s["kind"] == "package"]
+        pages = [f"https://pypi.org/project/{s['name']}/{s['version']}/" for s in packages]
+        assert [s["name"] for s in packages] == ["gymnasium", "numpy"]
+        for source, page in zip(packages, pages, strict=True):
+            assert graph[page]["url"] == page
+            assert graph[page]["softwareVersion"] == source["version"]
+        adapter = graph["#adapter"]
+        assert "url" not in adapter
+        assert adapter["softwareRequirements"] == [{"@id": page} for page in pages]
+        actions = [e for e in graph.values() if e["@type"] == "CreateAction"]
+        assert actions and all(a["agent"] == {"@id": "#repro"} for a in actions)
+        assert not {"#package-gymnasium", "#package-numpy"} & set(graph)
+
+    def test_repro_s_version_is_the_bundle_s(self, small_bundle: Path, tmp_path: Path) -> None:
+        """repro's softwareVersion is what environment.json records (a development build
+        here), not the verifier's own version: the crate, re-derived from that file,
+        verifies."""
+        root = tmp_path / "bundle"
+        shutil.copytree(small_bundle, root)
+        path = root / "data/environment.json"
+        environment = json.loads(path.read_bytes())
+        environment["repro_version"] = "0.1.dev3+g1a2b3c4"
+        path.write_bytes(to_bytes(environment))
+        rederive(root)
+        graph = _graph(root)
+        assert graph["#repro"]["softwareVersion"] == "0.1.dev3+g1a2b3c4"
+        assert verify(root) == []
+
+    def test_a_package_not_at_a_release_or_named_twice_stays_local(
+        self, small_bundle: Path
+    ) -> None:
+        """A package the ledger pins at a local build, one repro does not know the index
+        publishes (repro's own distribution), and one at a release whose page another entity
+        already has as its identifier (a package pinned twice), keeps its local identifier and
+        no url."""
+
+        def read(name: str, cls: type[T]) -> T:
+            return structure(json.loads((small_bundle / name).read_bytes()), cls, what=name)
+
+        fp = read("data/protocol.json", FrozenProtocol)
+        env = read("data/environment.json", Environment)
+        ledger = read("data/source-ledger.json", Ledger)
+        gymnasium = ledger.sources[0]
+        assert gymnasium.name == "gymnasium"
+        sources = (
+            gymnasium,
+            Source(kind="package", role="rng", name="numpy", version="2.4.6+local"),
+            Source(kind="package", role="x", name="repro_evidence", version=env.repro_version),
+            Source(kind="package", role="y", name="Gymnasium", version=gymnasium.version),
+        )
+        head = CrateBuilder(fp, evolve(ledger, sources=sources), env, []).head()
+        graph = json.loads(head + b"\n]}")["@graph"]
+        software = [e for e in graph if e["@type"] == "SoftwareApplication"]
+        page = f"https://pypi.org/project/gymnasium/{gymnasium.version}/"
+        assert [(e["@id"], e.get("url")) for e in software] == [
+            ("#repro", None),
+            ("#adapter", None),
+            (page, page),
+            ("#package-numpy", None),
+            ("#package-repro_evidence", None),
+            ("#package-Gymnasium", None),
+        ]

@@ -20,19 +20,34 @@ at a time (the root dataset last, since it mentions every action), so ``repro ve
 re-derives it while it reads the runs, holding one partition at a time, and compares its digest
 with the file's; and no line grows with the runs, so reading it holds little.
 
-Two versions are made, and verify re-derives the one a stored crate declares (:func:`version_of`):
+Three versions are made, and verify re-derives the one a stored crate declares
+(:func:`version_of`):
 
 - ``repro.crate/1`` (no marker): both the RO-Crate 1.1 and the workflow-run contexts, each action's
   object and result as one-element lists, its times as recorded (microseconds, ``Z``), its
   actionStatus as a reference, and no licence when the protocol names none.
-- ``repro.crate/2`` (the metadata descriptor's ``version``; what a study writes): the RO-Crate 1.1
-  context alone (the crate uses none of the workflow-run terms), a single value wherever a list
-  would hold one, each action's times to the millisecond with the offset ``+00:00`` (the ISO 8601
-  form the Process Run Crate profile checks; times/ keeps the microseconds), its actionStatus as
-  the status's IRI as a string, and a licence always: the protocol's SPDX licence, or
-  :data:`NO_LICENCE` (no licence granted) when it names none.
+- ``repro.crate/2`` (the metadata descriptor's ``version``): the RO-Crate 1.1 context alone (the
+  crate uses none of the workflow-run terms), a single value wherever a list would hold one, each
+  action's times to the millisecond with the offset ``+00:00`` (the ISO 8601 form the Process Run
+  Crate profile checks; times/ keeps the microseconds), its actionStatus as the status's IRI as a
+  string, and a licence always: the protocol's SPDX licence, or :data:`NO_LICENCE` (no licence
+  granted) when it names none.
+- ``repro.crate/3`` (what a study writes): version 2, with each package repro's own adapters
+  pin from the package index identified there: a package of :data:`PUBLISHED` that the ledger
+  pins at a release version (:func:`release_page`: a public PEP 440 version, no local ``+``
+  part, no ``.dev``) is the index's page of that release,
+  ``https://pypi.org/project/<normalized-name>/<version>/``, as both its ``@id`` and its
+  ``url``. Anything else keeps its local identifier and no url: repro itself (its distribution
+  is not on the index), the adapter (the bundle records its name and the simulator's version,
+  not the distribution that provides it), a package at a version that is not a release, and a
+  package a third party's adapter pins (repro cannot know that the index's page of that name
+  is that package's). Nothing is looked up: the page is a pure function of the name and
+  version recorded.
 
-In either version the root names the protocol's ``authors`` as its author and its ``publisher``
+In every version repro's softwareVersion is the one environment.json records (the repro that
+made the bundle).
+
+In every version the root names the protocol's ``authors`` as its author and its ``publisher``
 as its publisher, each a Person or an Organization entity (identified by its ORCID iD or ROR ID
 where the protocol gives one), and says nothing of either when the protocol names none: a crate
 of a protocol without them is byte for byte what it was before protocols could name them.
@@ -41,13 +56,13 @@ of a protocol without them is byte for byte what it was before protocols could n
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 import orjson
 from attrs import frozen
 
-from repro import __version__
 from repro._json import canonical
 from repro.models import AttemptTimes, Contributor, Environment, FrozenProtocol, Ledger
 
@@ -55,9 +70,11 @@ __all__ = [
     "CRATE_VERSION",
     "NO_LICENCE",
     "PROFILE",
+    "PUBLISHED",
     "VERSIONS",
     "ActionFacts",
     "CrateBuilder",
+    "release_page",
     "version_of",
 ]
 
@@ -67,12 +84,13 @@ _RO_CRATE_CONTEXT = "https://w3id.org/ro/crate/1.1/context"
 _CONTEXTS: dict[int, Any] = {
     1: [_RO_CRATE_CONTEXT, "https://w3id.org/ro/terms/workflow-run/context"],
     2: _RO_CRATE_CONTEXT,
+    3: _RO_CRATE_CONTEXT,
 }
 #: The crate versions verify re-derives, by the marker each declares in its metadata descriptor's
 #: ``version`` (none: version 1).
-VERSIONS = {None: 1, "repro.crate/2": 2}
+VERSIONS = {None: 1, "repro.crate/2": 2, "repro.crate/3": 3}
 #: The version a study writes.
-CRATE_VERSION = 2
+CRATE_VERSION = 3
 #: What a version 2 crate's root says as its licence when the protocol names none: no licence is
 #: granted, which is what the absence of one means (all rights reserved).
 NO_LICENCE = {
@@ -82,6 +100,24 @@ NO_LICENCE = {
     "description": "The protocol names no licence for what this bundle holds, so none is "
     "granted: all rights are reserved by its authors unless they grant one elsewhere.",
 }
+#: Where a version 3 crate says a package release is published: the package index's page of
+#: each release, by the package's normalized name (PEP 503) and its version.
+_INDEX = "https://pypi.org/project/"
+#: A distribution name (PEP 508): letters and digits, with ``.``, ``_`` and ``-`` inside.
+_NAME = re.compile(r"[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?")
+#: A release version in its normalized form (PEP 440), as the index publishes it: release
+#: numbers, an optional pre-release and post-release; no development release or local (``+``)
+#: part, which name a build of a source tree rather than a release, and no epoch (rare, and
+#: left local rather than spelt in an address).
+_RELEASE = re.compile(
+    r"(0|[1-9][0-9]*)(\.(0|[1-9][0-9]*))*((a|b|rc)(0|[1-9][0-9]*))?(\.post(0|[1-9][0-9]*))?"
+)
+#: The distributions (normalized names) repro's own adapters pin that the package index
+#: publishes under those names: gymnasium and NumPy (the gymnasium adapter), csle-cyborg (the
+#: cyborg adapter; upstream CybORG, installed from a clone, is not the index's), inspect-ai
+#: (the inspect adapter) and jsonschema (the command adapter's outcome schemas). A change here
+#: changes version 3 crates, so it needs a new crate version.
+PUBLISHED = frozenset({"gymnasium", "numpy", "csle-cyborg", "inspect-ai", "jsonschema"})
 _COMPLETED = "http://schema.org/CompletedActionStatus"
 _FAILED = "http://schema.org/FailedActionStatus"
 #: Mentions made at a time.
@@ -165,39 +201,67 @@ def _descriptors(version: int) -> list[dict[str, Any]]:
     ]
 
 
-def _software(ledger: Ledger, version: int) -> list[dict[str, Any]]:
-    """repro, the adapter, and the packages the ledger pins (which the adapter requires)."""
+def release_page(name: str, version: str | None) -> str | None:
+    """The package index's page of the release ``version`` of the distribution ``name``, or
+    None when the name is not a distribution name, the version is not a release (see
+    :data:`_RELEASE`), or it is not one repro knows the index publishes (:data:`PUBLISHED`).
+    Made from the name and version alone: nothing is looked up."""
+    if version is None or not _NAME.fullmatch(name) or not _RELEASE.fullmatch(version):
+        return None
+    normalized = re.sub(r"[-_.]+", "-", name).lower()
+    return f"{_INDEX}{normalized}/{version}/" if normalized in PUBLISHED else None
+
+
+def _application(local: str, page: str | None, taken: set[str], **facts: Any) -> dict[str, Any]:
+    """A SoftwareApplication identified by its release ``page`` (its ``@id`` and ``url``) when
+    there is one that no entity made before has taken, else by its ``local`` identifier."""
+    entity: dict[str, Any] = {"@id": local, "@type": "SoftwareApplication", **facts}
+    if page is not None and page not in taken:
+        taken.add(page)
+        entity.update({"@id": page, "url": page})
+    return entity
+
+
+def _software(ledger: Ledger, environment: Environment, version: int) -> list[dict[str, Any]]:
+    """repro, the adapter, and the packages the ledger pins (which the adapter requires); from
+    version 3, each package of :data:`PUBLISHED` at a release identified by its release page."""
     facts = ledger.adapter
     packages = [s for s in ledger.sources if s.kind == "package"]
-    return [
-        {
-            "@id": "#repro",
-            "@type": "SoftwareApplication",
-            "name": "repro",
-            "softwareVersion": __version__,
-            "description": "sealed the plan, drove every run and wrote this bundle",
-        },
-        {
-            "@id": "#adapter",
-            "@type": "SoftwareApplication",
-            "name": f"repro adapter {facts.name}",
-            "softwareVersion": facts.version,
-            "description": facts.observation_note,
-            "softwareRequirements": _one_or_list(
-                [_ref(f"#package-{s.name}") for s in packages], version
-            ),
-        },
+    taken: set[str] = set()
+    if version >= 3:
+        pages = [release_page(s.name, s.version) for s in packages]
+    else:  # local identifiers alone
+        pages = [None] * len(packages)
+    made = [
+        _application(
+            "#repro",
+            None,
+            taken,
+            name="repro",
+            softwareVersion=environment.repro_version,
+            description="sealed the plan, drove every run and wrote this bundle",
+        ),
         *(
-            {
-                "@id": f"#package-{s.name}",
-                "@type": "SoftwareApplication",
-                "name": s.name,
-                "softwareVersion": s.version,
-                "description": f"pinned in the source ledger as the {s.role}",
-            }
-            for s in packages
+            _application(
+                f"#package-{s.name}",
+                page,
+                taken,
+                name=s.name,
+                softwareVersion=s.version,
+                description=f"pinned in the source ledger as the {s.role}",
+            )
+            for s, page in zip(packages, pages, strict=True)
         ),
     ]
+    adapter = {
+        "@id": "#adapter",
+        "@type": "SoftwareApplication",
+        "name": f"repro adapter {facts.name}",
+        "softwareVersion": facts.version,
+        "description": facts.observation_note,
+        "softwareRequirements": _one_or_list([_ref(p["@id"]) for p in made[1:]], version),
+    }
+    return [made[0], adapter, *made[1:]]
 
 
 def _credited(
@@ -262,6 +326,7 @@ class CrateBuilder:
         self._environment = environment
         #: Payload files, as paths below ``data/``, in the order hasPart lists them.
         self._files = [f.removeprefix("data/") for f in files]
+        self._software = _software(ledger, environment, version)
         self._first = True
 
     def _item(self, entity: dict[str, Any], text: bool = False) -> bytes:
@@ -274,7 +339,7 @@ class CrateBuilder:
         files."""
         entities = [
             *_descriptors(self._version),
-            *_software(self._ledger, self._version),
+            *self._software,
             *_files(self._files),
         ]
         return (
