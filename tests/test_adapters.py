@@ -37,6 +37,7 @@ BUILT_IN = {
     "command": "repro.adapters._command:CommandAdapter",
     "cyborg": "repro.adapters._cyborg:CybORGAdapter",
     "inspect": "repro.adapters._inspect_eval:InspectAdapter",
+    "recorded": "repro.adapters._recorded:RecordedAdapter",
 }
 #: The modules each built-in adapter's simulator is imported from (any one is enough).
 SIMULATORS: dict[str, tuple[str, ...]] = {
@@ -44,6 +45,7 @@ SIMULATORS: dict[str, tuple[str, ...]] = {
     "command": (),
     "cyborg": ("CybORG", "csle_cyborg"),
     "inspect": ("inspect_ai",),
+    "recorded": (),
 }
 
 
@@ -67,7 +69,7 @@ class TestBuiltIn:
     """repro's own adapters are entry points like any other."""
 
     def test_declared_in_pyproject_and_installed(self) -> None:
-        """pyproject.toml declares the four built-in adapters in the repro.adapters group, and
+        """pyproject.toml declares the five built-in adapters in the repro.adapters group, and
         the installed repro distribution (repro-evidence) registers exactly those (after an edit
         of pyproject.toml an editable install must be synced again for this to hold)."""
         pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))
@@ -116,6 +118,7 @@ INSTALLS = {
     "cyborg": "install upstream CybORG 2.1, or, for the fork csle-cyborg, "
     + install_hint("cyborg"),
     "inspect": install_hint("inspect"),
+    "recorded": None,
 }
 
 

@@ -25,7 +25,7 @@ from attrs import frozen
 
 from repro._derive.scenarios import scenario_of
 from repro._json.canonical import json_path
-from repro._protocol.pins import SCENARIO_ROLE, TREE_ROLE, agent_role, policy_role
+from repro._protocol.pins import RECORDS_ROLE, SCENARIO_ROLE, TREE_ROLE, agent_role, policy_role
 from repro.models import AdapterFacts, Condition, Ledger, Protocol, Source
 
 __all__ = [
@@ -35,11 +35,22 @@ __all__ = [
     "facts_problems",
     "inspect_role",
     "ledger_fact_problems",
+    "recorded_note",
     "sample_factor",
 ]
 
 #: The inspect adapter's solver level that keeps the task's own solver.
 DEFAULT_SOLVER = "default"
+
+
+def recorded_note(name: str, sha256: str, recorded_by: str) -> str:
+    """What a study of runs made elsewhere says of them (the recorded adapter's
+    ``recorded_from``, the reason execution control is weakened): not executed under this seal,
+    who recorded them, and the file they were read from by its name and sha256."""
+    return (
+        f"runs were not executed under this seal: recorded by {recorded_by}; read from {name}, "
+        f"pinned by sha256 {sha256}"
+    )
 
 
 def inspect_role(level: str) -> str:
@@ -230,6 +241,26 @@ def _inspect_facts(protocol: Protocol, adapter: AdapterFacts, index: _Sources) -
     ]
 
 
+def _recorded_facts(
+    protocol: Protocol, adapter: AdapterFacts, index: _Sources
+) -> list[FactProblem]:
+    out = [*_fixed(adapter, "none", "reported"), *_roles(index, {RECORDS_ROLE: ("file",)})]
+    records = index.one(RECORDS_ROLE)
+    recorded_by = protocol.adapter.options.get("recorded_by")
+    if records is not None and records.sha256 is not None and isinstance(recorded_by, str):
+        expected = recorded_note(records.name, records.sha256, recorded_by)
+        if adapter.recorded_from != expected:
+            out.append(
+                FactProblem(
+                    "$.adapter.recorded_from",
+                    "what the recorded adapter says of its runs",
+                    _shown(expected),
+                    _shown(adapter.recorded_from),
+                )
+            )
+    return out
+
+
 _FactsRule = Callable[[Protocol, AdapterFacts, _Sources], list[FactProblem]]
 
 #: Each built-in adapter's rule for its facts and sources, by adapter name.
@@ -238,6 +269,7 @@ _FACTS: dict[str, _FactsRule] = {
     "cyborg": _cyborg_facts,
     "command": _command_facts,
     "inspect": _inspect_facts,
+    "recorded": _recorded_facts,
 }
 
 
@@ -334,6 +366,12 @@ def _inspect_contract(
     }
 
 
+def _recorded_contract(
+    protocol: Protocol, condition: Condition, index: _Sources
+) -> dict[str, object]:
+    return {"records_sha256": index.digest(RECORDS_ROLE)}
+
+
 _ContractRule = Callable[[Protocol, Condition, _Sources], dict[str, object]]
 
 #: What each built-in adapter's contract says that the protocol and the pins determine.
@@ -342,6 +380,7 @@ _CONTRACTS: dict[str, _ContractRule] = {
     "cyborg": _cyborg_contract,
     "command": _command_contract,
     "inspect": _inspect_contract,
+    "recorded": _recorded_contract,
 }
 
 

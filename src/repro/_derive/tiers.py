@@ -76,9 +76,11 @@ def contract(runs: RunTally, ledger: Ledger) -> Tier:
     return Tier("contract", "pass", evidence, None)
 
 
-def execution_control(protocol: Protocol, runs: RunTally) -> Tier:
-    """execution-control: the runs join the sealed plan without a problem (fail otherwise), and
-    no slot failed after exhausting its attempts (weakened otherwise)."""
+def execution_control(protocol: Protocol, runs: RunTally, ledger: Ledger) -> Tier:
+    """execution-control: the runs join the sealed plan without a problem (fail otherwise), were
+    executed under the seal (weakened otherwise: an adapter that read them from a record says
+    so, ``recorded_from``), and no slot failed after exhausting its attempts (weakened
+    otherwise)."""
     seeding = protocol.seeding
     seed_note = f"seeding {seeding.mode}" + (
         f" ({seeding.statement})" if seeding.statement else f" (master seed {seeding.seed})"
@@ -95,6 +97,10 @@ def execution_control(protocol: Protocol, runs: RunTally) -> Tier:
         first = problems.first[0]
         reason = f"{problems.count} join problem(s), first: {first.where}: {first.what}"
         return Tier("execution-control", "fail", evidence, reason)
+    recorded = ledger.adapter.recorded_from
+    if recorded is not None:
+        lost = f"; {runs.failed} slot(s) failed" if runs.failed else ""
+        return Tier("execution-control", "weakened", evidence, recorded + lost)
     if runs.failed:
         reason = f"{runs.failed} slot(s) failed after exhausting their attempts"
         return Tier("execution-control", "weakened", evidence, reason)
@@ -197,7 +203,7 @@ def tiers(
         tiers=(
             authored_source(seal, ledger),
             contract(runs, ledger),
-            execution_control(p, runs),
+            execution_control(p, runs, ledger),
             state_observation(runs, ledger),
             outcome_evaluation(p, runs, ledger),
             disclosure(p, ledger, disclosures),

@@ -20,6 +20,7 @@ from repro.models import SHA256_HEX, Protocol, Source
 
 __all__ = [
     "PIN_RULES",
+    "RECORDS_ROLE",
     "SCENARIO_ROLE",
     "TREE_ROLE",
     "PinProblem",
@@ -29,6 +30,7 @@ __all__ = [
     "gymnasium_problems",
     "ledger_problems",
     "policy_role",
+    "recorded_problems",
     "refuse_pin_problems",
 ]
 
@@ -36,6 +38,8 @@ __all__ = [
 SCENARIO_ROLE = "scenario"
 #: The ledger role of the simulator package's tree (``repro.adapters._cyborg``).
 TREE_ROLE = "simulator tree"
+#: The ledger role of the recorded adapter's records file (``repro.adapters._recorded``).
+RECORDS_ROLE = "records"
 #: Where the cyborg adapter's options pin the scenario files and the simulator's tree.
 SCENARIO_PINS = "$.adapter.options.scenario_sha256"
 TREE_PIN = "$.adapter.options.simulator_tree_sha256"
@@ -168,11 +172,21 @@ def command_problems(protocol: Protocol, sources: Sequence[Source]) -> list[PinP
     return []
 
 
+def recorded_problems(protocol: Protocol, sources: Sequence[Source]) -> list[PinProblem]:
+    """The recorded adapter's ``records_sha256``: the one ``records`` source at that digest."""
+    path, what = "$.adapter.options.records_sha256", "the records file"
+    pinned = protocol.adapter.options.get("records_sha256")
+    if not (isinstance(pinned, str) and SHA256_HEX.fullmatch(pinned)):
+        return [_malformed(path, what, pinned)]
+    return _check(path, what, pinned, _Sources(sources).by_role.get(RECORDS_ROLE, []))
+
+
 #: Each built-in adapter's pin rule, by adapter name.
 PIN_RULES: dict[str, Callable[[Protocol, Sequence[Source]], list[PinProblem]]] = {
     "cyborg": cyborg_problems,
     "gymnasium": gymnasium_problems,
     "command": command_problems,
+    "recorded": recorded_problems,
 }
 
 

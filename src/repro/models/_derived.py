@@ -452,6 +452,9 @@ class AdapterFacts:
     observation_scope: Literal["full", "partial", "none"]
     observation_note: str
     measure_inputs: Literal["step-rewards", "reported"]
+    #: Set by an adapter whose runs were made elsewhere and only read under the seal (the
+    #: recorded adapter): what it says of them, the reason execution control is weakened.
+    recorded_from: str | None = field(default=None, metadata=OMIT_IF_DEFAULT)
 
 
 LossOutcome = Literal["failed", "excluded"]

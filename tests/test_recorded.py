@@ -1,0 +1,237 @@
+"""Runs made elsewhere: the recorded adapter reads each slot's run from a score table the
+protocol pins by sha256, executes nothing, loses a slot with no row (never imputes it), refuses
+a row it cannot map, and the tiers say the runs were recorded, not executed; verify holds the
+ledger to what the protocol says of the records."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import run_study
+from forge import rederive
+from repro._json import canonical
+from repro.errors import BadInput
+from repro.verify import open_verified, verify
+
+ALGORITHMS = ("dqn", "rainbow")
+GAMES = ("pong", "breakout")
+RUNS = 3
+
+
+def _rows() -> list[dict[str, Any]]:
+    """A made-up score table (not anyone's published results): per algorithm, game and run."""
+    return [
+        {"game": g, "participant": a, "replicate": r, "score": 10.0 * i + j + r / 4}
+        for i, a in enumerate(ALGORITHMS)
+        for j, g in enumerate(GAMES)
+        for r in range(RUNS)
+    ]
+
+
+def _protocol(data: bytes, fmt: str = "json") -> dict[str, Any]:
+    return {
+        "schema": "repro.protocol/1",
+        "id": "recorded-table",
+        "title": "Scores recorded elsewhere",
+        "adapter": {
+            "name": "recorded",
+            "options": {
+                "records": f"scores.{fmt}",
+                "records_sha256": hashlib.sha256(data).hexdigest(),
+                "recorded_by": "a made-up table for tests",
+                "format": fmt,
+            },
+        },
+        "matrix": [{"name": "game", "levels": list(GAMES)}],
+        "participants": [{"id": a, "kind": "recorded", "params": {}} for a in ALGORITHMS],
+        "runs_per_condition": RUNS,
+        "seeding": {"mode": "per-run", "seed": 1},
+        "measure": {"name": "outcome_value", "description": "the recorded score", "key": "score"},
+        "estimand": "sum-of-condition-means",
+        "interval": {"method": "normal", "level": 0.95},
+    }
+
+
+def _setup(tmp_path: Path, rows: list[dict[str, Any]], fmt: str = "json") -> Path:
+    """The table written as ``scores.<fmt>`` beside a protocol pinning it; the protocol's path."""
+    if fmt == "json":
+        data = json.dumps(rows).encode()
+    else:
+        header = list(rows[0])
+        lines = [",".join(header)] + [",".join(str(r[k]) for k in header) for r in rows]
+        data = ("\n".join(lines) + "\n").encode()
+    (tmp_path / f"scores.{fmt}").write_bytes(data)
+    path = tmp_path / "protocol.json"
+    path.write_text(json.dumps(_protocol(data, fmt)))
+    return path
+
+
+@pytest.fixture(scope="module")
+def recorded_bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A study of the whole made-up table, once."""
+    base = tmp_path_factory.mktemp("recorded")
+    return run_study(_setup(base, _rows()), base / "bundle")
+
+
+class TestATable:
+    """Every row becomes its slot's run, and the bundle says what it is."""
+
+    def test_each_row_is_its_slot_s_run(self, recorded_bundle: Path) -> None:
+        """The study verifies; each condition's mean is its rows' mean; every slot is valid."""
+        assert verify(recorded_bundle) == []
+        b = open_verified(recorded_bundle)
+        rows = _rows()
+        for aggregate in b.aggregates.conditions:
+            scores = [
+                r["score"]
+                for r in rows
+                if r["participant"] == aggregate.participant
+                and r["game"] == aggregate.factors["game"]
+            ]
+            assert aggregate.valid == RUNS
+            assert aggregate.mean == pytest.approx(sum(scores) / len(scores), abs=1e-12)
+
+    def test_the_tiers_say_the_runs_were_recorded(self, recorded_bundle: Path) -> None:
+        """execution-control is weakened, naming who recorded the runs and the file by its
+        sha256; state observation and outcome evaluation are weakened too."""
+        b = open_verified(recorded_bundle)
+        tiers = {t.name: t for t in b.tiers.tiers}
+        sha = hashlib.sha256((recorded_bundle.parent / "scores.json").read_bytes()).hexdigest()
+        reason = tiers["execution-control"].reason
+        assert tiers["execution-control"].verdict == "weakened"
+        assert reason is not None and reason.startswith("runs were not executed under this seal")
+        assert "a made-up table for tests" in reason and sha in reason
+        assert tiers["state-observation"].verdict == "weakened"
+        assert tiers["outcome-evaluation"].verdict == "weakened"
+        (records,) = b.ledger.sources
+        assert (records.role, records.name, records.sha256) == ("records", "scores.json", sha)
+
+    def test_a_csv_table_gives_the_same_runs(self, recorded_bundle: Path, tmp_path: Path) -> None:
+        """The same table as CSV: the same aggregates."""
+        root = run_study(_setup(tmp_path, _rows(), "csv"), tmp_path / "bundle")
+        assert verify(root) == []
+        mine = open_verified(root).aggregates
+        theirs = open_verified(recorded_bundle).aggregates
+        assert [c.mean for c in mine.conditions] == [c.mean for c in theirs.conditions]
+        assert mine.estimand == theirs.estimand
+
+
+class TestLostAndRefused:
+    """A missing row is a lost slot; a row that cannot be mapped refuses the study."""
+
+    def test_a_missing_row_is_a_lost_slot(self, tmp_path: Path) -> None:
+        """One row fewer: its slot fails with cause not-recorded, nothing is imputed, and the
+        bundle verifies."""
+        rows = [
+            r
+            for r in _rows()
+            if (r["participant"], r["game"], r["replicate"]) != ("dqn", "pong", 2)
+        ]
+        root = run_study(_setup(tmp_path, rows), tmp_path / "bundle")
+        assert verify(root) == []
+        b = open_verified(root)
+        assert [(x.outcome, x.cause) for x in b.ledger.losses] == [("failed", "not-recorded")]
+        counts = {(c.participant, c.factors["game"]): c.valid for c in b.aggregates.conditions}
+        assert counts[("dqn", "pong")] == RUNS - 1
+
+    @pytest.mark.parametrize(
+        ("change", "code"),
+        [
+            (lambda rows: [*rows, dict(rows[0])], "duplicate"),
+            (lambda rows: [*rows, dict(rows[0], replicate=RUNS)], "unknown-name"),
+            (lambda rows: [*rows, dict(rows[0], game="tetris")], "unknown-name"),
+            (lambda rows: [{k: v for k, v in r.items() if k != "score"} for r in rows], None),
+        ],
+        ids=["duplicate", "replicate-out-of-range", "unknown-level", "no-measure-column"],
+    )
+    def test_an_unmappable_table_is_refused(
+        self,
+        tmp_path: Path,
+        change: Callable[[list[dict[str, Any]]], list[dict[str, Any]]],
+        code: str | None,
+    ) -> None:
+        """A row that repeats a slot, names none, or lacks a column: BadInput at its place in
+        the file, before anything is written."""
+        path = _setup(tmp_path, change(_rows()))
+        with pytest.raises(BadInput) as refused:
+            run_study(path, tmp_path / "bundle")
+        (problem,) = refused.value.problems
+        assert problem.code == (code or "missing-field")
+        assert problem.path.startswith("$[")
+        assert not (tmp_path / "bundle").exists()
+
+    def test_another_file_is_refused(self, tmp_path: Path) -> None:
+        """A records file whose sha256 is not the pinned one: refused at
+        $.adapter.options.records_sha256, nothing written."""
+        path = _setup(tmp_path, _rows())
+        (tmp_path / "scores.json").write_text(json.dumps(_rows()[:-1]))
+        with pytest.raises(BadInput) as refused:
+            run_study(path, tmp_path / "bundle")
+        assert [p.path for p in refused.value.problems] == ["$.adapter.options.records_sha256"]
+        assert not (tmp_path / "bundle").exists()
+
+
+class TestForged:
+    """verify holds the ledger to what the protocol says of the records."""
+
+    @pytest.mark.parametrize("edit", ["drop-recorded-from", "other-recorded-by"])
+    def test_a_ledger_that_hides_the_record_is_named(
+        self, recorded_bundle: Path, tmp_path: Path, edit: str
+    ) -> None:
+        """A ledger whose adapter no longer says the runs were recorded (so that execution
+        control would pass), or says another recorder, re-derived and resealed throughout:
+        verify names the ledger's facts."""
+        root = tmp_path / "bundle"
+        shutil.copytree(recorded_bundle, root)
+        path = root / "data/source-ledger.json"
+        ledger = json.loads(path.read_bytes())
+        if edit == "drop-recorded-from":
+            del ledger["adapter"]["recorded_from"]
+        else:
+            ledger["adapter"]["recorded_from"] = ledger["adapter"]["recorded_from"].replace(
+                "a made-up table", "an upstream run"
+            )
+        path.write_bytes(canonical.dumps(ledger))
+        rederive(root)
+        codes = {f.code for f in verify(root)}
+        assert "ledger-facts" in codes, codes
+
+
+def test_a_missing_pin_says_the_file_s_sha256(tmp_path: Path) -> None:
+    """A protocol without records_sha256 is refused at that path, and the message gives the
+    file's sha256 to pin."""
+    path = _setup(tmp_path, _rows())
+    protocol = json.loads(path.read_text())
+    del protocol["adapter"]["options"]["records_sha256"]
+    path.write_text(json.dumps(protocol))
+    with pytest.raises(BadInput) as refused:
+        run_study(path, tmp_path / "bundle")
+    (problem,) = refused.value.problems
+    assert (problem.path, problem.code) == ("$.adapter.options.records_sha256", "missing-field")
+    sha = hashlib.sha256((tmp_path / "scores.json").read_bytes()).hexdigest()
+    assert sha in problem.message
+    assert not (tmp_path / "bundle").exists()
+
+
+def test_replay_reads_the_row_again(recorded_bundle: Path) -> None:
+    """repro replay with --sources (the folder that holds the table) reads the slot's row
+    again, at the pinned sha256, and finds it byte-identical; without --sources it refuses to
+    read a file the bundle names."""
+    from typer.testing import CliRunner
+
+    from repro._cli import app
+
+    runner = CliRunner()
+    folder = str(recorded_bundle.parent)
+    done = runner.invoke(app, ["replay", str(recorded_bundle), "c01-r0002", "--sources", folder])
+    assert done.exit_code == 0, done.output
+    assert "byte-identical" in done.stdout
+    refused = runner.invoke(app, ["replay", str(recorded_bundle), "c01-r0002"])
+    assert refused.exit_code == 2, refused.output
