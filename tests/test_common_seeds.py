@@ -108,8 +108,8 @@ class TestExistingProtocolsUnchanged:
 
     def test_every_shipped_protocol_is_pinned(self) -> None:
         """No shipped protocol escapes the test above but those made for common random numbers
-        and contrasts, and for rliable's aggregates, which declare them (their digests are new,
-        not kept)."""
+        and contrasts, and for rliable's aggregates (of runs executed or recorded), which
+        declare them (their digests are new, not kept)."""
         made_for_contrasts = {
             # The quick start, since it compares one environment's two policies by a contrast
             # rather than average three environments (its first form is the shipped bundle's,
@@ -121,7 +121,7 @@ class TestExistingProtocolsUnchanged:
             "cage2-sleeper-vs-react-reduced.json",
             "inspect-arithmetic.json",
         }
-        made_for_rl = {"gymnasium-rl-aggregates.json"}
+        made_for_rl = {"gymnasium-rl-aggregates.json", "recorded-rliable.json"}
         # The CCS Heuristic row needs what 505901c did not have (a shipped blue agent, a
         # simulator tree pin, the family-wise criterion): its digests are new too.
         made_for_heuristic = {"cage2-ccs-heuristic.json", "cage2-ccs-heuristic-reduced.json"}

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from conftest import run_study
+from conftest import ROOT, run_study
 from forge import rederive
 from repro._json import canonical
 from repro.errors import BadInput
@@ -235,3 +235,60 @@ def test_replay_reads_the_row_again(recorded_bundle: Path) -> None:
     assert "byte-identical" in done.stdout
     refused = runner.invoke(app, ["replay", str(recorded_bundle), "c01-r0002"])
     assert refused.exit_code == 2, refused.output
+
+
+RLIABLE_EXAMPLE = ROOT / "protocols" / "recorded-rliable.json"
+
+
+@pytest.mark.slow
+class TestRliableLayout:
+    """protocols/recorded-rliable.json: a made-up table in rliable's own layout, read by the
+    recorded adapter, against rliable 1.2.0 on the same table."""
+
+    def test_every_figure_is_rliables_on_the_table(self, tmp_path: Path) -> None:
+        """The bundle verifies and says its runs were recorded; rliable's own functions, given
+        the table as it is in the file (normalised by the protocol's ranges, as rliable's users
+        normalise by random and human scores), give every interval of rl-aggregates.json
+        exactly (the rliable sampler, after np.random.seed(seed)), the point estimates to
+        1e-12 (NumPy's pairwise sums against math.fsum) and the profiles exactly."""
+        import numpy as np
+
+        from test_rl_bundle import _stored, figures_are_rliables
+
+        root = run_study(RLIABLE_EXAMPLE, tmp_path / "bundle")
+        assert verify(root) == []
+        tiers = {t.name: t for t in open_verified(root).tiers.tiers}
+        assert tiers["execution-control"].verdict == "weakened"
+        protocol = json.loads(RLIABLE_EXAMPLE.read_bytes())
+        table = json.loads((RLIABLE_EXAMPLE.parent / "records" / "atari-scores.json").read_bytes())
+        ranges = {n["task"]: (n["low"], n["high"]) for n in protocol["rl"]["normalization"]}
+        scores = {
+            algorithm: np.array(
+                [
+                    [
+                        (x - ranges[t][0]) / (ranges[t][1] - ranges[t][0])
+                        for t, x in zip(table["tasks"], run, strict=True)
+                    ]
+                    for run in runs
+                ],
+                dtype=np.float64,
+            )
+            for algorithm, runs in table["scores"].items()
+        }
+        figures_are_rliables(_stored(root), scores)
+        assert len(_stored(root)["improvements"]) == 2
+
+    def test_a_ragged_matrix_is_refused(self, tmp_path: Path) -> None:
+        """A run with a score missing for a task: refused at its place in the file."""
+        table = json.loads((RLIABLE_EXAMPLE.parent / "records" / "atari-scores.json").read_bytes())
+        table["scores"]["c51"][3].pop()
+        data = json.dumps(table).encode()
+        (tmp_path / "records").mkdir()
+        (tmp_path / "records" / "atari-scores.json").write_bytes(data)
+        protocol = json.loads(RLIABLE_EXAMPLE.read_bytes())
+        protocol["adapter"]["options"]["records_sha256"] = hashlib.sha256(data).hexdigest()
+        path = tmp_path / "protocol.json"
+        path.write_text(json.dumps(protocol))
+        with pytest.raises(BadInput) as refused:
+            run_study(path, tmp_path / "bundle")
+        assert [p.path for p in refused.value.problems] == ["$.scores.c51[3]"]

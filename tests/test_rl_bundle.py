@@ -120,6 +120,67 @@ def _close(ours: float, theirs: Any) -> bool:
     return math.isclose(ours, float(theirs), rel_tol=1e-12, abs_tol=1e-12)
 
 
+def figures_are_rliables(stored: dict[str, Any], scores: dict[str, np.ndarray]) -> None:
+    """Every figure of ``stored`` (an rl-aggregates.json) is what rliable 1.2.0's own functions
+    give on ``scores`` (each participant's runs x tasks matrix): every interval exactly (the
+    rliable sampler, after np.random.seed(seed)), the aggregates' (get_interval_estimates), the
+    improvements' (get_interval_estimates of probability_of_improvement) and the profiles'
+    (create_performance_profile); the point estimates to 1e-12 (NumPy's pairwise sums against
+    math.fsum) and the profiles exactly; each participant with all its runs, none incomplete."""
+    from rliable import library as rly
+    from rliable import metrics
+
+    assert stored["sampler"] == "rliable"
+    seed, reps, level = stored["seed"], stored["resamples"], stored["level"]
+    aggregates = {
+        "median": metrics.aggregate_median,
+        "iqm": metrics.aggregate_iqm,
+        "mean": metrics.aggregate_mean,
+        "optimality-gap": metrics.aggregate_optimality_gap,
+    }
+    asked = [s["statistic"] for s in stored["participants"][0]["statistics"]]
+
+    def func(x: np.ndarray) -> np.ndarray:
+        return np.array([aggregates[name](x) for name in asked])
+
+    points, intervals = _global_seed(
+        seed,
+        lambda: rly.get_interval_estimates(scores, func, reps=reps, confidence_interval_size=level),
+    )
+    taus = [p["tau"] for p in stored["participants"][0]["profile"]]
+    profiles, profile_cis = _global_seed(
+        seed,
+        lambda: rly.create_performance_profile(
+            scores, taus, reps=reps, confidence_interval_size=level
+        ),
+    )
+    assert {q["participant"] for q in stored["participants"]} == set(scores)
+    for q in stored["participants"]:
+        key = q["participant"]
+        assert (q["runs"], q["incomplete"]) == (len(scores[key]), 0)
+        for i, s in enumerate(q["statistics"]):
+            assert _close(s["value"], points[key][i]), (key, s)
+            assert [s["low"], s["high"]] == intervals[key][:, i].tolist(), (key, s)
+        assert [p["value"] for p in q["profile"]] == profiles[key].tolist()
+        assert [[p["low"] for p in q["profile"]], [p["high"] for p in q["profile"]]] == (
+            profile_cis[key].tolist()
+        )
+    pairs = {f"{d['x']} > {d['y']}": d for d in stored["improvements"]}
+    duels, duel_cis = _global_seed(
+        seed,
+        lambda: rly.get_interval_estimates(
+            {k: (scores[d["x"]], scores[d["y"]]) for k, d in pairs.items()},
+            metrics.probability_of_improvement,
+            reps=reps,
+            confidence_interval_size=level,
+        ),
+    )
+    for k, d in pairs.items():
+        assert _close(d["value"], duels[k]), (k, d)
+        assert [d["low"], d["high"]] == duel_cis[k][:, 0].tolist(), (k, d)
+        assert (d["runs_x"], d["runs_y"]) == (len(scores[d["x"]]), len(scores[d["y"]]))
+
+
 @pytest.mark.slow
 class TestTheExample:
     """protocols/gymnasium-rl-aggregates.json, run end to end, against rliable 1.2.0."""
@@ -131,63 +192,11 @@ class TestTheExample:
         (get_interval_estimates of probability_of_improvement) and the profiles'
         (create_performance_profile); the point estimates equal rliable's metrics to 1e-12 and
         the profiles exactly."""
-        from rliable import library as rly
-        from rliable import metrics
-
         assert verify(rl_example) == []
-        stored = _stored(rl_example)
-        assert stored["sampler"] == "rliable"
-        seed, reps, level = stored["seed"], stored["resamples"], stored["level"]
         scores = _matrices(rl_example)
         assert {k: v.shape for k, v in scores.items()} == {k: (10, 3) for k in scores}
-        aggregates = {
-            "median": metrics.aggregate_median,
-            "iqm": metrics.aggregate_iqm,
-            "mean": metrics.aggregate_mean,
-            "optimality-gap": metrics.aggregate_optimality_gap,
-        }
-        asked = [s["statistic"] for s in stored["participants"][0]["statistics"]]
-
-        def func(x: np.ndarray) -> np.ndarray:
-            return np.array([aggregates[name](x) for name in asked])
-
-        points, intervals = _global_seed(
-            seed,
-            lambda: rly.get_interval_estimates(
-                scores, func, reps=reps, confidence_interval_size=level
-            ),
-        )
-        taus = [p["tau"] for p in stored["participants"][0]["profile"]]
-        profiles, profile_cis = _global_seed(
-            seed,
-            lambda: rly.create_performance_profile(
-                scores, taus, reps=reps, confidence_interval_size=level
-            ),
-        )
-        for q in stored["participants"]:
-            key = q["participant"]
-            assert (q["runs"], q["incomplete"], q["valid"]) == (10, 0, [10, 10, 10])
-            for i, s in enumerate(q["statistics"]):
-                assert _close(s["value"], points[key][i]), (key, s)
-                assert [s["low"], s["high"]] == intervals[key][:, i].tolist(), (key, s)
-            assert [p["value"] for p in q["profile"]] == profiles[key].tolist()
-            assert [[p["low"] for p in q["profile"]], [p["high"] for p in q["profile"]]] == (
-                profile_cis[key].tolist()
-            )
-        pairs = {f"{d['x']} > {d['y']}": d for d in stored["improvements"]}
-        duels, duel_cis = _global_seed(
-            seed,
-            lambda: rly.get_interval_estimates(
-                {k: (scores[d["x"]], scores[d["y"]]) for k, d in pairs.items()},
-                metrics.probability_of_improvement,
-                reps=reps,
-                confidence_interval_size=level,
-            ),
-        )
-        for k, d in pairs.items():
-            assert _close(d["value"], duels[k]), (k, d)
-            assert [d["low"], d["high"]] == duel_cis[k][:, 0].tolist(), (k, d)
-            assert (d["runs_x"], d["runs_y"]) == (10, 10)
+        figures_are_rliables(_stored(rl_example), scores)
+        assert all(q["valid"] == [10, 10, 10] for q in _stored(rl_example)["participants"])
 
     def test_the_hand_written_policy_beats_the_baselines(self, rl_example: Path) -> None:
         """The figures of these seeded runs: each setting of the pushing policy has a higher

@@ -13,8 +13,11 @@ again in verify. Options:
 - ``records_sha256``: its sha256, which the file must have (in the protocol: a study of runs
   made elsewhere is a study of those bytes);
 - ``recorded_by``: who made the runs, and how (words a reader sees in the tiers);
-- ``format``: ``json`` (the default) or ``csv`` (every cell a string, the measure's column
-  read as a number; a level that is not a string matches its canonical JSON text).
+- ``format``: ``json`` (the default), ``csv`` (every cell a string, the measure's column read
+  as a number; a level that is not a string matches its canonical JSON text) or ``rliable``
+  (rliable's layout: ``{"tasks": [TASK, ...], "scores": {PARTICIPANT: [[run 0's score on each
+  task], [run 1's], ...]}}``, for a protocol whose one matrix factor holds the tasks: each score
+  is the row ``{FACTOR: task, "participant": ..., "replicate": run, KEY: score}``).
 
 A row that names no slot of the plan, two rows for one slot, or a row without a column the
 rule needs is refused when the study is frozen, at its place in the file (nothing is written).
@@ -46,7 +49,7 @@ from repro.models import AdapterFacts, Condition, PlanEntry, Protocol, Source
 __all__ = ["FORMATS", "MAX_RECORDS_BYTES", "RecordedAdapter"]
 
 #: The formats a records file may have.
-FORMATS = ("json", "csv")
+FORMATS = ("json", "csv", "rliable")
 #: The largest records file read, in bytes.
 MAX_RECORDS_BYTES = 64 << 20
 #: The options the adapter takes, and those ``--option`` may give.
@@ -127,8 +130,45 @@ def _read(merged: Mapping[str, Any], options: Mapping[str, str]) -> tuple[str, b
     return name, data
 
 
-def _rows(data: bytes, fmt: str, key: str, name: str) -> list[dict[str, Any]]:
+def _rliable_rows(value: Any, protocol: Protocol, name: str) -> list[dict[str, Any]]:
+    """The rows of a file in rliable's layout: each algorithm's (runs x tasks) matrix, one row
+    per score, naming the protocol's one factor (the tasks)."""
+    if len(protocol.matrix) != 1:
+        raise BadInput.at(
+            "$.matrix", "the rliable layout needs one matrix factor, the tasks", "not-allowed"
+        )
+    factor, key = protocol.matrix[0].name, str(protocol.measure.key)
+    if not (isinstance(value, dict) and set(value) == {"tasks", "scores"}):
+        raise BadInput.at("$", "expected an object of tasks and scores", "wrong-type", name)
+    tasks, scores = value["tasks"], value["scores"]
+    if not isinstance(tasks, list) or not isinstance(scores, dict):
+        raise BadInput.at("$", "expected tasks a list, scores an object", "wrong-type", name)
+    rows = []
+    for participant, matrix in scores.items():
+        where = json_path("$.scores", participant)
+        if not isinstance(matrix, list):
+            raise BadInput.at(where, "expected a list of runs", "wrong-type", name)
+        for run, values in enumerate(matrix):
+            if not (isinstance(values, list) and len(values) == len(tasks)):
+                raise BadInput.at(
+                    f"{where}[{run}]",
+                    f"expected one score per task ({len(tasks)})",
+                    "not-allowed",
+                    name,
+                )
+            rows += [
+                {factor: task, _PARTICIPANT: participant, _REPLICATE: run, key: score}
+                for task, score in zip(tasks, values, strict=True)
+            ]
+    return rows
+
+
+def _rows(data: bytes, fmt: str, protocol: Protocol, name: str) -> list[dict[str, Any]]:
     """The file's rows as objects (a CSV row's measure column read as a number)."""
+    key = str(protocol.measure.key)
+    if fmt == "rliable":
+        value = canonical.loads(data, what=name, max_bytes=MAX_RECORDS_BYTES)
+        return _rliable_rows(value, protocol, name)
     if fmt == "json":
         value = canonical.loads(data, what=name, max_bytes=MAX_RECORDS_BYTES)
         if not isinstance(value, list) or not all(isinstance(r, dict) for r in value):
@@ -242,7 +282,7 @@ class RecordedAdapter:
                     "not-allowed",
                 )
         name, data = _read(merged, options)
-        rows = _rows(data, merged["format"], str(protocol.measure.key), name)
+        rows = _rows(data, merged["format"], protocol, name)
         self._rows = map_rows(protocol, rows, merged["format"] == "csv", name)
         self._sha256 = merged["records_sha256"]
         source: Source = file_source(RECORDS_ROLE, name, data)
