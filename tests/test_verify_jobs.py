@@ -111,6 +111,40 @@ class TestJobs:
         assert answer["results"] == [[task, True] for task in range(ordered_tasks())]
         assert answer["started"] <= ordered_reach() + 1
 
+    def test_ordered_gives_more_when_the_others_ended_unseen(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Jobs.ordered does not wait for the first task alone when the others ended between
+        its counting them and its waiting: here every task but the first ends as it is given,
+        and the first ends (True) only once the last task within the bound has been given, or
+        after ten seconds (False). Waiting on the first alone, as it once did, gave False and a
+        worker idle for as long as the first ran (seen as a sixty-second wait in the quick
+        tier)."""
+        from concurrent.futures import Future
+
+        first: Future[bool] = Future()
+        reach = ordered_reach()
+        timer = threading.Timer(10, lambda: first.done() or first.set_result(False))
+        timer.start()
+
+        def submit(task: int) -> Future[bool]:
+            if task == 0:
+                return first
+            if task == reach and not first.done():
+                first.set_result(True)
+            done: Future[bool] = Future()
+            done.set_result(True)
+            return done
+
+        jobs = parallel.Jobs(2, processes=True)
+        jobs.processes = True  # a thread runs here (the timer): no pool is made all the same
+        monkeypatch.setattr(jobs, "_submitter", lambda job, context: submit)
+        try:
+            results = list(jobs.ordered(_pid, None, range(reach + 3)))
+        finally:
+            timer.cancel()
+        assert results == [True] * (reach + 3)
+
     def test_unordered_here_in_order(self) -> None:
         """With one job, Jobs.unordered runs the tasks here, in their order."""
         jobs = parallel.Jobs.choose(1, 1 << 40, directory=True)

@@ -174,15 +174,20 @@ class Jobs:
             while True:
                 running = sum(not f.done() for f in pending)
                 room = min(flight - running, held - len(pending))
+                given = len(pending)
                 for task in itertools.islice(source, max(room, 0)):
                     pending.append(submit(task))
                 if not pending:
                     return
                 if pending[0].done():
                     yield pending.popleft().result()
-                else:
-                    # Until the first ends, or another does and makes room for the next task.
-                    wait([f for f in pending if not f.done()], return_when=FIRST_COMPLETED)
+                    continue
+                unfinished = [f for f in pending if not f.done()]
+                # Until the first ends, or another does and makes room for the next task. One
+                # that ended since the room was counted makes room now: waiting then would wait
+                # for the first alone (for as long as it runs) with a worker idle.
+                if len(unfinished) == running + len(pending) - given:
+                    wait(unfinished, return_when=FIRST_COMPLETED)
         finally:
             for future in pending:
                 future.cancel()
