@@ -170,6 +170,7 @@ class TestSignedKinds:
             "finishedOn": b.environment.finished_utc,
         }
 
+    @pytest.mark.slow
     @pytest.mark.parametrize("fixture", ["small_bundle", "scored_bundle", "contrasted_bundle"])
     def test_the_test_result_sorts_every_verdict(
         self, fixture: str, request: pytest.FixtureRequest

@@ -220,6 +220,7 @@ def test_a_missing_pin_says_the_file_s_sha256(tmp_path: Path) -> None:
     assert not (tmp_path / "bundle").exists()
 
 
+@pytest.mark.slow
 def test_replay_reads_the_row_again(recorded_bundle: Path) -> None:
     """repro replay with --sources (the folder that holds the table) reads the slot's row
     again, at the pinned sha256, and finds it byte-identical; without --sources it refuses to
