@@ -639,6 +639,7 @@ class TestHtml:
         assert any("javascript:alert(5)" in t for t in texts)
         assert all(any(shown in t for t in texts) for shown in SHOWN)
 
+    @pytest.mark.slow
     @pytest.mark.parametrize("text", HOSTILE_LABELS)
     @pytest.mark.parametrize("which", ["contrasted_bundle", "scored_bundle"])
     def test_hostile_labels_inject_nothing(
@@ -664,6 +665,7 @@ class TestHtml:
         svg_texts = [e.text for e in elements if e.tag in ("text", "tspan", "title")]
         assert any(visible(text) in t for t in svg_texts)
 
+    @pytest.mark.slow
     def test_chromium_sees_no_injected_markup(
         self, contrasted_bundle: Path, chromium: Path, tmp_path: Path
     ) -> None:
