@@ -40,6 +40,7 @@ from repro._bundle.attestations import (
     PROVENANCE,
     STANDARD_TYPES,
     TEST_RESULT,
+    protocol_descriptor,
     provenance_predicate,
     test_result_predicate,
 )
@@ -277,7 +278,7 @@ def bundle_predicate(
     again from the files to compare; no time is in it, so signing is repeatable."""
     e = aggregates.estimand
     predicate: dict[str, Any] = {
-        "protocol": {"name": protocol.protocol.id, "digest": {"sha256": protocol.sha256}},
+        "protocol": protocol_descriptor(protocol),
         "reproduction": tiers.reproduction.verdict,
         "estimand": {
             "name": e.kind,

@@ -41,6 +41,7 @@ __all__ = [
     "check_summary_path",
     "default_summary_path",
     "policy_digest",
+    "summary_path",
     "summary_statement",
     "verify_policy",
     "write_summary",
@@ -115,6 +116,17 @@ def default_summary_path(bundle: Path, suffix: str) -> Path:
     ``suffix`` (``bundle`` -> ``bundle.vsa.dsse.json``)."""
     absolute = bundle.absolute()
     return absolute.parent / f"{absolute.name}{suffix}"
+
+
+def summary_path(bundle: Path, key_path: Path, given: Path | None, suffix: str) -> Path:
+    """Where a summary of ``bundle`` signed with the private key at ``key_path`` is written,
+    checked before anything is read: the key loads, and the file (``given``, else
+    :func:`default_summary_path` with ``suffix``) is new, in a directory that is there. Raises
+    :class:`BadInput`."""
+    load_signing_key(key_path)
+    path = given if given is not None else default_summary_path(bundle, suffix)
+    check_summary_path(path)
+    return path
 
 
 def check_summary_path(path: Path) -> None:

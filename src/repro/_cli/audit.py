@@ -104,14 +104,11 @@ def _summary_path(bundle: Path, sign: Path | None, vsa: Path | None) -> Path | N
             raise BadInput("--vsa names where --sign writes the audit's summary: give --sign too")
         return None
     # Lazy: cryptography, only when the audit is signed.
-    from repro._bundle.signatures import load_signing_key, refuse_packed
-    from repro._bundle.summaries import check_summary_path, default_summary_path
+    from repro._bundle.signatures import refuse_packed
+    from repro._bundle.summaries import summary_path
 
     refuse_packed(bundle)
-    load_signing_key(sign)
-    path = vsa if vsa is not None else default_summary_path(bundle, AUDIT_VSA_SUFFIX)
-    check_summary_path(path)
-    return path
+    return summary_path(bundle, sign, vsa, AUDIT_VSA_SUFFIX)
 
 
 def _summarise(result: Any, sample: int | None, key: Path, path: Path) -> None:

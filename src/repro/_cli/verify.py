@@ -187,13 +187,9 @@ def _summary_path(
     if bagit_only:
         raise BadInput("--attest summarises a whole verify: --bagit-only checks the bag alone")
     # Lazy: cryptography only when a summary is signed.
-    from repro._bundle.signatures import load_signing_key
-    from repro._bundle.summaries import check_summary_path, default_summary_path
+    from repro._bundle.summaries import summary_path
 
-    load_signing_key(attest)
-    path = vsa if vsa is not None else default_summary_path(bundle, VSA_SUFFIX)
-    check_summary_path(path)
-    return path
+    return summary_path(bundle, attest, vsa, VSA_SUFFIX)
 
 
 def _attest(

@@ -326,7 +326,6 @@ class CrateBuilder:
         self._environment = environment
         #: Payload files, as paths below ``data/``, in the order hasPart lists them.
         self._files = [f.removeprefix("data/") for f in files]
-        self._software = _software(ledger, environment, version)
         self._first = True
 
     def _item(self, entity: dict[str, Any], text: bool = False) -> bytes:
@@ -339,7 +338,7 @@ class CrateBuilder:
         files."""
         entities = [
             *_descriptors(self._version),
-            *self._software,
+            *_software(self._ledger, self._environment, self._version),
             *_files(self._files),
         ]
         return (

@@ -114,15 +114,13 @@ class Verification:
     def bundle_sha256(self) -> str | None:
         """The bundle's identity, the sha256 of the tag manifest verify read, when it verifies
         (see :func:`~repro._layout.bundle_sha256`); a packed bundle's is its bag's."""
-        if self.findings or self._read is None:
-            return None
-        return self._read.sha256(TAGMANIFEST)
+        return None if self.findings else self.tagmanifest_sha256
 
     @property
     def tagmanifest_sha256(self) -> str | None:
         """The sha256 of the tag manifest verify read, whether or not the bundle verifies (what
         a summary of a failed verification names); None when verify read none."""
-        return None if self._read is None else self._read.sha256(TAGMANIFEST)
+        return self.file_sha256(TAGMANIFEST)
 
     def file_sha256(self, name: str) -> str | None:
         """The sha256 of the bundle's file ``name`` as verify read it (a signature file's, say);
