@@ -24,7 +24,7 @@ __all__ = ["THREAD_ADAPTERS", "Child", "Spares", "runs_on_threads", "spawn"]
 
 #: The built-in adapters whose sessions run on threads of the study process (their classes say
 #: ``thread_sessions``), by the name a protocol gives them.
-THREAD_ADAPTERS = frozenset({"command"})
+THREAD_ADAPTERS = frozenset({"command", "recorded"})
 
 #: The most of a protocol file :func:`runs_on_threads` reads (the loader's own limit).
 _PEEK_BYTES = 1 << 20
