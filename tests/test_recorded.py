@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from conftest import ROOT, run_study
-from forge import rederive
+from forge import edit_protocol, forge, rederive, reseal
 from repro._json import canonical
 from repro.errors import BadInput
 from repro.verify import open_verified, verify
@@ -35,8 +35,10 @@ def _rows() -> list[dict[str, Any]]:
     ]
 
 
-def _protocol(data: bytes, fmt: str = "json") -> dict[str, Any]:
-    return {
+def _protocol(data: bytes, fmt: str = "json", carried: bool | None = None) -> dict[str, Any]:
+    """A protocol of the table ``data`` (``carried``: the ``in_bundle`` option, unset when
+    None)."""
+    protocol: dict[str, Any] = {
         "schema": "repro.protocol/1",
         "id": "recorded-table",
         "title": "Scores recorded elsewhere",
@@ -57,9 +59,14 @@ def _protocol(data: bytes, fmt: str = "json") -> dict[str, Any]:
         "estimand": "sum-of-condition-means",
         "interval": {"method": "normal", "level": 0.95},
     }
+    if carried is not None:
+        protocol["adapter"]["options"]["in_bundle"] = carried
+    return protocol
 
 
-def _setup(tmp_path: Path, rows: list[dict[str, Any]], fmt: str = "json") -> Path:
+def _setup(
+    tmp_path: Path, rows: list[dict[str, Any]], fmt: str = "json", carried: bool | None = None
+) -> Path:
     """The table written as ``scores.<fmt>`` beside a protocol pinning it; the protocol's path."""
     if fmt == "json":
         data = json.dumps(rows).encode()
@@ -69,7 +76,7 @@ def _setup(tmp_path: Path, rows: list[dict[str, Any]], fmt: str = "json") -> Pat
         data = ("\n".join(lines) + "\n").encode()
     (tmp_path / f"scores.{fmt}").write_bytes(data)
     path = tmp_path / "protocol.json"
-    path.write_text(json.dumps(_protocol(data, fmt)))
+    path.write_text(json.dumps(_protocol(data, fmt, carried)))
     return path
 
 
@@ -178,8 +185,109 @@ class TestLostAndRefused:
         assert not (tmp_path / "bundle").exists()
 
 
+class TestCarried:
+    """The bundle carries the table unless the protocol says not to."""
+
+    def test_the_bundle_carries_the_table_by_default(self, recorded_bundle: Path) -> None:
+        """With no in_bundle option, the table's bytes are data/plans/records.json, listed in
+        the manifest and the crate, and the bundle verifies."""
+        carried = recorded_bundle / "data/plans/records.json"
+        assert carried.read_bytes() == (recorded_bundle.parent / "scores.json").read_bytes()
+        assert "data/plans/records.json" in (recorded_bundle / "manifest-sha256.txt").read_text()
+        crate = json.loads((recorded_bundle / "data/ro-crate-metadata.json").read_bytes())
+        assert any(e.get("@id") == "plans/records.json" for e in crate["@graph"])
+
+    @pytest.mark.parametrize("fmt", ["csv", "json"])
+    def test_in_bundle_false_carries_nothing(self, tmp_path: Path, fmt: str) -> None:
+        """in_bundle false: no records file in the bundle, which verifies on the pin alone; a
+        CSV table is carried as records.csv."""
+        root = run_study(_setup(tmp_path, _rows(), fmt, carried=False), tmp_path / "bundle")
+        assert verify(root) == []
+        assert not list((root / "data/plans").glob("records.*"))
+        (tmp_path / "again").mkdir()
+        again = run_study(_setup(tmp_path / "again", _rows(), fmt), tmp_path / "carried")
+        assert verify(again) == []
+        assert (again / f"data/plans/records.{fmt}").is_file()
+
+    def test_a_non_boolean_in_bundle_is_refused(self, tmp_path: Path) -> None:
+        """in_bundle "yes": refused at its path, nothing written."""
+        path = _setup(tmp_path, _rows())
+        protocol = json.loads(path.read_text())
+        protocol["adapter"]["options"]["in_bundle"] = "yes"
+        path.write_text(json.dumps(protocol))
+        with pytest.raises(BadInput) as refused:
+            run_study(path, tmp_path / "bundle")
+        assert [p.path for p in refused.value.problems] == ["$.adapter.options.in_bundle"]
+        assert not (tmp_path / "bundle").exists()
+
+
+def _raise_first_score(records: list[dict[str, Any]]) -> None:
+    """In the first runs file only (c00's), the first run's score (its outcome and measure)
+    raised by 100."""
+    if records[0]["condition"] == "c00":
+        records[0]["outcome"]["score"] += 100.0
+        records[0]["measure"] += 100.0
+
+
+def _drop_first_run(records: list[dict[str, Any]]) -> None:
+    """In the first runs file only, the first run turned into a lost slot, as if its row had
+    been missing: failed, cause not-recorded, no evidence."""
+    if records[0]["condition"] == "c00":
+        del records[0]["outcome"]
+        records[0].update(status="failed", cause="not-recorded", measure=None)
+        records[0].update(contract_sha256=None)
+
+
 class TestForged:
-    """verify holds the ledger to what the protocol says of the records."""
+    """verify holds the runs to the carried table, and the ledger to what the protocol says of
+    the records."""
+
+    @pytest.mark.parametrize("edit", [_raise_first_score, _drop_first_run], ids=["raised", "lost"])
+    def test_a_run_that_is_not_its_row_is_named(
+        self,
+        recorded_bundle: Path,
+        tmp_path: Path,
+        edit: Callable[[list[dict[str, Any]]], None],
+    ) -> None:
+        """A recorded score raised, or an unwelcome run declared lost, with every derived file
+        re-derived and the manifests resealed: verify reads the carried table again and names
+        the record (recorded-differs) in its runs file, and nothing else."""
+        root = tmp_path / "bundle"
+        shutil.copytree(recorded_bundle, root)
+        forge(root, edit)
+        findings = verify(root)
+        assert {f.code for f in findings} == {"recorded-differs"}, findings
+        (finding,) = findings
+        assert finding.file.startswith("data/runs/") and finding.location is not None
+
+    def test_a_table_changed_to_match_is_named(self, recorded_bundle: Path, tmp_path: Path) -> None:
+        """The forged score written into the carried table too (manifests resealed, the
+        protocol's pin left): verify names the table as not the pinned one (records-pin)."""
+        root = tmp_path / "bundle"
+        shutil.copytree(recorded_bundle, root)
+        forge(root, _raise_first_score)
+        carried = root / "data/plans/records.json"
+        rows = json.loads(carried.read_bytes())
+        rows[0]["score"] += 100.0
+        carried.write_bytes(json.dumps(rows).encode())
+        reseal(root)
+        assert {f.code for f in verify(root)} == {"records-pin"}
+
+    def test_a_table_that_does_not_map_is_named(
+        self, recorded_bundle: Path, tmp_path: Path
+    ) -> None:
+        """A carried table with a duplicate row, pinned by a protocol rewritten to its digest:
+        verify names it (records-unreadable) rather than holding runs against it."""
+        root = tmp_path / "bundle"
+        shutil.copytree(recorded_bundle, root)
+        carried = root / "data/plans/records.json"
+        rows = json.loads(carried.read_bytes())
+        data = json.dumps([*rows, rows[0]]).encode()
+        carried.write_bytes(data)
+        digest = hashlib.sha256(data).hexdigest()
+        edit_protocol(root, lambda p: p["adapter"]["options"].update(records_sha256=digest))
+        codes = {f.code for f in verify(root)}
+        assert "records-unreadable" in codes and "recorded-differs" not in codes, codes
 
     @pytest.mark.parametrize("edit", ["drop-recorded-from", "other-recorded-by"])
     def test_a_ledger_that_hides_the_record_is_named(

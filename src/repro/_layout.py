@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 from repro._files import open_below
 
 if TYPE_CHECKING:
-    from repro.models import FrozenProtocol
+    from repro.models import FrozenProtocol, Protocol
 
 __all__ = [
     "AGGREGATES",
@@ -58,6 +58,7 @@ __all__ = [
     "partition_files",
     "payload_files",
     "plan_file",
+    "records_file",
     "run_files",
     "runs_file",
     "signature_file",
@@ -112,6 +113,12 @@ SIGNATURES = "signatures/"
 _SIGNATURE = re.compile(r"^signatures/([0-9a-f]{12})\.([a-z][a-z0-9-]{0,31})\.dsse\.json$")
 #: The payload directories whose files the seal's partitions name (and the seal itself).
 PARTITIONED = ("data/plans/", "data/runs/", "data/times/")
+#: The recorded adapter's records file, in a bundle whose protocol carries it
+#: (``adapter.options.in_bundle``, true unless it says false): in plans/, beside the seal,
+#: being fixed before any run. A condition's ID (``c`` and digits) never names a partition
+#: file so.
+RECORDS_JSON = "data/plans/records.json"
+RECORDS_CSV = "data/plans/records.csv"
 
 
 def plan_file(partition: str) -> str:
@@ -133,6 +140,16 @@ def checkpoint_file(partition: str) -> str:
     """runs/<partition>.checkpoint.json: the generator's state before the partition (stream
     seeding only)."""
     return f"data/runs/{partition}.checkpoint.json"
+
+
+def records_file(protocol: Protocol) -> str | None:
+    """Where a bundle of ``protocol`` carries the records file its runs were read from, or None
+    when it carries none: a protocol of the recorded adapter carries it unless it says not to
+    (``in_bundle`` false), as ``records.csv`` for a CSV file, else as ``records.json``."""
+    adapter = protocol.adapter
+    if adapter.name != "recorded" or adapter.options.get("in_bundle", True) is not True:
+        return None
+    return RECORDS_CSV if adapter.options.get("format") == "csv" else RECORDS_JSON
 
 
 def run_files(partition: str, stream: bool) -> list[str]:
@@ -161,6 +178,8 @@ def payload_files(
     names += [CONTINUATION] if continued else []
     names += [CONTRASTS] if p.contrasts is not None else []
     names += [RL_AGGREGATES] if p.rl is not None else []
+    records = records_file(p)
+    names += [records] if records is not None else []
     for partition in partitions:
         names += partition_files(partition, p.seeding.mode == "stream")
     return sorted(names)

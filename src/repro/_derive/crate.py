@@ -122,7 +122,12 @@ _COMPLETED = "http://schema.org/CompletedActionStatus"
 _FAILED = "http://schema.org/FailedActionStatus"
 #: Mentions made at a time.
 _BATCH = 1024
-_FORMATS = {".json": "application/json", ".jsonl": "application/jsonl", ".md": "text/markdown"}
+_FORMATS = {
+    ".json": "application/json",
+    ".jsonl": "application/jsonl",
+    ".md": "text/markdown",
+    ".csv": "text/csv",
+}
 
 
 @frozen

@@ -17,12 +17,18 @@ again in verify. Options:
   as a number; a level that is not a string matches its canonical JSON text) or ``rliable``
   (rliable's layout: ``{"tasks": [TASK, ...], "scores": {PARTICIPANT: [[run 0's score on each
   task], [run 1's], ...]}}``, for a protocol whose one matrix factor holds the tasks: each score
-  is the row ``{FACTOR: task, "participant": ..., "replicate": run, KEY: score}``).
+  is the row ``{FACTOR: task, "participant": ..., "replicate": run, KEY: score}``);
+- ``in_bundle``: true (the default) to carry the records file in the bundle
+  (``data/plans/records.json``, or ``records.csv``), where ``repro verify`` reads it again and
+  holds every run record against its slot's row; false when the bundle may not carry it (its
+  licence, its size): verify then has the file's sha256 alone, and cannot tell a run record
+  changed after the study from its row.
 
-A row that names no slot of the plan, two rows for one slot, or a row without a column the
-rule needs is refused when the study is frozen, at its place in the file (nothing is written).
-A slot with no row is lost: its attempt fails with cause ``not-recorded``, and nothing stands in
-for it. The tiers say what this is (:func:`repro._derive.tiers.execution_control`): execution
+The mapping rule is :mod:`repro._derive.recorded`'s, which verify applies again. A row that
+names no slot of the plan, two rows for one slot, or a row without a column the rule needs
+is refused when the study is frozen, at its place in the file (nothing is written). A slot
+with no row is lost: its attempt fails with cause ``not-recorded``, and nothing stands in for
+it. The tiers say what this is (:func:`repro._derive.tiers.execution_control`): execution
 control is weakened with :func:`recorded_note` (the runs were not executed under this seal),
 as are state observation (nothing was observed) and outcome evaluation (the measures are as
 recorded).
@@ -30,17 +36,15 @@ recorded).
 
 from __future__ import annotations
 
-import csv
 import hashlib
-import io
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from repro import _layout as layout
 from repro._derive.facts import recorded_note
-from repro._json import canonical
+from repro._derive.recorded import FORMATS, MAX_RECORDS_BYTES, NOT_RECORDED, map_rows, rows_of
 from repro._json.canonical import json_path
-from repro._plan.sealing import conditions_of
 from repro._protocol.pins import RECORDS_ROLE
 from repro.adapters._base import Evidence, Frozen, file_source, protocol_path
 from repro.errors import BadInput, RunFailed
@@ -48,15 +52,9 @@ from repro.models import AdapterFacts, Condition, PlanEntry, Protocol, Source
 
 __all__ = ["FORMATS", "MAX_RECORDS_BYTES", "RecordedAdapter"]
 
-#: The formats a records file may have.
-FORMATS = ("json", "csv", "rliable")
-#: The largest records file read, in bytes.
-MAX_RECORDS_BYTES = 64 << 20
 #: The options the adapter takes, and those ``--option`` may give.
-_OPTIONS = frozenset({"records", "records_sha256", "recorded_by", "format"})
+_OPTIONS = frozenset({"records", "records_sha256", "recorded_by", "format", "in_bundle"})
 _COMMAND_LINE = frozenset({"records"})
-#: The columns every row has beside one per factor and the measure's.
-_PARTICIPANT, _REPLICATE = "participant", "replicate"
 #: The recorded adapter's version: the version of its mapping rule.
 VERSION = "1"
 
@@ -90,6 +88,8 @@ def _options(protocol: Protocol, options: Mapping[str, str]) -> dict[str, Any]:
         raise BadInput.at(
             json_path(where, "records_sha256"), "expected 64 lower-case hex digits", "not-allowed"
         )
+    if not isinstance(merged.get("in_bundle", False), bool):
+        raise BadInput.at(json_path(where, "in_bundle"), "expected true or false", "wrong-type")
     if merged["format"] not in FORMATS:
         raise BadInput.at(
             json_path(where, "format"), f"expected one of {', '.join(FORMATS)}", "not-allowed"
@@ -130,126 +130,6 @@ def _read(merged: Mapping[str, Any], options: Mapping[str, str]) -> tuple[str, b
     return name, data
 
 
-def _rliable_rows(value: Any, protocol: Protocol, name: str) -> list[dict[str, Any]]:
-    """The rows of a file in rliable's layout: each algorithm's (runs x tasks) matrix, one row
-    per score, naming the protocol's one factor (the tasks)."""
-    if len(protocol.matrix) != 1:
-        raise BadInput.at(
-            "$.matrix", "the rliable layout needs one matrix factor, the tasks", "not-allowed"
-        )
-    factor, key = protocol.matrix[0].name, str(protocol.measure.key)
-    if not (isinstance(value, dict) and set(value) == {"tasks", "scores"}):
-        raise BadInput.at("$", "expected an object of tasks and scores", "wrong-type", name)
-    tasks, scores = value["tasks"], value["scores"]
-    if not isinstance(tasks, list) or not isinstance(scores, dict):
-        raise BadInput.at("$", "expected tasks a list, scores an object", "wrong-type", name)
-    rows = []
-    for participant, matrix in scores.items():
-        where = json_path("$.scores", participant)
-        if not isinstance(matrix, list):
-            raise BadInput.at(where, "expected a list of runs", "wrong-type", name)
-        for run, values in enumerate(matrix):
-            if not (isinstance(values, list) and len(values) == len(tasks)):
-                raise BadInput.at(
-                    f"{where}[{run}]",
-                    f"expected one score per task ({len(tasks)})",
-                    "not-allowed",
-                    name,
-                )
-            rows += [
-                {factor: task, _PARTICIPANT: participant, _REPLICATE: run, key: score}
-                for task, score in zip(tasks, values, strict=True)
-            ]
-    return rows
-
-
-def _rows(data: bytes, fmt: str, protocol: Protocol, name: str) -> list[dict[str, Any]]:
-    """The file's rows as objects (a CSV row's measure column read as a number)."""
-    key = str(protocol.measure.key)
-    if fmt == "rliable":
-        value = canonical.loads(data, what=name, max_bytes=MAX_RECORDS_BYTES)
-        return _rliable_rows(value, protocol, name)
-    if fmt == "json":
-        value = canonical.loads(data, what=name, max_bytes=MAX_RECORDS_BYTES)
-        if not isinstance(value, list) or not all(isinstance(r, dict) for r in value):
-            raise BadInput.at("$", "expected a JSON array of objects", "wrong-type", name)
-        return value
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        raise BadInput.at("$", "not UTF-8 text", "not-allowed", name) from None
-    rows: list[dict[str, Any]] = []
-    for i, row in enumerate(csv.DictReader(io.StringIO(text, newline=""))):
-        if None in row or None in row.values():
-            raise BadInput.at(
-                f"$[{i}]", "a row of another width than the header", "not-allowed", name
-            )
-        if key in row:
-            try:
-                row[key] = float(row[key])
-            except ValueError:
-                raise BadInput.at(
-                    json_path(f"$[{i}]", key), "not a number", "wrong-type", name
-                ) from None
-        rows.append(dict(row))
-    return rows
-
-
-def _cell(level: Any, csv_text: bool) -> Any:
-    """What a row holds for ``level``: the level itself, or in CSV its text."""
-    if not csv_text or isinstance(level, str):
-        return level
-    return canonical.dumps(level, newline=False).decode()
-
-
-def map_rows(
-    protocol: Protocol, rows: Sequence[Mapping[str, Any]], csv_text: bool, name: str
-) -> dict[str, dict[int, dict[str, Any]]]:
-    """Each condition's rows by replicate, by the rule the module states; raises
-    :class:`BadInput` at the first row that names no slot, lacks a column or repeats a slot."""
-    conditions = conditions_of(protocol)
-    names = [f.name for f in protocol.matrix]
-    index = {
-        (*(_key(_cell(c.factors[n], csv_text)) for n in names), _key(c.participant)): c.id
-        for c in conditions
-    }
-    out: dict[str, dict[int, dict[str, Any]]] = {c.id: {} for c in conditions}
-    for i, row in enumerate(rows):
-        for column in (*names, _PARTICIPANT, _REPLICATE, str(protocol.measure.key)):
-            if column not in row:
-                raise BadInput.at(f"$[{i}]", f"no column {column!r}", "missing-field", name)
-        condition = index.get((*(_key(row[n]) for n in names), _key(row[_PARTICIPANT])))
-        replicate = _replicate(row[_REPLICATE], csv_text)
-        if condition is None or replicate is None or replicate >= protocol.runs_per_condition:
-            raise BadInput.at(
-                f"$[{i}]",
-                "names no slot of the plan (no condition has these factor levels and "
-                f"participant, or the replicate is not 0 to {protocol.runs_per_condition - 1})",
-                "unknown-name",
-                name,
-            )
-        if replicate in out[condition]:
-            raise BadInput.at(
-                f"$[{i}]",
-                f"a second row for {condition} replicate {replicate}",
-                "duplicate",
-                name,
-            )
-        out[condition][replicate] = dict(row)
-    return out
-
-
-def _key(value: Any) -> bytes:
-    """A cell as a dictionary key: its canonical JSON (1 and 1.0 and true stay apart)."""
-    return canonical.dumps(value, newline=False)
-
-
-def _replicate(value: Any, csv_text: bool) -> int | None:
-    if csv_text and isinstance(value, str) and value.isdigit():
-        return int(value)
-    return value if type(value) is int and value >= 0 else None
-
-
 class RecordedAdapter:
     """Reads each slot's run from the pinned records file; executes nothing."""
 
@@ -263,6 +143,7 @@ class RecordedAdapter:
     def __init__(self) -> None:
         self._rows: dict[str, dict[int, dict[str, Any]]] = {}
         self._sha256 = ""
+        self._data = b""
 
     def freeze(self, protocol: Protocol, options: Mapping[str, str]) -> Frozen:
         """Check options and participants, read the records file at its pinned sha256 and map
@@ -282,9 +163,10 @@ class RecordedAdapter:
                     "not-allowed",
                 )
         name, data = _read(merged, options)
-        rows = _rows(data, merged["format"], protocol, name)
+        rows = rows_of(data, merged["format"], protocol, name)
         self._rows = map_rows(protocol, rows, merged["format"] == "csv", name)
         self._sha256 = merged["records_sha256"]
+        self._data = data
         source: Source = file_source(RECORDS_ROLE, name, data)
         facts = AdapterFacts(
             name=self.name,
@@ -300,6 +182,13 @@ class RecordedAdapter:
         """The condition's rows."""
         return _RecordedSession(self._rows.get(condition.id, {}), self._sha256)
 
+    def carried(self, protocol: Protocol) -> tuple[str, bytes] | None:
+        """The records file as a bundle of ``protocol`` carries it (its bundle name and the
+        bytes read at freeze time, :func:`repro._layout.records_file`), or None when the
+        protocol carries none."""
+        name = layout.records_file(protocol)
+        return None if name is None else (name, self._data)
+
 
 class _RecordedSession:
     def __init__(self, rows: dict[int, dict[str, Any]], sha256: str) -> None:
@@ -309,7 +198,7 @@ class _RecordedSession:
     def run(self, entry: PlanEntry) -> Evidence:
         row = self._rows.get(entry.replicate)
         if row is None:
-            raise RunFailed("not-recorded")
+            raise RunFailed(NOT_RECORDED)
         return Evidence(
             step_rewards=None, reported_measure=None, steps=None, trace_sha256=None, outcome=row
         )

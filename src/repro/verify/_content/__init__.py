@@ -22,6 +22,7 @@ from repro.models import Continuation, FrozenProtocol, Ledger, Seal, Tiers
 from repro.verify._content.compare import compare_derived, report_version
 from repro.verify._content.continued import account_problems
 from repro.verify._content.partitions import read_partitions
+from repro.verify._content.recorded import carried_rows
 from repro.verify._content.records import RecordChecks, join_findings
 from repro.verify._content.sealing import (
     Resealing,
@@ -74,6 +75,7 @@ def check_content(read: BundleReader, limits: Limits, jobs: Jobs | None = None) 
         by_condition(protocol, seal.conditions),
         protocol,
         ledger.adapter if ledger is not None else None,
+        carried_rows(read, protocol, limits),
     )
     resealing = Resealing(protocol, limits.max_derivation_work)
     kept = read_partitions(read, stored, fp, seal, checks, jobs or Jobs(1, False), resealing)

@@ -6,10 +6,12 @@ of the tally."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from attrs import frozen
 
 from repro import _layout as layout
+from repro._derive.recorded import recorded_problem
 from repro._derive.tally import Attempt, RunTally, attempt_id
 from repro._derive.validity import record_problem
 from repro.models import AdapterFacts, Partition, Protocol, RunRecord, Scenario
@@ -17,15 +19,17 @@ from repro.verify._findings import MAX_DIFFS, Finding, Location
 from repro.verify._reader import BundleReader
 
 #: The kinds of record findings listed at most MAX_DIFFS times in all.
-_CAPPED = ("measure-not-sum", "validity-rules", "contract-digest")
+_CAPPED = ("measure-not-sum", "validity-rules", "contract-digest", "recorded-differs")
 
 
 class RecordChecks:
     """The findings on single run records that come after the join problems: a measure that is
     not the sum of its step rewards, a contract digest that is not its condition's, and a record
     whose status, cause or measure is not what the validity rules give for the evidence it keeps
-    (:func:`repro._derive.validity.record_problem`, under the ledger's adapter facts). At most
-    MAX_DIFFS of each kind are named, in the order the records are read."""
+    (:func:`repro._derive.validity.record_problem`, under the ledger's adapter facts), and, in a
+    bundle that carries its records file, a record that is not its slot's row of it
+    (:func:`repro._derive.recorded.recorded_problem`; ``recorded`` maps each slot ID to its
+    row). At most MAX_DIFFS of each kind are named, in the order the records are read."""
 
     def __init__(
         self,
@@ -33,12 +37,14 @@ class RecordChecks:
         scenarios: Mapping[str, Scenario],
         protocol: Protocol,
         facts: AdapterFacts | None,
+        recorded: Mapping[str, Mapping[str, Any]] | None = None,
     ) -> None:
         self.contracts = contracts
         #: The scenario each condition runs, whose version outcomes are judged against.
         self.scenarios = scenarios
         self._protocol = protocol
         self._facts = facts
+        self._recorded = recorded
         self.findings: list[Finding] = []
         #: Findings made of each capped kind, those not listed included.
         self.counts: dict[str, int] = dict.fromkeys(_CAPPED, 0)
@@ -50,7 +56,9 @@ class RecordChecks:
 
     def fresh(self) -> RecordChecks:
         """Checks like these, with nothing checked yet."""
-        return RecordChecks(self.contracts, self.scenarios, self._protocol, self._facts)
+        return RecordChecks(
+            self.contracts, self.scenarios, self._protocol, self._facts, self._recorded
+        )
 
     def merge(self, findings: list[Finding], counts: Mapping[str, int]) -> None:
         """Add the findings and counts of checks run on the records that follow, as if these
@@ -94,6 +102,8 @@ class RecordChecks:
                         Location(item=a.attempt_id),
                     )
                 )
+        if self._recorded is not None:
+            self._check_recorded(record, a)
         expected = self.contracts.get(a.condition)
         ran = a.status in ("valid", "invalid")
         if ran and a.contract_sha256 != expected and self._counted("contract-digest"):
@@ -104,6 +114,21 @@ class RecordChecks:
                     f"{a.attempt_id}: contract digest",
                     str(expected),
                     str(a.contract_sha256),
+                    Location(item=a.attempt_id),
+                )
+            )
+
+    def _check_recorded(self, record: RunRecord, a: Attempt) -> None:
+        assert self._recorded is not None
+        problem = recorded_problem(self._recorded.get(a.slot), record)
+        if problem is not None and self._counted("recorded-differs"):
+            self.findings.append(
+                Finding(
+                    "recorded-differs",
+                    layout.runs_file(a.condition),
+                    f"{a.attempt_id}: not what the records file holds for its slot: {problem}",
+                    f"the slot's row of {layout.records_file(self._protocol)}",
+                    a.status if record.outcome is None else "another outcome",
                     Location(item=a.attempt_id),
                 )
             )
