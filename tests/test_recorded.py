@@ -120,6 +120,20 @@ class TestATable:
         (records,) = b.ledger.sources
         assert (records.role, records.name, records.sha256) == ("records", "scores.json", sha)
 
+    def test_the_report_says_the_runs_were_recorded(self, recorded_bundle: Path) -> None:
+        """The report says, before its claim, that the runs were read, not executed, by whom
+        and from which file, and that its figures recompute them; and it does not claim that
+        they were made as their recorder says."""
+        b = open_verified(recorded_bundle)
+        report = (recorded_bundle / "data/validation-report.md").read_text()
+        note = b.ledger.adapter.recorded_from
+        assert note is not None
+        head = report.split("## Claim", 1)[0]
+        assert note[:1].upper() + note[1:] in head
+        assert "recomputation of the recorded runs" in head
+        not_claimed = report.split("## Not claimed", 1)[1]
+        assert "not executed under this seal" in not_claimed.split("##", 1)[0]
+
     def test_a_csv_table_gives_the_same_runs(self, recorded_bundle: Path, tmp_path: Path) -> None:
         """The same table as CSV: the same aggregates."""
         root = run_study(_setup(tmp_path, _rows(), "csv"), tmp_path / "bundle")

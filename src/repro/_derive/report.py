@@ -102,6 +102,17 @@ def _continued(continuation: Continuation, partitions: int, md: _Markdown) -> li
     ]
 
 
+def _recorded(recorded_from: str, md: _Markdown) -> list[str]:
+    """That the runs were made elsewhere and read, not executed (the recorded adapter's
+    ``recorded_from``): what follows recomputes them."""
+    return [
+        f"{md.text(recorded_from[:1].upper() + recorded_from[1:])}. Every figure below is a "
+        "recomputation "
+        "of the recorded runs; nothing here says how they were made.",
+        "",
+    ]
+
+
 def _claim(agg: Aggregates, tiers: Tiers, rows: Sequence[FigureRow], md: _Markdown) -> list[str]:
     """The claim: the valid runs and the estimand with its interval, the reproduction class,
     and the published figures against the observed ones."""
@@ -224,6 +235,11 @@ def _not_claimed(tiers: Tiers, ledger: Ledger, md: _Markdown) -> list[str]:
         if t.verdict != "pass"
     ]
     lines.append("- Nothing about conditions, seeds or episode counts outside this protocol.")
+    if ledger.adapter.recorded_from is not None:
+        lines.append(
+            "- That the runs were made as their recorder says: they were read from a file, not "
+            "executed under this seal (the execution-control tier's reason)."
+        )
     if any(t.name == "disclosure" and t.verdict == "fail" for t in tiers.tiers):
         lines.append(
             "- That this bundle is fit to share: its inputs hold host paths, tracebacks or "
@@ -337,13 +353,15 @@ def validation_report(
     """What was claimed, what was not, and the one command that re-checks it, as ``version``
     writes it (one of :data:`MARKERS`' or 1). The report of a study continued from an
     interrupted one (``continuation``, of a plan of ``partitions`` partitions) says so below its
-    head, in either version; any other report is what it was."""
+    head, in either version, as does one of runs made elsewhere (the ledger's
+    ``recorded_from``); any other report is what it was."""
     md = _WRITERS[version]
     rows = figures(fp, agg, tiers).conditions
     lines = [
         *([MARKERS[version]] if version in MARKERS else []),
         *_head(fp, ledger, md),
         *(_continued(continuation, partitions, md) if continuation is not None else []),
+        *(_recorded(recorded, md) if (recorded := ledger.adapter.recorded_from) else []),
         *_claim(agg, tiers, rows, md),
         *(_contrasts(contrasts, md) if contrasts is not None else []),
         *(_rl(rl, md) if rl is not None else []),
