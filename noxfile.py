@@ -239,7 +239,8 @@ PAGE_LIBRARIES = ("markupsafe",)
 PINNED_LIBRARIES = (*DERIVATION_LIBRARIES, *PAGE_LIBRARIES)
 
 #: The bundles the compat session makes: every shipped protocol that needs no simulator beyond
-#: gymnasium (inspect-arithmetic needs inspect_ai), each made in seconds. By what it derives:
+#: gymnasium (inspect-arithmetic needs inspect_ai; the recorded ones need none: they read
+#: files), each made in seconds. By what it derives:
 COMPAT_PROTOCOLS = (
     "protocols/gymnasium-classic-control.json",  # the quick start: normal intervals
     "protocols/gymnasium-paired-crn.json",  # t intervals; contrasts under common random numbers
@@ -247,6 +248,8 @@ COMPAT_PROTOCOLS = (
     "protocols/gymnasium-rl-aggregates.json",  # rliable's aggregates, bootstrap intervals
     "protocols/agent-gate-eval.json",  # scores and gates, on protocols/harness/fake_harness.py
     "tests/data/bootstrap-contrasts.json",  # contrasts with bootstrap intervals
+    "protocols/recorded-rliable.json",  # runs read from a carried table: rliable's aggregates
+    "protocols/recorded-inspect.json",  # runs read from two inspect logs: McNemar's exact test
 )
 #: CAGE-2 Scenario2 on csle-cyborg (cheap to install at any of these versions), as
 #: protocols/cage2-ccs-sleeper-reduced.json at 5 episodes per condition; made when the scenario

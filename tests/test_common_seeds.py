@@ -120,6 +120,7 @@ class TestExistingProtocolsUnchanged:
             "cage2-sleeper-vs-react.json",
             "cage2-sleeper-vs-react-reduced.json",
             "inspect-arithmetic.json",
+            "recorded-inspect.json",
         }
         made_for_rl = {"gymnasium-rl-aggregates.json", "recorded-rliable.json"}
         # The CCS Heuristic row needs what 505901c did not have (a shipped blue agent, a

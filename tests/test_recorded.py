@@ -415,3 +415,167 @@ class TestRliableLayout:
         with pytest.raises(BadInput) as refused:
             run_study(path, tmp_path / "bundle")
         assert [p.path for p in refused.value.problems] == ["$.scores.c51[3]"]
+
+
+INSPECT_EXAMPLE = ROOT / "protocols" / "recorded-inspect.json"
+
+
+@pytest.fixture(scope="module")
+def inspect_bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A study of protocols/recorded-inspect.json, once."""
+    return run_study(INSPECT_EXAMPLE, tmp_path_factory.mktemp("inspect") / "bundle")
+
+
+class TestInspectLogs:
+    """Two inspect_ai logs, one per participant, read as recorded runs: each run is its
+    sample's epoch, scored as inspect scores it, and the paired contrast is McNemar's exact test
+    on the samples both models answered."""
+
+    def test_each_run_is_its_sample_s_score(self, inspect_bundle: Path) -> None:
+        """Every run's measure is inspect's own value_to_float of its sample's score, read by
+        inspect's own log reader; the bundle carries both logs byte for byte."""
+        pytest.importorskip("inspect_ai")
+        from inspect_ai.log import read_eval_log
+        from inspect_ai.scorer import value_to_float
+
+        assert verify(inspect_bundle) == []
+        b = open_verified(inspect_bundle)
+        conditions = {(c.participant, c.factors["sample"]): c.id for c in b.seal.conditions}
+        measures = {}
+        for path in sorted((inspect_bundle / "data/runs").glob("*.jsonl")):
+            for line in path.read_bytes().splitlines():
+                record = json.loads(line)
+                measures[record["slot"]] = record["measure"]
+        to_float = value_to_float()
+        for participant in ("careful", "hasty"):
+            log_file = ROOT / "protocols" / "records" / f"inspect-{participant}.json"
+            carried = inspect_bundle / f"data/plans/records.{participant}.json"
+            assert carried.read_bytes() == log_file.read_bytes()
+            log = read_eval_log(str(log_file))
+            assert log.samples is not None and len(log.samples) == 15
+            for sample in log.samples:
+                slot = f"{conditions[(participant, sample.id)]}-r{sample.epoch - 1:04d}"
+                assert sample.scores is not None
+                assert measures[slot] == to_float(sample.scores["match"].value)
+
+    def test_the_paired_contrast_is_mcnemar_s_on_the_logs(self, inspect_bundle: Path) -> None:
+        """The contrast pairs the two models' runs by sample and epoch: its discordant counts
+        are those of the two logs read by inspect, and its p-value is the exact one-sided
+        binomial test of them (scipy's binomtest)."""
+        pytest.importorskip("inspect_ai")
+        from inspect_ai.log import read_eval_log
+        from scipy.stats import binomtest
+
+        right = {}
+        for participant in ("careful", "hasty"):
+            log = read_eval_log(str(ROOT / "protocols" / "records" / f"inspect-{participant}.json"))
+            assert log.samples is not None
+            right[participant] = {
+                (s.id, s.epoch): s.scores is not None and s.scores["match"].value == "C"
+                for s in log.samples
+            }
+        pairs = list(right["careful"])
+        a_only = sum(right["careful"][p] and not right["hasty"][p] for p in pairs)
+        b_only = sum(right["hasty"][p] and not right["careful"][p] for p in pairs)
+        (contrast,) = open_verified(inspect_bundle).contrasts.contrasts  # type: ignore[union-attr]
+        assert contrast.test == "mcnemar-exact" and contrast.pairs == len(pairs) == 15
+        assert contrast.counts is not None
+        assert (contrast.counts["a_only"], contrast.counts["b_only"]) == (a_only, b_only)
+        expected = binomtest(a_only, a_only + b_only, 0.5, alternative="greater").pvalue
+        assert contrast.p_value == pytest.approx(expected, rel=1e-12)
+
+    def test_a_forged_score_is_named(self, inspect_bundle: Path, tmp_path: Path) -> None:
+        """A hasty run turned right (outcome and measure), every derived file re-derived: verify
+        reads the carried logs again and names it."""
+        root = tmp_path / "bundle"
+        shutil.copytree(inspect_bundle, root)
+
+        def turn_right(records: list[dict[str, Any]]) -> None:
+            for record in records:
+                if record["measure"] == 0.0 and record["condition"] == "c01":
+                    record["outcome"].update(score=1.0, value="C")
+                    record["measure"] = 1.0
+                    return
+
+        forge(root, turn_right)
+        assert {f.code for f in verify(root)} == {"recorded-differs"}
+
+
+def _log(samples: list[dict[str, Any]]) -> bytes:
+    return json.dumps({"version": 2, "status": "success", "samples": samples}).encode()
+
+
+class TestInspectRows:
+    """How an inspect log's samples become rows."""
+
+    def _protocol(self, participants: tuple[str, ...] = ("m",)) -> Any:
+        from repro._protocol.load import parse_protocol
+
+        value = _protocol(b"", "json")
+        value["adapter"]["options"].update(format="inspect")
+        value["matrix"] = [{"name": "sample", "levels": ["a", "b"]}]
+        value["participants"] = [{"id": p, "kind": "recorded", "params": {}} for p in participants]
+        value["runs_per_condition"] = 2
+        return parse_protocol(json.dumps(value).encode())
+
+    def test_an_errored_sample_is_a_lost_slot_and_letters_are_numbers(self) -> None:
+        """C, I, P and N read as inspect reads them; a sample with an error gives no row."""
+        from repro._derive.recorded import mapped_rows
+
+        samples = [
+            {"id": "a", "epoch": 1, "scores": {"s": {"value": "C"}}},
+            {"id": "a", "epoch": 2, "scores": {"s": {"value": "P"}}},
+            {"id": "b", "epoch": 1, "scores": {"s": {"value": "I"}}},
+            {"id": "b", "epoch": 2, "error": {"message": "boom"}, "scores": None},
+        ]
+        rows = mapped_rows(self._protocol(), [("m", "m.json", _log(samples))])
+        scores = {(c, r): row["score"] for c, held in rows.items() for r, row in held.items()}
+        assert scores == {("c00", 0): 1.0, ("c00", 1): 0.5, ("c01", 0): 0.0}
+
+    def test_a_log_of_no_one_with_two_participants_is_refused(self) -> None:
+        """One inspect log for two participants: refused at $.adapter.options.records."""
+        from repro._derive.recorded import mapped_rows
+
+        samples = [{"id": "a", "epoch": 1, "scores": {"s": {"value": "C"}}}]
+        with pytest.raises(BadInput) as refused:
+            mapped_rows(self._protocol(("m", "n")), [(None, "x.json", _log(samples))])
+        assert refused.value.problems[0].path == "$.adapter.options.records"
+
+    def test_two_scorers_are_refused(self) -> None:
+        """A sample scored by two scorers: which one is the measure is not said, so refused."""
+        from repro._derive.recorded import mapped_rows
+
+        samples = [{"id": "a", "epoch": 1, "scores": {"s": {"value": 1}, "t": {"value": 0}}}]
+        with pytest.raises(BadInput) as refused:
+            mapped_rows(self._protocol(), [("m", "m.json", _log(samples))])
+        assert refused.value.problems[0].path == "$.samples[0].scores"
+
+
+class TestPerParticipantFiles:
+    """records as an object: each participant's own file, pinned each by its sha256."""
+
+    def test_keys_must_be_the_participants(self, tmp_path: Path) -> None:
+        """A records object that misses a participant is refused at $.adapter.options.records,
+        nothing written."""
+        path = _setup(tmp_path, _rows())
+        protocol = json.loads(path.read_text())
+        protocol["adapter"]["options"]["records"] = {"dqn": "scores.json"}
+        path.write_text(json.dumps(protocol))
+        with pytest.raises(BadInput) as refused:
+            run_study(path, tmp_path / "bundle")
+        assert [p.path for p in refused.value.problems] == ["$.adapter.options.records"]
+        assert not (tmp_path / "bundle").exists()
+
+    def test_a_row_naming_another_participant_is_refused(self, tmp_path: Path) -> None:
+        """Each participant given the whole table: its rows name the other participant too,
+        which is refused at the row's participant."""
+        path = _setup(tmp_path, _rows())
+        protocol = json.loads(path.read_text())
+        sha = protocol["adapter"]["options"]["records_sha256"]
+        protocol["adapter"]["options"]["records"] = dict.fromkeys(ALGORITHMS, "scores.json")
+        protocol["adapter"]["options"]["records_sha256"] = dict.fromkeys(ALGORITHMS, sha)
+        path.write_text(json.dumps(protocol))
+        with pytest.raises(BadInput) as refused:
+            run_study(path, tmp_path / "bundle")
+        (problem,) = refused.value.problems
+        assert problem.path.endswith(".participant") and problem.code == "inconsistent"

@@ -58,7 +58,7 @@ __all__ = [
     "partition_files",
     "payload_files",
     "plan_file",
-    "records_file",
+    "records_files",
     "run_files",
     "runs_file",
     "signature_file",
@@ -113,12 +113,11 @@ SIGNATURES = "signatures/"
 _SIGNATURE = re.compile(r"^signatures/([0-9a-f]{12})\.([a-z][a-z0-9-]{0,31})\.dsse\.json$")
 #: The payload directories whose files the seal's partitions name (and the seal itself).
 PARTITIONED = ("data/plans/", "data/runs/", "data/times/")
-#: The recorded adapter's records file, in a bundle whose protocol carries it
-#: (``adapter.options.in_bundle``, true unless it says false): in plans/, beside the seal,
-#: being fixed before any run. A condition's ID (``c`` and digits) never names a partition
-#: file so.
-RECORDS_JSON = "data/plans/records.json"
-RECORDS_CSV = "data/plans/records.csv"
+#: The recorded adapter's records files, in a bundle whose protocol carries them
+#: (``adapter.options.in_bundle``, true unless it says false), begin so
+#: (:func:`records_files`): in plans/, beside the seal, being fixed before any run. A
+#: condition's ID (``c`` and digits) never names a partition file so.
+RECORDS = "data/plans/records"
 
 
 def plan_file(partition: str) -> str:
@@ -142,14 +141,20 @@ def checkpoint_file(partition: str) -> str:
     return f"data/runs/{partition}.checkpoint.json"
 
 
-def records_file(protocol: Protocol) -> str | None:
-    """Where a bundle of ``protocol`` carries the records file its runs were read from, or None
-    when it carries none: a protocol of the recorded adapter carries it unless it says not to
-    (``in_bundle`` false), as ``records.csv`` for a CSV file, else as ``records.json``."""
+def records_files(protocol: Protocol) -> list[str]:
+    """Where a bundle of ``protocol`` carries the records files its runs were read from: none
+    but for a protocol of the recorded adapter, which carries them unless it says not to
+    (``in_bundle`` false). Its one file is ``records.csv`` for a CSV table, else
+    ``records.json``; one file per participant (``records`` an object) is
+    ``records.<participant>.json`` (``.csv``), in the protocol's participant order."""
     adapter = protocol.adapter
     if adapter.name != "recorded" or adapter.options.get("in_bundle", True) is not True:
-        return None
-    return RECORDS_CSV if adapter.options.get("format") == "csv" else RECORDS_JSON
+        return []
+    ext = ".csv" if adapter.options.get("format") == "csv" else ".json"
+    records = adapter.options.get("records")
+    if not isinstance(records, dict):
+        return [RECORDS + ext]
+    return [f"{RECORDS}.{p.id}{ext}" for p in protocol.participants if p.id in records]
 
 
 def run_files(partition: str, stream: bool) -> list[str]:
@@ -178,8 +183,7 @@ def payload_files(
     names += [CONTINUATION] if continued else []
     names += [CONTRASTS] if p.contrasts is not None else []
     names += [RL_AGGREGATES] if p.rl is not None else []
-    records = records_file(p)
-    names += [records] if records is not None else []
+    names += records_files(p)
     for partition in partitions:
         names += partition_files(partition, p.seeding.mode == "stream")
     return sorted(names)

@@ -25,7 +25,14 @@ from attrs import frozen
 
 from repro._derive.scenarios import scenario_of
 from repro._json.canonical import json_path
-from repro._protocol.pins import RECORDS_ROLE, SCENARIO_ROLE, TREE_ROLE, agent_role, policy_role
+from repro._protocol.pins import (
+    SCENARIO_ROLE,
+    TREE_ROLE,
+    agent_role,
+    named_files,
+    policy_role,
+    records_role,
+)
 from repro.models import AdapterFacts, Condition, Ledger, Protocol, Source
 
 __all__ = [
@@ -43,14 +50,12 @@ __all__ = [
 DEFAULT_SOLVER = "default"
 
 
-def recorded_note(name: str, sha256: str, recorded_by: str) -> str:
+def recorded_note(files: Sequence[tuple[str, str]], recorded_by: str) -> str:
     """What a study of runs made elsewhere says of them (the recorded adapter's
     ``recorded_from``, the reason execution control is weakened): not executed under this seal,
-    who recorded them, and the file they were read from by its name and sha256."""
-    return (
-        f"runs were not executed under this seal: recorded by {recorded_by}; read from {name}, "
-        f"pinned by sha256 {sha256}"
-    )
+    who recorded them, and the files they were read from, each by its name and sha256."""
+    read = " and ".join(f"{name}, pinned by sha256 {sha256}" for name, sha256 in files)
+    return f"runs were not executed under this seal: recorded by {recorded_by}; read from {read}"
 
 
 def inspect_role(level: str) -> str:
@@ -244,11 +249,13 @@ def _inspect_facts(protocol: Protocol, adapter: AdapterFacts, index: _Sources) -
 def _recorded_facts(
     protocol: Protocol, adapter: AdapterFacts, index: _Sources
 ) -> list[FactProblem]:
-    out = [*_fixed(adapter, "none", "reported"), *_roles(index, {RECORDS_ROLE: ("file",)})]
-    records = index.one(RECORDS_ROLE)
+    roles = [records_role(participant) for participant, _, _ in named_files(protocol)]
+    out = [*_fixed(adapter, "none", "reported"), *_roles(index, dict.fromkeys(roles, ("file",)))]
+    found = [index.one(role) for role in roles]
     recorded_by = protocol.adapter.options.get("recorded_by")
-    if records is not None and records.sha256 is not None and isinstance(recorded_by, str):
-        expected = recorded_note(records.name, records.sha256, recorded_by)
+    files = [(s.name, s.sha256) for s in found if s is not None and s.sha256 is not None]
+    if len(files) == len(roles) and isinstance(recorded_by, str):
+        expected = recorded_note(files, recorded_by)
         if adapter.recorded_from != expected:
             out.append(
                 FactProblem(
@@ -369,7 +376,11 @@ def _inspect_contract(
 def _recorded_contract(
     protocol: Protocol, condition: Condition, index: _Sources
 ) -> dict[str, object]:
-    return {"records_sha256": index.digest(RECORDS_ROLE)}
+    """The digest of the records file the condition's runs were read from: its participant's
+    own, or the one file's."""
+    own = dict.fromkeys(p for p, _, _ in named_files(protocol) if p is not None)
+    participant = condition.participant if condition.participant in own else None
+    return {"records_sha256": index.digest(records_role(participant))}
 
 
 _ContractRule = Callable[[Protocol, Condition, _Sources], dict[str, object]]

@@ -3,9 +3,12 @@ protocol, shared by the study (:mod:`repro.adapters._recorded`, which reads each
 it) and ``repro verify`` (which reads a bundle's carried copy again and names a run record that
 is not its slot's row, :func:`recorded_problem`).
 
-A records file is a score table: a JSON array of objects, a CSV file with a header, or a file in
-rliable's layout. Each row names one slot of the plan: one column per matrix factor (the level),
-``participant`` (the participant's id) and ``replicate`` (0 up to ``runs_per_condition`` - 1);
+A records file is a score table: a JSON array of objects, a CSV file with a header, a file in
+rliable's layout, or an inspect_ai evaluation log in JSON. A protocol names one file
+(``records``), or one per participant (``{participant: file}``), each pinned by its sha256
+(``records_sha256``, of the same shape). Each row names one slot of the plan: one column per
+matrix factor (the level), ``participant`` (the participant's id; a participant's own file
+gives it) and ``replicate`` (0 up to ``runs_per_condition`` - 1);
 the row is the run's outcome, and the measure is the number at ``measure.key`` of it. A row that
 names no slot, lacks a column, or repeats a slot is refused at its place in the file.
 """
@@ -21,6 +24,7 @@ from typing import Any
 from repro._json import canonical
 from repro._json.canonical import json_path
 from repro._plan.sealing import conditions_of, slot_id
+from repro._protocol.pins import named_files, records_role
 from repro.errors import BadInput
 from repro.models import Protocol, RunRecord
 
@@ -29,13 +33,18 @@ __all__ = [
     "MAX_RECORDS_BYTES",
     "NOT_RECORDED",
     "map_rows",
+    "mapped_rows",
+    "named_files",
     "recorded_problem",
     "recorded_rows",
+    "records_role",
     "rows_of",
 ]
 
 #: The formats a records file may have.
-FORMATS = ("json", "csv", "rliable")
+FORMATS = ("json", "csv", "rliable", "inspect")
+#: inspect's letter scores as numbers (``inspect_ai.scorer.value_to_float``'s defaults).
+_INSPECT_VALUES = {"C": 1.0, "I": 0.0, "P": 0.5, "N": 0.0}
 #: The largest records file a study reads, in bytes: verify's default for a file it holds whole
 #: (:attr:`repro.verify.Limits.max_held_file_bytes`), so that a bundle carrying the file is read
 #: again under verify's defaults.
@@ -79,6 +88,55 @@ def _rliable_rows(value: Any, protocol: Protocol, name: str) -> list[dict[str, A
     return rows
 
 
+def _score(value: Any) -> Any:
+    """An inspect score's value as a number, as inspect reads one (its letters, a boolean, a
+    number); anything else as it is (the measure then refuses it)."""
+    if isinstance(value, bool):
+        return 1.0 if value else 0.0
+    if isinstance(value, str):
+        return _INSPECT_VALUES.get(value, value)
+    return value
+
+
+def _inspect_rows(value: Any, protocol: Protocol, name: str) -> list[dict[str, Any]]:
+    """The rows of an inspect_ai log (JSON): one per sample evaluated without an error, naming
+    the sample's ID in the protocol's sample factor (the scoring's scenario factor, else
+    ``sample``) and its epoch less one as the replicate; the measure is the one scorer's value
+    as a number, beside the value itself and the sample's scenario version, if it has one."""
+    factor = protocol.scoring.scenario_factor if protocol.scoring is not None else "sample"
+    key = str(protocol.measure.key)
+    if not (isinstance(value, dict) and isinstance(value.get("samples"), list)):
+        raise BadInput.at(
+            "$.samples", "expected an inspect log with its samples", "wrong-type", name
+        )
+    rows = []
+    for i, sample in enumerate(value["samples"]):
+        where = f"$.samples[{i}]"
+        if not isinstance(sample, dict) or not isinstance(sample.get("scores"), dict):
+            if isinstance(sample, dict) and sample.get("error") is not None:
+                continue  # an errored sample has no score: its slot is lost
+            raise BadInput.at(where, "expected a sample with its scores", "wrong-type", name)
+        if sample.get("error") is not None:
+            continue
+        scores = list(sample["scores"].values())
+        if len(scores) != 1 or not isinstance(scores[0], dict):
+            raise BadInput.at(
+                json_path(where, "scores"), "expected one scorer's score", "not-allowed", name
+            )
+        epoch = sample.get("epoch")
+        row = {
+            factor: sample.get("id"),
+            REPLICATE: epoch - 1 if type(epoch) is int and epoch >= 1 else None,
+            key: _score(scores[0].get("value")),
+            "value": scores[0].get("value"),
+        }
+        metadata = sample.get("metadata")
+        if isinstance(metadata, dict) and "scenario_version" in metadata:
+            row["scenario_version"] = metadata["scenario_version"]
+        rows.append(row)
+    return rows
+
+
 def _csv_rows(data: bytes, key: str, name: str) -> list[dict[str, Any]]:
     """A CSV file's rows, every cell a string but the measure's column, read as a number."""
     try:
@@ -102,9 +160,7 @@ def _csv_rows(data: bytes, key: str, name: str) -> list[dict[str, Any]]:
     return rows
 
 
-def rows_of(data: bytes, fmt: str, protocol: Protocol, name: str) -> list[dict[str, Any]]:
-    """The rows of a records file of format ``fmt`` (one of :data:`FORMATS`) as objects;
-    raises :class:`BadInput` naming ``name`` and the place of the first problem."""
+def _rows(data: bytes, fmt: str, protocol: Protocol, name: str) -> list[dict[str, Any]]:
     if len(data) > MAX_RECORDS_BYTES:
         raise BadInput.at("$", f"larger than {MAX_RECORDS_BYTES} bytes", "over-limit", name)
     if fmt == "csv":
@@ -112,9 +168,42 @@ def rows_of(data: bytes, fmt: str, protocol: Protocol, name: str) -> list[dict[s
     value = canonical.loads(data, what=name, max_bytes=MAX_RECORDS_BYTES)
     if fmt == "rliable":
         return _rliable_rows(value, protocol, name)
+    if fmt == "inspect":
+        return _inspect_rows(value, protocol, name)
     if not isinstance(value, list) or not all(isinstance(r, dict) for r in value):
         raise BadInput.at("$", "expected a JSON array of objects", "wrong-type", name)
     return value
+
+
+def rows_of(
+    data: bytes, fmt: str, protocol: Protocol, name: str, participant: str | None = None
+) -> list[dict[str, Any]]:
+    """The rows of a records file of format ``fmt`` (one of :data:`FORMATS`) as objects, each
+    naming ``participant`` when the file is that participant's (a row that names another is
+    refused); raises :class:`BadInput` naming ``name`` and the place of the first problem.
+    The rows of an inspect log, which names no participant, are the protocol's one
+    participant's when the file is no participant's own."""
+    rows = _rows(data, fmt, protocol, name)
+    if participant is None and fmt == "inspect":
+        if len(protocol.participants) != 1:
+            raise BadInput.at(
+                "$.adapter.options.records",
+                "an inspect log is one participant's: give one per participant, "
+                '{"<participant>": "<log>.json"}',
+                "not-allowed",
+            )
+        participant = protocol.participants[0].id
+    if participant is None:
+        return rows
+    for i, row in enumerate(rows):
+        if row.setdefault(PARTICIPANT, participant) != participant:
+            raise BadInput.at(
+                json_path(f"$[{i}]", PARTICIPANT),
+                f"the file is {participant}'s, but the row names another",
+                "inconsistent",
+                name,
+            )
+    return rows
 
 
 def _cell(level: Any, csv_text: bool) -> Any:
@@ -172,14 +261,29 @@ def map_rows(
     return out
 
 
-def recorded_rows(protocol: Protocol, data: bytes, name: str) -> dict[str, dict[str, Any]]:
-    """Each slot's row (by slot ID) of the records file ``data``, read in the format the
-    protocol's ``adapter.options.format`` names (``json`` when it names none); raises
-    :class:`BadInput` as :func:`rows_of` and :func:`map_rows` do."""
+def mapped_rows(
+    protocol: Protocol, files: Sequence[tuple[str | None, str, bytes]]
+) -> dict[str, dict[int, dict[str, Any]]]:
+    """Each condition's rows by replicate, of the records ``files`` (participant, name in
+    messages, bytes) read in the format the protocol's ``adapter.options.format`` names
+    (``json`` when it names none); raises :class:`BadInput` as :func:`rows_of` and
+    :func:`map_rows` do."""
     fmt = protocol.adapter.options.get("format", "json")
     if fmt not in FORMATS:
         raise BadInput.at("$.adapter.options.format", f"expected one of {FORMATS}", "not-allowed")
-    mapped = map_rows(protocol, rows_of(data, fmt, protocol, name), fmt == "csv", name)
+    out: dict[str, dict[int, dict[str, Any]]] = {}
+    for participant, name, data in files:
+        rows = rows_of(data, fmt, protocol, name, participant)
+        for condition, held in map_rows(protocol, rows, fmt == "csv", name).items():
+            out.setdefault(condition, {}).update(held)
+    return out
+
+
+def recorded_rows(
+    protocol: Protocol, files: Sequence[tuple[str | None, str, bytes]]
+) -> dict[str, dict[str, Any]]:
+    """Each slot's row (by slot ID) of the records ``files`` (see :func:`mapped_rows`)."""
+    mapped = mapped_rows(protocol, files)
     n = protocol.runs_per_condition
     return {
         slot_id(condition, replicate, n): row

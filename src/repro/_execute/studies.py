@@ -675,11 +675,11 @@ def _write_plan(writer: BundleWriter, prepared: Prepared) -> None:
     for ref, part in zip(plan.seal.partitions, plan.partitions, strict=True):
         writer.model(f"data/{ref.file}", part)
     writer.model(layout.SEAL, plan.seal)
-    # The recorded adapter's records file, when the protocol carries it: fixed before any run.
+    # The recorded adapter's records files, when the protocol carries them: fixed before any
+    # run.
     carried = getattr(prepared.adapter, "carried", None)
-    file = carried(prepared.protocol) if callable(carried) else None
-    if file is not None:
-        writer.write(*file)
+    for name, data in carried(prepared.protocol) if callable(carried) else ():
+        writer.write(name, data)
 
 
 @frozen

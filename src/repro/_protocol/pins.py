@@ -29,8 +29,10 @@ __all__ = [
     "cyborg_problems",
     "gymnasium_problems",
     "ledger_problems",
+    "named_files",
     "policy_role",
     "recorded_problems",
+    "records_role",
     "refuse_pin_problems",
 ]
 
@@ -172,13 +174,40 @@ def command_problems(protocol: Protocol, sources: Sequence[Source]) -> list[PinP
     return []
 
 
+def records_role(participant: str | None) -> str:
+    """The ledger role of a records file: ``records`` for the one file of a protocol, ``records
+    of <participant>`` for a participant's own."""
+    return RECORDS_ROLE if participant is None else f"{RECORDS_ROLE} of {participant}"
+
+
+def named_files(protocol: Protocol) -> list[tuple[str | None, Any, Any]]:
+    """The records files the protocol's options name, each as (participant, file, pinned
+    sha256): one, for no participant, when ``records`` is not an object; else one per key of
+    ``records`` in the protocol's participant order, then any other key (which the adapter
+    refuses), with the pin ``records_sha256`` gives that key (None when it gives none)."""
+    options = protocol.adapter.options
+    records, pins = options.get("records"), options.get("records_sha256")
+    if not isinstance(records, dict):
+        return [(None, records, pins)]
+    order = [p.id for p in protocol.participants if p.id in records]
+    order += sorted(k for k in records if k not in order)
+    pinned = pins if isinstance(pins, dict) else {}
+    return [(key, records[key], pinned.get(key)) for key in order]
+
+
 def recorded_problems(protocol: Protocol, sources: Sequence[Source]) -> list[PinProblem]:
-    """The recorded adapter's ``records_sha256``: the one ``records`` source at that digest."""
-    path, what = "$.adapter.options.records_sha256", "the records file"
-    pinned = protocol.adapter.options.get("records_sha256")
-    if not (isinstance(pinned, str) and SHA256_HEX.fullmatch(pinned)):
-        return [_malformed(path, what, pinned)]
-    return _check(path, what, pinned, _Sources(sources).by_role.get(RECORDS_ROLE, []))
+    """The recorded adapter's ``records_sha256``: each records file's source (one, or one per
+    participant: :func:`named_files`) at its digest."""
+    index, out = _Sources(sources), []
+    for participant, _, pinned in named_files(protocol):
+        path, what = "$.adapter.options.records_sha256", "the records file"
+        if participant is not None:
+            path, what = json_path(path, participant), f"{participant}'s records file"
+        if not (isinstance(pinned, str) and SHA256_HEX.fullmatch(pinned)):
+            out.append(_malformed(path, what, pinned))
+            continue
+        out += _check(path, what, pinned, index.by_role.get(records_role(participant), []))
+    return out
 
 
 #: Each built-in adapter's pin rule, by adapter name.

@@ -43,12 +43,19 @@ from typing import Any
 
 from repro import _layout as layout
 from repro._derive.facts import recorded_note
-from repro._derive.recorded import FORMATS, MAX_RECORDS_BYTES, NOT_RECORDED, map_rows, rows_of
+from repro._derive.recorded import (
+    FORMATS,
+    MAX_RECORDS_BYTES,
+    NOT_RECORDED,
+    mapped_rows,
+    named_files,
+    records_role,
+)
 from repro._json.canonical import json_path
-from repro._protocol.pins import RECORDS_ROLE
+from repro._plan.sealing import conditions_of
 from repro.adapters._base import Evidence, Frozen, file_source, protocol_path
 from repro.errors import BadInput, RunFailed
-from repro.models import AdapterFacts, Condition, PlanEntry, Protocol, Source
+from repro.models import AdapterFacts, Condition, PlanEntry, Protocol
 
 __all__ = ["FORMATS", "MAX_RECORDS_BYTES", "RecordedAdapter"]
 
@@ -57,6 +64,12 @@ _OPTIONS = frozenset({"records", "records_sha256", "recorded_by", "format", "in_
 _COMMAND_LINE = frozenset({"records"})
 #: The recorded adapter's version: the version of its mapping rule.
 VERSION = "1"
+
+
+def _sha(value: Any) -> bool:
+    return (
+        isinstance(value, str) and len(value) == 64 and all(c in "0123456789abcdef" for c in value)
+    )
 
 
 def _options(protocol: Protocol, options: Mapping[str, str]) -> dict[str, Any]:
@@ -73,21 +86,14 @@ def _options(protocol: Protocol, options: Mapping[str, str]) -> dict[str, Any]:
         if key not in _COMMAND_LINE:
             raise BadInput(f"--option {key}: the recorded adapter takes records")
     merged: dict[str, Any] = {"format": "json", **protocol.adapter.options, **options}
-    for key in ("records", "recorded_by"):
-        value = merged.get(key)
-        if not (isinstance(value, str) and value.strip()):
-            raise BadInput.at(
-                json_path(where, key),
-                f"the recorded adapter needs {key} (a non-empty string)",
-                "missing-field" if value is None else "wrong-type",
-            )
-    sha = merged.get("records_sha256")
-    if sha is not None and not (
-        isinstance(sha, str) and len(sha) == 64 and all(c in "0123456789abcdef" for c in sha)
-    ):
+    value = merged.get("recorded_by")
+    if not (isinstance(value, str) and value.strip()):
         raise BadInput.at(
-            json_path(where, "records_sha256"), "expected 64 lower-case hex digits", "not-allowed"
+            json_path(where, "recorded_by"),
+            "the recorded adapter needs recorded_by (a non-empty string)",
+            "missing-field" if value is None else "wrong-type",
         )
+    _check_records(protocol, merged, "records" in options)
     if not isinstance(merged.get("in_bundle", False), bool):
         raise BadInput.at(json_path(where, "in_bundle"), "expected true or false", "wrong-type")
     if merged["format"] not in FORMATS:
@@ -97,37 +103,84 @@ def _options(protocol: Protocol, options: Mapping[str, str]) -> dict[str, Any]:
     return merged
 
 
-def _read(merged: Mapping[str, Any], options: Mapping[str, str]) -> tuple[str, bytes]:
-    """The records file's name in the bundle and its bytes, at the pinned sha256."""
-    where = json_path("$.adapter.options", "records")
-    given = "records" in options
-    path = Path(merged["records"]) if given else protocol_path(merged["records"], where)
-    name = "records" if given else path.name
-    try:
-        with path.open("rb") as fh:
-            data = fh.read(MAX_RECORDS_BYTES + 1)
-    except OSError as exc:
-        raise BadInput.at(
-            where, f"cannot read {merged['records']!r} ({exc.strerror})", "not-found"
-        ) from None
-    if len(data) > MAX_RECORDS_BYTES:
-        raise BadInput.at(where, f"larger than {MAX_RECORDS_BYTES} bytes", "over-limit")
-    found = hashlib.sha256(data).hexdigest()
-    pin = json_path("$.adapter.options", "records_sha256")
-    if merged.get("records_sha256") is None:
-        raise BadInput.at(
-            pin,
-            f"the recorded adapter needs the records file's sha256, which pins the runs: "
-            f"this file's is {found}",
-            "missing-field",
+def _check_records(protocol: Protocol, merged: Mapping[str, Any], given: bool) -> None:
+    """``records``: a non-empty string, or an object giving each participant its file;
+    ``records_sha256`` of the same shape, when given (64 lower-case hex digits each)."""
+    where = "$.adapter.options"
+    records, pins = merged.get("records"), merged.get("records_sha256")
+    ids = [p.id for p in protocol.participants]
+    if given and isinstance(protocol.adapter.options.get("records"), dict):
+        raise BadInput(
+            "--option records replaces the protocol's one records file; this protocol names "
+            "one for each participant"
         )
-    if found != merged["records_sha256"]:
+    if isinstance(records, dict):
+        if sorted(records) != sorted(ids) or not all(
+            isinstance(v, str) and v.strip() for v in records.values()
+        ):
+            raise BadInput.at(
+                json_path(where, "records"),
+                f"expected one file name for each participant ({', '.join(ids)})",
+                "not-allowed",
+            )
+        if pins is not None and not (
+            isinstance(pins, dict) and sorted(pins) == sorted(ids) and all(map(_sha, pins.values()))
+        ):
+            raise BadInput.at(
+                json_path(where, "records_sha256"),
+                "expected each participant's file's sha256 (64 lower-case hex digits)",
+                "not-allowed",
+            )
+        return
+    if not (isinstance(records, str) and records.strip()):
         raise BadInput.at(
-            pin,
-            f"the records file's sha256 is {found}, not the one the protocol pins",
-            "inconsistent",
+            json_path(where, "records"),
+            "the recorded adapter needs records (a file name, or one for each participant)",
+            "missing-field" if records is None else "wrong-type",
         )
-    return name, data
+    if pins is not None and not _sha(pins):
+        raise BadInput.at(
+            json_path(where, "records_sha256"), "expected 64 lower-case hex digits", "not-allowed"
+        )
+
+
+def _read(protocol: Protocol, options: Mapping[str, str]) -> list[tuple[str | None, str, bytes]]:
+    """Each records file (its participant, or None for the one file; its name in the bundle;
+    its bytes), at its pinned sha256."""
+    out = []
+    for participant, file, pinned in named_files(protocol):
+        where = json_path("$.adapter.options", "records")
+        pin = json_path("$.adapter.options", "records_sha256")
+        if participant is not None:
+            where, pin = json_path(where, participant), json_path(pin, participant)
+        given = "records" in options
+        path = Path(options["records"]) if given else protocol_path(file, where)
+        name = "records" if given else path.name
+        try:
+            with path.open("rb") as fh:
+                data = fh.read(MAX_RECORDS_BYTES + 1)
+        except OSError as exc:
+            raise BadInput.at(
+                where, f"cannot read {file!r} ({exc.strerror})", "not-found"
+            ) from None
+        if len(data) > MAX_RECORDS_BYTES:
+            raise BadInput.at(where, f"larger than {MAX_RECORDS_BYTES} bytes", "over-limit")
+        found = hashlib.sha256(data).hexdigest()
+        if pinned is None:
+            raise BadInput.at(
+                pin,
+                f"the recorded adapter needs the records file's sha256, which pins the runs: "
+                f"this file's is {found}",
+                "missing-field",
+            )
+        if found != pinned:
+            raise BadInput.at(
+                pin,
+                f"the records file's sha256 is {found}, not the one the protocol pins",
+                "inconsistent",
+            )
+        out.append((participant, name, data))
+    return out
 
 
 class RecordedAdapter:
@@ -142,8 +195,9 @@ class RecordedAdapter:
 
     def __init__(self) -> None:
         self._rows: dict[str, dict[int, dict[str, Any]]] = {}
-        self._sha256 = ""
-        self._data = b""
+        #: Each condition's records file's sha256.
+        self._sha256: dict[str, str] = {}
+        self._files: list[tuple[str | None, str, bytes]] = []
 
     def freeze(self, protocol: Protocol, options: Mapping[str, str]) -> Frozen:
         """Check options and participants, read the records file at its pinned sha256 and map
@@ -162,32 +216,41 @@ class RecordedAdapter:
                     "the recorded adapter's participants are kind 'recorded', with no params",
                     "not-allowed",
                 )
-        name, data = _read(merged, options)
-        rows = rows_of(data, merged["format"], protocol, name)
-        self._rows = map_rows(protocol, rows, merged["format"] == "csv", name)
-        self._sha256 = merged["records_sha256"]
-        self._data = data
-        source: Source = file_source(RECORDS_ROLE, name, data)
+        files = _read(protocol, options)
+        self._rows = mapped_rows(protocol, files)
+        digests = {p: hashlib.sha256(data).hexdigest() for p, _, data in files}
+        self._sha256 = {
+            c.id: digests[c.participant if c.participant in digests else None]
+            for c in conditions_of(protocol)
+        }
+        self._files = files
+        sources = tuple(file_source(records_role(p), name, data) for p, name, data in files)
         facts = AdapterFacts(
             name=self.name,
             version=VERSION,
             observation_scope="none",
             observation_note="nothing was observed: each run is a row of a file recorded elsewhere",
             measure_inputs="reported",
-            recorded_from=recorded_note(name, self._sha256, merged["recorded_by"]),
+            recorded_from=recorded_note(
+                [(s.name, str(s.sha256)) for s in sources], merged["recorded_by"]
+            ),
         )
-        return Frozen(facts=facts, sources=(source,))
+        return Frozen(facts=facts, sources=sources)
 
     def open(self, protocol: Protocol, condition: Condition, frozen: Frozen) -> _RecordedSession:
         """The condition's rows."""
-        return _RecordedSession(self._rows.get(condition.id, {}), self._sha256)
+        return _RecordedSession(
+            self._rows.get(condition.id, {}), self._sha256.get(condition.id, "")
+        )
 
-    def carried(self, protocol: Protocol) -> tuple[str, bytes] | None:
-        """The records file as a bundle of ``protocol`` carries it (its bundle name and the
-        bytes read at freeze time, :func:`repro._layout.records_file`), or None when the
+    def carried(self, protocol: Protocol) -> list[tuple[str, bytes]]:
+        """The records files as a bundle of ``protocol`` carries them: each one's bundle name
+        (:func:`repro._layout.records_files`) and the bytes read at freeze time; none when the
         protocol carries none."""
-        name = layout.records_file(protocol)
-        return None if name is None else (name, self._data)
+        names = layout.records_files(protocol)
+        if not names:
+            return []
+        return [(name, data) for name, (_, _, data) in zip(names, self._files, strict=True)]
 
 
 class _RecordedSession:

@@ -189,7 +189,7 @@ def read_partitions(
     results = itertools.chain.from_iterable(chunked)
     try:
         kept = _merge_partitions(read, itertools.islice(results, count), checks, crate, resealing)
-        _not_in_seal(read, seal, stream, layout.records_file(fp.protocol))
+        _not_in_seal(read, seal, stream, layout.records_files(fp.protocol))
         if crate is not None and kept is not None:
             names = [layout.times_file(ref.id) for ref in seal.partitions]
             crate.finish(read, zip(names, cast(Iterator[Mentioned], results), strict=True))
@@ -271,10 +271,10 @@ def _merge_partitions(
     return kept if complete else None
 
 
-def _not_in_seal(read: BundleReader, seal: Seal, stream: bool, records: str | None) -> None:
+def _not_in_seal(read: BundleReader, seal: Seal, stream: bool, records: list[str]) -> None:
     """Name each partitioned file the seal does not name (nor the protocol: the ``records``
-    file it carries, if any)."""
-    expected_files = {layout.SEAL} | ({records} if records is not None else set())
+    files it carries)."""
+    expected_files = {layout.SEAL, *records}
     for ref in seal.partitions:
         expected_files |= {layout.DATA + ref.file, *layout.run_files(ref.id, stream)}
     for name in sorted(n for n in read.files if layout.is_partitioned(n)):

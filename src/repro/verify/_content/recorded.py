@@ -10,6 +10,7 @@ from typing import Any
 
 from repro import _layout as layout
 from repro._derive.recorded import recorded_rows
+from repro._protocol.pins import named_files
 from repro.errors import BadInput
 from repro.models import Protocol
 from repro.verify._findings import Finding
@@ -22,13 +23,37 @@ __all__ = ["carried_rows"]
 def carried_rows(
     read: BundleReader, protocol: Protocol, limits: Limits
 ) -> dict[str, dict[str, Any]] | None:
-    """Each slot's row (by slot ID) of the records file the bundle carries, or None when the
-    protocol carries none, or when the file is missing, past ``max_held_file_bytes``, not at
-    the protocol's pin (``records-pin``) or not read by the rule (``records-unreadable``):
-    each named, and then no run record is held against it."""
-    name = layout.records_file(protocol)
-    if name is None:
+    """Each slot's row (by slot ID) of the records files the bundle carries, or None when the
+    protocol carries none, or when one is missing, past ``max_held_file_bytes``, not at the
+    protocol's pin (``records-pin``), or when they do not map by the rule
+    (``records-unreadable``): each named, and then no run record is held against them."""
+    names = layout.records_files(protocol)
+    files = []
+    for name, (participant, _, pinned) in zip(names, named_files(protocol), strict=False):
+        data = _carried(read, name, pinned, limits)
+        if data is None:
+            return None
+        files.append((participant, name, data))
+    if not files:
         return None
+    try:
+        return recorded_rows(protocol, files)
+    except BadInput as exc:
+        read.findings.append(
+            Finding(
+                "records-unreadable",
+                names[0] if len(names) == 1 else layout.RECORDS + ".*",
+                "the records files do not map to the plan's slots by the recorded rule",
+                "every row names one slot once",
+                str(exc),
+            )
+        )
+        return None
+
+
+def _carried(read: BundleReader, name: str, pinned: Any, limits: Limits) -> bytes | None:
+    """The carried file ``name``'s bytes, at the sha256 ``pinned``; None (named) when it is not
+    so, or cannot be read."""
     size = read.size(name)
     if size is not None and size > limits.max_held_file_bytes:
         read.findings.append(
@@ -44,7 +69,6 @@ def carried_rows(
     data = read.raw(name)
     if data is None:
         return None
-    pinned = protocol.adapter.options.get("records_sha256")
     found = hashlib.sha256(data).hexdigest()
     if found != pinned:
         read.findings.append(
@@ -58,16 +82,4 @@ def carried_rows(
             )
         )
         return None
-    try:
-        return recorded_rows(protocol, data, name)
-    except BadInput as exc:
-        read.findings.append(
-            Finding(
-                "records-unreadable",
-                name,
-                "the records file does not map to the plan's slots by the recorded rule",
-                "every row names one slot once",
-                str(exc),
-            )
-        )
-        return None
+    return data

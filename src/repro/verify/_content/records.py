@@ -127,7 +127,7 @@ class RecordChecks:
                     "recorded-differs",
                     layout.runs_file(a.condition),
                     f"{a.attempt_id}: not what the records file holds for its slot: {problem}",
-                    f"the slot's row of {layout.records_file(self._protocol)}",
+                    "the slot's row of the records file the bundle carries",
                     a.status if record.outcome is None else "another outcome",
                     Location(item=a.attempt_id),
                 )
