@@ -579,3 +579,45 @@ class TestPerParticipantFiles:
             run_study(path, tmp_path / "bundle")
         (problem,) = refused.value.problems
         assert problem.path.endswith(".participant") and problem.code == "inconsistent"
+
+
+SKILLS = {
+    side: ROOT / "protocols" / f"recorded-skills-{side}.json" for side in ("baseline", "candidate")
+}
+
+
+class TestSkillsPair:
+    """A skills-evaluation style baseline and candidate, each read from its own captured file
+    under one protocol family: repro compare holds the candidate to the baseline by the
+    regression rules."""
+
+    def test_compare_names_the_seeded_regression(self, tmp_path: Path) -> None:
+        """Both studies verify; compare exits 1 and names the concept the candidate stopped
+        covering on csv-clean (and that cell's check and median), nothing on the other cases;
+        the baseline against itself exits 0."""
+        from typer.testing import CliRunner
+
+        from repro._cli import app
+
+        roots = {side: run_study(path, tmp_path / side) for side, path in SKILLS.items()}
+        for root in roots.values():
+            assert verify(root) == []
+        runner = CliRunner()
+        compared = runner.invoke(
+            app, ["compare", str(roots["baseline"]), str(roots["candidate"]), "--json"]
+        )
+        assert compared.exit_code == 1, compared.output
+        report = json.loads(compared.stdout)
+        assert report["regression"] is True
+        found = [f for f in report["scores"]["findings"] if f["kind"] == "regression"]
+        assert {(f["condition"], f["aspect"], f["check"], f["concept"]) for f in found} == {
+            ("c01", "concept", "concepts", "encoding detection"),
+            ("c01", "rate", "passed", None),
+            ("c01", "volume", None, None),
+        }, found
+        same = runner.invoke(
+            app, ["compare", str(roots["baseline"]), str(roots["baseline"]), "--json"]
+        )
+        assert same.exit_code == 0, same.output
+        kinds = {f["kind"] for f in json.loads(same.stdout)["scores"]["findings"]}
+        assert "regression" not in kinds

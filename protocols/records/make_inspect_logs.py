@@ -3,10 +3,16 @@ protocols/inspect_arithmetic.py evaluated by its two mock models (``careful`` an
 offline), three epochs each, with ``inspect_ai.eval``, as JSON logs.
 
 Run from the repository's top: ``uv run --extra inspect python
-protocols/records/make_inspect_logs.py``. The one change made to what inspect writes: the log's
-``eval.task_file``, which inspect writes as a path on the machine that ran it (absolute, or
-relative to the folder it ran in), is made relative to protocols/ (a log shared with a bundle should not tell where its maker's files
-are). A new run writes new IDs and times, so new sha256s for the protocol to pin.
+protocols/records/make_inspect_logs.py``. Two changes are made to what inspect writes, so that
+a bundle may carry the logs without failing its disclosure tier:
+
+- ``eval.task_file``, which inspect writes as a path on the machine that ran it (absolute, or
+  relative to the folder it ran in), is made relative to protocols/;
+- each sample's ``events`` (and ``events_data``) are left out: their JSON-pointer paths
+  (``"/output/usage"``) read as host paths to repro's disclosure scan, and the scores do not
+  need them. inspect still reads the logs (``inspect_ai.log.read_eval_log``).
+
+A new run writes new IDs and times, so new sha256s for the protocol to pin.
 """
 
 import json
