@@ -541,6 +541,19 @@ class TestInspectRows:
             mapped_rows(self._protocol(("m", "n")), [(None, "x.json", _log(samples))])
         assert refused.value.problems[0].path == "$.adapter.options.records"
 
+    def test_an_epoch_past_the_runs_is_refused_at_its_sample(self) -> None:
+        """A fourth epoch of a protocol of two runs per condition: refused at the sample's
+        epoch in the log, not at a row's place."""
+        from repro._derive.recorded import mapped_rows
+
+        samples = [
+            {"id": "a", "epoch": 1, "scores": {"s": {"value": "C"}}},
+            {"id": "a", "epoch": 3, "scores": {"s": {"value": "C"}}},
+        ]
+        with pytest.raises(BadInput) as refused:
+            mapped_rows(self._protocol(), [("m", "m.json", _log(samples))])
+        assert refused.value.problems[0].path == "$.samples[1].epoch"
+
     def test_two_scorers_are_refused(self) -> None:
         """A sample scored by two scorers: which one is the measure is not said, so refused."""
         from repro._derive.recorded import mapped_rows

@@ -124,9 +124,16 @@ def _inspect_rows(value: Any, protocol: Protocol, name: str) -> list[dict[str, A
                 json_path(where, "scores"), "expected one scorer's score", "not-allowed", name
             )
         epoch = sample.get("epoch")
+        if not (type(epoch) is int and 1 <= epoch <= protocol.runs_per_condition):
+            raise BadInput.at(
+                json_path(where, "epoch"),
+                f"expected an epoch 1 to {protocol.runs_per_condition} (runs_per_condition)",
+                "not-allowed",
+                name,
+            )
         row = {
             factor: sample.get("id"),
-            REPLICATE: epoch - 1 if type(epoch) is int and epoch >= 1 else None,
+            REPLICATE: epoch - 1,
             key: _score(scores[0].get("value")),
             "value": scores[0].get("value"),
         }
