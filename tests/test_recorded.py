@@ -343,21 +343,67 @@ def test_a_missing_pin_says_the_file_s_sha256(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_replay_reads_the_row_again(recorded_bundle: Path) -> None:
-    """repro replay with --sources (the folder that holds the table) reads the slot's row
-    again, at the pinned sha256, and finds it byte-identical; without --sources it refuses to
-    read a file the bundle names."""
+def test_replay_reads_the_row_again(recorded_bundle: Path, tmp_path: Path) -> None:
+    """repro replay reads the slot's row again, at the pinned sha256, and finds it
+    byte-identical: from the table the bundle carries, or with --sources from the folder that
+    holds it. A bundle that does not carry its table refuses to replay without --sources."""
     from typer.testing import CliRunner
 
     from repro._cli import app
 
     runner = CliRunner()
     folder = str(recorded_bundle.parent)
-    done = runner.invoke(app, ["replay", str(recorded_bundle), "c01-r0002", "--sources", folder])
-    assert done.exit_code == 0, done.output
-    assert "byte-identical" in done.stdout
-    refused = runner.invoke(app, ["replay", str(recorded_bundle), "c01-r0002"])
+    for extra in (["--sources", folder], []):
+        done = runner.invoke(app, ["replay", str(recorded_bundle), "c01-r0002", *extra])
+        assert done.exit_code == 0, done.output
+        assert "byte-identical" in done.stdout
+    audited = runner.invoke(app, ["audit", str(recorded_bundle), "--all"])
+    assert audited.exit_code == 0, audited.output
+    uncarried = run_study(_setup(tmp_path, _rows(), carried=False), tmp_path / "bundle")
+    refused = runner.invoke(app, ["replay", str(uncarried), "c01-r0002"])
     assert refused.exit_code == 2, refused.output
+
+
+def test_replay_names_a_field_one_record_leaves_out() -> None:
+    """A replayed attempt that failed where the bundle's ran (so one record has an outcome and
+    the other none) is named field by field, the missing one as null, not a crash."""
+    from repro._execute.replay import _differences
+    from repro.models import RunRecord
+
+    ran = RunRecord(
+        attempt_id="c00-r0000-a1",
+        slot="c00-r0000",
+        condition="c00",
+        attempt=1,
+        predecessor=None,
+        status="valid",
+        cause=None,
+        measure=1.0,
+        steps=None,
+        step_rewards=None,
+        trace_sha256=None,
+        contract_sha256="0" * 64,
+        outcome={"score": 1.0},
+    )
+    failed = RunRecord(
+        attempt_id="c00-r0000-a1",
+        slot="c00-r0000",
+        condition="c00",
+        attempt=1,
+        predecessor=None,
+        status="failed",
+        cause="not-recorded",
+        measure=None,
+        steps=None,
+        step_rewards=None,
+        trace_sha256=None,
+        contract_sha256=None,
+    )
+    said = _differences("c00-r0000", [ran], [failed])
+    assert any(
+        line.startswith("c00-r0000-a1: outcome is {") and "null on replay" in line for line in said
+    )
+    assert any(line.startswith("c00-r0000-a1: status is") for line in said)
 
 
 RLIABLE_EXAMPLE = ROOT / "protocols" / "recorded-rliable.json"

@@ -16,10 +16,11 @@ from typing import Any, TypeVar
 
 from attrs import frozen
 
+from repro import _layout as layout
 from repro._derive.ledger import source_differences
 from repro._derive.scenarios import scenario_of
 from repro._execute.attempts import ConditionSession, run_slot
-from repro._execute.worker import Job, Worker, adapter_target
+from repro._execute.worker import Job, Worker, adapter_target, use_carried
 from repro._json import canonical
 from repro._json.serde import to_bytes, unstructure
 from repro._plan.sealing import slot_id
@@ -73,10 +74,11 @@ def _differences(slot: str, expected: list[RunRecord], found: list[RunRecord]) -
     for old, new in zip(expected, found, strict=True):
         a: dict[str, Any] = unstructure(old)
         b: dict[str, Any] = unstructure(new)
-        for key in sorted(k for k in a if a[k] != b[k]):
+        # A field a record leaves out (an outcome it has none of) is shown as null.
+        for key in sorted(k for k in a.keys() | b.keys() if a.get(k) != b.get(k)):
             out.append(
-                f"{old.attempt_id}: {key} is {_short(a[key])} in the bundle, "
-                f"{_short(b[key])} on replay"
+                f"{old.attempt_id}: {key} is {_short(a.get(key))} in the bundle, "
+                f"{_short(b.get(key))} on replay"
             )
     return out
 
@@ -136,6 +138,8 @@ class Prepared:
     tracebacks: bool
     #: The directory the user gave for the bundle's own modules and files, if any.
     sources: Path | None
+    #: The files of the bundle its adapter reads in place of those its protocol names.
+    carried: tuple[tuple[str, bytes], ...] = ()
 
     @property
     def rerun(self) -> Rerun:
@@ -163,6 +167,12 @@ def prepare(
         ) from None
     protocol, ledger = bundle.protocol.protocol, bundle.ledger
     adapter = get_adapter(protocol.adapter.name)
+    # Runs made elsewhere whose files the bundle carries, with no --sources to read them from:
+    # read again from the bundle, which verify has just held to the protocol's pins.
+    carried: tuple[tuple[str, bytes], ...] = ()
+    if sources is None and "records" not in options:
+        carried = tuple((n, b"".join(bundle.blocks(n))) for n in layout.records_files(protocol))
+    use_carried(adapter, carried)
     with code_of_bundle(sources, ledger.sources):
         frozen_adapter = adapter.freeze(protocol, options)
     if (frozen_adapter.facts, frozen_adapter.sources) != (ledger.adapter, ledger.sources):
@@ -177,7 +187,7 @@ def prepare(
             "the installed sources are not the ones the bundle pins, so replay runs nothing: "
             + "; ".join(differing)
         )
-    return Prepared(bundle, adapter, frozen_adapter, options, tracebacks, sources)
+    return Prepared(bundle, adapter, frozen_adapter, options, tracebacks, sources, carried)
 
 
 def new_worker(prepared: Prepared, start: tuple[str, Any] | None) -> Worker:
@@ -193,6 +203,7 @@ def new_worker(prepared: Prepared, start: tuple[str, Any] | None) -> Worker:
             prepared.tracebacks,
             None if prepared.sources is None else str(prepared.sources.resolve()),
             replaying=True,
+            carried=prepared.carried,
         ),
         protocol.retry.timeout_seconds,
     )

@@ -225,6 +225,17 @@ class Job:
     #: only what the bundle's ledger pins, from ``target_root``, as the parent did
     #: (:func:`repro.adapters._base.code_of_bundle`; ``frozen.sources`` are the ledger's).
     replaying: bool = False
+    #: Files the bundle being re-executed carries that its adapter reads in place of those its
+    #: protocol names (the recorded adapter's records: :func:`use_carried`), by bundle name.
+    carried: tuple[tuple[str, bytes], ...] = ()
+
+
+def use_carried(adapter: Adapter, carried: Sequence[tuple[str, bytes]]) -> None:
+    """Give ``adapter`` the files a bundle being re-executed carries (``carried_from``, which
+    only the recorded adapter has), before it freezes."""
+    take = getattr(adapter, "carried_from", None)
+    if carried and callable(take):
+        take(dict(carried))
 
 
 # --------------------------------------------------------------------------- the child
@@ -341,6 +352,7 @@ def _serve(conn: multiprocessing.connection.Connection, job: Job) -> None:
 def _serve_job(conn: multiprocessing.connection.Connection, job: Job) -> None:
     module, _, name = job.adapter.partition(":")
     adapter: Adapter = getattr(__import__(module, fromlist=[name]), name)()
+    use_carried(adapter, job.carried)
     # Sessions open only if this process pins the very sources the parent sealed.
     try:
         refrozen: Frozen | None = adapter.freeze(job.protocol, job.options)

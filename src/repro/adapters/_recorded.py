@@ -53,7 +53,7 @@ from repro._derive.recorded import (
 )
 from repro._json.canonical import json_path
 from repro._plan.sealing import conditions_of
-from repro.adapters._base import Evidence, Frozen, file_source, protocol_path
+from repro.adapters._base import Evidence, Frozen, file_source, protocol_path, reexecuting
 from repro.errors import BadInput, RunFailed
 from repro.models import AdapterFacts, Condition, PlanEntry, Protocol
 
@@ -144,9 +144,13 @@ def _check_records(protocol: Protocol, merged: Mapping[str, Any], given: bool) -
         )
 
 
-def _read(protocol: Protocol, options: Mapping[str, str]) -> list[tuple[str | None, str, bytes]]:
-    """Each records file (its participant, or None for the one file; its name in the bundle;
-    its bytes), at its pinned sha256."""
+def _read(
+    protocol: Protocol, options: Mapping[str, str], carried: Mapping[str, bytes]
+) -> list[tuple[str | None, str, bytes]]:
+    """Each records file (its participant, or None for the one file; its name in the ledger;
+    its bytes), at its pinned sha256: read from the file the protocol names, or, while a bundle
+    that carries them is re-executed, from the bundle (``carried``, by sha256:
+:meth:`RecordedAdapter.carried_from`)."""
     out = []
     for participant, file, pinned in named_files(protocol):
         where = json_path("$.adapter.options", "records")
@@ -154,17 +158,12 @@ def _read(protocol: Protocol, options: Mapping[str, str]) -> list[tuple[str | No
         if participant is not None:
             where, pin = json_path(where, participant), json_path(pin, participant)
         given = "records" in options
-        path = Path(options["records"]) if given else protocol_path(file, where)
-        name = "records" if given else path.name
-        try:
-            with path.open("rb") as fh:
-                data = fh.read(MAX_RECORDS_BYTES + 1)
-        except OSError as exc:
-            raise BadInput.at(
-                where, f"cannot read {file!r} ({exc.strerror})", "not-found"
-            ) from None
-        if len(data) > MAX_RECORDS_BYTES:
-            raise BadInput.at(where, f"larger than {MAX_RECORDS_BYTES} bytes", "over-limit")
+        if reexecuting() and not given and isinstance(pinned, str) and pinned in carried:
+            data, name = carried[pinned], Path(file).name
+        else:
+            path = Path(options["records"]) if given else protocol_path(file, where)
+            name = "records" if given else path.name
+            data = _file_bytes(path, file, where)
         found = hashlib.sha256(data).hexdigest()
         if pinned is None:
             raise BadInput.at(
@@ -183,6 +182,19 @@ def _read(protocol: Protocol, options: Mapping[str, str]) -> list[tuple[str | No
     return out
 
 
+def _file_bytes(path: Path, file: str, where: str) -> bytes:
+    """The bytes of the records file at ``path`` (``file`` as the protocol names it, at JSON
+    path ``where``), at most :data:`MAX_RECORDS_BYTES`."""
+    try:
+        with path.open("rb") as fh:
+            data = fh.read(MAX_RECORDS_BYTES + 1)
+    except OSError as exc:
+        raise BadInput.at(where, f"cannot read {file!r} ({exc.strerror})", "not-found") from None
+    if len(data) > MAX_RECORDS_BYTES:
+        raise BadInput.at(where, f"larger than {MAX_RECORDS_BYTES} bytes", "over-limit")
+    return data
+
+
 class RecordedAdapter:
     """Reads each slot's run from the pinned records file; executes nothing."""
 
@@ -198,6 +210,8 @@ class RecordedAdapter:
         #: Each condition's records file's sha256.
         self._sha256: dict[str, str] = {}
         self._files: list[tuple[str | None, str, bytes]] = []
+        #: The records files of the bundle being re-executed, by sha256 (:meth:`carried_from`).
+        self._carried: dict[str, bytes] = {}
 
     def freeze(self, protocol: Protocol, options: Mapping[str, str]) -> Frozen:
         """Check options and participants, read the records file at its pinned sha256 and map
@@ -216,7 +230,7 @@ class RecordedAdapter:
                     "the recorded adapter's participants are kind 'recorded', with no params",
                     "not-allowed",
                 )
-        files = _read(protocol, options)
+        files = _read(protocol, options, self._carried)
         self._rows = mapped_rows(protocol, files)
         digests = {p: hashlib.sha256(data).hexdigest() for p, _, data in files}
         self._sha256 = {
@@ -242,6 +256,13 @@ class RecordedAdapter:
         return _RecordedSession(
             self._rows.get(condition.id, {}), self._sha256.get(condition.id, "")
         )
+
+    def carried_from(self, files: Mapping[str, bytes]) -> None:
+        """Read the records, while a bundle is re-executed (``repro replay`` and ``repro
+        audit`` without ``--sources``), from ``files``, the records files it carries, by bundle
+        name, rather than from the files its protocol names: kept by their sha256, so that a
+        file is taken only where the protocol pins those very bytes."""
+        self._carried = {hashlib.sha256(data).hexdigest(): data for data in files.values()}
 
     def carried(self, protocol: Protocol) -> list[tuple[str, bytes]]:
         """The records files as a bundle of ``protocol`` carries them: each one's bundle name
