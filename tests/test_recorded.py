@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 
 from conftest import ROOT, run_study
@@ -385,19 +386,8 @@ def test_replay_names_a_field_one_record_leaves_out() -> None:
         contract_sha256="0" * 64,
         outcome={"score": 1.0},
     )
-    failed = RunRecord(
-        attempt_id="c00-r0000-a1",
-        slot="c00-r0000",
-        condition="c00",
-        attempt=1,
-        predecessor=None,
-        status="failed",
-        cause="not-recorded",
-        measure=None,
-        steps=None,
-        step_rewards=None,
-        trace_sha256=None,
-        contract_sha256=None,
+    failed = attrs.evolve(
+        ran, status="failed", cause="not-recorded", measure=None, contract_sha256=None, outcome=None
     )
     said = _differences("c00-r0000", [ran], [failed])
     assert any(
