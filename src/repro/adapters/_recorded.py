@@ -150,7 +150,7 @@ def _read(
     """Each records file (its participant, or None for the one file; its name in the ledger;
     its bytes), at its pinned sha256: read from the file the protocol names, or, while a bundle
     that carries them is re-executed, from the bundle (``carried``, by sha256:
-:meth:`RecordedAdapter.carried_from`)."""
+    :meth:`RecordedAdapter.carried_from`)."""
     out = []
     for participant, file, pinned in named_files(protocol):
         where = json_path("$.adapter.options", "records")
