@@ -462,6 +462,7 @@ def inspect_bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return run_study(INSPECT_EXAMPLE, tmp_path_factory.mktemp("inspect") / "bundle")
 
 
+@pytest.mark.slow
 class TestInspectLogs:
     """Two inspect_ai logs, one per participant, read as recorded runs: each run is its
     sample's epoch, scored as inspect scores it, and the paired contrast is McNemar's exact test
@@ -635,6 +636,7 @@ SKILLS = {
 }
 
 
+@pytest.mark.slow
 class TestSkillsPair:
     """A skills-evaluation style baseline and candidate, each read from its own captured file
     under one protocol family: repro compare holds the candidate to the baseline by the
