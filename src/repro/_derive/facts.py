@@ -31,6 +31,7 @@ from repro._protocol.pins import (
     agent_role,
     named_files,
     policy_role,
+    records_owner,
     records_role,
 )
 from repro.models import AdapterFacts, Condition, Ledger, Protocol, Source
@@ -378,9 +379,8 @@ def _recorded_contract(
 ) -> dict[str, object]:
     """The digest of the records file the condition's runs were read from: its participant's
     own, or the one file's."""
-    own = dict.fromkeys(p for p, _, _ in named_files(protocol) if p is not None)
-    participant = condition.participant if condition.participant in own else None
-    return {"records_sha256": index.digest(records_role(participant))}
+    owner = records_owner(protocol, condition.participant)
+    return {"records_sha256": index.digest(records_role(owner))}
 
 
 _ContractRule = Callable[[Protocol, Condition, _Sources], dict[str, object]]

@@ -21,10 +21,11 @@ import io
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from repro import _layout as layout
 from repro._json import canonical
 from repro._json.canonical import json_path
 from repro._plan.sealing import conditions_of, slot_id
-from repro._protocol.pins import named_files, records_role
+from repro._protocol.pins import named_files
 from repro.errors import BadInput
 from repro.models import Protocol, RunRecord
 
@@ -32,12 +33,11 @@ __all__ = [
     "FORMATS",
     "MAX_RECORDS_BYTES",
     "NOT_RECORDED",
+    "carried_files",
     "map_rows",
     "mapped_rows",
-    "named_files",
     "recorded_problem",
     "recorded_rows",
-    "records_role",
     "rows_of",
 ]
 
@@ -112,12 +112,10 @@ def _inspect_rows(value: Any, protocol: Protocol, name: str) -> list[dict[str, A
     rows = []
     for i, sample in enumerate(value["samples"]):
         where = f"$.samples[{i}]"
+        if isinstance(sample, dict) and sample.get("error") is not None:
+            continue  # an errored sample has no score: its slot is lost
         if not isinstance(sample, dict) or not isinstance(sample.get("scores"), dict):
-            if isinstance(sample, dict) and sample.get("error") is not None:
-                continue  # an errored sample has no score: its slot is lost
             raise BadInput.at(where, "expected a sample with its scores", "wrong-type", name)
-        if sample.get("error") is not None:
-            continue
         scores = list(sample["scores"].values())
         if len(scores) != 1 or not isinstance(scores[0], dict):
             raise BadInput.at(
@@ -284,6 +282,18 @@ def mapped_rows(
         for condition, held in map_rows(protocol, rows, fmt == "csv", name).items():
             out.setdefault(condition, {}).update(held)
     return out
+
+
+def carried_files(protocol: Protocol) -> list[tuple[str, str | None, Any]]:
+    """Each records file a bundle of ``protocol`` carries: its bundle name
+    (:func:`repro._layout.records_files`), its participant (None for the protocol's one file)
+    and its pin; none when the protocol carries none."""
+    return [
+        (name, participant, pinned)
+        for name, (participant, _, pinned) in zip(
+            layout.records_files(protocol), named_files(protocol), strict=False
+        )
+    ]
 
 
 def recorded_rows(

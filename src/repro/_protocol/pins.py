@@ -32,6 +32,7 @@ __all__ = [
     "named_files",
     "policy_role",
     "recorded_problems",
+    "records_owner",
     "records_role",
     "refuse_pin_problems",
 ]
@@ -178,6 +179,13 @@ def records_role(participant: str | None) -> str:
     """The ledger role of a records file: ``records`` for the one file of a protocol, ``records
     of <participant>`` for a participant's own."""
     return RECORDS_ROLE if participant is None else f"{RECORDS_ROLE} of {participant}"
+
+
+def records_owner(protocol: Protocol, participant: str) -> str | None:
+    """Whose records file holds ``participant``'s runs: its own (``records`` an object that
+    names it), else None, the protocol's one file."""
+    records = protocol.adapter.options.get("records")
+    return participant if isinstance(records, dict) and participant in records else None
 
 
 def named_files(protocol: Protocol) -> list[tuple[str | None, Any, Any]]:

@@ -41,21 +41,19 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from repro import _layout as layout
 from repro._derive.facts import recorded_note
 from repro._derive.recorded import (
     FORMATS,
     MAX_RECORDS_BYTES,
     NOT_RECORDED,
+    carried_files,
     mapped_rows,
-    named_files,
-    records_role,
 )
 from repro._json.canonical import json_path
-from repro._plan.sealing import conditions_of
+from repro._protocol.pins import named_files, records_owner, records_role
 from repro.adapters._base import Evidence, Frozen, file_source, protocol_path, reexecuting
 from repro.errors import BadInput, RunFailed
-from repro.models import AdapterFacts, Condition, PlanEntry, Protocol
+from repro.models import SHA256_HEX, AdapterFacts, Condition, PlanEntry, Protocol
 
 __all__ = ["FORMATS", "MAX_RECORDS_BYTES", "RecordedAdapter"]
 
@@ -67,9 +65,7 @@ VERSION = "1"
 
 
 def _sha(value: Any) -> bool:
-    return (
-        isinstance(value, str) and len(value) == 64 and all(c in "0123456789abcdef" for c in value)
-    )
+    return isinstance(value, str) and SHA256_HEX.fullmatch(value) is not None
 
 
 def _options(protocol: Protocol, options: Mapping[str, str]) -> dict[str, Any]:
@@ -207,9 +203,9 @@ class RecordedAdapter:
 
     def __init__(self) -> None:
         self._rows: dict[str, dict[int, dict[str, Any]]] = {}
-        #: Each condition's records file's sha256.
-        self._sha256: dict[str, str] = {}
-        self._files: list[tuple[str | None, str, bytes]] = []
+        #: Each records file's bytes and sha256, by its participant (None: the one file).
+        self._data: dict[str | None, bytes] = {}
+        self._sha256: dict[str | None, str] = {}
         #: The records files of the bundle being re-executed, by sha256 (:meth:`carried_from`).
         self._carried: dict[str, bytes] = {}
 
@@ -232,13 +228,10 @@ class RecordedAdapter:
                 )
         files = _read(protocol, options, self._carried)
         self._rows = mapped_rows(protocol, files)
-        digests = {p: hashlib.sha256(data).hexdigest() for p, _, data in files}
-        self._sha256 = {
-            c.id: digests[c.participant if c.participant in digests else None]
-            for c in conditions_of(protocol)
-        }
-        self._files = files
         sources = tuple(file_source(records_role(p), name, data) for p, name, data in files)
+        # Each file's bytes and sha256, by its participant (None: the protocol's one file).
+        self._data = {p: data for p, _, data in files}
+        self._sha256 = {p: str(s.sha256) for (p, _, _), s in zip(files, sources, strict=True)}
         facts = AdapterFacts(
             name=self.name,
             version=VERSION,
@@ -253,9 +246,8 @@ class RecordedAdapter:
 
     def open(self, protocol: Protocol, condition: Condition, frozen: Frozen) -> _RecordedSession:
         """The condition's rows."""
-        return _RecordedSession(
-            self._rows.get(condition.id, {}), self._sha256.get(condition.id, "")
-        )
+        owner = records_owner(protocol, condition.participant)
+        return _RecordedSession(self._rows.get(condition.id, {}), self._sha256.get(owner, ""))
 
     def carried_from(self, files: Mapping[str, bytes]) -> None:
         """Read the records, while a bundle is re-executed (``repro replay`` and ``repro
@@ -266,12 +258,9 @@ class RecordedAdapter:
 
     def carried(self, protocol: Protocol) -> list[tuple[str, bytes]]:
         """The records files as a bundle of ``protocol`` carries them: each one's bundle name
-        (:func:`repro._layout.records_files`) and the bytes read at freeze time; none when the
-        protocol carries none."""
-        names = layout.records_files(protocol)
-        if not names:
-            return []
-        return [(name, data) for name, (_, _, data) in zip(names, self._files, strict=True)]
+        (:func:`repro._derive.recorded.carried_files`) and the bytes read at freeze time; none
+        when the protocol carries none."""
+        return [(name, self._data[p]) for name, p, _ in carried_files(protocol)]
 
 
 class _RecordedSession:

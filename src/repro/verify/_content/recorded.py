@@ -9,8 +9,7 @@ import hashlib
 from typing import Any
 
 from repro import _layout as layout
-from repro._derive.recorded import recorded_rows
-from repro._protocol.pins import named_files
+from repro._derive.recorded import carried_files, recorded_rows
 from repro.errors import BadInput
 from repro.models import Protocol
 from repro.verify._findings import Finding
@@ -27,9 +26,10 @@ def carried_rows(
     protocol carries none, or when one is missing, past ``max_held_file_bytes``, not at the
     protocol's pin (``records-pin``), or when they do not map by the rule
     (``records-unreadable``): each named, and then no run record is held against them."""
-    names = layout.records_files(protocol)
+    carried = carried_files(protocol)
+    names = [name for name, _, _ in carried]
     files = []
-    for name, (participant, _, pinned) in zip(names, named_files(protocol), strict=False):
+    for name, participant, pinned in carried:
         data = _carried(read, name, pinned, limits)
         if data is None:
             return None
