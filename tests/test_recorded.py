@@ -135,6 +135,34 @@ class TestATable:
         not_claimed = report.split("## Not claimed", 1)[1]
         assert "not executed under this seal" in not_claimed.split("##", 1)[0]
 
+    def test_show_and_the_page_say_the_runs_were_recorded(
+        self, recorded_bundle: Path, tmp_path: Path
+    ) -> None:
+        """repro show says it under the bundle's identity, at 80 columns, and the HTML page
+        below its heading, as the report does (one sentence, recorded_reading's)."""
+        import html
+
+        from typer.testing import CliRunner
+
+        from repro._cli import app
+        from repro._derive.facts import recorded_reading
+
+        note = open_verified(recorded_bundle).ledger.adapter.recorded_from
+        assert note is not None
+        said = recorded_reading(note)
+        page = tmp_path / "page.html"
+        shown = CliRunner().invoke(
+            app,
+            ["show", str(recorded_bundle), "--html", str(page)],
+            env={"COLUMNS": "80"},
+        )
+        assert shown.exit_code == 0, shown.output
+        assert said.split()[:6] == shown.stdout.split("\n", 3)[2].split()[:6]
+        assert " ".join(said.split()) in " ".join(shown.stdout.split())
+        text = page.read_text("utf-8")
+        assert f"<p id=recorded>{html.escape(said, quote=False)}</p>" in text
+        assert text.index("id=recorded") < text.index("<h2>Claim</h2>")
+
     def test_a_csv_table_gives_the_same_runs(self, recorded_bundle: Path, tmp_path: Path) -> None:
         """The same table as CSV: the same aggregates."""
         root = run_study(_setup(tmp_path, _rows(), "csv"), tmp_path / "bundle")

@@ -56,7 +56,9 @@ def show(bundle: _Bundle, plot: _Plot = None, html: _Html = None, as_json: _AsJs
         from repro._present.terminal import console, print_identity, print_tables
 
         out = console()
-        print_identity(shown.protocol, bundle, shown.bundle_sha256, out, shown.continued)
+        print_identity(
+            shown.protocol, bundle, shown.bundle_sha256, out, shown.continued, shown.recorded
+        )
         print_tables(
             shown.figures(runs=False), shown.tiers, out, shown.contrasts, shown.rl, shown.scores
         )

@@ -44,6 +44,7 @@ __all__ = [
     "inspect_role",
     "ledger_fact_problems",
     "recorded_note",
+    "recorded_reading",
     "sample_factor",
 ]
 
@@ -57,6 +58,15 @@ def recorded_note(files: Sequence[tuple[str, str]], recorded_by: str) -> str:
     who recorded them, and the files they were read from, each by its name and sha256."""
     read = " and ".join(f"{name}, pinned by sha256 {sha256}" for name, sha256 in files)
     return f"runs were not executed under this seal: recorded by {recorded_by}; read from {read}"
+
+
+def recorded_reading(recorded_from: str) -> str:
+    """What a report, a page or ``repro show`` says above its figures of a study of runs made
+    elsewhere (``recorded_from``, :func:`recorded_note`): that it recomputes them, and no more."""
+    return (
+        f"{recorded_from[:1].upper() + recorded_from[1:]}. Every figure below is a recomputation "
+        "of the recorded runs; nothing here says how they were made."
+    )
 
 
 def inspect_role(level: str) -> str:

@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 
 from attrs import frozen
 
+from repro._derive.facts import recorded_reading
 from repro._escape import markdown_code, markdown_text
 from repro._figures import FigureRow, figures
 from repro.models import (
@@ -104,13 +105,8 @@ def _continued(continuation: Continuation, partitions: int, md: _Markdown) -> li
 
 def _recorded(recorded_from: str, md: _Markdown) -> list[str]:
     """That the runs were made elsewhere and read, not executed (the recorded adapter's
-    ``recorded_from``): what follows recomputes them."""
-    return [
-        f"{md.text(recorded_from[:1].upper() + recorded_from[1:])}. Every figure below is a "
-        "recomputation "
-        "of the recorded runs; nothing here says how they were made.",
-        "",
-    ]
+    ``recorded_from``): what follows recomputes them (:func:`recorded_reading`)."""
+    return [md.text(recorded_reading(recorded_from)), ""]
 
 
 def _claim(agg: Aggregates, tiers: Tiers, rows: Sequence[FigureRow], md: _Markdown) -> list[str]:

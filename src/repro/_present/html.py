@@ -70,6 +70,7 @@ from functools import cache
 from importlib import resources
 
 import repro
+from repro._derive.facts import recorded_reading
 from repro._derive.tally import LossStatus
 from repro._figures import (
     FigureRow,
@@ -642,7 +643,8 @@ def _heading(
     fp: FrozenProtocol, ledger: Ledger, bundle_sha256: str | None, continued: str | None = None
 ) -> Html:
     """The page's title, its protocol and adapter, the bundle's identity when known, and,
-    for a study continued from an interrupted one, ``continued``."""
+    for a study continued from an interrupted one, ``continued``; for one of runs made
+    elsewhere, that its figures recompute them (:func:`repro._derive.facts.recorded_reading`)."""
     p = fp.protocol
     identity = Html("<p>Bundle sha256 (of its tag manifest): <code>{}</code></p>")
     note = (
@@ -650,6 +652,9 @@ def _heading(
         if continued is None
         else Html("\n<p id=continued>{}.</p>").format(continued[:1].upper() + continued[1:])
     )
+    recorded = ledger.adapter.recorded_from
+    if recorded is not None:
+        note += Html("\n<p id=recorded>{}</p>").format(recorded_reading(recorded))
     return Html(
         "<h1>{}</h1>\n<p>Protocol <code{}>{}</code>, sha256 <code{}>{}</code>; adapter "
         "<code>{}</code> {}.</p>{}{}"

@@ -16,6 +16,7 @@ from attrs import field, frozen
 
 from repro._derive.continuation import continued_note
 from repro._derive.derivation import run_measures
+from repro._derive.facts import recorded_reading
 from repro._derive.tally import LossStatus, loss_status
 from repro._figures import Figures, figures
 from repro._json.serde import unstructure
@@ -56,6 +57,13 @@ class Shown:
     #: What show says of a study continued from an interrupted one
     #: (:func:`repro._derive.continuation.continued_note`); None for any other.
     continued: str | None = None
+
+    @property
+    def recorded(self) -> str | None:
+        """What show says of a study of runs made elsewhere (the ledger's ``recorded_from``,
+        :func:`repro._derive.facts.recorded_reading`); None for any other."""
+        recorded = self.ledger.adapter.recorded_from
+        return None if recorded is None else recorded_reading(recorded)
 
     def values(self) -> dict[str, tuple[float, ...]] | None:
         """Each condition's valid measures (:func:`repro._derive.derivation.run_measures`), read

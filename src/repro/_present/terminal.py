@@ -149,16 +149,19 @@ def print_identity(
     bundle_sha256: str,
     out: Console | None = None,
     continued: str | None = None,
+    recorded: str | None = None,
 ) -> None:
     """Say, before any table, which protocol the bundle ran and that it verified, by its
-    identity: ``protocol ID: TITLE`` and ``verified: BUNDLE (bundle sha256 ...)``; and, for a
-    study continued from an interrupted one, ``continued`` (how many partitions it carried)."""
+    identity: ``protocol ID: TITLE`` and ``verified: BUNDLE (bundle sha256 ...)``; for a
+    study continued from an interrupted one, ``continued`` (how many partitions it carried);
+    for one of runs made elsewhere, ``recorded`` (that its figures recompute them)."""
     out = out or console()
     p = protocol.protocol
     out.print(f"protocol {p.id}: {p.title}")
     out.print(f"verified: {bundle} (bundle sha256 {bundle_sha256})")
-    if continued is not None:
-        out.print(continued)
+    for note in (continued, recorded):
+        if note is not None:
+            out.print(note)
 
 
 def _contrasts(compared: ContrastsFile) -> Table:
