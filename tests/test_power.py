@@ -445,7 +445,7 @@ def _planned(pilot: Path, protocol: dict[str, Any]) -> Any:
     """The plan of ``protocol`` from ``pilot``, through the pure functions."""
     from repro._json.serde import structure
     from repro._power import pilot_tally, power_plan
-    from repro._protocol import freeze
+    from repro._protocol.freeze import freeze
     from repro.verify import open_verified
 
     bundle = open_verified(pilot)

@@ -36,7 +36,7 @@ from repro._power import (
     rate_power,
     rate_runs_needed,
 )
-from repro._protocol import freeze
+from repro._protocol.freeze import freeze
 from repro._protocol.load import strip_comments
 from repro.errors import PROBLEM_CODES, BadInput, Problem
 from repro.models import Protocol

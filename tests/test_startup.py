@@ -83,6 +83,35 @@ def test_verify_imports_no_study_machinery(tmp_path: Path) -> None:
     assert _imported(modules, heavy) == []
 
 
+#: What only the content stage of verify needs: the models and the converter that structures
+#: them, the rules, the derivations, the protocol's loader, the content checks and the signatures
+#: (its statistics are NumPy's and SciPy's).
+CONTENT_STAGE = (
+    "repro.models",
+    "repro._json.serde",
+    "cattrs",
+    "repro.verify._core",
+    "repro.verify._content",
+    "repro.verify._signatures",
+    "repro._derive",
+    "repro._protocol.load",
+    "repro._protocol.rules",
+    "repro._protocol.freeze",
+)
+
+
+def test_bagit_only_imports_no_content_stage(tmp_path: Path) -> None:
+    """``repro verify --bagit-only`` checks a bag with the tree walk, the reader and the BagIt
+    stage alone, parsing no model: on a large bag its wall time is near the hashing limit, and
+    what it imports is part of it (benchmarks/large_bundles.py)."""
+    bundle = synthetic_bundle(tmp_path / "bundle", 2, 3, 5)
+    status, out, modules = _loaded("verify", "--bagit-only", str(bundle))
+    assert status == 0, out
+    assert "valid BagIt" in out
+    heavy = (*CONTENT_STAGE, *STUDY_MACHINERY, *ARGUMENT_PARSING, "rich", "numpy", "scipy")
+    assert _imported(modules, heavy) == []
+
+
 #: What ``pip install repro-evidence`` leaves out: the simulator (repro's ``gymnasium`` extra)
 #: and what it alone brings.
 SIMULATOR = ("gymnasium", "cloudpickle", "farama_notifications")

@@ -28,8 +28,8 @@ from repro._derive.tally import Attempt, merge, tally
 from repro._json import canonical
 from repro.models import Partition, RunRecord
 from repro.verify import BundleReader, Finding, Limits, verify
-from repro.verify import _reader as reading
 from repro.verify._content import sealing
+from repro.verify._reader import lines as reading_lines
 from repro.verify._reader import parsing
 from synthetic import synthetic_bundle
 from test_corpus import Base, _materialise, _parse
@@ -202,7 +202,7 @@ class TestQuickWay:
     def test_quick_acceptance_is_strict_acceptance(self, data: st.DataObject) -> None:
         """Whatever the line, a record the quick way gives is the strict way's, finding-free."""
         line = data.draw(_run_lines())
-        quick = reading.canonical_record(line)
+        quick = parsing.canonical_record(line)
         findings: list[Finding] = []
         strict = parsing.parse_line(
             findings.append, Limits(), "data/runs/c00.jsonl", 1, line, "run-record", RunRecord
@@ -212,7 +212,7 @@ class TestQuickWay:
 
     def test_unchanged_lines_are_quick(self) -> None:
         """Every line a study wrote is accepted the quick way."""
-        assert all(reading.canonical_record(line) is not None for line in BASE_LINES)
+        assert all(parsing.canonical_record(line) is not None for line in BASE_LINES)
 
     @pytest.mark.parametrize(
         ("old", "new"),
@@ -229,7 +229,7 @@ class TestQuickWay:
         """Lines orjson reads differently from the strict reader go the strict way."""
         line = BASE_LINES[0].replace(old, new, 1)
         assert line != BASE_LINES[0]
-        assert reading.canonical_record(line) is None
+        assert parsing.canonical_record(line) is None
 
     def test_depth_limit_below_a_record(self, base: Base, tmp_path: Path) -> None:
         """Under a JSON nesting limit of 1, every run line goes the strict way, which refuses
@@ -391,7 +391,7 @@ class TestQuickWayGenerated:
         strict way's, finding-free."""
         record_ = data.draw(st.one_of(_records(), _mutated(_json_values)))
         line = data.draw(_written(record_))
-        quick = reading.canonical_record(line)
+        quick = parsing.canonical_record(line)
         if quick is not None:
             assert _strict(line) == (quick, [])
 
@@ -403,7 +403,7 @@ class TestQuickWayGenerated:
         exactly when the strict way accepts it without a finding, as the same record."""
         line = canonical.dumps(record_)
         strict, findings = _strict(line)
-        assert reading.canonical_record(line) == (None if findings else strict)
+        assert parsing.canonical_record(line) == (None if findings else strict)
 
     def test_every_kind_of_value_under_every_key(self) -> None:
         """Each key of a record that verifies, holding each kind of JSON value in turn and
@@ -416,7 +416,7 @@ class TestQuickWayGenerated:
             for value in kinds:
                 line = canonical.dumps({**base, key: value})
                 strict, findings = _strict(line)
-                quick = reading.canonical_record(line)
+                quick = parsing.canonical_record(line)
                 assert quick == (None if findings else strict), (key, value)
 
     @pytest.mark.slow
@@ -428,7 +428,7 @@ class TestQuickWayGenerated:
         line = canonical.dumps(record_)
         strict, findings = _strict(line)
         assert findings == []
-        assert reading.canonical_record(line) == strict
+        assert parsing.canonical_record(line) == strict
 
 
 _FRAGMENTS = st.sampled_from(
@@ -554,7 +554,7 @@ class TestQuickPartitions:
     @given(data=_partition_files())
     def test_quick_is_strict(self, data: bytes) -> None:
         """Whatever the bytes, the reader's answer is the strict way's."""
-        quick = reading.canonical_partition(data)
+        quick = parsing.canonical_partition(data)
         strict = _partition_model(data, quick=False)
         assert _partition_model(data, quick=True) == strict
         if quick is not None:
@@ -592,7 +592,7 @@ class TestQuickPartitions:
                         continue
                     value_, _, findings = _partition_model(data, quick=False)
                     expected = None if findings else value_
-                    assert reading.canonical_partition(data) == expected, (where, key, value)
+                    assert parsing.canonical_partition(data) == expected, (where, key, value)
 
     def test_limits_leave_it_to_the_strict_way(self) -> None:
         """Under a nesting limit below a partition's, or a byte limit below its size, the
@@ -628,7 +628,7 @@ class TestChunkedReading:
             size = sizes[len(blocks) % len(sizes)]
             blocks.append(data[at : at + size])
             at += size
-        chunks = list(reading.bounded_chunks(blocks, 1 << 30))
+        chunks = list(reading_lines.bounded_chunks(blocks, 1 << 30))
         assert all(isinstance(chunk, bytes) for chunk in chunks)
         joined = [chunk for chunk in chunks if isinstance(chunk, bytes)]
         assert b"".join(joined) == data
@@ -641,7 +641,7 @@ class TestChunkedReading:
             return [line for line in re.split(b"(?<=\n)", chunk) if line]
 
         seen: list[bytes | int] = []
-        for chunk in reading.bounded_chunks(blocks, limit):
+        for chunk in reading_lines.bounded_chunks(blocks, limit):
             seen += [chunk] if isinstance(chunk, int) else newline_lines(chunk)
         expected = newline_lines(data)
         assert len(seen) == len(expected)

@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 from conftest import ROOT, SMALL
 from repro._json.serde import structure
 from repro._plan.sealing import conditions_of
-from repro._protocol import load_protocol
 from repro._protocol.contrasts import selected
+from repro._protocol.load import load_protocol
 from repro._protocol.work import MAX_DERIVATION_WORK, _selected, derivation_work
 from repro.models import Group, Protocol
 

@@ -29,6 +29,7 @@ __all__ = [
     "BAGIT_PROFILE",
     "BAGIT_PROFILE_FILE",
     "BAGIT_PROFILE_LABEL",
+    "BAGIT_TXT",
     "BAG_INFO",
     "CONTINUATION",
     "CONTRASTS",
@@ -39,6 +40,7 @@ __all__ = [
     "FIXED_PAYLOAD",
     "LEDGER",
     "MANIFEST",
+    "MANIFEST_LINE",
     "PARTITIONED",
     "PROTOCOL",
     "REPORT",
@@ -69,6 +71,8 @@ __all__ = [
 #: The payload directory: the manifest names payload files with it, the seal without it.
 DATA = "data/"
 BAGIT = "bagit.txt"
+#: What a study writes to :data:`BAGIT`, byte for byte.
+BAGIT_TXT = b"BagIt-Version: 1.0\nTag-File-Character-Encoding: UTF-8\n"
 BAG_INFO = "bag-info.txt"
 #: The bag-info.txt label under which a study writes its protocol's title.
 DESCRIPTION_LABEL = "External-Description"
@@ -82,6 +86,8 @@ BAGIT_PROFILE = "https://repro.invalid/bagit-profile/v1.json"
 BAGIT_PROFILE_FILE = "data/bagit-profile.json"
 MANIFEST = "manifest-sha256.txt"
 TAGMANIFEST = "tagmanifest-sha256.txt"
+#: A manifest line as repro writes it (and ``sha256sum -c`` reads it): digest, two spaces, path.
+MANIFEST_LINE = re.compile(r"^([0-9a-f]{64})  (\S+)$")
 #: The tag files at the bag's top, in the order a study writes them (the tag manifest last).
 TAG_FILES = (BAGIT, BAG_INFO, MANIFEST, TAGMANIFEST)
 

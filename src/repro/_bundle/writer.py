@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-import re
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -15,7 +14,7 @@ from typing import Any, BinaryIO
 from repro._disclosure import FileHits, Scanner, scan_hits
 from repro._files import write_atomically
 from repro._json.serde import to_bytes
-from repro._layout import BAG_INFO, BAGIT, MANIFEST, TAGMANIFEST
+from repro._layout import BAG_INFO, BAGIT, BAGIT_TXT, MANIFEST, MANIFEST_LINE, TAGMANIFEST
 from repro.errors import BadInput
 
 __all__ = [
@@ -26,10 +25,6 @@ __all__ = [
     "create_root",
     "manifest_text",
 ]
-
-BAGIT_TXT = b"BagIt-Version: 1.0\nTag-File-Character-Encoding: UTF-8\n"
-#: A manifest line as repro writes it (and ``sha256sum -c`` reads it): digest, two spaces, path.
-MANIFEST_LINE = re.compile(r"^([0-9a-f]{64})  (\S+)$")
 
 
 def create_root(out: Path) -> None:

@@ -92,10 +92,10 @@ def print_protocol_warnings(warnings: Sequence[str]) -> None:
 
 
 def print_warnings(warnings: Sequence[Finding]) -> None:
-    """Name every warning on stderr, one line each, as findings are named."""
-    err = err_console()
+    """Name every warning on stderr, one line each, as findings are named (with none, rich is
+    not imported)."""
     for w in warnings:
-        err.print(
+        err_console().print(
             visible(
                 f"WARN {w.file}: {w.what}: expected {w.expected}, found {w.found}", newlines=False
             )

@@ -119,7 +119,8 @@ def power(
     from repro._json.serde import unstructure
     from repro._power import pilot_tally, power_plan
     from repro._present.power import lines
-    from repro._protocol import freeze, load_protocol
+    from repro._protocol.freeze import freeze
+    from repro._protocol.load import load_protocol
     from repro.verify import open_verified
 
     frozen = freeze(load_protocol(protocol))

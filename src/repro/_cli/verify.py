@@ -130,8 +130,8 @@ def verify(
     Without a trusted key each signature is listed by its key's fingerprint as not checked. A
     valid BagIt bag that is not a repro bundle is bad input; --bagit-only checks it as a bag.
     With --attest, a signed summary of the result is written beside the bundle."""
-    # Lazy: `repro --help` imports this module; only `repro verify` loads the verifier.
-    from repro.verify import verification
+    # Lazy: `repro --help` imports this module; only `repro verify` loads the verifier, and
+    # --bagit-only its BagIt stage alone.
     from repro.verify._limits import Limits, with_limits
 
     limits = with_limits(Limits(), limit or [])
@@ -141,6 +141,9 @@ def verify(
             raise BadInput("--trusted-key checks a bundle's signatures: --bagit-only reads none")
         _verify_bag(bundle, as_json, limits, jobs)
         return
+    # Lazy: the whole verifier, only when the whole bundle is verified.
+    from repro.verify import verification
+
     keys = _trusted_keys(trusted_key or [])
     done = verification(bundle, keys, limits, jobs=jobs)
     if attest is not None and summary is not None:
@@ -244,8 +247,8 @@ def _trusted_keys(paths: Sequence[Path]) -> list[PublicKey]:
 def _verify_bag(bag: Path, as_json: bool, limits: Limits, jobs: int | None) -> None:
     """``repro verify --bagit-only``: the bag checked as BagIt alone, its findings and warnings
     named; exit 1 when it is not a valid bag."""
-    # Lazy: `repro --help` imports this module; only `repro verify` loads the verifier.
-    from repro.verify import verify_bag
+    # Lazy: `repro --help` imports this module; the BagIt stage alone, not the whole verifier.
+    from repro.verify._bag import verify_bag
 
     done = verify_bag(bag, limits, jobs)
     if as_json:

@@ -53,15 +53,20 @@ offset) still gives the same hits as scanning the whole file.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from repro._disclosure.hits import MAX_HITS_KEPT, Disclosure, FileHits, Kind
 from repro._disclosure.identity import CONTACT_LABELS, IDENTITY_FILES
 from repro._disclosure.scanner import Scanner, scan, scan_hits
-from repro._disclosure.withholding import (
-    WITHHELD_CAUSE,
-    refuse_disclosing_protocol,
-    short_cause,
-    withheld,
-)
+from repro._lazy import names_on_first_use
+
+if TYPE_CHECKING:
+    from repro._disclosure.withholding import (
+        WITHHELD_CAUSE,
+        refuse_disclosing_protocol,
+        short_cause,
+        withheld,
+    )
 
 __all__ = [
     "CONTACT_LABELS",
@@ -78,3 +83,12 @@ __all__ = [
     "short_cause",
     "withheld",
 ]
+
+#: Withholding names load on first use: it structures protocols, and the scanner alone (which
+#: verify's BagIt stage reads every file through) needs none of the models.
+__getattr__ = names_on_first_use(
+    __name__,
+    dict.fromkeys(
+        ("WITHHELD_CAUSE", "refuse_disclosing_protocol", "short_cause", "withheld"), "withholding"
+    ),
+)

@@ -13,9 +13,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from repro.errors import Problem
-from repro.models import RL, Condition, Level, Protocol
+
+if TYPE_CHECKING:  # annotations alone: the verifier's limits import this module
+    from repro.models import RL, Condition, Level, Protocol
 
 __all__ = ["rl_problems", "task_conditions", "tasks_of"]
 

@@ -15,11 +15,14 @@ verify's time (docs/guarantees.md states the bound and its measured time).
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 from repro._protocol.rl_rules import tasks_of
 from repro._stats.rl import PAIRS_COMPARED
 from repro.errors import Problem
-from repro.models import RL, Contrast, Group, Protocol
+
+if TYPE_CHECKING:  # annotations alone: the verifier's limits import this module
+    from repro.models import RL, Contrast, Group, Protocol
 
 __all__ = [
     "MAX_DERIVATION_WORK",

@@ -7,8 +7,9 @@ declaration, manifests, completeness, digests, bag-info.txt), then content
 every file read by the strict reader (:mod:`~repro.verify._reader`). Every problem is a
 :class:`~repro.verify._findings.Finding`; nothing is logged and passed over.
 
-:func:`verify_bag` (``repro verify --bagit-only``) checks any bag as BagIt 1.0 or 0.97 alone,
-whoever wrote it: the tree walk and the same BagIt stage, read as BagIt allows
+:func:`~repro.verify._bag.verify_bag` (``repro verify --bagit-only``; a module of its own, which
+imports none of the content stage) checks any bag as BagIt 1.0 or 0.97 alone, whoever wrote it:
+the tree walk and the same BagIt stage, read as BagIt allows
 (:func:`~repro.verify._integrity.check_bag`), no content, no signature. :func:`verify` refuses as
 bad input a root that holds no ``data/protocol.json`` and is such a valid bag: another tool's,
 not a study's (a study writes the protocol before any manifest).
@@ -40,7 +41,6 @@ findings are the same whatever the number of jobs.
 from __future__ import annotations
 
 import os
-import stat
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
@@ -66,16 +66,14 @@ from repro.models import (
     Seal,
     Tiers,
 )
-from repro.verify import _packed as packed
 from repro.verify import _parallel as parallel
-from repro.verify import _walk as walk
+from repro.verify._bag import BagVerification, bag_stage, listed, requested, verify_bag
 from repro.verify._content import Stored, check_content
 from repro.verify._findings import Finding, Findings, with_causes
-from repro.verify._integrity import TOLERATED, bag_reads, check_bag, check_integrity
+from repro.verify._integrity import TOLERATED, check_integrity
 from repro.verify._limits import Limits
 from repro.verify._reader import BundleReader
 from repro.verify._signatures import SignatureStatus, check_signatures
-from repro.verify._tagfiles import Declaration
 from repro.verify._walk import STUDY_MARKS, DirectorySource, Listing, Source, unfinished
 
 if TYPE_CHECKING:
@@ -135,62 +133,6 @@ class Verification:
         return None if stored is None or stored.tiers is None else stored.tiers.reproduction.verdict
 
 
-@frozen
-class BagVerification:
-    """What ``repro verify --bagit-only`` finds of a bag: its faults (``findings``; none when it
-    is a valid bag), what BagIt tolerates but the bag had better not hold (``warnings``), and
-    the BagIt version it was read by (None when verify read none of it)."""
-
-    findings: list[Finding]
-    warnings: list[Finding]
-    version: str | None
-
-
-def verify_bag(
-    root: str | os.PathLike[str], limits: Limits = Limits(), jobs: int | None = None
-) -> BagVerification:
-    """Check the bag at ``root`` (a directory, or a zip or tar file of one in one top-level
-    directory) as a BagIt 1.0 or 0.97 bag alone, whoever wrote it: the tree walk and the BagIt
-    stage (:func:`repro.verify._integrity.check_bag`), within ``limits``, fetching nothing and
-    reading nothing outside it. Raises :class:`BadInput` only when ``root`` is neither a
-    directory nor a zip or tar file."""
-    asked = _jobs(jobs)
-    findings = Findings(limits.max_findings)
-    listing, source = _listed(Path(root), limits, findings)
-    walked = findings.close()
-    findings = Findings(limits.max_findings)
-    findings.extend(f for f in walked if f.code not in TOLERATED)
-    warnings = [f for f in walked if f.code in TOLERATED]
-    if listing.stopped or source is None:
-        return BagVerification(findings.close(), warnings, None)
-    declared, tolerated = _bag(listing, source, limits, asked, findings)
-    return BagVerification(findings.close(), warnings + tolerated, declared.version)
-
-
-def _bag(
-    listing: Listing, source: Source, limits: Limits, asked: int | None, findings: Findings
-) -> tuple[Declaration, list[Finding]]:
-    """The BagIt stage of a bag, read by a reader of its own."""
-    read = BundleReader(source, findings, limits, bag_reads(listing.sizes))
-    pool = parallel.Jobs.choose(
-        asked, sum(listing.sizes.values()), isinstance(source, DirectorySource)
-    )
-    try:
-        read.prefetch(pool, listing.sizes)
-        return check_bag(listing, read, findings)
-    finally:
-        pool.close()
-
-
-def _jobs(jobs: int | None) -> int | None:
-    """The jobs asked for (``--jobs``, else ``REPRO_VERIFY_JOBS``); a bad setting is bad
-    input."""
-    try:
-        return parallel.requested_jobs(jobs)
-    except ValueError as exc:
-        raise BadInput(str(exc)) from None
-
-
 def _foreign(
     listing: Listing, source: Source, limits: Limits, asked: int | None
 ) -> list[Finding] | None:
@@ -208,7 +150,7 @@ def _foreign(
     if all(name in ("bagit.txt", "data") or _partial(name) for name in listing.entries):
         return None  # all a study that stopped at once holds
     findings = Findings(limits.max_findings)
-    _bag(listing, source, limits, asked, findings)
+    bag_stage(listing, source, limits, asked, findings)
     return [f for f in findings.close() if f.code not in TOLERATED]
 
 
@@ -238,34 +180,16 @@ def read_signatures(
     return _verification(Path(root), limits, trusted_keys).signatures
 
 
-def _listed(root: Path, limits: Limits, findings: Findings) -> tuple[Listing, Source | None]:
-    """Stage 1: the bundle directory walked, or the packed bundle listed; and where its files
-    are read from (None when a limit left nothing to read)."""
-    if layout.is_packed(root):
-        return packed.scan_archive(root, limits, findings)
-    try:
-        mode = os.lstat(root).st_mode
-    except (OSError, ValueError) as exc:
-        raise BadInput(f"{root}: not a bundle directory ({exc})") from None
-    if not stat.S_ISDIR(mode):
-        raise BadInput(f"{root}: not a bundle directory")
-    listing = walk.scan_tree(root, limits, findings)
-    # The root's own entries are listed first, so its tag files are seen even when a limit
-    # stopped the scan (a packed bundle's members come in any order: it is judged only when
-    # listed whole).
-    return listing, DirectorySource({name: root / name for name in listing.sizes})
-
-
 def _verification(
     root: Path, limits: Limits, trusted: Sequence[PublicKey] = (), jobs: int | None = None
 ) -> Verification:
-    asked = _jobs(jobs)
+    asked = requested(jobs)
     # The schemas are consulted only to name what the models refuse, but read now: once verify
     # reads the bundle, the only files it opens are the bundle's.
     for kind in schemas.SCHEMAS:
         schemas.load(kind)
     findings = Findings(limits.max_findings)
-    listing, source = _listed(root, limits, findings)
+    listing, source = listed(root, limits, findings)
     # A study writes bagit.txt before anything else: a root that holds no tag file was never a
     # study's, finished or not.
     judged = isinstance(source, DirectorySource) or not listing.stopped

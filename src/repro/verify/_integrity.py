@@ -20,8 +20,16 @@ from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping
 
 from repro import _layout as layout
-from repro._bundle.writer import BAGIT_TXT, MANIFEST_LINE
-from repro._layout import CRATE, DATA, FIXED_PAYLOAD, MANIFEST, TAG_FILES, TAGMANIFEST
+from repro._layout import (
+    BAGIT_TXT,
+    CRATE,
+    DATA,
+    FIXED_PAYLOAD,
+    MANIFEST,
+    MANIFEST_LINE,
+    TAG_FILES,
+    TAGMANIFEST,
+)
 from repro.verify import _tagfiles as tagfiles
 from repro.verify._findings import Finding, Location
 from repro.verify._profile import check_profile

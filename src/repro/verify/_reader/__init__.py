@@ -7,29 +7,19 @@ read problem is a finding."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-from repro.models import AttemptTimes, RunRecord
 from repro.verify._findings import Finding
-from repro.verify._reader.lines import bounded_chunks, line_values
-from repro.verify._reader.parsing import (
-    canonical_partition,
-    canonical_record,
-    canonical_times,
-    parse_model,
-    times_id,
-)
 from repro.verify._reader.source import ByteSource, Reads, Seen
 
-__all__ = [
-    "BundleReader",
-    "ByteSource",
-    "Reads",
-    "Seen",
-    "bounded_chunks",
-    "canonical_partition",
-    "canonical_record",
-]
+if TYPE_CHECKING:
+    from repro.models import AttemptTimes, RunRecord
+
+__all__ = ["BundleReader", "ByteSource", "Reads", "Seen"]
+
+# The parser and the lines reader (and the models they structure) are imported where a file is
+# parsed, not here: the BagIt stage reads every file through this reader and parses none, and
+# `repro verify --bagit-only` imports no model (tests/test_startup.py).
 
 T = TypeVar("T")
 
@@ -58,6 +48,9 @@ class BundleReader(ByteSource):
     def model(self, name: str, kind: str, cls: type[T]) -> tuple[T | None, str | None]:
         """:meth:`json`, and the sha256 of the model's canonical bytes (which are the file's
         when it is canonical)."""
+        # Lazy: the parser brings the models, which the BagIt stage has no use for.
+        from repro.verify._reader.parsing import parse_model
+
         data = self.raw(name)
         if data is None:
             return None, None
@@ -65,18 +58,31 @@ class BundleReader(ByteSource):
 
     def run_records(self, name: str) -> Iterator[RunRecord | None] | None:
         """The run records of a JSON Lines file (see :meth:`json_lines`); canonical lines are
-        read the quick way (:func:`canonical_record`) where the nesting limit allows it."""
+        read the quick way (:func:`~.parsing.canonical_record`) where the nesting limit allows
+        it."""
+        # Lazy: as in :meth:`model`.
+        from repro.models import RunRecord
+        from repro.verify._reader.parsing import canonical_record
+
         quick = canonical_record if self.limits.max_json_depth >= _RUN_RECORD_DEPTH else None
         return self.json_lines(name, "run-record", RunRecord, quick)
 
     def times_lines(self, name: str) -> Iterator[AttemptTimes | None] | None:
         """The lines of a times/<partition>.jsonl file (see :meth:`json_lines`)."""
+        # Lazy: as in :meth:`model`.
+        from repro.models import AttemptTimes
+        from repro.verify._reader.parsing import canonical_times
+
         return self.json_lines(name, "attempt-times", AttemptTimes, canonical_times)
 
     def times_ids(self, name: str) -> Iterator[str | None] | None:
         """The attempt IDs of a times/<partition>.jsonl file read again, a line at a time, as
         :meth:`times_lines` gives them, the lines :func:`~.parsing.times_id` reads the quick
         way."""
+        # Lazy: as in :meth:`model`.
+        from repro.models import AttemptTimes
+        from repro.verify._reader.parsing import times_id
+
         lines = self.json_lines(name, "attempt-times", AttemptTimes, cast(Any, times_id))
         if lines is None:
             return None
@@ -90,6 +96,9 @@ class BundleReader(ByteSource):
         value when the line is its value's canonical form (None otherwise: the strict way then
         names what is wrong). None (with a finding) when the file cannot be read or does not
         end with a newline."""
+        # Lazy: as in :meth:`model`.
+        from repro.verify._reader.lines import line_values
+
         seen = self._first(name)
         if seen is None:
             return None
