@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import fcntl
 import hashlib
 import json
 import os
@@ -176,15 +177,46 @@ def dask_scheduler() -> Iterator[str]:
         yield cluster.scheduler_address
 
 
+def built_once(
+    tmp_path_factory: pytest.TempPathFactory, key: str, build: Callable[[Path], Path]
+) -> Path:
+    """What ``build`` makes in the fresh directory it is given, made once per run: under
+    pytest-xdist (``nox -s quick``) the workers share it, the first to ask building it while the
+    others wait on a lock, so that a bundle a session fixture makes is made once, not once per
+    worker. ``key`` names what is built, and must differ for anything built differently."""
+    if os.environ.get("PYTEST_XDIST_WORKER") is None:
+        return build(tmp_path_factory.mktemp(key))
+    # The workers' base directories share their parent (pytest-xdist's own recipe).
+    shared = tmp_path_factory.getbasetemp().parent / "built-once"
+    shared.mkdir(exist_ok=True)
+    with (shared / f"{key}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        done = shared / f"{key}.done"
+        if done.is_file():
+            return Path(done.read_text("utf-8"))
+        folder = shared / key
+        shutil.rmtree(folder, ignore_errors=True)  # what a worker that failed left
+        folder.mkdir()
+        built = build(folder)
+        done.write_text(str(built), "utf-8")
+        return built
+
+
 def study_once(
     tmp_path_factory: pytest.TempPathFactory, name: str, protocol: Mapping[str, Any]
 ) -> Path:
     """A real bundle of ``protocol``, run serially in a fresh directory named after ``name``:
-    what a fixture made once per module or session returns (copy it before changing it)."""
-    base = tmp_path_factory.mktemp(name)
-    path = base / "protocol.json"
-    path.write_text(json.dumps(protocol), "utf-8")
-    return run_study(path, base / "bundle")
+    what a fixture made once per module or session returns (copy it before changing it). Made
+    once per run whatever the workers (:func:`built_once`, keyed by the protocol's digest)."""
+    text = json.dumps(protocol)
+
+    def build(base: Path) -> Path:
+        path = base / "protocol.json"
+        path.write_text(text, "utf-8")
+        return run_study(path, base / "bundle")
+
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+    return built_once(tmp_path_factory, f"{name}-{digest}", build)
 
 
 @pytest.fixture(scope="session")
@@ -262,9 +294,14 @@ def contrasted_bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def scored_bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One real bundle of the scored example (protocols/agent-gate-eval.json, on the fake
     harness), made once; copy it before changing it."""
-    out = tmp_path_factory.mktemp("scored") / "bundle"
-    study(prepare(ROOT / "protocols" / "agent-gate-eval.json", {}), out, _Quiet(), LocalWorkers())
-    return out
+
+    def build(base: Path) -> Path:
+        out = base / "bundle"
+        protocol = prepare(ROOT / "protocols" / "agent-gate-eval.json", {})
+        study(protocol, out, _Quiet(), LocalWorkers())
+        return out
+
+    return built_once(tmp_path_factory, "scored", build)
 
 
 @pytest.fixture

@@ -117,12 +117,12 @@ def _by_fault(values: list[Any]) -> dict[str, list[Any]]:
     return out
 
 
+@pytest.mark.slow  # the study with every fault as a condition takes about 20 s
 class TestFaultyRuns:
     """One study with every fault as a condition (the slow faults cost a timeout each)."""
 
     _by_fault = staticmethod(_by_fault)
 
-    @pytest.mark.slow
     @pytest.mark.parametrize("fault", list(FAULTS))
     def test_each_attempt_gets_its_terminal_state_and_cause(
         self, records: list[RunRecord], fault: str

@@ -215,10 +215,10 @@ def _forged(bundle: Path, tmp_path: Path, role: str, name: str | None = None) ->
 
 
 @needs_cyborg
+@pytest.mark.slow  # each test needs a CAGE-2 study (tree_pinned)
 class TestForgedLedger:
     """verify applies the pins to the bundle's own ledger."""
 
-    @pytest.mark.slow
     def test_the_pinned_bundle_verifies(self, tree_pinned: Path) -> None:
         """The study's bundle, tree pinned, verifies with no finding."""
         assert verify(tree_pinned) == []
