@@ -21,6 +21,7 @@ import pytest
 from conftest import ROOT, bundle_digests, register_adapters, run_study
 from repro._execute.studies import prepare
 from repro.adapters import get_adapter, registered_adapters
+from repro.adapters._base import targets_in
 from repro.errors import BadInput
 from repro.verify import verify
 
@@ -169,11 +170,44 @@ class TestStudy:
         ]
 
 
+class TestCost:
+    def test_the_distribution_scan_runs_once_a_process(
+        self, tasks_dir: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """inspect's scan of every installed distribution, which it runs at each eval() of a
+        task from a local file, runs once however many runs a session runs (it was most of a
+        run's cost), and each run still evaluates its sample."""
+        from inspect_ai._util import package
+
+        calls: list[None] = []
+        scan = package.packages_distributions
+
+        def counted() -> Any:
+            calls.append(None)
+            return scan()
+
+        monkeypatch.setattr(package, "packages_distributions", counted)
+        path = tasks_dir / "cost.json"
+        path.write_text(json.dumps(_small()), "utf-8")
+        prepared = prepare(path, {})
+        condition = prepared.plan.seal.conditions[0]
+        entries = [e for e in prepared.plan.entries() if e.condition == condition.id]
+        with targets_in(prepared.target_root):
+            session = prepared.adapter.open(prepared.protocol, condition, prepared.frozen)
+            evidence = [session.run(entry) for entry in entries]
+        assert len(evidence) == 2
+        assert [e.outcome["sample"] for e in evidence] == [condition.factors["sample"]] * 2  # type: ignore[index]
+        assert len(calls) <= 1
+
+
 class TestFailures:
-    def test_failed_sample_fails_the_run_with_its_cause(self, tasks_dir: Path) -> None:
+    def test_failed_sample_fails_the_run_with_its_cause(
+        self, tasks_dir: Path, capfd: pytest.CaptureFixture[str]
+    ) -> None:
         """A model that raises: inspect records the sample's error; every attempt is failed
         with cause harness-error:RuntimeError (the exception's type, never its message), retried
-        as the protocol says, and the bundle still verifies."""
+        as the protocol says, and the bundle still verifies. inspect prints nothing of it (its
+        log lines would carry the traceback, host paths with it)."""
         protocol = _small()
         protocol["id"] = "inspect-faults"
         protocol["matrix"][1]["levels"] = ["inspect_faults:broken"]
@@ -187,6 +221,8 @@ class TestFailures:
             ("failed", "harness-error:RuntimeError")
         ] * protocol["retry"]["max_attempts"]
         assert [f.code for f in verify(bundle)] == []
+        printed = capfd.readouterr()
+        assert "Traceback" not in printed.err + printed.out
 
 
 def _refusal(

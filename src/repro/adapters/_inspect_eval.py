@@ -32,6 +32,7 @@ failed fails the run with cause ``harness-error:<exception type>``.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.metadata
 import importlib.util
@@ -60,7 +61,7 @@ from repro.adapters._params import Expect, structure_at
 from repro.errors import BadInput, RunFailed, RunInvalid, install_hint
 from repro.models import AdapterFacts, Condition, Participant, PlanEntry, Protocol, Source
 
-__all__ = ["MAX_TEXT", "InspectAdapter", "sample_digest"]
+__all__ = ["MAX_TEXT", "InspectAdapter", "sample_digest", "scan_distributions_once"]
 
 #: Characters of the model's output (or of a score's answer and explanation) a record keeps;
 #: a longer text is kept as its length and sha256.
@@ -283,6 +284,25 @@ class InspectAdapter:
         return _InspectSession(protocol, condition, participant, frozen, self._log_dir)
 
 
+def scan_distributions_once() -> None:
+    """Make inspect_ai scan the installed distributions once per process, not once per run.
+
+    At each ``eval()`` inspect looks for the installed distribution that ships the task, to
+    name it in the log. For a task in a local file (every example here) it finds none by name,
+    and then scans the metadata of every installed distribution
+    (``importlib.metadata.packages_distributions``) to find none again: about half a second an
+    ``eval()`` here, most of what a run cost. A study runs one ``eval()`` a run, in an
+    environment that does not change under it, so inspect's name for that scan is replaced by
+    a cached one; what it finds, and so every log and record, is the same. Where inspect no
+    longer has that name, nothing is changed (runs are then as slow as before)."""
+    # Lazy: the inspect extra may be absent, and inspect_ai costs seconds to import.
+    from inspect_ai._util import package
+
+    scan = getattr(package, "packages_distributions", None)
+    if callable(scan) and not hasattr(scan, "cache_info"):
+        package.packages_distributions = functools.cache(scan)
+
+
 def _pins(frozen: Frozen) -> dict[str, str | None]:
     return {s.role: s.sha256 for s in frozen.sources}
 
@@ -299,6 +319,7 @@ class _InspectSession:
         # Lazy: the inspect extra may be absent, and inspect_ai costs seconds to import.
         from inspect_ai.model import get_model
 
+        scan_distributions_once()
         factors = condition.factors
         self._task = import_target(str(factors["task"]), "$")()
         model = factors["model"]
@@ -347,7 +368,12 @@ class _InspectSession:
                 sample_id=self._sample,
                 epochs=1,
                 log_dir=directory,
-                display="none",
+                # The log display, silenced: display="none" still renders inspect's tables of
+                # progress and results (to a quiet console), about 0.1 s a run here; "log"
+                # renders none, and log_level="critical" keeps its lines (an error's traceback,
+                # with host paths) off the worker's stderr, as "none" does.
+                display="log",
+                log_level="critical",
                 # Retries are the protocol's: every attempt is repro's to keep.
                 retry_on_error=0,
                 fail_on_error=True,
