@@ -121,7 +121,8 @@ def tests(session: nox.Session) -> None:
     upstream = _upstream_cyborg(session)
     if upstream is not None:  # tests/test_cyborg.py runs studies on upstream with it
         env["REPRO_UPSTREAM_PYTHON"] = upstream
-    session.run("pytest", *session.posargs, env=env)
+    # The slowest tests named at the end of every run: the profile the suite's time is cut by.
+    session.run("pytest", "--durations=40", *session.posargs, env=env)
 
 
 @nox.session
@@ -481,14 +482,22 @@ _BY_HAND = ("busy_suite.py", "byte_identity.py", "commit_cost.py")
 
 @nox.session
 def benchmarks(session: nox.Session) -> None:
-    """Every script in benchmarks/ with its default sizes, one after another; each prints the
-    ratios it measures (the CAGE-2 parts need ../shared/cage2). Minutes, on a quiet machine."""
+    """Every script in benchmarks/ with its default sizes, one after another, or those named
+    (``uvx nox -s benchmarks -- large_bundles.py inspect_overhead.py``); each prints the ratios
+    it measures (the CAGE-2 parts need ../shared/cage2). Minutes, on a quiet machine."""
     # The test group brings bagit.py; inspect_overhead.py needs inspect_ai.
     _sync(session, "test", extras=("gymnasium", "cyborg", "inspect"))
-    for script in sorted(Path("benchmarks").glob("*.py")):
-        # busy_suite.py runs nox itself (by hand, not inside nox); byte_identity.py and
-        # commit_cost.py compare two commits (by hand, with --baseline: by default they would
-        # compare this tree with itself); _*.py are their modules.
-        if script.name in _BY_HAND or script.name.startswith("_"):
-            continue
-        session.run("python", str(script), env=_bytecode_cached("benchmarks"))
+    # busy_suite.py runs nox itself (by hand, not inside nox); byte_identity.py and
+    # commit_cost.py compare two commits (by hand, with --baseline: by default they would
+    # compare this tree with itself); _*.py are their modules.
+    scripts = [
+        script
+        for script in sorted(Path("benchmarks").glob("*.py"))
+        if script.name not in _BY_HAND and not script.name.startswith("_")
+    ]
+    unknown = sorted(set(session.posargs) - {script.name for script in scripts})
+    if unknown:
+        session.error(f"no such benchmark: {', '.join(unknown)} (benchmarks/*.py, by file name)")
+    for script in scripts:
+        if not session.posargs or script.name in session.posargs:
+            session.run("python", str(script), env=_bytecode_cached("benchmarks"))
