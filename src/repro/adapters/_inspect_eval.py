@@ -294,10 +294,12 @@ def scan_distributions_once() -> None:
     ``eval()`` here, most of what a run cost. A study runs one ``eval()`` a run, in an
     environment that does not change under it, so inspect's name for that scan is replaced by
     a cached one; what it finds, and so every log and record, is the same. Where inspect no
-    longer has that name, nothing is changed (runs are then as slow as before)."""
-    # Lazy: the inspect extra may be absent, and inspect_ai costs seconds to import.
-    from inspect_ai._util import package
-
+    longer has that module or name, nothing is changed (runs are then as slow as before)."""
+    try:
+        # Lazy: the inspect extra may be absent, and inspect_ai costs seconds to import.
+        from inspect_ai._util import package
+    except ImportError:  # a later inspect_ai without the module: nothing to cut
+        return
     scan = getattr(package, "packages_distributions", None)
     if callable(scan) and not hasattr(scan, "cache_info"):
         package.packages_distributions = functools.cache(scan)
