@@ -10,7 +10,6 @@ or a path and returns a :class:`Verification`; its names stay this package's, so
 ``repro.verify(path)`` and ``from repro.verify import verify`` work whatever was imported first.
 """
 
-import importlib as _importlib
 import inspect as _inspect
 import sys as _sys
 import types as _types
@@ -60,20 +59,20 @@ class _CallableModule(_types.ModuleType):
 
     def __call__(self, path: "str | PathLike[str]", /, **options: _Any) -> "Verification":
         """Verify the bundle at ``path``: :func:`repro.verify._api.verify`."""
-        verification: Verification = _the_api().verify(path, **options)
-        return verification
+        # Lazy: the API's verify imports the whole verifier, which a name of this package need
+        # not (``--bagit-only`` imports the BagIt stage alone).
+        from repro.verify._api import verify
+
+        return verify(path, **options)
 
     @property
     def __signature__(self) -> _inspect.Signature:
         """The signature of :func:`repro.verify._api.verify`, which a call takes (``help``,
         ``inspect.signature``)."""
-        return _inspect.signature(_the_api().verify)
+        # Lazy: as in __call__.
+        from repro.verify._api import verify
 
-
-def _the_api() -> _types.ModuleType:
-    """:mod:`repro.verify._api`, imported when first called (not named ``_api``: once that
-    submodule is imported, the import system binds its name here to the module)."""
-    return _importlib.import_module("repro.verify._api")
+        return _inspect.signature(verify)
 
 
 #: Each public name is imported from its submodule when first asked for (PEP 562), so that a

@@ -67,7 +67,7 @@ from repro.models import (
     Tiers,
 )
 from repro.verify import _parallel as parallel
-from repro.verify._bag import BagVerification, bag_stage, listed, requested, verify_bag
+from repro.verify._bag import bag_stage, listed, requested
 from repro.verify._content import Stored, check_content
 from repro.verify._findings import Finding, Findings, with_causes
 from repro.verify._integrity import TOLERATED, check_integrity
@@ -80,14 +80,12 @@ if TYPE_CHECKING:
     from repro._bundle.signatures import PublicKey
 
 __all__ = [
-    "BagVerification",
     "Verification",
     "VerifiedBundle",
     "open_verified",
     "read_signatures",
     "verification",
     "verify",
-    "verify_bag",
 ]
 
 T = TypeVar("T")
