@@ -36,6 +36,7 @@ from typer.testing import CliRunner
 from conftest import ROOT, SMALL, study_once
 from repro._cli.app import app
 from repro._cli.exits import EXITS
+from repro._cli.output import fitted
 from repro._cli.started import Started, command, started
 from repro._execute.studies import prepare
 from repro.adapters import _cyborg as cyborg
@@ -85,11 +86,16 @@ def _piped(args: Sequence[str], **kwargs: Any) -> subprocess.CompletedProcess[st
 
 
 def in_pty(
-    args: Sequence[str], columns: int, env: Mapping[str, str] | None = None
+    args: Sequence[str],
+    columns: int,
+    env: Mapping[str, str] | None = None,
+    styled: bool = True,
 ) -> tuple[int, str]:
     """Run ``python -m repro ARGS`` with stdin, stdout and stderr on a pseudo-terminal
     ``columns`` wide; its exit status and everything it wrote, with the terminal's escape
-    sequences removed and its line ends made ``\\n``. The deadline only stops a hung child."""
+    sequences removed and its line ends made ``\\n``. The deadline only stops a hung child.
+    ``styled``: the command prints through rich, so its output must hold escape sequences
+    (proof that it saw a terminal)."""
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, columns, 0, 0))
     child = subprocess.Popen(
@@ -119,7 +125,8 @@ def in_pty(
         os.close(master)
     status = child.wait(timeout=300)
     raw = b"".join(chunks).decode("utf-8", "replace")
-    assert "\x1b[" in raw, "a terminal's output has escape sequences (colour, cursor)"
+    if styled:
+        assert "\x1b[" in raw, "a terminal's output has escape sequences (colour, cursor)"
     return status, _ANSI.sub("", raw).replace("\r\n", "\n")
 
 
@@ -326,6 +333,44 @@ class TestNoWrapOffTerminal:
         assert not any(LABEL in x for x in lines)
         for token in ("c00", "CartPole-v1", "reproduction: unavailable", "execution-control"):
             assert token in text, token
+
+
+class TestProseOnATerminal:
+    """A sentence the command line prints without rich (``emit(..., prose=True)``) is broken
+    between words on a terminal narrower than it, and printed whole anywhere else."""
+
+    LINE = (
+        "OK: /a/bundle is a valid BagIt 1.0 bag (declaration, manifests, completeness, every "
+        "digest, fetch.txt, Payload-Oxum)"
+    )
+
+    def test_fitted_breaks_between_words_only(self) -> None:
+        """Each line fits in 80 columns, each after the first is indented by two, and the words
+        are the line's words, in order, none cut."""
+        lines = fitted(self.LINE, 80).split("\n")
+        assert len(lines) == 2 and all(len(x) <= 80 for x in lines), lines
+        assert all(x.startswith("  ") for x in lines[1:]), lines
+        assert " ".join(lines).split() == self.LINE.split()
+
+    def test_fitted_keeps_what_fits_and_long_words(self) -> None:
+        """A line that fits is kept as it is, leading spaces too; a word longer than the line
+        (a path, a digest) is never cut; below 20 columns nothing is broken."""
+        assert fitted("  short line\nand another", 80) == "  short line\nand another"
+        digest = "f" * 64
+        assert fitted(f"bundle {digest} ok", 30).split("\n") == ["bundle", f"  {digest}", "  ok"]
+        assert fitted(self.LINE, 19) == self.LINE
+
+    def test_bagit_only_at_80_columns(self, small_bundle: Path) -> None:
+        """``repro verify --bagit-only`` on a terminal 80 columns wide: its OK line, longer than
+        80, comes out on lines of at most 80 with every word whole; to a pipe, on one line."""
+        status, text = in_pty(["verify", "--bagit-only", str(small_bundle)], 80, styled=False)
+        assert status == 0, text
+        lines = [x for x in text.splitlines() if x]
+        assert len(lines) > 1 and max(len(x) for x in lines) <= 80, text
+        piped = _piped(["verify", "--bagit-only", str(small_bundle)])
+        assert piped.returncode == 0, piped.stderr
+        (whole,) = piped.stdout.splitlines()
+        assert len(whole) > 80 and " ".join(lines).split() == whole.split()
 
 
 #: The small protocol, two runs per condition: four conditions, eight slots.

@@ -151,11 +151,12 @@ def _print_audit(result: Any) -> None:
     )
     differing = sum(1 for s in result.slots if s.differences)
     broken = sum(1 for c in result.chained if not c.matched)
-    emit(f"audit: {how}")
+    emit(f"audit: {how}", prose=True)
     emit(
         f"re-executed {len(result.slots)} slot(s), {result.attempts} attempt(s): "
         f"{len(result.slots) - differing} byte-identical, {differing} differ; "
-        f"{len(result.chained)} kept state(s) chained, {broken} broken"
+        f"{len(result.chained)} kept state(s) chained, {broken} broken",
+        prose=True,
     )
     fraction = result.excluded_fraction
     if not result.identical:
@@ -165,5 +166,6 @@ def _print_audit(result: Any) -> None:
     else:
         emit(
             f"audit: clean; at 95%, it excludes that {fraction:.2%} or more of the slots that "
-            "ran differ from what this simulator gives"
+            "ran differ from what this simulator gives",
+            prose=True,
         )

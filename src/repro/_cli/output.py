@@ -4,7 +4,9 @@
 from __future__ import annotations
 
 import functools
+import shutil
 import sys
+import textwrap
 from typing import TYPE_CHECKING, Any
 
 from repro._escape import visible
@@ -21,6 +23,7 @@ if TYPE_CHECKING:
 __all__ = [
     "emit",
     "err_console",
+    "fitted",
     "print_findings",
     "print_protocol_warnings",
     "print_refused",
@@ -29,13 +32,49 @@ __all__ = [
 ]
 
 
-def emit(line: str, *, err: bool = False) -> None:
+def emit(line: str, *, err: bool = False, prose: bool = False) -> None:
     """Print ``line`` on stdout (on stderr with ``err``) as it is, but for its control
     characters, shown as text (:func:`repro._escape.visible`): whatever a bundle or a protocol
     holds (a file name, a factor level) reaches the terminal as text. Every line the command
     line prints without rich goes through here; everything it prints with rich, through a
-    console of :func:`repro._present.terminal.console`, which does the same."""
-    print(visible(line), file=sys.stderr if err else sys.stdout, flush=err)
+    console of :func:`repro._present.terminal.console`, which does the same.
+
+    A ``prose`` line (a sentence for a person, not JSON, a table row or a command to copy) is
+    broken between words on a terminal narrower than it (:func:`fitted`), as rich's consoles
+    wrap theirs; anywhere else (a pipe, a file, a log) every line comes out whole."""
+    stream = sys.stderr if err else sys.stdout
+    text = visible(line)
+    if prose and stream.isatty():
+        text = fitted(text, shutil.get_terminal_size().columns)
+    print(text, file=stream, flush=err)
+
+
+def fitted(text: str, width: int) -> str:
+    """``text`` with each of its lines longer than ``width`` broken at spaces into lines of at
+    most ``width``, each after the first indented by two spaces (so that a reader sees where a
+    line goes on). A word longer than a line (a path, a digest) is never cut: it stands on a
+    line of its own, longer than ``width``, for the terminal to fold. Lines that fit, and
+    their leading spaces, are kept as they are."""
+    if width < 20:  # too narrow to wrap to any purpose: the terminal folds it
+        return text
+    out: list[str] = []
+    for part in text.split("\n"):
+        if len(part) <= width:
+            out.append(part)
+            continue
+        indent = part[: len(part) - len(part.lstrip(" "))]
+        out.extend(
+            textwrap.wrap(
+                part,
+                width,
+                initial_indent="",
+                subsequent_indent=indent + "  ",
+                break_long_words=False,
+                break_on_hyphens=False,
+                drop_whitespace=True,
+            )
+        )
+    return "\n".join(out)
 
 
 @functools.cache

@@ -57,7 +57,7 @@ def _print_checked(protocol: Path, prepared: Prepared) -> None:
     """``repro protocol check``'s lines for the valid ``protocol``."""
     facts, plan = prepared.frozen.facts, prepared.plan
     slots = sum(len(partition.entries) for partition in plan.partitions)
-    emit(f"OK: {protocol} is valid (nothing was run or written)")
+    emit(f"OK: {protocol} is valid (nothing was run or written)", prose=True)
     emit(f"protocol  {prepared.protocol.id}")
     emit(f"sha256    {prepared.frozen_protocol.sha256}")
     emit(
@@ -220,6 +220,7 @@ def new(adapter: _Adapter, out: _NewOut = None) -> None:
                 f"note: this protocol names {', '.join(companions)} beside it, which only "
                 "--out FILE writes",
                 err=True,
+                prose=True,
             )
         return
     _write_all({out: text} | {out.parent / name: body for name, body in companions.items()})

@@ -51,6 +51,6 @@ def replay(
         for difference in result.differences:
             err_console().print(visible(f"DIFF {difference}", newlines=False))
         verdict = "byte-identical" if result.identical else "differs"
-        emit(f"{result.slot}: {how}; {result.attempts} attempt(s); {verdict}")
+        emit(f"{result.slot}: {how}; {result.attempts} attempt(s); {verdict}", prose=True)
     if not result.identical:
         raise typer.Exit(EXIT_VERIFY_FAILED)

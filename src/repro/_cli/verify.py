@@ -163,7 +163,10 @@ def verify(
 
 def _print_verified(bundle: Path, done: Verification) -> None:
     """Say that ``bundle`` verifies, by its digest, and name each signature it holds."""
-    emit(f"OK: {bundle} verifies (integrity, schema, joins, re-derived aggregates, tiers, class)")
+    emit(
+        f"OK: {bundle} verifies (integrity, schema, joins, re-derived aggregates, tiers, class)",
+        prose=True,
+    )
     # What was verified, by its identity: compare it with a published digest to know that
     # the files no re-derivation covers (environment.json, bag-info.txt) are the originals.
     emit(f"bundle sha256: {done.bundle_sha256}")
@@ -270,7 +273,8 @@ def _verify_bag(bag: Path, as_json: bool, limits: Limits, jobs: int | None) -> N
             warned = f", {len(done.warnings)} warning(s)" if done.warnings else ""
             emit(
                 f"OK: {bag} is a valid BagIt {done.version} bag (declaration, manifests, "
-                f"completeness, every digest, fetch.txt, Payload-Oxum){warned}"
+                f"completeness, every digest, fetch.txt, Payload-Oxum){warned}",
+                prose=True,
             )
     if done.findings:
         raise typer.Exit(EXIT_VERIFY_FAILED)
