@@ -29,15 +29,21 @@ TRIAL_LENGTHS = (30, 50, 100)
 RED_AGENTS = ("B_lineAgent", "RedMeanderAgent", "SleepAgent")
 
 
-def bare_loop(scenario_dir: Path, episodes: int, seed: int = 153) -> list[list[float]]:
-    """Per-condition lists of episode totals, from the evaluator's loop with the seed set once."""
+def bare_loop(
+    scenario_dir: Path,
+    episodes: int,
+    seed: int = 153,
+    trial_lengths: tuple[int, ...] = TRIAL_LENGTHS,
+) -> list[list[float]]:
+    """Per-condition lists of episode totals, from the evaluator's loop with the seed set once
+    (over ``trial_lengths``, the evaluator's three unless told)."""
     from repro.adapters._cyborg import load_backend, resolve_scenario
 
     backend = load_backend("csle-cyborg")  # imports only: the classes the evaluator uses
     main, wrapper = backend.classes["Main"], backend.classes["ChallengeWrapper"]
     random.seed(seed)
     totals = []
-    for steps in TRIAL_LENGTHS:
+    for steps in trial_lengths:
         for red in RED_AGENTS:
             cyborg = main(
                 resolve_scenario(scenario_dir), "sim", agents={"Red": backend.classes[red]}

@@ -304,6 +304,24 @@ def scored_bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return built_once(tmp_path_factory, "scored", build)
 
 
+@pytest.fixture(scope="session")
+def cage2_reduced(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The reduced CCS Sleeper protocol (protocols/cage2-ccs-sleeper-reduced.json, 180
+    episodes) run once per test run through the CLI on csle-cyborg and the shared scenario
+    files, for tests/test_cyborg.py and the crate validator alike; skipped where
+    tests/test_cyborg.py skips. Copy it before changing it."""
+    # Lazy: test_cyborg finds csle-cyborg and ../shared; most runs of a single file need neither.
+    import test_cyborg
+
+    if test_cyborg._missing:
+        pytest.skip("csle-cyborg or ../shared/cage2 not available")
+    return built_once(
+        tmp_path_factory,
+        "cage2-reduced",
+        lambda base: test_cyborg._cli_study(test_cyborg.REDUCED, base / "bundle"),
+    )
+
+
 @pytest.fixture
 def bundle_copy(small_bundle: Path, tmp_path: Path) -> Path:
     """A private copy of the small bundle, free to tamper with."""

@@ -92,11 +92,55 @@ def _json(bundle: Path, name: str) -> Any:
     return json.loads((bundle / "data" / name).read_text())
 
 
+@pytest.fixture
+def reduced_bundle(cage2_reduced: Path) -> Path:
+    """The reduced protocol in protocols/, run once per test run through the CLI (conftest's
+    ``cage2_reduced``, which the crate validator's tests share)."""
+    return cage2_reduced
+
+
+def _at_thirty(data: dict[str, Any]) -> dict[str, Any]:
+    """A CAGE-2 protocol of protocols/ at trial length 30 alone: its conditions against the
+    three red agents, in the same loop order, judged against the published means of those (the
+    published total is the nine conditions', so it goes) and with the contrasts between them."""
+    data = json.loads(json.dumps(data))
+    assert data["matrix"][0]["name"] == "trial_length"
+    data["matrix"][0]["levels"] = [30]
+    if "published" in data:
+        published = data["published"]
+        published["conditions"] = [
+            c for c in published["conditions"] if c["factors"]["trial_length"] == 30
+        ]
+        del published["estimand"]
+    if "contrasts" in data:
+        family = data["contrasts"]["family"]
+        data["contrasts"]["family"] = [c for c in family if c["a"]["factors"]["trial_length"] == 30]
+    return data
+
+
+@attrs.frozen
+class _Counted:
+    """A study run to the end through tests/study_driver.py: its protocol file, its bundle and
+    how many bundle events it had (for choosing where to stop the same study)."""
+
+    protocol: Path
+    bundle: Path
+    events: int
+
+
 @pytest.fixture(scope="module")
-def reduced_bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The reduced protocol in protocols/, run once through the CLI."""
-    out = tmp_path_factory.mktemp("cage2") / "bundle"
-    return _cli_study(REDUCED, out)
+def short_stream(tmp_path_factory: pytest.TempPathFactory) -> _Counted:
+    """The reduced CCS Sleeper protocol at trial length 30 (:func:`_at_thirty`): 60 episodes
+    on one random.seed(153) stream in three partitions, a state kept every 10 slots, as a
+    continuation, a replay and an audit of every slot need them, at a sixth of the reduced
+    protocol's steps. Run once through the driver, which counts its bundle events."""
+    base = tmp_path_factory.mktemp("cage2-short")
+    protocol = base / "short.json"
+    protocol.write_text(json.dumps(_at_thirty(json.loads(REDUCED.read_text()))))
+    done = _driven("0", "study", str(protocol), "--out", str(base / "bundle"))
+    assert done.returncode == 0, done.stderr
+    events = int(done.stderr.rsplit("events: ", 1)[1].split()[0])
+    return _Counted(protocol, base / "bundle", events)
 
 
 def _driven(at: str, *args: str) -> subprocess.CompletedProcess[str]:
@@ -113,30 +157,31 @@ def _driven(at: str, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 class TestContinued:
-    """The reduced CCS Sleeper protocol (stream seeding) stopped part-way and continued."""
+    """The CCS Sleeper protocol (stream seeding), at trial length 30, stopped part-way and
+    continued."""
 
     def test_continued_runs_are_the_uninterrupted_ones(
-        self, reduced_bundle: Path, tmp_path: Path
+        self, short_stream: _Counted, tmp_path: Path
     ) -> None:
         """Stopped by SIGINT about half-way through its bundle events and by SIGKILL at a point
         drawn at random, each continued study's runs and checkpoint files equal the
         uninterrupted study's byte for byte, its account says where the stream was taken up
         again, and it verifies with the continuation tier passing and the uninterrupted
         study's reproduction class."""
-        counted = _driven("0", "study", str(REDUCED), "--out", str(tmp_path / "counted"))
-        assert counted.returncode == 0, counted.stderr
-        events = int(counted.stderr.rsplit("events: ", 1)[1].split()[0])
-        expected = {p.name: p.read_bytes() for p in (reduced_bundle / "data" / "runs").iterdir()}
+        protocol, events = short_stream.protocol, short_stream.events
+        runs = short_stream.bundle / "data" / "runs"
+        expected = {p.name: p.read_bytes() for p in runs.iterdir()}
+        assert len([name for name in expected if name.endswith(".jsonl")]) == 3
         point = random.Random("cage2-continue").randrange(events // 5, events * 4 // 5)
         for at in (f"{events // 2}:INT", str(point)):
             old, new = tmp_path / f"old-{at}", tmp_path / f"new-{at}"
-            stopped = _driven(at, "study", str(REDUCED), "--out", str(old))
+            stopped = _driven(at, "study", str(protocol), "--out", str(old))
             assert stopped.returncode != 0, stopped.stderr
             result = runner.invoke(
                 app,
                 [
                     "study",
-                    str(REDUCED),
+                    str(protocol),
                     "--out",
                     str(new),
                     "--continue-from",
@@ -156,38 +201,39 @@ class TestContinued:
             assert {t["name"]: t["verdict"] for t in tiers["tiers"]}["continuation"] == "pass"
             assert (
                 tiers["reproduction"]["verdict"]
-                == _json(reduced_bundle, "tiers.json")["reproduction"]["verdict"]
+                == _json(short_stream.bundle, "tiers.json")["reproduction"]["verdict"]
             )
 
 
 class TestReplay:
-    """repro replay on the reduced CCS Sleeper bundle (stream mode)."""
+    """repro replay and audit on the CCS Sleeper protocol at trial length 30 (stream mode)."""
 
     def test_last_slot_of_a_partition_replays_from_the_nearest_kept_state(
-        self, reduced_bundle: Path
+        self, short_stream: _Counted
     ) -> None:
-        """Replaying the 20th episode of the fifth condition re-executes the 10 slots from the
+        """Replaying the 20th episode of the second condition re-executes the 10 slots from the
         state kept before its 11th (one every 10 slots, the default), in a fresh session, and
         every record is byte-identical: a CAGE-2 run depends on the stream's state alone."""
+        bundle = str(short_stream.bundle)
         result = runner.invoke(
-            app,
-            ["replay", str(reduced_bundle), "c04-r0019", "--option", f"scenario_dir={SCENARIO}"],
+            app, ["replay", bundle, "c01-r0019", "--option", f"scenario_dir={SCENARIO}"]
         )
         assert result.exit_code == 0, result.output
         assert (
-            "replayed 10 slot(s) of c04 from its checkpoint (the state kept before c04-r0010)"
+            "replayed 10 slot(s) of c01 from its checkpoint (the state kept before c01-r0010)"
         ) in result.stdout
         assert "byte-identical" in result.stdout
 
-    def test_an_audit_of_every_slot_chains_every_kept_state(self, reduced_bundle: Path) -> None:
-        """repro audit --all re-executes the 180 episodes stretch by stretch, each from a kept
+    def test_an_audit_of_every_slot_chains_every_kept_state(self, short_stream: _Counted) -> None:
+        """repro audit --all re-executes the 60 episodes stretch by stretch, each from a kept
         state in a fresh session, and each stretch ends in the next kept state (the next
-        checkpoint, or the next partition's first): 17 links, none broken."""
+        checkpoint, or the next partition's first): 5 links across three partitions, none
+        broken."""
         result = runner.invoke(
             app,
             [
                 "audit",
-                str(reduced_bundle),
+                str(short_stream.bundle),
                 "--all",
                 "--json",
                 "--option",
@@ -196,8 +242,8 @@ class TestReplay:
         )
         assert result.exit_code == 0, result.output
         found = json.loads(result.stdout)
-        assert (found["identical"], found["attempts"], len(found["slots"])) == (True, 180, 180)
-        assert [c["matched"] for c in found["chained"]] == [True] * 17
+        assert (found["identical"], found["attempts"], len(found["slots"])) == (True, 60, 60)
+        assert [c["matched"] for c in found["chained"]] == [True] * 5
 
 
 class TestReducedStudy:
@@ -339,19 +385,22 @@ class TestEvaluatorLoop:
 
     def test_same_episodes_as_bare_loop(self, tmp_path: Path) -> None:
         """With random.seed(153) set once, repro's per-episode returns equal the bare
-        evaluator loop's, episode by episode, up to summation rounding."""
+        evaluator loop's, episode by episode, up to summation rounding: three episodes of each
+        red agent at trial length 30 (:func:`_at_thirty`), nine on one stream. (The nine
+        conditions in the evaluator's order are the reduced study's, exact to the published
+        figures: TestReducedStudy.)"""
         sys.path.insert(0, str(ROOT / "benchmarks"))
         try:
             from cage2_overhead import bare_loop
         finally:
             sys.path.remove(str(ROOT / "benchmarks"))
-        out = _study(_small(3), tmp_path)
+        out = _study(_at_thirty(_small(3)), tmp_path)
         repro = [
             [json.loads(line)["measure"] for line in path.read_text().splitlines()]
             for path in sorted((out / "data/runs").glob("c*.jsonl"))
         ]
-        bare = bare_loop(SCENARIO, 3)
-        assert len(repro) == len(bare) == 9
+        bare = bare_loop(SCENARIO, 3, trial_lengths=(30,))
+        assert len(repro) == len(bare) == 3
         for ours, theirs in zip(repro, bare, strict=True):
             assert ours == pytest.approx(theirs, abs=1e-9)
 
@@ -539,10 +588,12 @@ class TestUpstreamBackend:
         assert simulator["simulator Main"] == "CybORG/CybORG.py"
 
     def test_signed_and_audited_on_upstream(self, upstream_reduced: Path, tmp_path: Path) -> None:
-        """The issue's round trip on the reduced CCS Sleeper bundle made by upstream: the
-        author signs it, a reviewer audits 59 of its 180 slots on upstream (each from the
-        nearest kept state, chained to the next) and signs that, and verify with both keys
-        trusted passes and reports the audit."""
+        """The round trip on the reduced CCS Sleeper bundle made by upstream: the author signs
+        it, a reviewer audits a sample of its 180 slots on upstream (each from the nearest kept
+        state, chained to the next) and signs that, and verify with both keys trusted passes
+        and reports the audit. Six slots, not the 59 the docs suggest: each drawn slot
+        re-executes its whole stretch of up to ten episodes, and 59 draws re-execute nearly all
+        180 episodes without checking anything six do not."""
         from test_signatures import openssh_key
 
         root = tmp_path / "bundle"
@@ -550,12 +601,12 @@ class TestUpstreamBackend:
         author, reviewer = openssh_key(tmp_path / "author"), openssh_key(tmp_path / "reviewer")
         assert runner.invoke(app, ["sign", str(root), "--key", str(author[0])]).exit_code == 0
         assert UPSTREAM_PYTHON is not None
-        args = [UPSTREAM_PYTHON, "-m", "repro", "audit", str(root), "--sample", "59", "--json"]
+        args = [UPSTREAM_PYTHON, "-m", "repro", "audit", str(root), "--sample", "6", "--json"]
         args += ["--sign", str(reviewer[0]), "--option", "backend=cyborg"]
         done = subprocess.run(args, capture_output=True, text=True, cwd=ROOT)
         assert done.returncode == 0, done.stderr
         found = json.loads(done.stdout)
-        assert (found["identical"], found["population"], len(found["sampled"])) == (True, 180, 59)
+        assert (found["identical"], found["population"], len(found["sampled"])) == (True, 180, 6)
         assert found["chained"] and all(c["matched"] for c in found["chained"])
         keys = ["--trusted-key", str(author[1]), "--trusted-key", str(reviewer[1])]
         checked = runner.invoke(app, ["verify", str(root), "--json", *keys])
@@ -740,26 +791,28 @@ class TestSleeperVersusReact:
         assert result.exit_code == 0, result.output
 
     @needs_upstream
-    def test_upstream_differs_only_where_the_fork_s_fix_acts(
-        self, react_bundle: Path, tmp_path: Path
-    ) -> None:
-        """On upstream at 606813b the same protocol gives the fork's runs byte for byte in
-        every condition but the reactive agent's three RedMeanderAgent ones: there the fork's
-        later fix (3ead7fd: a restored User3 or User4 keeps Haraka's version) lets Meander
-        exploit a restored host again, which 606813b's HarakaRCE cannot."""
-        out = tmp_path / "upstream"
-        done = _upstream_study(REACT, out)
+    def test_upstream_differs_only_where_the_fork_s_fix_acts(self, tmp_path: Path) -> None:
+        """The protocol at trial length 30 (:func:`_at_thirty`: six conditions of six paired
+        episodes) on upstream at 606813b gives the fork's runs byte for byte in every condition
+        but the reactive agent's RedMeanderAgent one: there the fork's later fix (3ead7fd: a
+        restored User3 or User4 keeps Haraka's version) lets Meander exploit a restored host
+        again, which 606813b's HarakaRCE cannot."""
+        protocol = tmp_path / "react-30.json"
+        protocol.write_text(json.dumps(_at_thirty(json.loads(REACT.read_text()))))
+        fork = _cli_study(protocol, tmp_path / "fork")
+        done = _upstream_study(protocol, tmp_path / "upstream")
         assert done.returncode == 0, done.stderr
-        theirs, ours = _run_files(react_bundle), _run_files(out)
+        theirs, ours = _run_files(fork), _run_files(tmp_path / "upstream")
         differing = {name.removesuffix(".jsonl") for name in ours if ours[name] != theirs[name]}
-        conditions = _conditions(react_bundle)
+        conditions = _conditions(fork)
         meander = {
             cid
             for cid, c in conditions.items()
             if c["participant"] == "react-restore"
             and c["factors"]["red_agent"] == "RedMeanderAgent"
         }
-        assert set(ours) == set(theirs) and differing == meander
+        assert len(ours) == 6 and set(ours) == set(theirs)
+        assert len(meander) == 1 and differing == meander
 
     def test_the_feed_decides_the_episode(self, tmp_path: Path) -> None:
         """Fed its own raw step observations (blue-steps), the reactive agent against SleepAgent

@@ -15,7 +15,6 @@ from __future__ import annotations
 import io
 import json
 import os
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -105,17 +104,6 @@ def context_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def cage2_bundle(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """The reduced CCS Sleeper protocol run once through the CLI on csle-cyborg (as
-    tests/test_cyborg.py runs it); skipped where that test module skips."""
-    import test_cyborg
-
-    if test_cyborg._missing:
-        pytest.skip("csle-cyborg or ../shared/cage2 not available")
-    yield test_cyborg._cli_study(test_cyborg.REDUCED, tmp_path_factory.mktemp("cage2") / "b")
-
-
-@pytest.fixture(scope="module")
 def quick_start_bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The quick start (protocols/gymnasium-classic-control.json, 200 runs) as it ships."""
     out = tmp_path_factory.mktemp("quick-start") / "bundle"
@@ -130,7 +118,7 @@ def any_bundle(request: pytest.FixtureRequest) -> tuple[str, Path]:
         "quick-start": "quick_start_bundle",
         "gymnasium": "small_bundle",
         "scored-command": "scored_bundle",
-    }.get(request.param, "cage2_bundle")
+    }.get(request.param, "cage2_reduced")
     bundle: Path = request.getfixturevalue(name)
     return request.param, bundle
 
