@@ -307,6 +307,14 @@ def per_run_bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return _cli_study(PER_RUN, out)
 
 
+@pytest.fixture(scope="module")
+def per_run_short(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The per-run protocol at trial length 30 (:func:`_at_thirty`: three conditions of 20
+    episodes), run once serially: what other ways of running it must write byte for byte."""
+    data = _at_thirty(json.loads(PER_RUN.read_text()))
+    return _study(data, tmp_path_factory.mktemp("cage2-per-run-short"), "serial")
+
+
 class TestPerRunStudy:
     """The per-run CCS Sleeper protocol: each episode a function of its slot's seed alone, so
     the partitions may run anywhere. CybORG draws from Python's global generator; this holds
@@ -331,39 +339,44 @@ class TestPerRunStudy:
         control = next(t for t in tiers if t["name"] == "execution-control")
         assert any("seeding per-run (master seed 153)" in e for e in control["evidence"])
 
-    def test_two_workers_write_the_same_bundle(self, per_run_bundle: Path, tmp_path: Path) -> None:
+    def test_two_workers_write_the_same_bundle(self, per_run_short: Path, tmp_path: Path) -> None:
         """Two local workers write the same bytes as serial execution in every file but
-        environment.json and the tag files that digest it; a slot in the middle of a partition
-        then replays alone, byte for byte."""
-        parallel = _study(json.loads(PER_RUN.read_text()), tmp_path, "w2", LocalWorkers(2))
-        assert bundle_digests(parallel) == bundle_digests(per_run_bundle)
+        environment.json and the tag files that digest it (the protocol at trial length 30,
+        :func:`_at_thirty`); a slot in the middle of a partition then replays alone, byte for
+        byte."""
+        parallel = _study(
+            _at_thirty(json.loads(PER_RUN.read_text())), tmp_path, "w2", LocalWorkers(2)
+        )
+        assert bundle_digests(parallel) == bundle_digests(per_run_short)
         result = runner.invoke(
-            app, ["replay", str(parallel), "c07-r0003", "--option", f"scenario_dir={SCENARIO}"]
+            app, ["replay", str(parallel), "c02-r0003", "--option", f"scenario_dir={SCENARIO}"]
         )
         assert result.exit_code == 0, result.output
-        assert "c07-r0003: replayed alone from its seed; 1 attempt(s); byte-identical" in (
+        assert "c02-r0003: replayed alone from its seed; 1 attempt(s); byte-identical" in (
             result.stdout
         )
 
     def test_a_dask_cluster_writes_the_same_bundle(
-        self, per_run_bundle: Path, dask_scheduler: str, tmp_path: Path
+        self, per_run_short: Path, dask_scheduler: str, tmp_path: Path
     ) -> None:
         """A Dask cluster (2 worker processes) writes the same bytes as serial execution in
-        every file but environment.json and the tag files that digest it."""
-        on_dask = _study(
-            json.loads(PER_RUN.read_text()), tmp_path, "dask", DaskCluster(dask_scheduler)
-        )
-        assert bundle_digests(on_dask) == bundle_digests(per_run_bundle)
+        every file but environment.json and the tag files that digest it (the protocol at
+        trial length 30)."""
+        data = _at_thirty(json.loads(PER_RUN.read_text()))
+        on_dask = _study(data, tmp_path, "dask", DaskCluster(dask_scheduler))
+        assert bundle_digests(on_dask) == bundle_digests(per_run_short)
 
     def test_an_episode_does_not_depend_on_the_ones_before(
         self, per_run_bundle: Path, tmp_path: Path
     ) -> None:
         """With the first two slots of every condition excluded, so that each condition's
         session starts at its third episode, every episode that runs in both studies has the
-        same record (measure and trace digest) in both."""
-        data = json.loads(PER_RUN.read_text())
+        same record (measure and trace digest) in both (at trial length 30 against the shipped
+        protocol's bundle, whose first three conditions are those: a slot's seed is its own)."""
+        data = _at_thirty(json.loads(PER_RUN.read_text()))
+        data["runs_per_condition"] = 5
         data["exclusions"] = [
-            {"slot": f"c{c:02d}-r{r:04d}", "reason": "r"} for c in range(9) for r in range(2)
+            {"slot": f"c{c:02d}-r{r:04d}", "reason": "r"} for c in range(3) for r in range(2)
         ]
         later = _study(data, tmp_path, "later")
 
@@ -376,7 +389,7 @@ class TestPerRunStudy:
             }
 
         ran_later, ran_first = lines(later), lines(per_run_bundle)
-        assert len(ran_later) == 27
+        assert len(ran_later) == 9
         assert ran_later == {slot: ran_first[slot] for slot in ran_later}
 
 

@@ -223,8 +223,8 @@ class TestSameRecords:
     ) -> None:
         """Every way a harness misbehaves (exit, timeout, not JSON, not an object, schema),
         retried up to max_attempts, gives the same bundle byte for byte on 1 and 8 threads and
-        on 2 worker processes."""
-        path = write_protocol(copy.deepcopy(BAD))
+        on 2 worker processes. (One run of each: each timed-out attempt waits out its 2 s.)"""
+        path = write_protocol({**copy.deepcopy(BAD), "runs_per_condition": 1})
         one = run_study(path, tmp_path / "t1")
         eight = run_study(path, tmp_path / "t8", LocalWorkers(8))
         monkeypatch.setattr(CommandAdapter, "thread_sessions", False)
