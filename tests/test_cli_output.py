@@ -360,6 +360,7 @@ class TestProseOnATerminal:
         assert fitted(f"bundle {digest} ok", 30).split("\n") == ["bundle", f"  {digest}", "  ok"]
         assert fitted(self.LINE, 19) == self.LINE
 
+    @pytest.mark.slow  # Slow: two fresh interpreters.
     def test_bagit_only_at_80_columns(self, small_bundle: Path) -> None:
         """``repro verify --bagit-only`` on a terminal 80 columns wide: its OK line, longer than
         80, comes out on lines of at most 80 with every word whole; to a pipe, on one line."""
