@@ -477,7 +477,7 @@ def _bytecode_cached(name: str) -> dict[str, str]:
 
 
 #: Scripts in benchmarks/ that the benchmarks session does not run (see there).
-_BY_HAND = ("busy_suite.py", "byte_identity.py", "commit_cost.py")
+_BY_HAND = ("busy_suite.py", "byte_identity.py", "commit_cost.py", "slowest_tests.py")
 
 
 @nox.session
@@ -487,9 +487,9 @@ def benchmarks(session: nox.Session) -> None:
     it measures (the CAGE-2 parts need ../shared/cage2). Minutes, on a quiet machine."""
     # The test group brings bagit.py; inspect_overhead.py needs inspect_ai.
     _sync(session, "test", extras=("gymnasium", "cyborg", "inspect"))
-    # busy_suite.py runs nox itself (by hand, not inside nox); byte_identity.py and
-    # commit_cost.py compare two commits (by hand, with --baseline: by default they would
-    # compare this tree with itself); _*.py are their modules.
+    # busy_suite.py and slowest_tests.py run nox themselves (by hand, not inside nox);
+    # byte_identity.py and commit_cost.py compare two commits (by hand, with --baseline: by
+    # default they would compare this tree with itself); _*.py are their modules.
     scripts = [
         script
         for script in sorted(Path("benchmarks").glob("*.py"))
