@@ -27,7 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from _usage import children_cpu
+from _usage import children_cpu, timed_python
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "protocols" / "inspect-arithmetic.json"
@@ -75,15 +75,8 @@ def _repro(directory: Path) -> tuple[float, int]:
 
 
 def _inspect(directory: Path, epochs: int) -> tuple[float, int]:
-    start = time.perf_counter()
-    done = subprocess.run(
-        [sys.executable, "-c", INSPECT_SIDE, str(epochs)],
-        check=True,
-        capture_output=True,
-        cwd=directory,
-        text=True,
-    )
-    return time.perf_counter() - start, int(done.stdout.split()[-1])
+    elapsed, printed = timed_python(INSPECT_SIDE, str(epochs), cwd=directory)
+    return elapsed, int(printed.split()[-1])
 
 
 def main() -> None:

@@ -23,13 +23,11 @@ from __future__ import annotations
 import argparse
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-from _usage import children_cpu
+from _usage import children_cpu, timed_python
 
 ROOT = Path(__file__).resolve().parents[1]
 TASKS = ROOT / "protocols" / "inspect_arithmetic.py"
@@ -68,15 +66,8 @@ with tempfile.TemporaryDirectory() as logs:
 
 
 def _shape(directory: Path, shape: str, samples: int) -> tuple[float, int]:
-    start = time.perf_counter()
-    done = subprocess.run(
-        [sys.executable, "-c", SIDE, shape, str(samples)],
-        check=True,
-        capture_output=True,
-        cwd=directory,
-        text=True,
-    )
-    return time.perf_counter() - start, int(done.stdout.split()[-1])
+    elapsed, printed = timed_python(SIDE, shape, str(samples), cwd=directory)
+    return elapsed, int(printed.split()[-1])
 
 
 def main() -> None:
