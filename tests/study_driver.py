@@ -16,6 +16,12 @@ import sys
 from typing import Any
 
 
+def events_printed(stderr: str) -> int:
+    """How many bundle events the driver counted: the ``events: N`` it printed last on
+    stderr."""
+    return int(stderr.rsplit("events: ", 1)[1].split()[0])
+
+
 def main() -> None:
     """Count bundle events, kill at the chosen one, and run the CLI."""
     from repro._bundle import writer as bundle

@@ -27,6 +27,7 @@ import pytest
 import repro
 from conftest import SMALL
 from repro.errors import BadInput
+from study_driver import events_printed
 
 # Slow: every case runs studies in subprocesses, some killed on purpose.
 pytestmark = [
@@ -81,7 +82,7 @@ def reference(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, int
     protocol.write_text(json.dumps(PROTOCOL), "utf-8")
     done = _driver("0", "study", str(protocol), "--out", str(base / "reference"))
     assert done.returncode == 0, done.stderr
-    events = int(done.stderr.rsplit("events: ", 1)[1].split()[0])
+    events = events_printed(done.stderr)
     return protocol, base / "reference", events
 
 
@@ -340,7 +341,7 @@ class TestOtherBackends:
         ref, old, new = tmp_path / "ref", tmp_path / "old", tmp_path / "new"
         done = _driver("0", "study", str(protocol), "--out", str(ref), "--workers", "3")
         assert done.returncode == 0, done.stderr
-        events = int(done.stderr.rsplit("events: ", 1)[1].split()[0])
+        events = events_printed(done.stderr)
         stopped = _driver(
             f"{events // 2}:INT", "study", str(protocol), "--out", str(old), "--workers", "3"
         )
@@ -374,7 +375,7 @@ def stream_reference(
     protocol.write_text(json.dumps({**PROTOCOL, "seeding": STREAM[request.param]}), "utf-8")
     done = _driver("0", "study", str(protocol), "--out", str(base / "reference"))
     assert done.returncode == 0, done.stderr
-    events = int(done.stderr.rsplit("events: ", 1)[1].split()[0])
+    events = events_printed(done.stderr)
     return protocol, base / "reference", events
 
 

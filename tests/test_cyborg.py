@@ -30,6 +30,7 @@ from repro._json.serde import structure
 from repro._protocol.freeze import freeze
 from repro.models import Aggregates, FrozenProtocol
 from repro.verify import verify
+from study_driver import events_printed
 
 SCENARIO = ROOT.parent / "shared" / "cage2" / "scenario"
 REDUCED = ROOT / "protocols" / "cage2-ccs-sleeper-reduced.json"
@@ -92,13 +93,6 @@ def _json(bundle: Path, name: str) -> Any:
     return json.loads((bundle / "data" / name).read_text())
 
 
-@pytest.fixture
-def reduced_bundle(cage2_reduced: Path) -> Path:
-    """The reduced protocol in protocols/, run once per test run through the CLI (conftest's
-    ``cage2_reduced``, which the crate validator's tests share)."""
-    return cage2_reduced
-
-
 def _at_thirty(data: dict[str, Any]) -> dict[str, Any]:
     """A CAGE-2 protocol of protocols/ at trial length 30 alone: its conditions against the
     three red agents, in the same loop order, judged against the published means of those (the
@@ -139,7 +133,7 @@ def short_stream(tmp_path_factory: pytest.TempPathFactory) -> _Counted:
     protocol.write_text(json.dumps(_at_thirty(json.loads(REDUCED.read_text()))))
     done = _driven("0", "study", str(protocol), "--out", str(base / "bundle"))
     assert done.returncode == 0, done.stderr
-    events = int(done.stderr.rsplit("events: ", 1)[1].split()[0])
+    events = events_printed(done.stderr)
     return _Counted(protocol, base / "bundle", events)
 
 
@@ -249,22 +243,22 @@ class TestReplay:
 class TestReducedStudy:
     """The reduced CCS Sleeper protocol (published matrix, 20 episodes) on real data."""
 
-    def test_verifies_offline(self, reduced_bundle: Path) -> None:
+    def test_verifies_offline(self, cage2_reduced: Path) -> None:
         """The bundle verifies, and bagit-python validates it."""
-        assert verify(reduced_bundle) == []
-        bagit.Bag(str(reduced_bundle)).validate()
+        assert verify(cage2_reduced) == []
+        bagit.Bag(str(cage2_reduced)).validate()
 
-    def test_verifies_without_cyborg(self, reduced_bundle: Path, tmp_path: Path) -> None:
+    def test_verifies_without_cyborg(self, cage2_reduced: Path, tmp_path: Path) -> None:
         """A copied bundle verifies in a process where CybORG cannot be imported."""
         copy_ = tmp_path / "copy"
-        shutil.copytree(reduced_bundle, copy_)
+        shutil.copytree(cage2_reduced, copy_)
         done = _verify_without_cyborg(copy_)
         assert "verifies" in done.stdout
 
-    def test_tier_verdicts(self, reduced_bundle: Path) -> None:
+    def test_tier_verdicts(self, cage2_reduced: Path) -> None:
         """All six tiers: sources, contract, execution and outcome pass; state/observation is
         weakened because only the blue view is observed; disclosure passes."""
-        verdicts = {t["name"]: t["verdict"] for t in _json(reduced_bundle, "tiers.json")["tiers"]}
+        verdicts = {t["name"]: t["verdict"] for t in _json(cage2_reduced, "tiers.json")["tiers"]}
         assert verdicts == {
             "authored-source": "pass",
             "contract": "pass",
@@ -274,30 +268,30 @@ class TestReducedStudy:
             "disclosure": "pass",
         }
 
-    def test_class_on_twenty_episodes(self, reduced_bundle: Path) -> None:
+    def test_class_on_twenty_episodes(self, cage2_reduced: Path) -> None:
         """With 20 episodes per condition the published total's narrow interval (n=1000)
         excludes the observed total, so mutual containment fails: class 'failed', while every
         observed interval still contains its published value."""
-        rep = _json(reduced_bundle, "tiers.json")["reproduction"]
+        rep = _json(cage2_reduced, "tiers.json")["reproduction"]
         assert rep["verdict"] == "failed"
         total = next(f for f in rep["figures"] if f["figure"] == "estimand value")
         assert total["published_interval_contains_observed"] is False
         assert all(f["observed_interval_contains_published"] is not False for f in rep["figures"])
 
-    def test_pins_every_scenario_file(self, reduced_bundle: Path) -> None:
+    def test_pins_every_scenario_file(self, cage2_reduced: Path) -> None:
         """The ledger pins Scenario2.yaml and every image file by sha256, with no host path."""
-        sources = {s["name"]: s for s in _json(reduced_bundle, "source-ledger.json")["sources"]}
+        sources = {s["name"]: s for s in _json(cage2_reduced, "source-ledger.json")["sources"]}
         expected = hashlib.sha256((SCENARIO / "Scenario2.yaml").read_bytes()).hexdigest()
         assert sources["Scenario2.yaml"]["sha256"] == expected
         images = [n for n in sources if n.startswith("images/")]
         assert len(images) == len(list((SCENARIO / "images").glob("*.yaml")))
-        assert str(SCENARIO) not in (reduced_bundle / "data/source-ledger.json").read_text()
+        assert str(SCENARIO) not in (cage2_reduced / "data/source-ledger.json").read_text()
 
-    def test_records_the_source_disagreement(self, reduced_bundle: Path) -> None:
+    def test_records_the_source_disagreement(self, cage2_reduced: Path) -> None:
         """The shipped evaluator's 100 episodes and missing seed are recorded and reported."""
-        ledger = _json(reduced_bundle, "source-ledger.json")
+        ledger = _json(cage2_reduced, "source-ledger.json")
         assert "sets no seed" in ledger["disagreements"][0]["source"]
-        assert "Source disagreement" in (reduced_bundle / "data/validation-report.md").read_text()
+        assert "Source disagreement" in (cage2_reduced / "data/validation-report.md").read_text()
 
 
 @pytest.fixture(scope="module")
@@ -421,14 +415,14 @@ class TestEvaluatorLoop:
 class TestClassesOnRealData:
     """unavailable and bounded, on real CAGE-2 episodes."""
 
-    def test_bounded_without_published_total(self, reduced_bundle: Path) -> None:
+    def test_bounded_without_published_total(self, cage2_reduced: Path) -> None:
         """Judged against the published condition means alone (no total and so no published
         interval), the reduced study's real aggregates are bounded: every observed interval
         contains its published mean, and most means differ at two decimals."""
-        fp = structure(_json(reduced_bundle, "protocol.json"), FrozenProtocol, what="protocol")
+        fp = structure(_json(cage2_reduced, "protocol.json"), FrozenProtocol, what="protocol")
         published = attrs.evolve(fp.protocol.published, estimand=None)
         fp = freeze(attrs.evolve(fp.protocol, published=published))
-        agg = structure(_json(reduced_bundle, "aggregates.json"), Aggregates, what="aggregates")
+        agg = structure(_json(cage2_reduced, "aggregates.json"), Aggregates, what="aggregates")
         rep = reproduction(fp, agg, 0)
         assert rep.verdict == "bounded", rep.reason
 
@@ -633,26 +627,24 @@ class TestUpstreamBackend:
         ]
 
     def test_same_runs_byte_for_byte_as_the_fork(
-        self, upstream_reduced: Path, reduced_bundle: Path
+        self, upstream_reduced: Path, cage2_reduced: Path
     ) -> None:
         """The reduced CCS Sleeper protocol gives the same run records, byte for byte, on
         upstream and on csle-cyborg (nine files, 180 episodes on one random.seed(153) stream),
         and so the same aggregates and tier verdicts (their evidence names other sources)."""
-        assert _run_files(upstream_reduced) == _run_files(reduced_bundle)
-        assert len(_run_files(reduced_bundle)) == 9
-        assert _json(upstream_reduced, "aggregates.json") == _json(
-            reduced_bundle, "aggregates.json"
-        )
+        assert _run_files(upstream_reduced) == _run_files(cage2_reduced)
+        assert len(_run_files(cage2_reduced)) == 9
+        assert _json(upstream_reduced, "aggregates.json") == _json(cage2_reduced, "aggregates.json")
         verdicts = [
             {t["name"]: t["verdict"] for t in _json(b, "tiers.json")["tiers"]}
-            for b in (upstream_reduced, reduced_bundle)
+            for b in (upstream_reduced, cage2_reduced)
         ]
         assert verdicts[0] == verdicts[1]
 
-    def test_compare_says_so_per_tier(self, upstream_reduced: Path, reduced_bundle: Path) -> None:
+    def test_compare_says_so_per_tier(self, upstream_reduced: Path, cage2_reduced: Path) -> None:
         """``repro compare`` finds every run equal in every tier and names the simulator's
         sources that differ (the distribution and each pinned simulator file)."""
-        result = runner.invoke(app, ["compare", str(reduced_bundle), str(upstream_reduced)])
+        result = runner.invoke(app, ["compare", str(cage2_reduced), str(upstream_reduced)])
         assert result.exit_code == 0, result.output
         out = result.stdout
         assert "equal: status 180/180, measure 180/180" in out and "; identical" in out

@@ -28,6 +28,7 @@ import pytest
 from conftest import SMALL
 from guarantees import record
 from repro.verify import verify
+from study_driver import events_printed
 
 # Slow: kills and signals studies running in subprocesses.
 pytestmark = [
@@ -153,7 +154,7 @@ def event_count(tmp_path_factory: pytest.TempPathFactory) -> int:
     _, stderr = done.communicate(timeout=120)
     assert done.returncode == 0, stderr
     assert verify(case.root) == []
-    return int(stderr.rsplit("events: ", 1)[1].split()[0])
+    return events_printed(stderr)
 
 
 @pytest.mark.stress

@@ -67,11 +67,9 @@ def fitted(text: str, width: int) -> str:
             textwrap.wrap(
                 part,
                 width,
-                initial_indent="",
                 subsequent_indent=indent + "  ",
                 break_long_words=False,
                 break_on_hyphens=False,
-                drop_whitespace=True,
             )
         )
     return "\n".join(out)
